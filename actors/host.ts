@@ -1,0 +1,99 @@
+import { WebSocket } from 'ws';
+import {
+  ACTOR_ID_HEADER,
+  ACTOR_SECRET_HEADER,
+  ActorEnvSchema,
+  Channel,
+  DEFAULT_MAX_FRAME_BYTES,
+  HeadToActorSchema,
+  TroupeError,
+  createLogger,
+  mapFromWire,
+  mapToWire,
+  toWireError,
+} from '../runtime/index.js';
+import type { ActorEnv, ActorToHead, HeadToActor } from '../runtime/index.js';
+import { OnnxModel } from './onnx-model.js';
+import { SerialExecutor } from './serial-executor.js';
+
+/**
+ * The entry point of one model actor process. The node agent spawns it fresh (never forked from
+ * a process that touched a GPU) with its identity, model and device in the environment. It loads
+ * the model, runs a warm-up inference, connects to the head and answers calls until told to stop.
+ */
+const log = createLogger('actor');
+
+/** Exit codes the agent reads to tell a bad start from a crash. */
+export const ACTOR_EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, LOST_HEAD: 4 } as const;
+
+function readEnv(): ActorEnv {
+  const parsed = ActorEnvSchema.safeParse(process.env);
+  if (!parsed.success) {
+    process.stderr.write(`troupe actor: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`);
+    process.exit(ACTOR_EXIT.BAD_ENV);
+  }
+  return parsed.data;
+}
+
+function openSocket(env: ActorEnv): Promise<WebSocket> {
+  const ws = new WebSocket(new URL('/v1/actor', env.TROUPE_HEAD_URL), {
+    headers: { [ACTOR_ID_HEADER]: env.TROUPE_ACTOR_ID, [ACTOR_SECRET_HEADER]: env.TROUPE_ACTOR_SECRET },
+    maxPayload: DEFAULT_MAX_FRAME_BYTES,
+    perMessageDeflate: false,
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('timed out connecting to the head')), 15_000);
+    ws.once('open', () => (clearTimeout(timer), resolve(ws)));
+    ws.once('error', (err) => (clearTimeout(timer), reject(err)));
+  });
+}
+
+async function main(): Promise<void> {
+  const env = readEnv();
+  // The agent holds our IPC channel; when it goes (even by kill -9) we must not linger.
+  process.on('disconnect', () => process.exit(0));
+  process.on('SIGTERM', () => process.exit(0));
+
+  const device = env.TROUPE_DEVICE;
+  let model: OnnxModel | undefined;
+  let loadError: TroupeError | undefined;
+  try {
+    model = await OnnxModel.load(env.TROUPE_MODEL_PATH, { device, ...(env.TROUPE_THREADS ? { threads: env.TROUPE_THREADS } : {}) });
+  } catch (err) {
+    loadError = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
+  }
+
+  let executor: SerialExecutor | undefined;
+  const ws = await openSocket(env);
+  const channel: Channel<HeadToActor, ActorToHead> = new Channel<HeadToActor, ActorToHead>(ws, {
+    schema: HeadToActorSchema,
+    onMessage: (message) => {
+      if (!executor) return;
+      const inputs = mapFromWire(message.inputs, 'input');
+      executor.submit(inputs, message.outputs).then(
+        (outputs) => channel.send({ type: 'reply', id: message.id, value: { outputs: mapToWire(outputs) } }),
+        (err: unknown) => channel.fail(message.id, err),
+      );
+    },
+    onClose: () => {
+      log.warn('lost the head; exiting so the agent can report it');
+      process.exit(ACTOR_EXIT.LOST_HEAD);
+    },
+  });
+
+  if (!model) {
+    channel.send({ type: 'loadFailed', error: toWireError(loadError) });
+    process.stderr.write(`${loadError?.message}\n`);
+    // Give the frame a moment to leave before exiting.
+    setTimeout(() => process.exit(ACTOR_EXIT.LOAD_FAILED), 200);
+    return;
+  }
+  executor = new SerialExecutor(model);
+  channel.send({ type: 'ready', metadata: model.metadata, device, provider: model.provider });
+  log.info({ actor: env.TROUPE_ACTOR_ID, device, provider: model.provider }, 'actor ready');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`troupe actor: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

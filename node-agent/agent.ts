@@ -1,0 +1,176 @@
+import { cpus as osCpus, hostname, totalmem } from 'node:os';
+import { WebSocket } from 'ws';
+import {
+  Channel,
+  DEFAULT_MAX_FRAME_BYTES,
+  HeadToAgentSchema,
+  TroupeError,
+  createLogger,
+} from '../runtime/index.js';
+import type { AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/index.js';
+import { ActorProcess } from './actor-process.js';
+import { discoverGpus } from './gpus/index.js';
+import { resolveModelPath } from './model-path.js';
+
+export interface AgentOptions {
+  /** The head's WebSocket address, e.g. ws://127.0.0.1:8470. */
+  headUrl: string;
+  token?: string;
+  /** This node's name in the cluster (default: the host name). */
+  name?: string;
+  /** Deployments name model files relative to this directory; nothing outside it is opened. */
+  modelDir: string;
+  /** Pretend this node has N GPUs (for machines without one); actors run on the CPU provider. */
+  simulateGpus?: number;
+  simulatedGpuMemoryMiB?: number;
+  /** CPUs offered to the scheduler (default: all cores). */
+  cpus?: number;
+  heartbeatMs?: number;
+}
+
+type StartActor = Extract<HeadToAgent, { type: 'startActor' }>;
+type StopActor = Extract<HeadToAgent, { type: 'stopActor' }>;
+
+/**
+ * The node agent: the control plane of one machine. It registers the machine's resources with
+ * the head, sends heartbeats, and spawns, supervises and stops actor processes on the head's
+ * command. It never loads a model or touches CUDA itself.
+ */
+export class NodeAgent {
+  readonly #options: AgentOptions;
+  readonly #log = createLogger('agent');
+  readonly #actors = new Map<string, ActorProcess>();
+  #channel: Channel<HeadToAgent, AgentToHead> | undefined;
+  #gpus: Gpu[] = [];
+  #heartbeat: NodeJS.Timeout | undefined;
+  #reconnect: NodeJS.Timeout | undefined;
+  #backoffMs = 250;
+  #stopping = false;
+
+  constructor(options: AgentOptions) {
+    this.#options = options;
+  }
+
+  get name(): string {
+    return this.#options.name ?? hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63);
+  }
+
+  /** Discovers resources, connects and registers; resolves once the head has accepted this node. */
+  async start(): Promise<void> {
+    const simulate = this.#options.simulateGpus;
+    this.#gpus = await discoverGpus({
+      ...(simulate !== undefined ? { simulate } : {}),
+      ...(this.#options.simulatedGpuMemoryMiB !== undefined ? { simulatedMemoryMiB: this.#options.simulatedGpuMemoryMiB } : {}),
+    });
+    await this.#connect();
+  }
+
+  /** Stops every actor (SIGTERM, then SIGKILL after `graceMs`) and leaves the cluster. */
+  async stop(graceMs = 5000): Promise<void> {
+    this.#stopping = true;
+    clearTimeout(this.#reconnect);
+    clearInterval(this.#heartbeat);
+    await Promise.all([...this.#actors.values()].map((a) => a.stop(graceMs)));
+    this.#channel?.close(1000, 'agent stopping');
+  }
+
+  #resources(): NodeResources {
+    return { cpus: this.#options.cpus ?? osCpus().length, memoryBytes: totalmem(), gpus: this.#gpus };
+  }
+
+  async #connect(): Promise<void> {
+    const headers: Record<string, string> = {};
+    if (this.#options.token) headers.authorization = `Bearer ${this.#options.token}`;
+    const url = new URL('/v1/agent', this.#options.headUrl);
+    const ws = new WebSocket(url, { headers, maxPayload: DEFAULT_MAX_FRAME_BYTES, perMessageDeflate: false });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('unexpected-response', (_req, res) => {
+        ws.terminate();
+        const refusal = String(res.headers['x-troupe-error'] ?? `HTTP ${res.statusCode}`);
+        reject(new TroupeError(res.statusCode === 401 ? 'TROUPE_ERR_UNAUTHORIZED' : 'TROUPE_ERR_CONNECTION_CLOSED', `head refused this agent: ${refusal}`));
+      });
+      ws.once('error', (err) => reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `cannot reach the head at ${url.href}: ${err.message}`)));
+    });
+    const channel = new Channel<HeadToAgent, AgentToHead>(ws, {
+      schema: HeadToAgentSchema,
+      onMessage: (message) => this.#onMessage(message),
+      onClose: () => this.#onDisconnect(),
+    });
+    this.#channel = channel;
+    await channel.request(
+      {
+        type: 'register',
+        name: this.name,
+        address: hostname(),
+        resources: this.#resources(),
+        actors: [...this.#actors.values()].map((a) => ({ actorId: a.actorId, pid: a.pid })),
+      },
+      10_000,
+    );
+    this.#backoffMs = 250;
+    this.#log.info({ head: url.href, node: this.name, gpus: this.#gpus.length }, 'registered with the head');
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = setInterval(() => channel.send({ type: 'heartbeat' }), this.#options.heartbeatMs ?? 1000);
+  }
+
+  #onDisconnect(): void {
+    clearInterval(this.#heartbeat);
+    if (this.#stopping) return;
+    this.#log.warn({ retryInMs: this.#backoffMs }, 'lost the head; reconnecting');
+    this.#reconnect = setTimeout(() => {
+      this.#connect().catch((err: unknown) => {
+        this.#log.warn({ err: (err as Error).message }, 'reconnect failed');
+        this.#onDisconnect();
+      });
+    }, this.#backoffMs);
+    this.#backoffMs = Math.min(this.#backoffMs * 2, 5000);
+  }
+
+  #onMessage(message: HeadToAgent): void {
+    switch (message.type) {
+      case 'startActor':
+        this.#startActor(message).then(
+          (pid) => this.#channel?.reply(message.id, { pid }),
+          (err: unknown) => this.#channel?.fail(message.id, err),
+        );
+        return;
+      case 'stopActor':
+        void this.#stopActor(message).then(() => this.#channel?.reply(message.id, {}));
+        return;
+      default:
+        // Replies to our own requests are settled by the channel before they get here.
+        return;
+    }
+  }
+
+  async #startActor(message: StartActor): Promise<number> {
+    if (this.#stopping) throw new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `agent ${this.name} is shutting down`);
+    if (this.#actors.has(message.actorId)) return this.#actors.get(message.actorId)!.pid;
+    const modelPath = await resolveModelPath(this.#options.modelDir, message.model);
+    const simulated = message.gpus.length > 0 && message.gpus.every((i) => this.#gpus.find((g) => g.index === i)?.simulated);
+    const env: Record<string, string> = {};
+    for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== 'TROUPE_TOKEN') env[key] = value;
+    Object.assign(env, {
+      TROUPE_HEAD_URL: this.#options.headUrl,
+      TROUPE_ACTOR_ID: message.actorId,
+      TROUPE_ACTOR_SECRET: message.secret,
+      TROUPE_MODEL_PATH: modelPath,
+      TROUPE_DEVICE: message.gpus.length === 0 ? 'cpu' : simulated ? 'simulated-gpu' : 'cuda',
+      // Exactly the actor's GPUs; none for CPU actors, so they can never create a CUDA context.
+      CUDA_VISIBLE_DEVICES: message.gpus.join(','),
+    });
+    if (message.threads !== undefined) env.TROUPE_THREADS = String(message.threads);
+    const actor = new ActorProcess({ actorId: message.actorId, env });
+    this.#actors.set(message.actorId, actor);
+    void actor.exited.then((exit) => {
+      this.#actors.delete(message.actorId);
+      this.#channel?.send({ type: 'actorExited', actorId: message.actorId, ...exit });
+    });
+    return actor.pid;
+  }
+
+  async #stopActor(message: StopActor): Promise<void> {
+    await this.#actors.get(message.actorId)?.stop(message.graceMs);
+  }
+}

@@ -1,0 +1,128 @@
+import { WebSocket } from 'ws';
+import { TroupeError } from '../errors.js';
+import { newId } from '../ids.js';
+import { HeadToClientSchema } from '../protocol/client.js';
+import type { ClientToHead, HeadToClient } from '../protocol/client.js';
+import { DEFAULT_MAX_FRAME_BYTES } from '../protocol/codec.js';
+import type { ModelDeploymentInput } from '../spec.js';
+import type { Tensor } from '../tensor/tensor.js';
+import { mapFromWire, mapToWire, WireTensorMapSchema } from '../tensor/wire.js';
+import { Channel } from '../transport/channel.js';
+import { ClusterViewSchema, DeploymentViewSchema } from '../views.js';
+import type { ClusterView, DeploymentView } from '../views.js';
+import { Future } from './future.js';
+import type { Outputs } from './future.js';
+
+export interface ConnectOptions {
+  /** The cluster token; required when the head listens beyond loopback. */
+  token?: string;
+  /** Give up connecting after this long (default 10 s). */
+  connectTimeoutMs?: number;
+}
+
+export interface RunOptions {
+  /** Fail with TROUPE_ERR_DEADLINE_EXCEEDED if no answer comes within this time. */
+  timeoutMs?: number;
+  /** Return only these outputs. */
+  outputs?: string[];
+}
+
+export interface DeployOptions {
+  /** How long to wait for every replica to be READY (default 120 s). */
+  timeoutMs?: number;
+}
+
+/**
+ * A connection to a Troupe head: deploy models, run them, look at the cluster.
+ *
+ * @example
+ * const cluster = await connect('ws://127.0.0.1:8470');
+ * await cluster.deploy({ name: 'mlp', model: 'mlp.onnx' });
+ * const { logits } = await cluster.run('mlp', { x: tensor('float32', [1, 64], new Float32Array(64)) });
+ * await cluster.close();
+ */
+export class Cluster {
+  readonly #channel: Channel<HeadToClient, ClientToHead>;
+
+  /** @internal use {@link connect} */
+  constructor(channel: Channel<HeadToClient, ClientToHead>) {
+    this.#channel = channel;
+  }
+
+  /** Deploys (or updates) one model and resolves once all its replicas are READY. */
+  async deploy(spec: ModelDeploymentInput, options: DeployOptions = {}): Promise<DeploymentView> {
+    const value = await this.#channel.request({ type: 'deploy', spec }, options.timeoutMs ?? 120_000);
+    return DeploymentViewSchema.parse(value);
+  }
+
+  /** Drains and removes a deployment. */
+  async undeploy(name: string): Promise<void> {
+    await this.#channel.request({ type: 'undeploy', name }, 60_000);
+  }
+
+  /** Runs a deployment on named input tensors; returns a future of its named outputs. */
+  run(deployment: string, inputs: Record<string, Tensor>, options: RunOptions = {}): Future<Outputs> {
+    const id = newId();
+    const promise = (async () => {
+      const message: Omit<Extract<ClientToHead, { type: 'run' }>, 'id'> & { id: string } = {
+        type: 'run',
+        id,
+        deployment,
+        inputs: mapToWire(inputs),
+      };
+      if (options.outputs) message.outputs = options.outputs;
+      if (options.timeoutMs !== undefined) message.timeoutMs = options.timeoutMs;
+      const value = (await this.#channel.request(message, options.timeoutMs)) as { outputs?: unknown };
+      const outputs = WireTensorMapSchema.safeParse(value?.outputs);
+      if (!outputs.success) throw new TroupeError('TROUPE_ERR_INTERNAL', 'head sent outputs that are not tensors');
+      return mapFromWire(outputs.data, 'output');
+    })();
+    return new Future(id, promise);
+  }
+
+  /** Nodes, deployments and actors as the head sees them now. */
+  async describe(): Promise<ClusterView> {
+    return ClusterViewSchema.parse(await this.#channel.request({ type: 'describe' }, 30_000));
+  }
+
+  /** Closes the connection; calls still waiting reject with TROUPE_ERR_CONNECTION_CLOSED. */
+  async close(): Promise<void> {
+    if (this.#channel.closed) return;
+    this.#channel.close(1000, 'client closed');
+    const timer = setTimeout(() => this.#channel.terminate(), 2000);
+    await this.#channel.whenClosed;
+    clearTimeout(timer);
+  }
+}
+
+/** Opens a connection to a head at `ws://host:port` (or `http://`, which is rewritten). */
+export async function connect(url: string, options: ConnectOptions = {}): Promise<Cluster> {
+  const wsUrl = new URL('/v1/client', url.replace(/^http/, 'ws'));
+  const headers: Record<string, string> = {};
+  const token = options.token ?? process.env.TROUPE_TOKEN;
+  if (token) headers.authorization = `Bearer ${token}`;
+  const ws = new WebSocket(wsUrl, { headers, maxPayload: DEFAULT_MAX_FRAME_BYTES, perMessageDeflate: false });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      ws.terminate();
+      reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `could not connect to ${wsUrl.href} within ${options.connectTimeoutMs ?? 10_000} ms`));
+    }, options.connectTimeoutMs ?? 10_000);
+    ws.once('open', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    ws.once('unexpected-response', (_req, res) => {
+      clearTimeout(timer);
+      ws.terminate();
+      const code = res.statusCode === 401 ? 'TROUPE_ERR_UNAUTHORIZED' : 'TROUPE_ERR_CONNECTION_CLOSED';
+      reject(new TroupeError(code, `head refused the connection: HTTP ${res.statusCode} ${res.headers['x-troupe-error'] ?? ''}`.trim()));
+    });
+    ws.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `could not connect to ${wsUrl.href}: ${err.message}`));
+    });
+  });
+  // The head only ever answers requests, so there are no unsolicited messages to handle.
+  const channel = new Channel<HeadToClient, ClientToHead>(ws, { schema: HeadToClientSchema, onMessage: () => {} });
+  return new Cluster(channel);
+}

@@ -1,0 +1,75 @@
+/**
+ * The one registry of error codes. Codes are stable API: callers match on `code`, never on
+ * message text, and a code is never reused for another meaning. `docs/errors.md` lists the
+ * same table; test/unit/errors.test.ts keeps the two in step.
+ */
+export const ERRORS = {
+  TROUPE_ERR_BAD_FRAME: { status: 400, retryable: false, what: 'A WebSocket frame is not valid msgpack, is text, or is too large.' },
+  TROUPE_ERR_BAD_MESSAGE: { status: 400, retryable: false, what: 'A decoded message does not match the protocol schema.' },
+  TROUPE_ERR_BAD_TENSOR: { status: 400, retryable: false, what: 'A tensor is malformed: unknown dtype, bad shape, or data length that contradicts its shape.' },
+  TROUPE_ERR_BAD_INPUT: { status: 400, retryable: false, what: "Inputs do not fit the model: unknown or missing input name, wrong dtype or shape." },
+  TROUPE_ERR_BAD_SPEC: { status: 400, retryable: false, what: 'A deployment or graph spec is invalid.' },
+  TROUPE_ERR_BAD_FLAG: { status: 400, retryable: false, what: 'A command-line flag or environment variable is invalid.' },
+  TROUPE_ERR_MODEL_PATH: { status: 400, retryable: false, what: "A model path is missing or escapes the agent's model directory." },
+  TROUPE_ERR_MODEL_LOAD: { status: 422, retryable: false, what: 'onnxruntime could not load the model or run its warm-up inference.' },
+  TROUPE_ERR_UNAUTHORIZED: { status: 401, retryable: false, what: 'The cluster token is missing or wrong.' },
+  TROUPE_ERR_UNKNOWN_DEPLOYMENT: { status: 404, retryable: false, what: 'No deployment has that name.' },
+  TROUPE_ERR_NOT_READY: { status: 503, retryable: true, what: 'The deployment exists but has no READY replica yet.' },
+  TROUPE_ERR_OVERLOADED: { status: 429, retryable: true, what: "The deployment's queue is full; retry later." },
+  TROUPE_ERR_DEADLINE_EXCEEDED: { status: 504, retryable: true, what: 'The call did not finish before its deadline.' },
+  TROUPE_ERR_ACTOR_DIED: { status: 503, retryable: true, what: 'The actor running the call exited before answering.' },
+  TROUPE_ERR_CONNECTION_CLOSED: { status: 503, retryable: true, what: 'The connection closed before the answer arrived.' },
+  TROUPE_ERR_SHUTTING_DOWN: { status: 503, retryable: true, what: 'The process is shutting down and takes no new work.' },
+  TROUPE_ERR_INFERENCE: { status: 500, retryable: false, what: 'onnxruntime failed while running the model.' },
+  TROUPE_ERR_INTERNAL: { status: 500, retryable: false, what: 'An unexpected internal error; the message says where.' },
+} as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(ERRORS, value);
+}
+
+/**
+ * The error every Troupe process throws and sends. It crosses process boundaries as
+ * `{ code, message }` ({@link toWireError}) and is rebuilt on the other side.
+ *
+ * @example
+ * try { await cluster.run('mlp', inputs); }
+ * catch (err) { if (err instanceof TroupeError && err.retryable) retryLater(); }
+ */
+export class TroupeError extends Error {
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'TroupeError';
+    this.code = code;
+  }
+
+  get status(): number {
+    return ERRORS[this.code].status;
+  }
+
+  get retryable(): boolean {
+    return ERRORS[this.code].retryable;
+  }
+}
+
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+}
+
+/** Any thrown value as a wire error; unknown errors become TROUPE_ERR_INTERNAL with their text. */
+export function toWireError(err: unknown): WireError {
+  if (err instanceof TroupeError) return { code: err.code, message: err.message };
+  const message = err instanceof Error ? err.message : String(err);
+  return { code: 'TROUPE_ERR_INTERNAL', message };
+}
+
+export function fromWireError(wire: WireError): TroupeError {
+  return new TroupeError(wire.code, wire.message);
+}

@@ -1,0 +1,34 @@
+// The public surface of Troupe's runtime: the SDK, and what every process shares.
+// Named exports only, so what users may import is a decision made here.
+export { connect, Cluster } from './client/cluster.js';
+export type { ConnectOptions, DeployOptions, RunOptions } from './client/cluster.js';
+export { Future } from './client/future.js';
+export type { Outputs } from './client/future.js';
+export { ERRORS, ERROR_CODES, TroupeError, fromWireError, isErrorCode, toWireError } from './errors.js';
+export type { ErrorCode, WireError } from './errors.js';
+export { newId, newSecret } from './ids.js';
+export { createLogger } from './log.js';
+export type { Logger } from './log.js';
+export { ActorEnvSchema, ActorToHeadSchema, ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, HeadToActorSchema } from './protocol/actor.js';
+export type { ActorEnv, ActorToHead, HeadToActor } from './protocol/actor.js';
+export { AgentToHeadSchema, HeadToAgentSchema, StartActorReplySchema } from './protocol/agent.js';
+export type { AgentToHead, HeadToAgent } from './protocol/agent.js';
+export { ClientToHeadSchema, HeadToClientSchema } from './protocol/client.js';
+export type { ClientToHead, HeadToClient } from './protocol/client.js';
+export { DEFAULT_MAX_FRAME_BYTES, decodeFrame, encodeFrame } from './protocol/codec.js';
+export { ModelMetadataSchema, NameSchema } from './protocol/common.js';
+export type { ModelMetadata, TensorInfo } from './protocol/common.js';
+export { GpuProcessSchema, GpuSchema, NodeResourcesSchema } from './resources.js';
+export type { Gpu, GpuProcess, NodeResources } from './resources.js';
+export { ModelDeploymentSchema } from './spec.js';
+export type { ModelDeployment, ModelDeploymentInput } from './spec.js';
+export { DTYPES, DTYPE_NAMES, byteLengthOf, isDType } from './tensor/dtypes.js';
+export type { DType, NumericDType } from './tensor/dtypes.js';
+export { elementCount, formatShape, tensor } from './tensor/tensor.js';
+export type { Tensor, TensorData, TypedArray } from './tensor/tensor.js';
+export { fromWire, mapFromWire, mapToWire, toWire, WireTensorMapSchema, WireTensorSchema } from './tensor/wire.js';
+export type { WireTensor, WireTensorMap } from './tensor/wire.js';
+export { Channel } from './transport/channel.js';
+export { validateInputs } from './validate-inputs.js';
+export { ACTOR_STATES, ActorViewSchema, ClusterViewSchema, DeploymentViewSchema, NODE_STATES, NodeViewSchema } from './views.js';
+export type { ActorState, ActorView, ClusterView, DeploymentView, NodeState, NodeView } from './views.js';

@@ -1,0 +1,19 @@
+import pino from 'pino';
+
+export type Logger = pino.Logger;
+
+/**
+ * Structured JSON logs on stderr (stdout stays free for what a command prints for people and
+ * scripts). `TROUPE_LOG_LEVEL` sets the level. Never log tokens or tensor contents.
+ */
+export function createLogger(component: string): Logger {
+  return pino(
+    {
+      name: `troupe-${component}`,
+      level: process.env.TROUPE_LOG_LEVEL ?? 'info',
+      base: { pid: process.pid },
+      redact: { paths: ['token', '*.token', 'headers.authorization', 'secret', '*.secret'], censor: '[redacted]' },
+    },
+    pino.destination({ fd: 2, sync: false }),
+  );
+}

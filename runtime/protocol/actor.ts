@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { WireTensorMapSchema } from '../tensor/wire.js';
+import { FailSchema, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
+
+/**
+ * Actors talk to the head directly over their own WebSocket (the data plane); the node agent
+ * only supervises them. That saves a decode and an encode per call compared with relaying
+ * through the agent (Ray's workers likewise talk directly, the raylet only supervises).
+ */
+
+/** head -> actor. */
+export const HeadToActorSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('call'),
+    id: IdSchema,
+    inputs: WireTensorMapSchema,
+    outputs: z.array(z.string()).optional(),
+  }),
+]);
+export type HeadToActor = z.infer<typeof HeadToActorSchema>;
+
+/** actor -> head. `ready` follows the warm-up inference; `loadFailed` ends the actor. */
+export const ActorToHeadSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('ready'),
+    metadata: ModelMetadataSchema,
+    device: z.string().max(64),
+    provider: z.string().max(64),
+  }),
+  z.object({ type: z.literal('loadFailed'), error: WireErrorSchema }),
+  ReplySchema.extend({ value: z.object({ outputs: WireTensorMapSchema }) }),
+  FailSchema,
+]);
+export type ActorToHead = z.infer<typeof ActorToHeadSchema>;
+
+/** Headers an actor presents on its WebSocket upgrade, set by the agent that spawned it. */
+export const ACTOR_ID_HEADER = 'x-troupe-actor-id';
+export const ACTOR_SECRET_HEADER = 'x-troupe-actor-secret';
+
+/** What the agent passes to a new actor process in its environment. */
+export const ActorEnvSchema = z.object({
+  TROUPE_HEAD_URL: z.string().url(),
+  TROUPE_ACTOR_ID: IdSchema,
+  TROUPE_ACTOR_SECRET: z.string().min(8).max(128),
+  TROUPE_MODEL_PATH: z.string().min(1),
+  TROUPE_DEVICE: z.enum(['cpu', 'cuda', 'simulated-gpu']),
+  TROUPE_THREADS: z.coerce.number().int().min(1).max(256).optional(),
+});
+export type ActorEnv = z.infer<typeof ActorEnvSchema>;

@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { GpuSchema, NodeResourcesSchema } from '../resources.js';
+import { FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
+
+const RunningActorSchema = z.object({ actorId: IdSchema, pid: z.number().int().positive() });
+
+/** node agent -> head. */
+export const AgentToHeadSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('register'),
+    id: IdSchema,
+    name: NameSchema,
+    /** Where this node can be reached, for display and for actors' addresses. */
+    address: z.string().max(256),
+    resources: NodeResourcesSchema,
+    /** Actors this agent still runs from before a reconnect, for the head to adopt or stop. */
+    actors: z.array(RunningActorSchema).max(4096),
+  }),
+  z.object({ type: z.literal('heartbeat'), gpus: z.array(GpuSchema).max(64).optional() }),
+  z.object({
+    type: z.literal('actorExited'),
+    actorId: IdSchema,
+    code: z.number().int().nullable(),
+    signal: z.string().max(32).nullable(),
+    /** The last lines the actor wrote to stderr, for the DEAD cause. */
+    stderrTail: z.string().max(16384),
+  }),
+  ReplySchema,
+  FailSchema,
+]);
+export type AgentToHead = z.infer<typeof AgentToHeadSchema>;
+
+/** head -> node agent. */
+export const HeadToAgentSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('reply'), id: IdSchema, value: z.unknown() }),
+  FailSchema,
+  z.object({
+    type: z.literal('startActor'),
+    id: IdSchema,
+    actorId: IdSchema,
+    secret: z.string().min(8).max(128),
+    model: z.string().min(1).max(1024),
+    /** Indices of the node's GPUs this actor may see (its CUDA_VISIBLE_DEVICES). */
+    gpus: z.array(z.number().int().min(0)).max(64),
+    threads: z.number().int().min(1).max(256).optional(),
+  }),
+  z.object({ type: z.literal('stopActor'), id: IdSchema, actorId: IdSchema, graceMs: z.number().int().min(0).max(600_000) }),
+]);
+export type HeadToAgent = z.infer<typeof HeadToAgentSchema>;
+
+export const StartActorReplySchema = z.object({ pid: z.number().int().positive() });

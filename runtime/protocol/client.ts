@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { WireTensorMapSchema } from '../tensor/wire.js';
+import { FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
+
+/** SDK client -> head. Every message is a request: the head answers with `reply` or `fail`. */
+export const ClientToHeadSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('deploy'), id: IdSchema, spec: z.unknown() }),
+  z.object({ type: z.literal('undeploy'), id: IdSchema, name: NameSchema }),
+  z.object({
+    type: z.literal('run'),
+    id: IdSchema,
+    deployment: z.string().max(256),
+    inputs: WireTensorMapSchema,
+    /** Which outputs to return; all when absent. */
+    outputs: z.array(z.string().max(256)).max(1024).optional(),
+    timeoutMs: z.number().positive().max(24 * 3600 * 1000).optional(),
+  }),
+  z.object({ type: z.literal('describe'), id: IdSchema }),
+]);
+export type ClientToHead = z.infer<typeof ClientToHeadSchema>;
+
+/** head -> SDK client. */
+export const HeadToClientSchema = z.discriminatedUnion('type', [ReplySchema, FailSchema]);
+export type HeadToClient = z.infer<typeof HeadToClientSchema>;

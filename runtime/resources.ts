@@ -1,0 +1,32 @@
+import { z } from 'zod';
+
+/**
+ * One GPU as a node agent reports it. Real GPUs come from `nvidia-smi`; simulated ones
+ * (`--simulate-gpus`) carry `simulated: true` so every view of them can say so.
+ */
+export const GpuSchema = z.object({
+  index: z.number().int().min(0),
+  uuid: z.string().min(1).max(128),
+  name: z.string().max(256),
+  memoryTotalMiB: z.number().min(0),
+  memoryUsedMiB: z.number().min(0).nullable(),
+  utilizationPct: z.number().min(0).max(100).nullable(),
+  simulated: z.boolean(),
+});
+export type Gpu = z.infer<typeof GpuSchema>;
+
+/** GPU memory held by one process, from `nvidia-smi --query-compute-apps`. */
+export const GpuProcessSchema = z.object({
+  gpuUuid: z.string().min(1).max(128),
+  pid: z.number().int().positive(),
+  usedMemoryMiB: z.number().min(0).nullable(),
+});
+export type GpuProcess = z.infer<typeof GpuProcessSchema>;
+
+/** What a node offers to the scheduler. */
+export const NodeResourcesSchema = z.object({
+  cpus: z.number().positive(),
+  memoryBytes: z.number().nonnegative(),
+  gpus: z.array(GpuSchema).max(64),
+});
+export type NodeResources = z.infer<typeof NodeResourcesSchema>;

@@ -1,0 +1,62 @@
+import { z } from 'zod';
+import { TroupeError } from '../errors.js';
+import { DTYPE_NAMES, byteLengthOf } from './dtypes.js';
+import { MAX_RANK, bytesOf, checkShape, elementCount, formatShape, viewBytes } from './tensor.js';
+import type { Tensor, TypedArray } from './tensor.js';
+
+/**
+ * A tensor on the wire: raw little-endian bytes with dtype and shape, never a JSON number
+ * array. Strings travel as a list. The schema checks form; {@link fromWire} checks that the
+ * byte length agrees with the shape.
+ */
+export const WireTensorSchema = z.object({
+  dtype: z.enum(DTYPE_NAMES),
+  shape: z.array(z.number()).max(MAX_RANK),
+  data: z.union([z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected bytes'), z.array(z.string())]),
+});
+export type WireTensor = z.infer<typeof WireTensorSchema>;
+
+export const WireTensorMapSchema = z.record(z.string().min(1).max(256), WireTensorSchema);
+export type WireTensorMap = z.infer<typeof WireTensorMapSchema>;
+
+/** Zero-copy: the wire form shares the typed array's memory. */
+export function toWire(t: Tensor): WireTensor {
+  if (t.dtype === 'string') return { dtype: t.dtype, shape: [...t.shape], data: t.data as string[] };
+  return { dtype: t.dtype, shape: [...t.shape], data: bytesOf(t.data as TypedArray) };
+}
+
+/**
+ * Checks a wire tensor's data against its shape and views it as a typed array.
+ * Throws TROUPE_ERR_BAD_TENSOR, e.g. "input 'x': float32[1,64] needs 256 bytes, got 252".
+ */
+export function fromWire(w: WireTensor, label: string): Tensor {
+  checkShape(w.shape, label);
+  const count = elementCount(w.shape);
+  if (w.dtype === 'string') {
+    if (!Array.isArray(w.data) || w.data.length !== count) {
+      const got = Array.isArray(w.data) ? `${w.data.length} strings` : 'bytes';
+      throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: ${formatShape(w.dtype, w.shape)} needs ${count} strings, got ${got}`);
+    }
+    return { dtype: w.dtype, shape: w.shape, data: w.data };
+  }
+  if (!(w.data instanceof Uint8Array)) {
+    throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: ${w.dtype} data must be bytes, got a list`);
+  }
+  const need = byteLengthOf(w.dtype, count);
+  if (w.data.byteLength !== need) {
+    throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: ${formatShape(w.dtype, w.shape)} needs ${need} bytes, got ${w.data.byteLength}`);
+  }
+  return { dtype: w.dtype, shape: w.shape, data: viewBytes(w.dtype, w.data) };
+}
+
+export function mapToWire(tensors: Record<string, Tensor>): WireTensorMap {
+  const out: WireTensorMap = {};
+  for (const [name, t] of Object.entries(tensors)) out[name] = toWire(t);
+  return out;
+}
+
+export function mapFromWire(wire: WireTensorMap, role: 'input' | 'output'): Record<string, Tensor> {
+  const out: Record<string, Tensor> = {};
+  for (const [name, w] of Object.entries(wire)) out[name] = fromWire(w, `${role} '${name}'`);
+  return out;
+}

@@ -1,0 +1,196 @@
+import type { WebSocket } from 'ws';
+import type { z } from 'zod';
+import { TroupeError, fromWireError, isErrorCode, toWireError } from '../errors.js';
+import { decodeFrame, encodeFrame } from '../protocol/codec.js';
+import type { Fail } from '../protocol/common.js';
+
+export interface ChannelOptions<In> {
+  /** Schema of every message the peer may send; anything else gets `fail` BAD_MESSAGE. */
+  schema: z.ZodType<In>;
+  /** Messages other than replies to our own requests. */
+  onMessage: (message: In) => void;
+  onClose?: (code: number, reason: string) => void;
+  /** A frame or message the peer sent was refused; it has already been answered. */
+  onRefused?: (error: TroupeError) => void;
+}
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (error: TroupeError) => void;
+  timer: NodeJS.Timeout | undefined;
+}
+
+let nextRequestId = 0;
+
+/** Omit that keeps a union a union (plain Omit collapses it to the common keys). */
+type OmitId<T> = T extends unknown ? Omit<T, 'id'> & { id?: string } : never;
+
+/**
+ * Message framing over one WebSocket, shared by every Troupe process.
+ *
+ * - Writes are coalesced: all messages sent in one event-loop turn leave as one frame, so under
+ *   load a hop costs one encode and one syscall per turn, not per call.
+ * - Every frame is validated; a bad one is answered with a `fail` naming the problem and the
+ *   connection stays up (a peer's mistake must not cost other calls on the socket).
+ * - `request` matches `reply`/`fail` by id and rejects with TROUPE_ERR_CONNECTION_CLOSED when the
+ *   socket goes, so no caller waits forever.
+ */
+export class Channel<In extends { type: string }, Out extends { type: string }> {
+  readonly #ws: WebSocket;
+  readonly #options: ChannelOptions<In>;
+  readonly #pending = new Map<string, Pending>();
+  #outbox: unknown[] = [];
+  #flushScheduled = false;
+  #closed = false;
+  #markClosed!: () => void;
+  /** Settles when the socket has closed, for whatever reason. */
+  readonly whenClosed = new Promise<void>((resolve) => (this.#markClosed = resolve));
+
+  constructor(ws: WebSocket, options: ChannelOptions<In>) {
+    this.#ws = ws;
+    this.#options = options;
+    ws.binaryType = 'nodebuffer';
+    ws.on('message', (data, isBinary) => this.#onFrame(data as Buffer, isBinary));
+    ws.on('close', (code, reason) => this.#onClose(code, reason.toString()));
+    // 'error' is always followed by 'close'; handling it keeps it from crashing the process.
+    ws.on('error', () => {});
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
+  send(message: Out | Fail): void {
+    if (this.#closed) return;
+    this.#outbox.push(message);
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      setImmediate(() => this.#flush());
+    }
+  }
+
+  /** Sends a request and resolves with the peer's `reply` value (or rejects with its `fail`). */
+  request(message: OmitId<Out>, timeoutMs?: number): Promise<unknown> {
+    if (this.#closed) return Promise.reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', 'connection is closed'));
+    const id = message.id ?? `r${(nextRequestId++).toString(36)}`;
+    return new Promise((resolve, reject) => {
+      const timer =
+        timeoutMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              this.#pending.delete(id);
+              reject(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `no answer to '${message.type}' within ${timeoutMs} ms`));
+            }, timeoutMs);
+      this.#pending.set(id, { resolve, reject, timer });
+      this.send({ ...message, id } as unknown as Out);
+    });
+  }
+
+  /** Answers a request with a value. */
+  reply(id: string, value: unknown): void {
+    this.send({ type: 'reply', id, value } as unknown as Out);
+  }
+
+  /** Answers a request (or a frame that had no usable id) with an error. */
+  fail(id: string | null, error: unknown): void {
+    this.send({ type: 'fail', id, error: toWireError(error) });
+  }
+
+  close(code = 1000, reason = ''): void {
+    this.#flush();
+    this.#ws.close(code, reason);
+  }
+
+  /** Drops the socket at once: for peers that broke the protocol or a process going down hard. */
+  terminate(): void {
+    this.#ws.terminate();
+  }
+
+  #flush(): void {
+    this.#flushScheduled = false;
+    if (this.#outbox.length === 0 || this.#closed) return;
+    const batch = this.#outbox;
+    this.#outbox = [];
+    this.#ws.send(encodeFrame(batch), { binary: true });
+  }
+
+  #onFrame(data: Buffer, isBinary: boolean): void {
+    if (!isBinary) {
+      this.#refuse(null, new TroupeError('TROUPE_ERR_BAD_FRAME', 'text frames are not accepted; send binary msgpack frames'));
+      return;
+    }
+    let messages: unknown[];
+    try {
+      messages = decodeFrame(data);
+    } catch (err) {
+      this.#refuse(null, err as TroupeError);
+      return;
+    }
+    for (const raw of messages) this.#onRaw(raw);
+  }
+
+  #onRaw(raw: unknown): void {
+    const type = (raw as { type?: unknown } | null)?.type;
+    if (type === 'reply' || type === 'fail') {
+      if (this.#settle(raw as { type: string; id: unknown; value?: unknown; error?: unknown })) return;
+    }
+    const parsed = this.#options.schema.safeParse(raw);
+    if (!parsed.success) {
+      const id = (raw as { id?: unknown } | null)?.id;
+      const issue = parsed.error.issues[0];
+      const where = issue && issue.path.length > 0 ? ` at '${issue.path.join('.')}'` : '';
+      const what = `message${typeof type === 'string' ? ` '${type.slice(0, 64)}'` : ''} is invalid${where}: ${issue?.message ?? 'unknown'}`;
+      this.#refuse(typeof id === 'string' && id.length <= 64 ? id : null, new TroupeError('TROUPE_ERR_BAD_MESSAGE', what));
+      return;
+    }
+    try {
+      this.#options.onMessage(parsed.data);
+    } catch (err) {
+      // A handler bug answers this message with an error instead of taking the process down.
+      const id = (parsed.data as { id?: unknown }).id;
+      this.fail(typeof id === 'string' ? id : null, err);
+    }
+  }
+
+  /** Resolves a pending request; false when the id is not ours (then it is validated as a message). */
+  #settle(msg: { type: string; id: unknown; value?: unknown; error?: unknown }): boolean {
+    if (typeof msg.id !== 'string') return false;
+    const pending = this.#pending.get(msg.id);
+    if (!pending) return false;
+    this.#pending.delete(msg.id);
+    if (pending.timer) clearTimeout(pending.timer);
+    if (msg.type === 'reply') pending.resolve(msg.value);
+    else {
+      const wire = msg.error as { code?: unknown; message?: unknown } | undefined;
+      const err =
+        wire && typeof wire.message === 'string' && isErrorCode(wire.code)
+          ? fromWireError({ code: wire.code, message: wire.message })
+          : new TroupeError('TROUPE_ERR_INTERNAL', 'peer sent a malformed error');
+      pending.reject(err);
+    }
+    return true;
+  }
+
+  #refuse(id: string | null, error: TroupeError): void {
+    this.fail(id, error);
+    this.#options.onRefused?.(error);
+  }
+
+  #onClose(code: number, reason: string): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#outbox = [];
+    const error = new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `connection closed (${code}${reason ? `: ${reason}` : ''}) before an answer arrived`);
+    for (const [id, pending] of this.#pending) {
+      if (pending.timer) clearTimeout(pending.timer);
+      pending.reject(error);
+      this.#pending.delete(id);
+    }
+    this.#markClosed();
+    this.#options.onClose?.(code, reason);
+  }
+}
