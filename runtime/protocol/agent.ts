@@ -4,6 +4,9 @@ import { FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
 
 const RunningActorSchema = z.object({ actorId: IdSchema, pid: z.number().int().positive() });
 
+/** Close reason of an agent that shuts down on purpose (its node leaves at once, no crash). */
+export const AGENT_LEAVING = 'agent leaving';
+
 /** node agent -> head. */
 export const AgentToHeadSchema = z.discriminatedUnion('type', [
   z.object({

@@ -26,10 +26,10 @@ export function toWire(t: Tensor): WireTensor {
 }
 
 /**
- * Checks a wire tensor's data against its shape and views it as a typed array.
- * Throws TROUPE_ERR_BAD_TENSOR, e.g. "input 'x': float32[1,64] needs 256 bytes, got 252".
+ * Checks a wire tensor's data against its shape. Throws TROUPE_ERR_BAD_TENSOR, e.g.
+ * "input 'x': float32[1,64] needs 256 bytes, got 252".
  */
-export function fromWire(w: WireTensor, label: string): Tensor {
+export function checkWire(w: WireTensor, label: string): void {
   checkShape(w.shape, label);
   const count = elementCount(w.shape);
   if (w.dtype === 'string') {
@@ -37,7 +37,7 @@ export function fromWire(w: WireTensor, label: string): Tensor {
       const got = Array.isArray(w.data) ? `${w.data.length} strings` : 'bytes';
       throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: ${formatShape(w.dtype, w.shape)} needs ${count} strings, got ${got}`);
     }
-    return { dtype: w.dtype, shape: w.shape, data: w.data };
+    return;
   }
   if (!(w.data instanceof Uint8Array)) {
     throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: ${w.dtype} data must be bytes, got a list`);
@@ -46,7 +46,13 @@ export function fromWire(w: WireTensor, label: string): Tensor {
   if (w.data.byteLength !== need) {
     throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: ${formatShape(w.dtype, w.shape)} needs ${need} bytes, got ${w.data.byteLength}`);
   }
-  return { dtype: w.dtype, shape: w.shape, data: viewBytes(w.dtype, w.data) };
+}
+
+/** Checks a wire tensor ({@link checkWire}) and views its bytes as a typed array. */
+export function fromWire(w: WireTensor, label: string): Tensor {
+  checkWire(w, label);
+  if (w.dtype === 'string') return { dtype: w.dtype, shape: w.shape, data: w.data as string[] };
+  return { dtype: w.dtype, shape: w.shape, data: viewBytes(w.dtype, w.data as Uint8Array) };
 }
 
 export function mapToWire(tensors: Record<string, Tensor>): WireTensorMap {

@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { NodeAgent } from '../node-agent/index.js';
+import { NameSchema } from '../runtime/index.js';
+import { onShutdown, parseFlags } from './flags.js';
+
+export const AGENT_HELP = `troupe agent: run a node agent that starts model actors for a head
+
+  --head URL                  the head, e.g. ws://127.0.0.1:8470 (required)
+  --name NAME                 this node's name (default: host name)
+  --model-dir DIR             directory deployments name models in (default: current directory)
+  --cpus N                    CPUs to offer the scheduler (default: all cores)
+  --simulate-gpus N           pretend this machine has N GPUs (actors run on CPU)
+  --simulated-gpu-memory MIB  memory of each simulated GPU (default 16384)
+  --token TOKEN               cluster token (or TROUPE_TOKEN)
+`;
+
+const Schema = z.object({
+  head: z.string({ error: 'is required' }).regex(/^(ws|wss|http|https):\/\/[^\s]+$/, 'must be a ws:// or http:// URL'),
+  name: NameSchema.optional(),
+  modelDir: z.string().min(1).default(process.cwd()),
+  cpus: z.coerce.number().positive('must be above 0').max(4096).optional(),
+  simulateGpus: z.coerce.number().int('must be a whole number').min(0).max(64).optional(),
+  simulatedGpuMemory: z.coerce.number().int().positive().optional(),
+  token: z.string().min(8, 'tokens are at least 8 characters').optional(),
+});
+
+export async function agentCommand(argv: string[]): Promise<void> {
+  const flags = parseFlags(
+    'agent',
+    argv,
+    {
+      head: { type: 'string' },
+      name: { type: 'string' },
+      'model-dir': { type: 'string' },
+      cpus: { type: 'string' },
+      'simulate-gpus': { type: 'string' },
+      'simulated-gpu-memory': { type: 'string' },
+      token: { type: 'string' },
+    },
+    Schema,
+  );
+  const token = flags.token ?? process.env.TROUPE_TOKEN;
+  const agent = new NodeAgent({
+    headUrl: flags.head.replace(/^http/, 'ws'),
+    modelDir: flags.modelDir,
+    ...(flags.name ? { name: flags.name } : {}),
+    ...(flags.cpus !== undefined ? { cpus: flags.cpus } : {}),
+    ...(flags.simulateGpus !== undefined ? { simulateGpus: flags.simulateGpus } : {}),
+    ...(flags.simulatedGpuMemory !== undefined ? { simulatedGpuMemoryMiB: flags.simulatedGpuMemory } : {}),
+    ...(token ? { token } : {}),
+  });
+  onShutdown(() => agent.stop());
+  await agent.start();
+  process.stdout.write(`troupe agent ${agent.name} joined ${flags.head}\n`);
+}
+

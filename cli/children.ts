@@ -1,0 +1,48 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const CLI_ENTRY = fileURLToPath(new URL('./main.js', import.meta.url));
+
+export interface Child {
+  process: ChildProcess;
+  /** Resolves with the first stdout line matching `pattern` (its first capture group). */
+  line: Promise<string>;
+  exited: Promise<void>;
+}
+
+/**
+ * Starts `troupe <args>` as a child with an IPC channel: if this process dies, even by SIGKILL,
+ * the channel closes and the child shuts down (see onShutdown), so nothing is orphaned.
+ */
+export function startChild(args: string[], pattern: RegExp, timeoutMs: number, env: NodeJS.ProcessEnv = process.env): Child {
+  const child = spawn(process.execPath, [CLI_ENTRY, ...args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'], env });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const line = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`troupe ${args[0]} did not start within ${timeoutMs} ms`)), timeoutMs);
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (text) => {
+      const match = pattern.exec(text);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1] ?? text);
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`troupe ${args[0]} exited (${signal ?? `code ${code}`}) before it was ready`));
+    });
+  });
+  line.catch(() => {});
+  return { process: child, line, exited };
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves when the child has exited. */
+export async function stopChild(child: Child, graceMs: number): Promise<void> {
+  if (child.process.exitCode !== null || child.process.signalCode !== null) return;
+  child.process.kill('SIGTERM');
+  const timer = setTimeout(() => child.process.kill('SIGKILL'), graceMs);
+  await child.exited;
+  clearTimeout(timer);
+}

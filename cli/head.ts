@@ -1,0 +1,26 @@
+import { z } from 'zod';
+import { startHead } from '../head/index.js';
+import { PortSchema, onShutdown, parseFlags } from './flags.js';
+
+export const HEAD_HELP = `troupe head: run the head (scheduler, HTTP API and WebSocket endpoints)
+
+  --host HOST     address to listen on (default 127.0.0.1, or TROUPE_HOST)
+  --port PORT     port to listen on, 0 for any (default 8470, or TROUPE_PORT)
+  --token TOKEN   cluster token agents and clients must present (or TROUPE_TOKEN);
+                  required when HOST is not loopback
+`;
+
+const Schema = z.object({
+  host: z.string().min(1).default(process.env.TROUPE_HOST ?? '127.0.0.1'),
+  port: PortSchema.default(Number(process.env.TROUPE_PORT ?? 8470)),
+  token: z.string().min(8, 'tokens are at least 8 characters').optional(),
+});
+
+export async function headCommand(argv: string[]): Promise<void> {
+  const flags = parseFlags('head', argv, { host: { type: 'string' }, port: { type: 'string' }, token: { type: 'string' } }, Schema);
+  const token = flags.token ?? process.env.TROUPE_TOKEN;
+  const head = await startHead({ host: flags.host, port: flags.port, ...(token ? { token } : {}) });
+  // One line on stdout that people and scripts (troupe up, the tests) read to find the head.
+  process.stdout.write(`troupe head listening on ${head.url}\n`);
+  onShutdown(() => head.close());
+}

@@ -1,0 +1,63 @@
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { writeExampleModels } from '../models/index.js';
+import { connect, tensor } from '../runtime/index.js';
+import type { Tensor } from '../runtime/index.js';
+import { startChild, stopChild } from './children.js';
+import { PortSchema, onShutdown, parseFlags } from './flags.js';
+
+export const UP_HELP = `troupe up: an embedded cluster (head + one local agent) with an example model deployed
+
+  --port PORT         head port, 0 for any (default 8470, or TROUPE_PORT)
+  --data-dir DIR      where example models are written (default ./.troupe)
+  --simulate-gpus N   give the local agent N simulated GPUs (default 0)
+`;
+
+const Schema = z.object({
+  port: PortSchema.default(Number(process.env.TROUPE_PORT ?? 8470)),
+  dataDir: z.string().min(1).default('.troupe'),
+  simulateGpus: z.coerce.number().int('must be a whole number').min(0).max(64).default(0),
+});
+
+/** A deterministic sample row, so the printed result is the same on every machine. */
+function sampleInput(): Tensor {
+  const x = new Float32Array(64);
+  for (let i = 0; i < x.length; i++) x[i] = Math.sin(i) / 2;
+  return tensor('float32', [1, 64], x);
+}
+
+export async function upCommand(argv: string[]): Promise<void> {
+  const flags = parseFlags('up', argv, { port: { type: 'string' }, 'data-dir': { type: 'string' }, 'simulate-gpus': { type: 'string' } }, Schema);
+  const modelDir = resolve(flags.dataDir, 'models');
+  await writeExampleModels(modelDir);
+
+  const head = startChild(['head', '--port', String(flags.port)], /listening on (\S+)/, 30_000);
+  const children = [head];
+  let stopping = false;
+  const stopAll = async () => {
+    stopping = true;
+    // Agent first, so it stops its actors while the head can still see them go.
+    for (const child of children.slice().reverse()) await stopChild(child, 10_000);
+  };
+  onShutdown(stopAll);
+  for (const c of children) void c.exited.then(() => !stopping && process.kill(process.pid, 'SIGTERM'));
+
+  const url = await head.line;
+  const agentArgs = ['agent', '--head', url, '--name', 'local', '--model-dir', modelDir];
+  if (flags.simulateGpus > 0) agentArgs.push('--simulate-gpus', String(flags.simulateGpus));
+  const agent = startChild(agentArgs, /joined/, 30_000);
+  children.push(agent);
+  void agent.exited.then(() => !stopping && process.kill(process.pid, 'SIGTERM'));
+  await agent.line;
+
+  const cluster = await connect(url);
+  const deployed = await cluster.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1 });
+  const actor = deployed.actors[0];
+  process.stdout.write(`deployed 'mlp' (${modelDir}/mlp.onnx) on ${actor?.node} as pid ${actor?.pid}\n`);
+  const { logits } = await cluster.run('mlp', { x: sampleInput() });
+  const values = [...(logits?.data as Float32Array)];
+  const best = values.indexOf(Math.max(...values));
+  process.stdout.write(`sample inference: logits ${logits?.dtype}[${logits?.shape.join(',')}] = [${values.map((v) => v.toFixed(4)).join(', ')}], argmax ${best}\n`);
+  await cluster.close();
+  process.stdout.write(`\nTroupe is up at ${url}  (SDK: connect('${url.replace('http', 'ws')}'); Ctrl-C to stop)\n`);
+}

@@ -1,0 +1,2 @@
+export { startHead } from './server.js';
+export type { Head, HeadOptions } from './server.js';

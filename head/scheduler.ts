@@ -1,0 +1,95 @@
+import type { ActorRecord, NodeRecord } from './state.js';
+
+export interface ResourceRequest {
+  cpus: number;
+  /** 0, a fraction of one GPU, or a whole number of GPUs. */
+  gpus: number;
+}
+
+export type Placement =
+  | { ok: true; node: NodeRecord; gpus: number[]; gpuShare: number }
+  | { ok: false; reason: string };
+
+/** What an ALIVE node has left, given the actors placed on it. */
+export interface NodeUsage {
+  cpusUsed: number;
+  /** Used fraction per GPU index. */
+  gpuUsed: Map<number, number>;
+  /** Actor names holding each GPU, for PENDING reasons a person can act on. */
+  gpuHolders: Map<number, string[]>;
+  sameDeployment: number;
+}
+
+const EPSILON = 1e-9;
+
+export function usageOf(node: NodeRecord, actors: Iterable<ActorRecord>, deployment: string): NodeUsage {
+  const usage: NodeUsage = { cpusUsed: 0, gpuUsed: new Map(), gpuHolders: new Map(), sameDeployment: 0 };
+  for (const a of actors) {
+    if (a.nodeId !== node.id || a.state === 'DEAD' || a.state === 'PENDING') continue;
+    usage.cpusUsed += a.cpus;
+    if (a.deployment === deployment) usage.sameDeployment++;
+    for (const g of a.gpus) {
+      usage.gpuUsed.set(g, (usage.gpuUsed.get(g) ?? 0) + a.gpuShare);
+      usage.gpuHolders.set(g, [...(usage.gpuHolders.get(g) ?? []), a.name]);
+    }
+  }
+  return usage;
+}
+
+/** Picks GPUs on one node, or explains why none fit. */
+function pickGpus(node: NodeRecord, usage: NodeUsage, gpus: number): number[] | null {
+  const free = node.resources.gpus.map((g) => ({ index: g.index, free: 1 - (usage.gpuUsed.get(g.index) ?? 0) }));
+  if (gpus < 1) {
+    // Fractions pack: fill the fullest GPU that still fits before opening another one.
+    const fits = free.filter((g) => g.free + EPSILON >= gpus).sort((a, b) => a.free - b.free || a.index - b.index);
+    return fits[0] ? [fits[0].index] : null;
+  }
+  const whole = free.filter((g) => g.free >= 1 - EPSILON).map((g) => g.index);
+  return whole.length >= gpus ? whole.slice(0, gpus) : null;
+}
+
+function describeShortage(node: NodeRecord, usage: NodeUsage, req: ResourceRequest): string {
+  const cpusFree = node.resources.cpus - usage.cpusUsed;
+  if (cpusFree + EPSILON < req.cpus) return `${node.name} has ${cpusFree} of ${node.resources.cpus} CPUs free`;
+  if (node.resources.gpus.length === 0) return `${node.name} has no GPU`;
+  const holders = [...new Set([...usage.gpuHolders.values()].flat())];
+  const freeWhole = node.resources.gpus.filter((g) => (usage.gpuUsed.get(g.index) ?? 0) < EPSILON).length;
+  const held = holders.length > 0 ? ` (held by ${holders.join(', ')})` : '';
+  return `${node.name} has ${freeWhole} of ${node.resources.gpus.length} GPUs free${held}`;
+}
+
+/**
+ * Places one actor. `spread` (the default for replicas) prefers nodes running fewer replicas of
+ * the same deployment, then the least loaded; `pack` prefers the busiest node that fits, keeping
+ * whole nodes free for large actors. A failure says, node by node, what is missing.
+ */
+export function place(
+  req: ResourceRequest,
+  deployment: string,
+  nodes: Iterable<NodeRecord>,
+  actors: Iterable<ActorRecord>,
+  strategy: 'spread' | 'pack' = 'spread',
+): Placement {
+  const actorList = [...actors];
+  const alive = [...nodes].filter((n) => n.state === 'ALIVE');
+  const needs = `needs ${req.gpus > 0 ? `${req.gpus} GPU${req.gpus === 1 ? '' : 's'} and ` : ''}${req.cpus} CPU${req.cpus === 1 ? '' : 's'}`;
+  if (alive.length === 0) return { ok: false, reason: `${needs}; no node is alive` };
+  const candidates: { node: NodeRecord; gpus: number[]; usage: NodeUsage }[] = [];
+  const shortages: string[] = [];
+  for (const node of alive) {
+    const usage = usageOf(node, actorList, deployment);
+    const cpusOk = node.resources.cpus - usage.cpusUsed + EPSILON >= req.cpus;
+    const gpus = req.gpus > 0 ? pickGpus(node, usage, req.gpus) : [];
+    if (cpusOk && gpus) candidates.push({ node, gpus, usage });
+    else shortages.push(describeShortage(node, usage, req));
+  }
+  if (candidates.length === 0) return { ok: false, reason: `${needs}; ${shortages.join('; ')}` };
+  const load = (c: (typeof candidates)[number]) => c.usage.cpusUsed / c.node.resources.cpus;
+  candidates.sort((a, b) =>
+    strategy === 'spread'
+      ? a.usage.sameDeployment - b.usage.sameDeployment || load(a) - load(b) || a.node.name.localeCompare(b.node.name)
+      : load(b) - load(a) || a.node.name.localeCompare(b.node.name),
+  );
+  const best = candidates[0]!;
+  return { ok: true, node: best.node, gpus: best.gpus, gpuShare: req.gpus > 0 && req.gpus < 1 ? req.gpus : 1 };
+}

@@ -1,0 +1,106 @@
+import type {
+  ActorState,
+  ActorView,
+  AgentToHead,
+  Channel,
+  ClusterView,
+  DeploymentView,
+  Gpu,
+  HeadToAgent,
+  ModelDeployment,
+  ModelMetadata,
+  NodeResources,
+  NodeState,
+  NodeView,
+} from '../runtime/index.js';
+import type { ActorLink } from './actor-link.js';
+
+export interface NodeRecord {
+  id: string;
+  name: string;
+  address: string;
+  state: NodeState;
+  resources: NodeResources;
+  channel: Channel<AgentToHead, HeadToAgent> | undefined;
+  lastSeen: number;
+}
+
+export interface ActorRecord {
+  id: string;
+  /** Stable human name, `<deployment>#<replica>`. */
+  name: string;
+  deployment: string;
+  state: ActorState;
+  reason: string | null;
+  nodeId: string | null;
+  /** GPU indices on its node; with a fractional share, one index. */
+  gpus: number[];
+  /** Fraction of each GPU in `gpus` this actor holds (1 for whole GPUs). */
+  gpuShare: number;
+  cpus: number;
+  device: string;
+  pid: number | null;
+  restarts: number;
+  /** Crash times inside the restart window, for max-restarts accounting. */
+  recentCrashes: number[];
+  secret: string;
+  link: ActorLink | undefined;
+}
+
+export interface DeploymentRecord {
+  spec: ModelDeployment;
+  actors: ActorRecord[];
+  metadata: ModelMetadata | null;
+  unhealthy: string | null;
+}
+
+/** Everything the head knows about the cluster, and how it looks to users. */
+export class ClusterState {
+  readonly nodes = new Map<string, NodeRecord>();
+  readonly actors = new Map<string, ActorRecord>();
+  readonly deployments = new Map<string, DeploymentRecord>();
+
+  nodeName(id: string | null): string | null {
+    return id === null ? null : (this.nodes.get(id)?.name ?? id);
+  }
+
+  actorView(a: ActorRecord): ActorView {
+    return {
+      id: a.id,
+      name: a.name,
+      deployment: a.deployment,
+      state: a.state,
+      reason: a.reason,
+      node: this.nodeName(a.nodeId),
+      gpus: a.gpus,
+      device: a.device,
+      pid: a.pid,
+      restarts: a.restarts,
+      inFlight: a.link?.inFlight ?? 0,
+    };
+  }
+
+  deploymentView(d: DeploymentRecord): DeploymentView {
+    const ready = d.actors.filter((a) => a.state === 'READY').length;
+    return {
+      name: d.spec.name,
+      model: d.spec.model,
+      replicas: d.spec.replicas,
+      state: d.unhealthy ? 'UNHEALTHY' : ready >= d.spec.replicas ? 'READY' : 'DEPLOYING',
+      metadata: d.metadata,
+      actors: d.actors.map((a) => this.actorView(a)),
+    };
+  }
+
+  nodeView(n: NodeRecord): NodeView {
+    const gpus: Gpu[] = n.resources.gpus;
+    return { id: n.id, name: n.name, state: n.state, address: n.address, resources: n.resources, gpus };
+  }
+
+  view(): ClusterView {
+    return {
+      nodes: [...this.nodes.values()].map((n) => this.nodeView(n)),
+      deployments: [...this.deployments.values()].map((d) => this.deploymentView(d)),
+    };
+  }
+}

@@ -1,0 +1,2 @@
+export { NodeAgent } from './agent.js';
+export type { AgentOptions } from './agent.js';

@@ -1,0 +1,76 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startChild, stopChild } from '../../cli/children.js';
+import type { Child } from '../../cli/children.js';
+import { writeExampleModels } from '../../models/index.js';
+import type { ExampleModelPaths } from '../../models/index.js';
+
+/** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
+export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface TestCluster {
+  url: string;
+  head: Child;
+  agents: Child[];
+  modelDir: string;
+  models: ExampleModelPaths;
+  startAgent(args?: string[]): Promise<Child>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A real head and real agents, each its own process on loopback with port 0, plus the example
+ * models in a temporary directory. Children hold an IPC channel to this test process, so even a
+ * crashed test run leaves nothing behind; `stop` ends them by pid.
+ */
+export async function startCluster(options: { agents?: string[][]; headArgs?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<TestCluster> {
+  const modelDir = await mkdtemp(join(tmpdir(), 'troupe-test-'));
+  const models = await writeExampleModels(modelDir);
+  const env = { ...process.env, TROUPE_LOG_LEVEL: process.env.TROUPE_LOG_LEVEL ?? 'warn', ...options.env };
+  const head = startChild(['head', '--port', '0', ...(options.headArgs ?? [])], /listening on (\S+)/, 20_000, env);
+  const url = await head.line;
+  const agents: Child[] = [];
+  const startAgent = async (args: string[] = []) => {
+    const agent = startChild(['agent', '--head', url, '--model-dir', modelDir, ...args], /joined/, 20_000, env);
+    agents.push(agent);
+    await agent.line;
+    return agent;
+  };
+  for (const args of options.agents ?? [[]]) await startAgent(args);
+  return {
+    url,
+    head,
+    agents,
+    modelDir,
+    models,
+    startAgent,
+    async stop() {
+      await Promise.all(agents.map((a) => stopChild(a, 5000)));
+      await stopChild(head, 5000);
+      await rm(modelDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,29 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { test } from 'node:test';
+import { ERRORS, TroupeError, fromWireError, toWireError } from '../../runtime/index.js';
+
+test('docs/errors.md lists exactly the codes in runtime/errors.ts, with the same status and retryability', async () => {
+  const doc = await readFile(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
+  const rows = [...doc.matchAll(/^\| `(TROUPE_ERR_[A-Z_]+)` \| (\d+) \| (yes|no) \| (.+) \|$/gm)].map((m) => [m[1], Number(m[2]), m[3] === 'yes']);
+  const code = Object.entries(ERRORS).map(([name, e]) => [name, e.status, e.retryable]);
+  assert.deepEqual(rows, code);
+});
+
+test('codes are unique, prefixed, and every status is an HTTP error status', () => {
+  for (const [name, e] of Object.entries(ERRORS)) {
+    assert.match(name, /^TROUPE_ERR_[A-Z_]+$/);
+    assert.ok(e.status >= 400 && e.status < 600, name);
+    assert.ok(e.what.length > 10, name);
+  }
+});
+
+test('errors cross the wire as { code, message } and come back equal', () => {
+  const err = new TroupeError('TROUPE_ERR_OVERLOADED', 'queue full');
+  const back = fromWireError(toWireError(err));
+  assert.equal(back.code, 'TROUPE_ERR_OVERLOADED');
+  assert.equal(back.message, 'queue full');
+  assert.equal(back.status, 429);
+  assert.equal(back.retryable, true);
+  assert.deepEqual(toWireError(new RangeError('boom')), { code: 'TROUPE_ERR_INTERNAL', message: 'boom' });
+});
