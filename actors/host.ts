@@ -3,6 +3,7 @@ import {
   ACTOR_ID_HEADER,
   ACTOR_SECRET_HEADER,
   ActorEnvSchema,
+  AgentToActorIpcSchema,
   Channel,
   DEFAULT_MAX_FRAME_BYTES,
   HeadToActorSchema,
@@ -12,7 +13,7 @@ import {
   mapToWire,
   toWireError,
 } from '../runtime/index.js';
-import type { ActorEnv, ActorToHead, HeadToActor } from '../runtime/index.js';
+import type { ActorEnv, ActorToAgentIpc, ActorToHead, HeadToActor } from '../runtime/index.js';
 import { OnnxModel } from './onnx-model.js';
 import { SerialExecutor } from './serial-executor.js';
 
@@ -35,6 +36,11 @@ function readEnv(): ActorEnv {
   return parsed.data;
 }
 
+/** Health messages to the agent over IPC; dropped when there is no agent (run by hand). */
+function tell(message: ActorToAgentIpc): void {
+  if (process.connected) process.send?.(message);
+}
+
 function openSocket(env: ActorEnv): Promise<WebSocket> {
   const ws = new WebSocket(new URL('/v1/actor', env.TROUPE_HEAD_URL), {
     headers: { [ACTOR_ID_HEADER]: env.TROUPE_ACTOR_ID, [ACTOR_SECRET_HEADER]: env.TROUPE_ACTOR_SECRET },
@@ -50,9 +56,19 @@ function openSocket(env: ActorEnv): Promise<WebSocket> {
 
 async function main(): Promise<void> {
   const env = readEnv();
+  let executor: SerialExecutor | undefined;
   // The agent holds our IPC channel; when it goes (even by kill -9) we must not linger.
   process.on('disconnect', () => process.exit(0));
-  process.on('SIGTERM', () => process.exit(0));
+  process.on('message', (raw) => {
+    const ping = AgentToActorIpcSchema.safeParse(raw);
+    if (ping.success) tell({ type: 'pong', seq: ping.data.seq });
+  });
+  let stopping = false;
+  // SIGTERM drains: calls already accepted finish, new ones are refused with a retryable code.
+  process.on('SIGTERM', () => {
+    stopping = true;
+    void (executor?.whenIdle() ?? Promise.resolve()).then(() => process.exit(0));
+  });
 
   const device = env.TROUPE_DEVICE;
   let model: OnnxModel | undefined;
@@ -63,12 +79,15 @@ async function main(): Promise<void> {
     loadError = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
   }
 
-  let executor: SerialExecutor | undefined;
   const ws = await openSocket(env);
   const channel: Channel<HeadToActor, ActorToHead> = new Channel<HeadToActor, ActorToHead>(ws, {
     schema: HeadToActorSchema,
     onMessage: (message) => {
       if (!executor) return;
+      if (stopping) {
+        channel.fail(message.id, new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `actor ${env.TROUPE_ACTOR_ID} is draining`));
+        return;
+      }
       const inputs = mapFromWire(message.inputs, 'input');
       executor.submit(inputs, message.outputs).then(
         (outputs) => channel.send({ type: 'reply', id: message.id, value: { outputs: mapToWire(outputs) } }),
@@ -88,8 +107,14 @@ async function main(): Promise<void> {
     setTimeout(() => process.exit(ACTOR_EXIT.LOAD_FAILED), 200);
     return;
   }
-  executor = new SerialExecutor(model);
-  channel.send({ type: 'ready', metadata: model.metadata, device, provider: model.provider });
+  executor = new SerialExecutor(model, { onBusy: () => tell({ type: 'busy' }), onIdle: () => tell({ type: 'idle' }) });
+  channel.send({
+    type: 'ready',
+    metadata: model.metadata,
+    device,
+    provider: model.provider,
+    visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '',
+  });
   log.info({ actor: env.TROUPE_ACTOR_ID, device, provider: model.provider }, 'actor ready');
 }
 

@@ -8,6 +8,13 @@ interface Job {
   reject: (error: unknown) => void;
 }
 
+export interface ExecutorHooks {
+  /** The executor went from idle to running (sent on transitions only, not per call). */
+  onBusy?: () => void;
+  /** The queue drained. */
+  onIdle?: () => void;
+}
+
 /**
  * Runs calls on the model one at a time, in arrival order. `session.run` blocks this thread, so
  * overlapping runs would only interleave their setImmediate hops; a queue makes the order explicit
@@ -15,11 +22,14 @@ interface Job {
  */
 export class SerialExecutor {
   readonly #model: OnnxModel;
+  readonly #hooks: ExecutorHooks;
   readonly #queue: Job[] = [];
   #running = false;
+  #idleWaiters: (() => void)[] = [];
 
-  constructor(model: OnnxModel) {
+  constructor(model: OnnxModel, hooks: ExecutorHooks = {}) {
     this.#model = model;
+    this.#hooks = hooks;
   }
 
   get queued(): number {
@@ -33,8 +43,15 @@ export class SerialExecutor {
     });
   }
 
+  /** Resolves once everything submitted so far has run. */
+  whenIdle(): Promise<void> {
+    if (!this.#running) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
   async #drain(): Promise<void> {
     this.#running = true;
+    this.#hooks.onBusy?.();
     while (this.#queue.length > 0) {
       const job = this.#queue.shift()!;
       try {
@@ -44,5 +61,7 @@ export class SerialExecutor {
       }
     }
     this.#running = false;
+    this.#hooks.onIdle?.();
+    for (const resolve of this.#idleWaiters.splice(0)) resolve();
   }
 }

@@ -12,6 +12,12 @@ export const AGENT_HELP = `troupe agent: run a node agent that starts model acto
   --simulate-gpus N           pretend this machine has N GPUs (actors run on CPU)
   --simulated-gpu-memory MIB  memory of each simulated GPU (default 16384)
   --token TOKEN               cluster token (or TROUPE_TOKEN)
+  --state-dir DIR             where the agent records the actors it runs, to kill orphans on restart
+  --nvidia-smi PATH           nvidia-smi to run (default: from PATH)
+  --heartbeat-ms MS           heartbeat interval (default 1000)
+  --health-interval-ms MS     actor health-check interval (default 1000)
+  --health-timeout-ms MS      an idle actor silent this long is killed and restarted (default 10000)
+  --max-inference-ms MS       an inference running this long counts as hung (default 300000)
 `;
 
 const Schema = z.object({
@@ -22,6 +28,12 @@ const Schema = z.object({
   simulateGpus: z.coerce.number().int('must be a whole number').min(0).max(64).optional(),
   simulatedGpuMemory: z.coerce.number().int().positive().optional(),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
+  stateDir: z.string().min(1).optional(),
+  nvidiaSmi: z.string().min(1).optional(),
+  heartbeatMs: z.coerce.number().int().min(50).max(60_000).optional(),
+  healthIntervalMs: z.coerce.number().int().min(50).max(600_000).optional(),
+  healthTimeoutMs: z.coerce.number().int().min(100).max(3_600_000).optional(),
+  maxInferenceMs: z.coerce.number().int().min(100).max(86_400_000).optional(),
 });
 
 export async function agentCommand(argv: string[]): Promise<void> {
@@ -36,6 +48,12 @@ export async function agentCommand(argv: string[]): Promise<void> {
       'simulate-gpus': { type: 'string' },
       'simulated-gpu-memory': { type: 'string' },
       token: { type: 'string' },
+      'state-dir': { type: 'string' },
+      'nvidia-smi': { type: 'string' },
+      'heartbeat-ms': { type: 'string' },
+      'health-interval-ms': { type: 'string' },
+      'health-timeout-ms': { type: 'string' },
+      'max-inference-ms': { type: 'string' },
     },
     Schema,
   );
@@ -48,6 +66,14 @@ export async function agentCommand(argv: string[]): Promise<void> {
     ...(flags.simulateGpus !== undefined ? { simulateGpus: flags.simulateGpus } : {}),
     ...(flags.simulatedGpuMemory !== undefined ? { simulatedGpuMemoryMiB: flags.simulatedGpuMemory } : {}),
     ...(token ? { token } : {}),
+    ...(flags.stateDir ? { stateDir: flags.stateDir } : {}),
+    ...(flags.nvidiaSmi ? { nvidiaSmi: flags.nvidiaSmi } : {}),
+    ...(flags.heartbeatMs !== undefined ? { heartbeatMs: flags.heartbeatMs } : {}),
+    health: {
+      ...(flags.healthIntervalMs !== undefined ? { intervalMs: flags.healthIntervalMs } : {}),
+      ...(flags.healthTimeoutMs !== undefined ? { timeoutMs: flags.healthTimeoutMs } : {}),
+      ...(flags.maxInferenceMs !== undefined ? { maxInferenceMs: flags.maxInferenceMs } : {}),
+    },
   });
   onShutdown(() => agent.stop());
   await agent.start();

@@ -8,18 +8,45 @@ export const HEAD_HELP = `troupe head: run the head (scheduler, HTTP API and Web
   --port PORT     port to listen on, 0 for any (default 8470, or TROUPE_PORT)
   --token TOKEN   cluster token agents and clients must present (or TROUPE_TOKEN);
                   required when HOST is not loopback
+  --suspect-after-ms MS  heartbeat silence before a node is SUSPECT (default 3000)
+  --dead-after-ms MS     heartbeat silence before a node is DEAD and its actors move (default 10000)
+  --max-restarts N       crashes in 10 minutes before an actor is DEAD (default 5)
 `;
 
 const Schema = z.object({
   host: z.string().min(1).default(process.env.TROUPE_HOST ?? '127.0.0.1'),
   port: PortSchema.default(Number(process.env.TROUPE_PORT ?? 8470)),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
+  suspectAfterMs: z.coerce.number().int().min(100).max(3_600_000).optional(),
+  deadAfterMs: z.coerce.number().int().min(100).max(3_600_000).optional(),
+  maxRestarts: z.coerce.number().int().min(0).max(1000).optional(),
 });
 
 export async function headCommand(argv: string[]): Promise<void> {
-  const flags = parseFlags('head', argv, { host: { type: 'string' }, port: { type: 'string' }, token: { type: 'string' } }, Schema);
+  const flags = parseFlags(
+    'head',
+    argv,
+    {
+      host: { type: 'string' },
+      port: { type: 'string' },
+      token: { type: 'string' },
+      'suspect-after-ms': { type: 'string' },
+      'dead-after-ms': { type: 'string' },
+      'max-restarts': { type: 'string' },
+    },
+    Schema,
+  );
   const token = flags.token ?? process.env.TROUPE_TOKEN;
-  const head = await startHead({ host: flags.host, port: flags.port, ...(token ? { token } : {}) });
+  const head = await startHead({
+    host: flags.host,
+    port: flags.port,
+    ...(token ? { token } : {}),
+    liveness: {
+      ...(flags.suspectAfterMs !== undefined ? { suspectAfterMs: flags.suspectAfterMs } : {}),
+      ...(flags.deadAfterMs !== undefined ? { deadAfterMs: flags.deadAfterMs } : {}),
+    },
+    controller: flags.maxRestarts !== undefined ? { maxRestarts: flags.maxRestarts } : {},
+  });
   // One line on stdout that people and scripts (troupe up, the tests) read to find the head.
   process.stdout.write(`troupe head listening on ${head.url}\n`);
   onShutdown(() => head.close());

@@ -12,7 +12,7 @@ export function serveActor(ws: WebSocket, actor: ActorRecord, controller: Contro
     onMessage: (message) => {
       switch (message.type) {
         case 'ready':
-          controller.actorReady(actor, link, message.metadata);
+          controller.actorReady(actor, link, message.metadata, message.visibleDevices);
           return;
         case 'loadFailed':
           controller.actorLoadFailed(actor, message.error);

@@ -5,6 +5,7 @@ import type { ActorToHead, Channel, HeadToActor, WireTensorMap } from '../runtim
 export class ActorLink {
   readonly #channel: Channel<ActorToHead, HeadToActor>;
   #inFlight = 0;
+  #idleWaiters: (() => void)[] = [];
 
   constructor(channel: Channel<ActorToHead, HeadToActor>) {
     this.#channel = channel;
@@ -34,8 +35,17 @@ export class ActorLink {
       }
       throw err;
     } finally {
-      this.#inFlight--;
+      if (--this.#inFlight === 0) for (const resolve of this.#idleWaiters.splice(0)) resolve();
     }
+  }
+
+  /** Resolves when no call is in flight (at once if none is), or after `timeoutMs`. */
+  whenIdle(timeoutMs: number): Promise<void> {
+    if (this.#inFlight === 0 || this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.#idleWaiters.push(() => (clearTimeout(timer), resolve()));
+    });
   }
 
   close(reason: string): void {

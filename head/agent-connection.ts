@@ -40,6 +40,10 @@ export function serveAgent(ws: WebSocket, address: string, state: ClusterState, 
           node.lastSeen = Date.now();
           if (node.state === 'SUSPECT') node.state = 'ALIVE';
           if (message.gpus) node.resources = { ...node.resources, gpus: message.gpus };
+          for (const { actorId, usedMemoryMiB } of message.actorGpuMemory ?? []) {
+            const a = state.actors.get(actorId);
+            if (a) a.gpuMemoryMiB = usedMemoryMiB;
+          }
           return;
         case 'actorExited':
           controller.actorExited(message.actorId, message);

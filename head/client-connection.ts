@@ -47,7 +47,11 @@ export function serveClient(ws: WebSocket, state: ClusterState, controller: Cont
             channel.fail(message.id, new TroupeError('TROUPE_ERR_BAD_SPEC', `invalid deployment: ${zodSummary(spec.error.issues)}`));
             return;
           }
-          answer(controller.deploy(spec.data));
+          const ready = controller.deploy(spec.data);
+          if (message.wait === false) {
+            ready.catch(() => {});
+            answer(Promise.resolve(controller.view(spec.data.name)));
+          } else answer(ready);
           return;
         }
         case 'undeploy':

@@ -23,6 +23,7 @@ export interface ActorExitReport {
   code: number | null;
   signal: string | null;
   stderrTail: string;
+  killedBecause?: string | undefined;
 }
 
 function lastLines(text: string, n: number): string {
@@ -75,6 +76,13 @@ export class Controller {
     return done;
   }
 
+  /** A deployment as users see it now. */
+  view(name: string): DeploymentView {
+    const d = this.#state.deployments.get(name);
+    if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${name}'`);
+    return this.#state.deploymentView(d);
+  }
+
   /** Stops a deployment's actors (each finishes its in-flight calls first) and forgets it. */
   async undeploy(name: string): Promise<void> {
     const d = this.#state.deployments.get(name);
@@ -90,7 +98,13 @@ export class Controller {
     for (const d of this.#state.deployments.values()) {
       for (const a of d.actors) {
         if (a.state !== 'PENDING') continue;
-        const placement = place({ cpus: d.spec.cpus, gpus: d.spec.gpus }, d.spec.name, this.#state.nodes.values(), this.#state.actors.values());
+        const placement = place(
+          { cpus: d.spec.cpus, gpus: d.spec.gpus, memoryBytes: d.spec.memory ?? 0 },
+          d.spec.name,
+          this.#state.nodes.values(),
+          this.#state.actors.values(),
+          d.spec.placement,
+        );
         if (!placement.ok) {
           a.reason = placement.reason;
           continue;
@@ -123,6 +137,9 @@ export class Controller {
       recentCrashes: [],
       secret: newSecret(),
       link: undefined,
+      visibleDevices: null,
+      gpuMemoryMiB: null,
+      memoryBytes: d.spec.memory ?? 0,
     };
     this.#state.actors.set(a.id, a);
     return a;
@@ -174,13 +191,14 @@ export class Controller {
     return a;
   }
 
-  actorReady(a: ActorRecord, link: ActorLink, metadata: ModelMetadata): void {
+  actorReady(a: ActorRecord, link: ActorLink, metadata: ModelMetadata, visibleDevices: string): void {
     const d = this.#state.deployments.get(a.deployment);
     if (!d || a.state !== 'STARTING') {
       link.close('not wanted');
       return;
     }
     a.link = link;
+    a.visibleDevices = visibleDevices;
     a.state = 'READY';
     a.reason = null;
     d.metadata = metadata;
@@ -198,7 +216,10 @@ export class Controller {
     if (!a) return;
     a.link = undefined;
     a.pid = null;
-    const cause = `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}${exit.stderrTail ? `: ${lastLines(exit.stderrTail, 5)}` : ''}`;
+    a.visibleDevices = null;
+    a.gpuMemoryMiB = null;
+    const how = exit.killedBecause ?? `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`;
+    const cause = `${how}${exit.stderrTail ? `: ${lastLines(exit.stderrTail, 5)}` : ''}`;
     if (a.state === 'DRAINING' || a.state === 'DEAD') {
       this.#state.actors.delete(a.id);
       if (a.state === 'DEAD' && exit.stderrTail && a.reason && !a.reason.includes('exited')) a.reason += ` (${cause})`;
@@ -267,10 +288,16 @@ export class Controller {
       this.#state.actors.delete(a.id);
       return Promise.resolve();
     }
+    // The router only picks READY replicas, so DRAINING takes no new calls; the ones it holds
+    // finish before the process is told to stop.
     a.state = 'DRAINING';
-    a.reason = 'stopping';
-    return node.channel
-      .request({ type: 'stopActor', actorId: a.id, graceMs: this.#options.drainMs }, this.#options.drainMs + 5000)
+    a.reason = 'finishing in-flight calls before stopping';
+    const started = Date.now();
+    return (a.link?.whenIdle(this.#options.drainMs) ?? Promise.resolve())
+      .then(() => {
+        const graceMs = Math.max(1000, this.#options.drainMs - (Date.now() - started));
+        return node.channel?.request({ type: 'stopActor', actorId: a.id, graceMs }, graceMs + 5000);
+      })
       .then(
         () => undefined,
         () => undefined,

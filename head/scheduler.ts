@@ -4,6 +4,8 @@ export interface ResourceRequest {
   cpus: number;
   /** 0, a fraction of one GPU, or a whole number of GPUs. */
   gpus: number;
+  /** Host memory, in bytes (0: not accounted). */
+  memoryBytes?: number;
 }
 
 export type Placement =
@@ -13,6 +15,7 @@ export type Placement =
 /** What an ALIVE node has left, given the actors placed on it. */
 export interface NodeUsage {
   cpusUsed: number;
+  memoryUsed: number;
   /** Used fraction per GPU index. */
   gpuUsed: Map<number, number>;
   /** Actor names holding each GPU, for PENDING reasons a person can act on. */
@@ -23,10 +26,11 @@ export interface NodeUsage {
 const EPSILON = 1e-9;
 
 export function usageOf(node: NodeRecord, actors: Iterable<ActorRecord>, deployment: string): NodeUsage {
-  const usage: NodeUsage = { cpusUsed: 0, gpuUsed: new Map(), gpuHolders: new Map(), sameDeployment: 0 };
+  const usage: NodeUsage = { cpusUsed: 0, memoryUsed: 0, gpuUsed: new Map(), gpuHolders: new Map(), sameDeployment: 0 };
   for (const a of actors) {
     if (a.nodeId !== node.id || a.state === 'DEAD' || a.state === 'PENDING') continue;
     usage.cpusUsed += a.cpus;
+    usage.memoryUsed += a.memoryBytes;
     if (a.deployment === deployment) usage.sameDeployment++;
     for (const g of a.gpus) {
       usage.gpuUsed.set(g, (usage.gpuUsed.get(g) ?? 0) + a.gpuShare);
@@ -51,6 +55,8 @@ function pickGpus(node: NodeRecord, usage: NodeUsage, gpus: number): number[] | 
 function describeShortage(node: NodeRecord, usage: NodeUsage, req: ResourceRequest): string {
   const cpusFree = node.resources.cpus - usage.cpusUsed;
   if (cpusFree + EPSILON < req.cpus) return `${node.name} has ${cpusFree} of ${node.resources.cpus} CPUs free`;
+  const memFree = node.resources.memoryBytes - usage.memoryUsed;
+  if (memFree < (req.memoryBytes ?? 0)) return `${node.name} has ${(memFree / 2 ** 30).toFixed(1)} GiB of memory free`;
   if (node.resources.gpus.length === 0) return `${node.name} has no GPU`;
   const holders = [...new Set([...usage.gpuHolders.values()].flat())];
   const freeWhole = node.resources.gpus.filter((g) => (usage.gpuUsed.get(g.index) ?? 0) < EPSILON).length;
@@ -78,7 +84,8 @@ export function place(
   const shortages: string[] = [];
   for (const node of alive) {
     const usage = usageOf(node, actorList, deployment);
-    const cpusOk = node.resources.cpus - usage.cpusUsed + EPSILON >= req.cpus;
+    const cpusOk =
+      node.resources.cpus - usage.cpusUsed + EPSILON >= req.cpus && node.resources.memoryBytes - usage.memoryUsed >= (req.memoryBytes ?? 0);
     const gpus = req.gpus > 0 ? pickGpus(node, usage, req.gpus) : [];
     if (cpusOk && gpus) candidates.push({ node, gpus, usage });
     else shortages.push(describeShortage(node, usage, req));

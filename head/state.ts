@@ -45,6 +45,9 @@ export interface ActorRecord {
   recentCrashes: number[];
   secret: string;
   link: ActorLink | undefined;
+  visibleDevices: string | null;
+  gpuMemoryMiB: number | null;
+  memoryBytes: number;
 }
 
 export interface DeploymentRecord {
@@ -77,6 +80,8 @@ export class ClusterState {
       pid: a.pid,
       restarts: a.restarts,
       inFlight: a.link?.inFlight ?? 0,
+      visibleDevices: a.visibleDevices,
+      gpuMemoryMiB: a.gpuMemoryMiB,
     };
   }
 

@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { ActorHealth } from './health.js';
+import type { HealthOptions } from './health.js';
 
 // The agent starts actors by file, not by import: node-agent/ must not depend on actors/.
-const ACTOR_ENTRY = fileURLToPath(new URL('../actors/host.js', import.meta.url));
+export const MODEL_ACTOR_ENTRY = fileURLToPath(new URL('../actors/host.js', import.meta.url));
 
 /** Keep this much of an actor's stderr to explain its death. */
 const STDERR_TAIL_BYTES = 8192;
@@ -12,26 +14,35 @@ export interface ActorExit {
   code: number | null;
   signal: string | null;
   stderrTail: string;
+  killedBecause?: string;
 }
 
 export interface ActorProcessOptions {
   actorId: string;
   env: Record<string, string>;
+  health: HealthOptions;
+  /** The script the child runs (default: the model actor). */
+  entry?: string;
 }
 
 /**
  * One actor child process. Spawned fresh with `child_process.spawn` (a CUDA context does not
- * survive fork), with an IPC channel whose loss tells the actor its agent is gone.
+ * survive fork), with an IPC channel that carries health pings and whose loss tells the actor its
+ * agent is gone. A hung actor is killed with SIGKILL and its exit says why.
  */
 export class ActorProcess {
   readonly actorId: string;
-  readonly #child: ChildProcess;
-  #stderrTail = '';
   readonly exited: Promise<ActorExit>;
+  readonly #child: ChildProcess;
+  readonly #health: ActorHealth;
+  readonly #pinger: NodeJS.Timeout;
+  #stderrTail = '';
+  #killedBecause: string | undefined;
 
   constructor(options: ActorProcessOptions) {
     this.actorId = options.actorId;
-    this.#child = spawn(process.execPath, [ACTOR_ENTRY], {
+    this.#health = new ActorHealth(options.health);
+    this.#child = spawn(process.execPath, [options.entry ?? MODEL_ACTOR_ENTRY], {
       env: options.env,
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
     });
@@ -39,10 +50,17 @@ export class ActorProcess {
       process.stderr.write(chunk);
       this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
     });
-    // The IPC channel carries nothing yet; an error on it (actor gone) must not crash the agent.
+    this.#child.on('message', (message) => this.#health.observe(message));
+    // An IPC write to an actor that just died must not crash the agent.
     this.#child.on('error', () => {});
+    this.#pinger = setInterval(() => this.#check(), options.health.intervalMs);
     this.exited = new Promise((resolve) => {
-      this.#child.once('exit', (code, signal) => resolve({ code, signal, stderrTail: this.#stderrTail }));
+      this.#child.once('exit', (code, signal) => {
+        clearInterval(this.#pinger);
+        const exit: ActorExit = { code, signal, stderrTail: this.#stderrTail };
+        if (this.#killedBecause) exit.killedBecause = this.#killedBecause;
+        resolve(exit);
+      });
     });
   }
 
@@ -50,9 +68,13 @@ export class ActorProcess {
     return this.#child.pid ?? -1;
   }
 
-  /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
+  get running(): boolean {
+    return this.#child.exitCode === null && this.#child.signalCode === null;
+  }
+
+  /** SIGTERM (the actor finishes what it accepted), then SIGKILL if it has not exited within `graceMs`. */
   async stop(graceMs: number): Promise<ActorExit> {
-    if (this.#child.exitCode === null && this.#child.signalCode === null) {
+    if (this.running) {
       this.#child.kill('SIGTERM');
       const timer = setTimeout(() => this.#child.kill('SIGKILL'), graceMs);
       const exit = await this.exited;
@@ -60,5 +82,16 @@ export class ActorProcess {
       return exit;
     }
     return this.exited;
+  }
+
+  #check(): void {
+    if (!this.running) return;
+    const hung = this.#health.verdict();
+    if (hung) {
+      this.#killedBecause = `killed by the agent: ${hung}`;
+      this.#child.kill('SIGKILL');
+      return;
+    }
+    if (this.#child.connected) this.#child.send(this.#health.ping(), () => {});
   }
 }

@@ -9,8 +9,14 @@ import {
   createLogger,
 } from '../runtime/index.js';
 import type { AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/index.js';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
 import { ActorProcess } from './actor-process.js';
+import { GpuSampler } from './gpu-sampler.js';
 import { discoverGpus } from './gpus/index.js';
+import { DEFAULT_HEALTH } from './health.js';
+import type { HealthOptions } from './health.js';
+import { ActorLedger } from './orphans.js';
 import { resolveModelPath } from './model-path.js';
 
 export interface AgentOptions {
@@ -27,6 +33,14 @@ export interface AgentOptions {
   /** CPUs offered to the scheduler (default: all cores). */
   cpus?: number;
   heartbeatMs?: number;
+  /** Actor health checks (ping interval, idle timeout, longest allowed inference). */
+  health?: Partial<HealthOptions>;
+  /** Where the agent keeps the ledger of actors it runs (default: a folder in the temp dir named after the node). */
+  stateDir?: string;
+  /** nvidia-smi to run (default: the one on PATH). */
+  nvidiaSmi?: string;
+  /** How often real GPUs are sampled (default 5 s). */
+  gpuSampleMs?: number;
 }
 
 type StartActor = Extract<HeadToAgent, { type: 'startActor' }>;
@@ -47,6 +61,8 @@ export class NodeAgent {
   #reconnect: NodeJS.Timeout | undefined;
   #backoffMs = 250;
   #stopping = false;
+  #ledger: ActorLedger | undefined;
+  #sampler: GpuSampler | undefined;
 
   constructor(options: AgentOptions) {
     this.#options = options;
@@ -62,7 +78,12 @@ export class NodeAgent {
     this.#gpus = await discoverGpus({
       ...(simulate !== undefined ? { simulate } : {}),
       ...(this.#options.simulatedGpuMemoryMiB !== undefined ? { simulatedMemoryMiB: this.#options.simulatedGpuMemoryMiB } : {}),
+      ...(this.#options.nvidiaSmi ? { command: this.#options.nvidiaSmi } : {}),
     });
+    this.#ledger = new ActorLedger(join(this.#options.stateDir ?? join(tmpdir(), `troupe-agent-${this.name}`), 'actors.json'));
+    const orphans = await this.#ledger.killOrphans();
+    if (orphans.length > 0) this.#log.warn({ pids: orphans }, 'killed actors left running by an earlier run of this agent');
+    this.#sampler = new GpuSampler(this.#gpus, this.#options.gpuSampleMs ?? 5000, this.#options.nvidiaSmi);
     await this.#connect();
   }
 
@@ -71,6 +92,7 @@ export class NodeAgent {
     this.#stopping = true;
     clearTimeout(this.#reconnect);
     clearInterval(this.#heartbeat);
+    this.#sampler?.stop();
     // Leave first: the head then reschedules our actors at once instead of counting crashes.
     this.#channel?.close(1000, AGENT_LEAVING);
     await Promise.all([...this.#actors.values()].map((a) => a.stop(graceMs)));
@@ -113,7 +135,22 @@ export class NodeAgent {
     this.#backoffMs = 250;
     this.#log.info({ head: url.href, node: this.name, gpus: this.#gpus.length }, 'registered with the head');
     clearInterval(this.#heartbeat);
-    this.#heartbeat = setInterval(() => channel.send({ type: 'heartbeat' }), this.#options.heartbeatMs ?? 1000);
+    this.#heartbeat = setInterval(() => channel.send(this.#heartbeatMessage()), this.#options.heartbeatMs ?? 1000);
+  }
+
+  #heartbeatMessage(): Extract<AgentToHead, { type: 'heartbeat' }> {
+    const sample = this.#sampler?.latest;
+    if (!sample) return { type: 'heartbeat' };
+    const byPid = new Map([...this.#actors.values()].map((a) => [a.pid, a.actorId]));
+    const actorGpuMemory = sample.processes.flatMap((p) => {
+      const actorId = byPid.get(p.pid);
+      return actorId ? [{ actorId, usedMemoryMiB: p.usedMemoryMiB }] : [];
+    });
+    return { type: 'heartbeat', gpus: sample.gpus, actorGpuMemory };
+  }
+
+  #recordActors(): void {
+    void this.#ledger?.record([...this.#actors.values()].map((a) => ({ actorId: a.actorId, pid: a.pid })));
   }
 
   #onDisconnect(): void {
@@ -163,10 +200,13 @@ export class NodeAgent {
       CUDA_VISIBLE_DEVICES: message.gpus.join(','),
     });
     if (message.threads !== undefined) env.TROUPE_THREADS = String(message.threads);
-    const actor = new ActorProcess({ actorId: message.actorId, env });
+    const actor = new ActorProcess({ actorId: message.actorId, env, health: { ...DEFAULT_HEALTH, ...this.#options.health } });
     this.#actors.set(message.actorId, actor);
+    this.#recordActors();
     void actor.exited.then((exit) => {
       this.#actors.delete(message.actorId);
+      this.#recordActors();
+      if (exit.killedBecause) this.#log.warn({ actor: message.actorId, why: exit.killedBecause }, 'killed a hung actor');
       this.#channel?.send({ type: 'actorExited', actorId: message.actorId, ...exit });
     });
     return actor.pid;

@@ -15,6 +15,8 @@ export { AGENT_LEAVING, AgentToHeadSchema, HeadToAgentSchema, StartActorReplySch
 export type { AgentToHead, HeadToAgent } from './protocol/agent.js';
 export { ClientToHeadSchema, HeadToClientSchema } from './protocol/client.js';
 export type { ClientToHead, HeadToClient } from './protocol/client.js';
+export { ActorToAgentIpcSchema, AgentToActorIpcSchema } from './protocol/health.js';
+export type { ActorToAgentIpc, AgentToActorIpc } from './protocol/health.js';
 export { DEFAULT_MAX_FRAME_BYTES, decodeFrame, encodeFrame } from './protocol/codec.js';
 export { ModelMetadataSchema, NameSchema } from './protocol/common.js';
 export type { ModelMetadata, TensorInfo } from './protocol/common.js';

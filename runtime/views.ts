@@ -22,6 +22,10 @@ export const ActorViewSchema = z.object({
   pid: z.number().nullable(),
   restarts: z.number(),
   inFlight: z.number(),
+  /** CUDA_VISIBLE_DEVICES as the actor process reported it ('' for CPU actors; null until READY). */
+  visibleDevices: z.string().nullable(),
+  /** GPU memory the actor process holds, from nvidia-smi (null when unknown or simulated). */
+  gpuMemoryMiB: z.number().nullable(),
 });
 export type ActorView = z.infer<typeof ActorViewSchema>;
 

@@ -30,6 +30,8 @@ export interface RunOptions {
 export interface DeployOptions {
   /** How long to wait for every replica to be READY (default 120 s). */
   timeoutMs?: number;
+  /** false: return at once, with actors as they are (e.g. PENDING with a reason). Default true. */
+  wait?: boolean;
 }
 
 /**
@@ -51,7 +53,7 @@ export class Cluster {
 
   /** Deploys (or updates) one model and resolves once all its replicas are READY. */
   async deploy(spec: ModelDeploymentInput, options: DeployOptions = {}): Promise<DeploymentView> {
-    const value = await this.#channel.request({ type: 'deploy', spec }, options.timeoutMs ?? 120_000);
+    const value = await this.#channel.request({ type: 'deploy', spec, ...(options.wait === false ? { wait: false } : {}) }, options.timeoutMs ?? 120_000);
     return DeploymentViewSchema.parse(value);
   }
 

@@ -26,6 +26,8 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
     metadata: ModelMetadataSchema,
     device: z.string().max(64),
     provider: z.string().max(64),
+    /** CUDA_VISIBLE_DEVICES as the actor process saw it: proof of its GPU pinning. */
+    visibleDevices: z.string().max(256),
   }),
   z.object({ type: z.literal('loadFailed'), error: WireErrorSchema }),
   ReplySchema.extend({ value: z.object({ outputs: WireTensorMapSchema }) }),

@@ -19,7 +19,13 @@ export const AgentToHeadSchema = z.discriminatedUnion('type', [
     /** Actors this agent still runs from before a reconnect, for the head to adopt or stop. */
     actors: z.array(RunningActorSchema).max(4096),
   }),
-  z.object({ type: z.literal('heartbeat'), gpus: z.array(GpuSchema).max(64).optional() }),
+  z.object({
+    type: z.literal('heartbeat'),
+    /** Fresh nvidia-smi samples (utilisation, memory); absent for simulated GPUs. */
+    gpus: z.array(GpuSchema).max(64).optional(),
+    /** GPU memory each actor process holds, from nvidia-smi --query-compute-apps. */
+    actorGpuMemory: z.array(z.object({ actorId: IdSchema, usedMemoryMiB: z.number().min(0).nullable() })).max(4096).optional(),
+  }),
   z.object({
     type: z.literal('actorExited'),
     actorId: IdSchema,
@@ -27,6 +33,8 @@ export const AgentToHeadSchema = z.discriminatedUnion('type', [
     signal: z.string().max(32).nullable(),
     /** The last lines the actor wrote to stderr, for the DEAD cause. */
     stderrTail: z.string().max(16384),
+    /** Set when the agent killed it, e.g. it stopped answering health checks. */
+    killedBecause: z.string().max(1024).optional(),
   }),
   ReplySchema,
   FailSchema,

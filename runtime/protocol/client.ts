@@ -4,7 +4,13 @@ import { FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
 
 /** SDK client -> head. Every message is a request: the head answers with `reply` or `fail`. */
 export const ClientToHeadSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('deploy'), id: IdSchema, spec: z.unknown() }),
+  z.object({
+    type: z.literal('deploy'),
+    id: IdSchema,
+    spec: z.unknown(),
+    /** false: answer at once with the deployment as it is (actors may still be PENDING). */
+    wait: z.boolean().optional(),
+  }),
   z.object({ type: z.literal('undeploy'), id: IdSchema, name: NameSchema }),
   z.object({
     type: z.literal('run'),
