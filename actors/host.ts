@@ -4,6 +4,7 @@ import {
   ACTOR_SECRET_HEADER,
   ActorEnvSchema,
   AgentToActorIpcSchema,
+  BatchSchema,
   Channel,
   DEFAULT_MAX_FRAME_BYTES,
   HeadToActorSchema,
@@ -15,7 +16,8 @@ import {
 } from '../runtime/index.js';
 import type { ActorEnv, ActorToAgentIpc, ActorToHead, HeadToActor } from '../runtime/index.js';
 import { OnnxModel } from './onnx-model.js';
-import { SerialExecutor } from './serial-executor.js';
+import { Batcher } from './batcher.js';
+import type { BatcherOptions } from './batcher.js';
 
 /**
  * The entry point of one model actor process. The node agent spawns it fresh (never forked from
@@ -34,6 +36,18 @@ function readEnv(): ActorEnv {
     process.exit(ACTOR_EXIT.BAD_ENV);
   }
   return parsed.data;
+}
+
+/**
+ * Batching applies only to models whose every input and output has a symbolic first dim: for
+ * those, rows are independent along axis 0 and can be concatenated and split back.
+ */
+function batchOptions(env: ActorEnv, model: OnnxModel): BatcherOptions {
+  const spec = env.TROUPE_BATCH ? BatchSchema.safeParse(JSON.parse(env.TROUPE_BATCH)) : undefined;
+  const batch = spec?.success ? spec.data : { maxSize: 1, maxDelayMs: 0 };
+  const symbolicFirst = (shape: readonly (number | string)[]) => typeof shape[0] === 'string';
+  const batchable = [...model.metadata.inputs, ...model.metadata.outputs].every((t) => symbolicFirst(t.shape));
+  return { maxSize: batch.maxSize, maxDelayMs: batch.maxDelayMs, preferredSizes: batch.preferredSizes, batchable };
 }
 
 /** Health messages to the agent over IPC; dropped when there is no agent (run by hand). */
@@ -56,7 +70,7 @@ function openSocket(env: ActorEnv): Promise<WebSocket> {
 
 async function main(): Promise<void> {
   const env = readEnv();
-  let executor: SerialExecutor | undefined;
+  let executor: Batcher | undefined;
   // The agent holds our IPC channel; when it goes (even by kill -9) we must not linger.
   process.on('disconnect', () => process.exit(0));
   process.on('message', (raw) => {
@@ -89,8 +103,8 @@ async function main(): Promise<void> {
         return;
       }
       const inputs = mapFromWire(message.inputs, 'input');
-      executor.submit(inputs, message.outputs).then(
-        (outputs) => channel.send({ type: 'reply', id: message.id, value: { outputs: mapToWire(outputs) } }),
+      executor.submit(inputs, message.outputs, message.timeoutMs).then(
+        ({ outputs, timing }) => channel.send({ type: 'reply', id: message.id, value: { outputs: mapToWire(outputs), timing } }),
         (err: unknown) => channel.fail(message.id, err),
       );
     },
@@ -107,7 +121,20 @@ async function main(): Promise<void> {
     setTimeout(() => process.exit(ACTOR_EXIT.LOAD_FAILED), 200);
     return;
   }
-  executor = new SerialExecutor(model, { onBusy: () => tell({ type: 'busy' }), onIdle: () => tell({ type: 'idle' }) });
+  const loaded = model;
+  executor = new Batcher((inputs, outputs) => loaded.run(inputs, outputs), batchOptions(env, model), {
+    onBusy: () => tell({ type: 'busy' }),
+    onIdle: () => tell({ type: 'idle' }),
+  });
+  const batcher = executor;
+  // Totals for the head's counters and metrics, sent only when they changed.
+  let last = '';
+  setInterval(() => {
+    const stats = { ...batcher.stats, queued: batcher.queued };
+    const text = JSON.stringify(stats);
+    if (text !== last) channel.send({ type: 'stats', stats });
+    last = text;
+  }, 1000).unref();
   channel.send({
     type: 'ready',
     metadata: model.metadata,

@@ -12,6 +12,7 @@ export const AGENT_HELP = `troupe agent: run a node agent that starts model acto
   --simulate-gpus N           pretend this machine has N GPUs (actors run on CPU)
   --simulated-gpu-memory MIB  memory of each simulated GPU (default 16384)
   --token TOKEN               cluster token (or TROUPE_TOKEN)
+  --module-dir DIR            directory fn steps name their modules in (default: current directory)
   --state-dir DIR             where the agent records the actors it runs, to kill orphans on restart
   --nvidia-smi PATH           nvidia-smi to run (default: from PATH)
   --heartbeat-ms MS           heartbeat interval (default 1000)
@@ -24,6 +25,7 @@ const Schema = z.object({
   head: z.string({ error: 'is required' }).regex(/^(ws|wss|http|https):\/\/[^\s]+$/, 'must be a ws:// or http:// URL'),
   name: NameSchema.optional(),
   modelDir: z.string().min(1).default(process.cwd()),
+  moduleDir: z.string().min(1).optional(),
   cpus: z.coerce.number().positive('must be above 0').max(4096).optional(),
   simulateGpus: z.coerce.number().int('must be a whole number').min(0).max(64).optional(),
   simulatedGpuMemory: z.coerce.number().int().positive().optional(),
@@ -44,6 +46,7 @@ export async function agentCommand(argv: string[]): Promise<void> {
       head: { type: 'string' },
       name: { type: 'string' },
       'model-dir': { type: 'string' },
+      'module-dir': { type: 'string' },
       cpus: { type: 'string' },
       'simulate-gpus': { type: 'string' },
       'simulated-gpu-memory': { type: 'string' },
@@ -61,6 +64,7 @@ export async function agentCommand(argv: string[]): Promise<void> {
   const agent = new NodeAgent({
     headUrl: flags.head.replace(/^http/, 'ws'),
     modelDir: flags.modelDir,
+    ...(flags.moduleDir ? { moduleDir: flags.moduleDir } : {}),
     ...(flags.name ? { name: flags.name } : {}),
     ...(flags.cpus !== undefined ? { cpus: flags.cpus } : {}),
     ...(flags.simulateGpus !== undefined ? { simulateGpus: flags.simulateGpus } : {}),

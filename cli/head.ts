@@ -11,6 +11,9 @@ export const HEAD_HELP = `troupe head: run the head (scheduler, HTTP API and Web
   --suspect-after-ms MS  heartbeat silence before a node is SUSPECT (default 3000)
   --dead-after-ms MS     heartbeat silence before a node is DEAD and its actors move (default 10000)
   --max-restarts N       crashes in 10 minutes before an actor is DEAD (default 5)
+  --data-dir DIR         where uploaded models are kept (default .troupe/head)
+  --max-body-mib N       largest HTTP request body, e.g. an inference (default 64)
+  --max-model-mib N      largest model upload (default 1024)
 `;
 
 const Schema = z.object({
@@ -20,6 +23,9 @@ const Schema = z.object({
   suspectAfterMs: z.coerce.number().int().min(100).max(3_600_000).optional(),
   deadAfterMs: z.coerce.number().int().min(100).max(3_600_000).optional(),
   maxRestarts: z.coerce.number().int().min(0).max(1000).optional(),
+  dataDir: z.string().min(1).default('.troupe/head'),
+  maxBodyMib: z.coerce.number().positive('must be above 0').max(4096).optional(),
+  maxModelMib: z.coerce.number().positive('must be above 0').max(2047).optional(),
 });
 
 export async function headCommand(argv: string[]): Promise<void> {
@@ -33,6 +39,9 @@ export async function headCommand(argv: string[]): Promise<void> {
       'suspect-after-ms': { type: 'string' },
       'dead-after-ms': { type: 'string' },
       'max-restarts': { type: 'string' },
+      'data-dir': { type: 'string' },
+      'max-body-mib': { type: 'string' },
+      'max-model-mib': { type: 'string' },
     },
     Schema,
   );
@@ -46,6 +55,9 @@ export async function headCommand(argv: string[]): Promise<void> {
       ...(flags.deadAfterMs !== undefined ? { deadAfterMs: flags.deadAfterMs } : {}),
     },
     controller: flags.maxRestarts !== undefined ? { maxRestarts: flags.maxRestarts } : {},
+    dataDir: flags.dataDir,
+    ...(flags.maxBodyMib !== undefined ? { maxBodyBytes: Math.round(flags.maxBodyMib * 2 ** 20) } : {}),
+    ...(flags.maxModelMib !== undefined ? { maxModelBytes: Math.round(flags.maxModelMib * 2 ** 20) } : {}),
   });
   // One line on stdout that people and scripts (troupe up, the tests) read to find the head.
   process.stdout.write(`troupe head listening on ${head.url}\n`);

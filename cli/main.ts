@@ -1,13 +1,17 @@
 #!/usr/bin/env node
 import { TroupeError } from '../runtime/index.js';
 import { AGENT_HELP, agentCommand } from './agent.js';
+import { DEPLOY_HELP, deployCommand } from './deploy.js';
 import { HEAD_HELP, headCommand } from './head.js';
+import { STATUS_HELP, statusCommand } from './status.js';
 import { UP_HELP, upCommand } from './up.js';
 
 const COMMANDS: Record<string, { summary: string; help: string; run: (argv: string[]) => Promise<void> }> = {
   up: { summary: 'start an embedded cluster (head + local agent) with an example model', help: UP_HELP, run: upCommand },
   head: { summary: 'run the head: scheduler, HTTP API, WebSocket endpoints', help: HEAD_HELP, run: headCommand },
   agent: { summary: 'run a node agent that starts model actors for a head', help: AGENT_HELP, run: agentCommand },
+  deploy: { summary: 'create or update a deployment from a JSON or YAML file (HTTP API)', help: DEPLOY_HELP, run: deployCommand },
+  status: { summary: 'show nodes, deployments and actors (HTTP API)', help: STATUS_HELP, run: statusCommand },
 };
 
 const USAGE = `usage: troupe <command> [flags]

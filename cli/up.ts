@@ -9,7 +9,7 @@ import { PortSchema, onShutdown, parseFlags } from './flags.js';
 export const UP_HELP = `troupe up: an embedded cluster (head + one local agent) with an example model deployed
 
   --port PORT         head port, 0 for any (default 8470, or TROUPE_PORT)
-  --data-dir DIR      where example models are written (default ./.troupe)
+  --data-dir DIR      where example models (DIR/models) and uploads (DIR/head) go (default ./.troupe)
   --simulate-gpus N   give the local agent N simulated GPUs (default 0)
 `;
 
@@ -31,7 +31,7 @@ export async function upCommand(argv: string[]): Promise<void> {
   const modelDir = resolve(flags.dataDir, 'models');
   await writeExampleModels(modelDir);
 
-  const head = startChild(['head', '--port', String(flags.port)], /listening on (\S+)/, 30_000);
+  const head = startChild(['head', '--port', String(flags.port), '--data-dir', resolve(flags.dataDir, 'head')], /listening on (\S+)/, 30_000);
   const children = [head];
   let stopping = false;
   const stopAll = async () => {

@@ -17,6 +17,9 @@ export function serveActor(ws: WebSocket, actor: ActorRecord, controller: Contro
         case 'loadFailed':
           controller.actorLoadFailed(actor, message.error);
           return;
+        case 'stats':
+          actor.stats = message.stats;
+          return;
         default:
           return;
       }

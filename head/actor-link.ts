@@ -1,5 +1,5 @@
-import { TroupeError, WireTensorMapSchema } from '../runtime/index.js';
-import type { ActorToHead, Channel, HeadToActor, WireTensorMap } from '../runtime/index.js';
+import { CallTimingSchema, TroupeError, WireTensorMapSchema } from '../runtime/index.js';
+import type { ActorToHead, CallTiming, Channel, HeadToActor, WireTensorMap } from '../runtime/index.js';
 
 /** The head's end of one actor's data-plane socket. */
 export class ActorLink {
@@ -20,15 +20,20 @@ export class ActorLink {
     return this.#channel.closed;
   }
 
-  async call(inputs: WireTensorMap, outputs?: string[]): Promise<WireTensorMap> {
+  /** Sends one call; `timeoutMs` lets the actor drop it unrun if it waits past the deadline. */
+  async call(inputs: WireTensorMap, outputs?: string[], timeoutMs?: number): Promise<{ outputs: WireTensorMap; timing: CallTiming | undefined }> {
     this.#inFlight++;
     try {
-      const value = (await this.#channel.request({ type: 'call', inputs, ...(outputs ? { outputs } : {}) })) as
-        | { outputs?: unknown }
-        | undefined;
+      const value = (await this.#channel.request({
+        type: 'call',
+        inputs,
+        ...(outputs ? { outputs } : {}),
+        ...(timeoutMs !== undefined ? { timeoutMs: Math.max(1, timeoutMs) } : {}),
+      })) as { outputs?: unknown; timing?: unknown } | undefined;
       const parsed = WireTensorMapSchema.safeParse(value?.outputs);
       if (!parsed.success) throw new TroupeError('TROUPE_ERR_INTERNAL', 'actor answered without output tensors');
-      return parsed.data;
+      const timing = CallTimingSchema.safeParse(value?.timing);
+      return { outputs: parsed.data, timing: timing.success ? timing.data : undefined };
     } catch (err) {
       if (err instanceof TroupeError && err.code === 'TROUPE_ERR_CONNECTION_CLOSED') {
         throw new TroupeError('TROUPE_ERR_ACTOR_DIED', 'the actor exited before answering');

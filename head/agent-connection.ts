@@ -32,6 +32,7 @@ export function serveAgent(ws: WebSocket, address: string, state: ClusterState, 
           }
           channel.reply(message.id, { nodeId: node.id });
           log.info({ node: node.name, cpus: message.resources.cpus, gpus: message.resources.gpus.length }, 'node joined');
+          state.events.add('node-joined', `${node.name} joined (${message.resources.cpus} CPUs, ${message.resources.gpus.length} GPUs)`);
           controller.schedule();
           return;
         }
@@ -58,6 +59,7 @@ export function serveAgent(ws: WebSocket, address: string, state: ClusterState, 
       if (reason === AGENT_LEAVING) {
         node.state = 'DEAD';
         log.info({ node: node.name }, 'node left');
+        state.events.add('node-left', `${node.name} left the cluster`);
         controller.nodeLost(node, 'left');
         return;
       }

@@ -1,6 +1,8 @@
 import { TroupeError, newId, newSecret } from '../runtime/index.js';
 import type { DeploymentView, Logger, ModelDeployment, ModelMetadata, WireError } from '../runtime/index.js';
 import type { ActorLink } from './actor-link.js';
+import { DeploymentStats } from './deployment-stats.js';
+import { Dispatcher } from './dispatcher.js';
 import { place } from './scheduler.js';
 import type { ActorRecord, ClusterState, DeploymentRecord, NodeRecord } from './state.js';
 
@@ -24,6 +26,24 @@ export interface ActorExitReport {
   signal: string | null;
   stderrTail: string;
   killedBecause?: string | undefined;
+}
+
+/** Changes an actor cannot take while running: everything it was started with. */
+function needsNewActors(old: ModelDeployment, next: ModelDeployment): boolean {
+  return (
+    old.model !== next.model ||
+    old.gpus !== next.gpus ||
+    old.cpus !== next.cpus ||
+    old.threads !== next.threads ||
+    old.memory !== next.memory ||
+    JSON.stringify(old.batch) !== JSON.stringify(next.batch)
+  );
+}
+
+function newDeployment(spec: ModelDeployment): DeploymentRecord {
+  const d = { spec, actors: [], metadata: null, unhealthy: null, stats: new DeploymentStats() } as unknown as DeploymentRecord;
+  d.dispatcher = new Dispatcher(d);
+  return d;
 }
 
 function lastLines(text: string, n: number): string {
@@ -51,21 +71,22 @@ export class Controller {
   /** Creates or updates a deployment; resolves when every replica is READY. */
   deploy(spec: ModelDeployment): Promise<DeploymentView> {
     const existing = this.#state.deployments.get(spec.name);
-    if (existing && (existing.spec.model !== spec.model || existing.spec.gpus !== spec.gpus || existing.spec.cpus !== spec.cpus || existing.spec.threads !== spec.threads)) {
+    if (existing && needsNewActors(existing.spec, spec)) {
       // A different model or resource shape needs new actors; retire all the old ones.
       for (const a of existing.actors) this.#retire(a);
       existing.actors = [];
       existing.metadata = null;
     }
-    const d: DeploymentRecord = existing ?? { spec, actors: [], metadata: null, unhealthy: null };
+    const d: DeploymentRecord = existing ?? newDeployment(spec);
     d.spec = spec;
     d.unhealthy = null;
     this.#state.deployments.set(spec.name, d);
     const live = d.actors.filter((a) => a.state !== 'DEAD');
-    for (let i = live.length; i < spec.replicas; i++) d.actors.push(this.#newActor(d, i));
+    for (let i = live.length; i < spec.replicas; i++) d.actors.push(this.#newActor(d, this.#freeReplicaIndex(d)));
     for (const a of live.slice(spec.replicas)) this.#retire(a);
     d.actors = d.actors.filter((a) => a.state !== 'DRAINING');
     this.#log.info({ deployment: spec.name, replicas: spec.replicas, model: spec.model }, 'deployment changed');
+    this.#state.events.add('deployment-changed', `${spec.name}: ${spec.replicas} replica(s) of ${spec.model}`);
     const done = new Promise<DeploymentView>((resolve, reject) => {
       const set = this.#waiters.get(spec.name) ?? new Set();
       set.add({ resolve, reject });
@@ -88,7 +109,10 @@ export class Controller {
     const d = this.#state.deployments.get(name);
     if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${name}'`);
     this.#state.deployments.delete(name);
-    this.#settleWaiters(name, new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `deployment '${name}' was removed`));
+    const removed = new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `deployment '${name}' was removed`);
+    this.#settleWaiters(name, removed);
+    d.dispatcher.failAll(removed);
+    this.#state.events.add('deployment-removed', `${name} removed; draining ${d.actors.length} actor(s)`);
     await Promise.all(d.actors.map((a) => this.#retire(a)));
     this.schedule();
   }
@@ -120,6 +144,14 @@ export class Controller {
     }
   }
 
+  /** The lowest replica number not in use, so names stay short and stable across scaling. */
+  #freeReplicaIndex(d: DeploymentRecord): number {
+    const used = new Set(d.actors.filter((a) => a.state !== 'DEAD' && a.state !== 'DRAINING').map((a) => Number(a.name.split('#')[1])));
+    let i = 0;
+    while (used.has(i)) i++;
+    return i;
+  }
+
   #newActor(d: DeploymentRecord, replica: number): ActorRecord {
     const a: ActorRecord = {
       id: newId(),
@@ -140,6 +172,7 @@ export class Controller {
       visibleDevices: null,
       gpuMemoryMiB: null,
       memoryBytes: d.spec.memory ?? 0,
+      stats: null,
     };
     this.#state.actors.set(a.id, a);
     return a;
@@ -158,6 +191,8 @@ export class Controller {
           model: d.spec.model,
           gpus: a.gpus,
           ...(d.spec.threads !== undefined ? { threads: d.spec.threads } : {}),
+          batch: d.spec.batch,
+          ...(d.spec.kind === 'fn' ? { kind: 'fn' as const, fn: d.spec.model } : {}),
         },
         30_000,
       )
@@ -179,8 +214,10 @@ export class Controller {
     a.reason = error.message;
     const d = this.#state.deployments.get(a.deployment);
     if (!d || !d.actors.includes(a)) return;
+    d.dispatcher.pump();
     d.unhealthy = error.message;
     this.#log.warn({ actor: a.name, code: error.code, reason: error.message }, 'actor failed to start');
+    this.#state.events.add('actor-dead', `${a.name} failed to start: ${error.message}`);
     this.#settleWaiters(d.spec.name, error);
   }
 
@@ -203,7 +240,9 @@ export class Controller {
     a.reason = null;
     d.metadata = metadata;
     this.#log.info({ actor: a.name, node: this.#state.nodeName(a.nodeId), device: a.device, pid: a.pid }, 'actor ready');
+    this.#state.events.add('actor-ready', `${a.name} READY on ${this.#state.nodeName(a.nodeId)} (${a.device}, pid ${a.pid})`);
     this.#checkReady(d);
+    d.dispatcher.pump();
   }
 
   actorLoadFailed(a: ActorRecord, error: WireError): void {
@@ -253,6 +292,8 @@ export class Controller {
   }
 
   #crashed(a: ActorRecord, cause: string): void {
+    // Waiting calls fail now if no replica is left that could ever serve them.
+    queueMicrotask(() => this.#state.deployments.get(a.deployment)?.dispatcher.pump());
     const now = Date.now();
     a.recentCrashes = [...a.recentCrashes.filter((t) => now - t < this.#options.restartWindowMs), now];
     a.nodeId = null;
@@ -266,6 +307,7 @@ export class Controller {
         this.#settleWaiters(d.spec.name, new TroupeError('TROUPE_ERR_ACTOR_DIED', d.unhealthy));
       }
       this.#log.error({ actor: a.name, cause }, 'actor is DEAD');
+      this.#state.events.add('actor-dead', `${a.name} DEAD: ${a.reason}`);
       return;
     }
     a.state = 'RESTARTING';
@@ -273,6 +315,7 @@ export class Controller {
     a.restarts++;
     const delay = Math.min(100 * 2 ** (a.recentCrashes.length - 1), 30_000);
     this.#log.warn({ actor: a.name, cause, restartInMs: delay, restarts: a.restarts }, 'actor crashed; restarting');
+    this.#state.events.add('actor-crashed', `${a.name} ${cause.split('\n')[0]}; restart ${a.restarts} in ${delay} ms`);
     this.#later(delay, () => {
       if (a.state !== 'RESTARTING') return;
       a.state = 'PENDING';

@@ -24,10 +24,12 @@ export function watchLiveness(state: ClusterState, controller: Controller, log: 
           node.channel?.terminate();
           node.channel = undefined;
           log.warn({ node: node.name, silentMs: silent }, 'node is DEAD');
+          state.events.add('node-lost', `${node.name} DEAD after ${silent} ms without a heartbeat`);
           controller.nodeLost(node, 'lost');
         } else if (silent >= options.suspectAfterMs && node.state === 'ALIVE') {
           node.state = 'SUSPECT';
           log.warn({ node: node.name, silentMs: silent }, 'node is SUSPECT');
+          state.events.add('node-suspect', `${node.name} SUSPECT after ${silent} ms without a heartbeat`);
         }
       }
     },

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { join, resolve } from 'node:path';
 import type { Duplex } from 'node:stream';
 import Fastify from 'fastify';
 import { WebSocketServer } from 'ws';
@@ -8,8 +9,12 @@ import { serveActor } from './actor-connection.js';
 import { serveAgent } from './agent-connection.js';
 import { checkBearer, isLoopback } from './auth.js';
 import { serveClient } from './client-connection.js';
+import { startAutoscaler } from './autoscaler.js';
 import { Controller } from './controller.js';
+import { GraphService } from './graph/service.js';
 import type { ControllerOptions } from './controller.js';
+import { registerHttpApi } from './http/api.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MODEL_BYTES } from './http/context.js';
 import { DEFAULT_LIVENESS, watchLiveness } from './liveness.js';
 import type { LivenessOptions } from './liveness.js';
 import { ClusterState } from './state.js';
@@ -23,6 +28,12 @@ export interface HeadOptions {
   liveness?: Partial<LivenessOptions>;
   controller?: Partial<ControllerOptions>;
   maxFrameBytes?: number;
+  /** Where the head keeps uploaded models (default `.troupe/head` under the working directory). */
+  dataDir?: string;
+  /** Largest HTTP request body, e.g. an inference (default 64 MiB); 413 beyond it. */
+  maxBodyBytes?: number;
+  /** Largest model upload (default 1 GiB). */
+  maxModelBytes?: number;
 }
 
 export interface Head {
@@ -48,13 +59,26 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
   const log = createLogger('head');
   const state = new ClusterState();
   const controller = new Controller(state, log, options.controller);
+  // Graphs and the record of recent run results that futures resolve from (head/graph/).
+  const graphs = new GraphService(state, controller, log);
   const stopLiveness = watchLiveness(state, controller, log, { ...DEFAULT_LIVENESS, ...options.liveness });
+  const stopAutoscaler = startAutoscaler(state, controller, log);
 
   const app = Fastify({ logger: false });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
     const alive = [...state.nodes.values()].filter((n) => n.state === 'ALIVE').length;
     return reply.code(alive > 0 ? 200 : 503).send({ status: alive > 0 ? 'ready' : 'no node alive', nodes: alive });
+  });
+  registerHttpApi(app, {
+    state,
+    controller,
+    log,
+    host,
+    token: options.token,
+    dataDir: resolve(options.dataDir ?? join('.troupe', 'head')),
+    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    maxModelBytes: options.maxModelBytes ?? DEFAULT_MAX_MODEL_BYTES,
   });
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, perMessageDeflate: false });
@@ -76,7 +100,7 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
       return refuse(socket, 401, 'Unauthorized', 'missing or wrong cluster token');
     }
     if (path === '/v1/agent') return accept(req, socket, head, (ws) => serveAgent(ws, address, state, controller, log));
-    return accept(req, socket, head, (ws) => serveClient(ws, state, controller, log));
+    return accept(req, socket, head, (ws) => serveClient(ws, state, controller, log, graphs));
   });
 
   await app.listen({ host, port: options.port ?? 8470 });
@@ -90,6 +114,7 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
     state,
     async close() {
       stopLiveness();
+      stopAutoscaler();
       controller.close();
       for (const ws of wss.clients) ws.terminate();
       wss.close();

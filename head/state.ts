@@ -1,5 +1,6 @@
 import type {
   ActorState,
+  ActorStats,
   ActorView,
   AgentToHead,
   Channel,
@@ -14,6 +15,9 @@ import type {
   NodeView,
 } from '../runtime/index.js';
 import type { ActorLink } from './actor-link.js';
+import type { DeploymentStats } from './deployment-stats.js';
+import { EventLog } from './events.js';
+import type { Dispatcher } from './dispatcher.js';
 
 export interface NodeRecord {
   id: string;
@@ -48,6 +52,8 @@ export interface ActorRecord {
   visibleDevices: string | null;
   gpuMemoryMiB: number | null;
   memoryBytes: number;
+  /** The actor's own running totals (batches, rows, expired calls...), about once a second. */
+  stats: ActorStats | null;
 }
 
 export interface DeploymentRecord {
@@ -55,6 +61,9 @@ export interface DeploymentRecord {
   actors: ActorRecord[];
   metadata: ModelMetadata | null;
   unhealthy: string | null;
+  /** Calls waiting for a replica with room. */
+  dispatcher: Dispatcher;
+  stats: DeploymentStats;
 }
 
 /** Everything the head knows about the cluster, and how it looks to users. */
@@ -62,6 +71,7 @@ export class ClusterState {
   readonly nodes = new Map<string, NodeRecord>();
   readonly actors = new Map<string, ActorRecord>();
   readonly deployments = new Map<string, DeploymentRecord>();
+  readonly events = new EventLog();
 
   nodeName(id: string | null): string | null {
     return id === null ? null : (this.nodes.get(id)?.name ?? id);
@@ -82,6 +92,7 @@ export class ClusterState {
       inFlight: a.link?.inFlight ?? 0,
       visibleDevices: a.visibleDevices,
       gpuMemoryMiB: a.gpuMemoryMiB,
+      stats: a.stats,
     };
   }
 
@@ -93,6 +104,8 @@ export class ClusterState {
       replicas: d.spec.replicas,
       state: d.unhealthy ? 'UNHEALTHY' : ready >= d.spec.replicas ? 'READY' : 'DEPLOYING',
       metadata: d.metadata,
+      queued: d.dispatcher.queued,
+      requests: d.stats.snapshot(),
       actors: d.actors.map((a) => this.actorView(a)),
     };
   }
@@ -106,6 +119,7 @@ export class ClusterState {
     return {
       nodes: [...this.nodes.values()].map((n) => this.nodeView(n)),
       deployments: [...this.deployments.values()].map((d) => this.deploymentView(d)),
+      events: this.events.recent(100),
     };
   }
 }

@@ -16,5 +16,6 @@ export {
 export type { Activation, ConvWeights, DenseWeights, Init } from './layers.js';
 export { DEFAULT_SEED, MOBILENET_V2_CONFIG, buildMlp, buildMobileNetV2Like, buildSmallCnn } from './zoo.js';
 export type { BuiltModel, MlpModel, MlpOptions, MobileNetV2Options, SmallCnnOptions } from './zoo.js';
+export { buildRowSum } from './utility.js';
 export { writeExampleModels } from './write.js';
 export type { ExampleModelPaths } from './write.js';

@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { buildRowSum } from './utility.js';
 import { buildMlp, buildMobileNetV2Like, buildSmallCnn } from './zoo.js';
 
 /** Absolute paths of the files `writeExampleModels` wrote or found up to date. */
@@ -9,6 +10,7 @@ export interface ExampleModelPaths {
   mlp: string;
   cnn: string;
   mobilenet: string;
+  rowsum: string;
 }
 
 async function sameBytes(file: string, bytes: Uint8Array): Promise<boolean> {
@@ -41,10 +43,12 @@ export async function writeExampleModels(dir: string): Promise<ExampleModelPaths
     mlp: path.join(root, 'mlp.onnx'),
     cnn: path.join(root, 'cnn.onnx'),
     mobilenet: path.join(root, 'mobilenet.onnx'),
+    rowsum: path.join(root, 'rowsum.onnx'),
   };
   // Sequential so only one model's bytes are held at a time.
   await writeIfChanged(paths.mlp, buildMlp().bytes);
   await writeIfChanged(paths.cnn, buildSmallCnn().bytes);
   await writeIfChanged(paths.mobilenet, buildMobileNetV2Like().bytes);
+  await writeIfChanged(paths.rowsum, buildRowSum());
   return paths;
 }

@@ -11,13 +11,14 @@ import {
 import type { AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/index.js';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { ActorProcess } from './actor-process.js';
+import { ActorProcess, FN_ACTOR_ENTRY } from './actor-process.js';
+import { resolveFnRef } from './fn-path.js';
 import { GpuSampler } from './gpu-sampler.js';
 import { discoverGpus } from './gpus/index.js';
 import { DEFAULT_HEALTH } from './health.js';
 import type { HealthOptions } from './health.js';
 import { ActorLedger } from './orphans.js';
-import { resolveModelPath } from './model-path.js';
+import { resolveModel } from './model-cache.js';
 
 export interface AgentOptions {
   /** The head's WebSocket address, e.g. ws://127.0.0.1:8470. */
@@ -27,6 +28,8 @@ export interface AgentOptions {
   name?: string;
   /** Deployments name model files relative to this directory; nothing outside it is opened. */
   modelDir: string;
+  /** fn steps name modules (`path#export`) relative to this directory; default: the working directory. */
+  moduleDir?: string;
   /** Pretend this node has N GPUs (for machines without one); actors run on the CPU provider. */
   simulateGpus?: number;
   simulatedGpuMemoryMiB?: number;
@@ -186,7 +189,9 @@ export class NodeAgent {
   async #startActor(message: StartActor): Promise<number> {
     if (this.#stopping) throw new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `agent ${this.name} is shutting down`);
     if (this.#actors.has(message.actorId)) return this.#actors.get(message.actorId)!.pid;
-    const modelPath = await resolveModelPath(this.#options.modelDir, message.model);
+    // A fn actor runs a module from --module-dir (actors/fn-host); a model actor loads an ONNX file.
+    const fn = message.kind === 'fn' ? await resolveFnRef(this.#options.moduleDir ?? process.cwd(), message.fn ?? message.model) : undefined;
+    const modelPath = fn ? undefined : await resolveModel(this.#options, message.model);
     const simulated = message.gpus.length > 0 && message.gpus.every((i) => this.#gpus.find((g) => g.index === i)?.simulated);
     const env: Record<string, string> = {};
     for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== 'TROUPE_TOKEN') env[key] = value;
@@ -194,13 +199,19 @@ export class NodeAgent {
       TROUPE_HEAD_URL: this.#options.headUrl,
       TROUPE_ACTOR_ID: message.actorId,
       TROUPE_ACTOR_SECRET: message.secret,
-      TROUPE_MODEL_PATH: modelPath,
+      ...(fn ? { TROUPE_FN_MODULE: fn.path, TROUPE_FN_EXPORT: fn.exportName } : { TROUPE_MODEL_PATH: modelPath }),
       TROUPE_DEVICE: message.gpus.length === 0 ? 'cpu' : simulated ? 'simulated-gpu' : 'cuda',
       // Exactly the actor's GPUs; none for CPU actors, so they can never create a CUDA context.
       CUDA_VISIBLE_DEVICES: message.gpus.join(','),
     });
     if (message.threads !== undefined) env.TROUPE_THREADS = String(message.threads);
-    const actor = new ActorProcess({ actorId: message.actorId, env, health: { ...DEFAULT_HEALTH, ...this.#options.health } });
+    if (message.batch) env.TROUPE_BATCH = JSON.stringify(message.batch);
+    const actor = new ActorProcess({
+      actorId: message.actorId,
+      env,
+      health: { ...DEFAULT_HEALTH, ...this.#options.health },
+      ...(fn ? { entry: FN_ACTOR_ENTRY } : {}),
+    });
     this.#actors.set(message.actorId, actor);
     this.#recordActors();
     void actor.exited.then((exit) => {

@@ -22,6 +22,14 @@ export const ERRORS = {
   TROUPE_ERR_SHUTTING_DOWN: { status: 503, retryable: true, what: 'The process is shutting down and takes no new work.' },
   TROUPE_ERR_INFERENCE: { status: 500, retryable: false, what: 'onnxruntime failed while running the model.' },
   TROUPE_ERR_INTERNAL: { status: 500, retryable: false, what: 'An unexpected internal error; the message says where.' },
+  TROUPE_ERR_BAD_REQUEST: { status: 400, retryable: false, what: 'An HTTP request is malformed: its body is not valid JSON or YAML, a header is wrong, or a field does not fit the endpoint.' },
+  TROUPE_ERR_NOT_FOUND: { status: 404, retryable: false, what: 'No HTTP endpoint has that method and path.' },
+  TROUPE_ERR_UNKNOWN_MODEL: { status: 404, retryable: false, what: 'No uploaded model has that name (or that sha256).' },
+  TROUPE_ERR_BODY_TOO_LARGE: { status: 413, retryable: false, what: 'An HTTP request body is larger than the head accepts (--max-body-mib, --max-model-mib).' },
+  TROUPE_ERR_BAD_MODEL_FILE: { status: 422, retryable: false, what: 'An uploaded file is not a valid ONNX model.' },
+  TROUPE_ERR_MODEL_FETCH: { status: 502, retryable: true, what: "An agent could not fetch an uploaded model from the head, or the bytes it got do not match the model's sha256." },
+  TROUPE_ERR_UNKNOWN_RUN: { status: 404, retryable: false, what: 'A future passed as an input names a run the head does not hold: never seen, or dropped from its result cache.' },
+  TROUPE_ERR_FN_FAILED: { status: 500, retryable: false, what: 'A fn step threw, or returned something other than a map of tensors.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

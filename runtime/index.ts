@@ -1,20 +1,20 @@
 // The public surface of Troupe's runtime: the SDK, and what every process shares.
 // Named exports only, so what users may import is a decision made here.
 export { connect, Cluster } from './client/cluster.js';
-export type { ConnectOptions, DeployOptions, RunOptions } from './client/cluster.js';
-export { Future } from './client/future.js';
+export type { ConnectOptions, DeployOptions, RunInputs, RunOptions } from './client/cluster.js';
+export { Future, FutureOutput } from './client/future.js';
 export type { Outputs } from './client/future.js';
 export { ERRORS, ERROR_CODES, TroupeError, fromWireError, isErrorCode, toWireError } from './errors.js';
 export type { ErrorCode, WireError } from './errors.js';
 export { newId, newSecret } from './ids.js';
 export { createLogger } from './log.js';
 export type { Logger } from './log.js';
-export { ActorEnvSchema, ActorToHeadSchema, ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, HeadToActorSchema } from './protocol/actor.js';
-export type { ActorEnv, ActorToHead, HeadToActor } from './protocol/actor.js';
+export { ActorEnvSchema, ActorStatsSchema, ActorToHeadSchema, CallTimingSchema, ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, HeadToActorSchema } from './protocol/actor.js';
+export type { ActorEnv, ActorStats, ActorToHead, CallTiming, HeadToActor } from './protocol/actor.js';
 export { AGENT_LEAVING, AgentToHeadSchema, HeadToAgentSchema, StartActorReplySchema } from './protocol/agent.js';
 export type { AgentToHead, HeadToAgent } from './protocol/agent.js';
-export { ClientToHeadSchema, HeadToClientSchema } from './protocol/client.js';
-export type { ClientToHead, HeadToClient } from './protocol/client.js';
+export { ClientToHeadSchema, HeadToClientSchema, RunRefSchema } from './protocol/client.js';
+export type { ClientToHead, HeadToClient, RunRef } from './protocol/client.js';
 export { ActorToAgentIpcSchema, AgentToActorIpcSchema } from './protocol/health.js';
 export type { ActorToAgentIpc, AgentToActorIpc } from './protocol/health.js';
 export { DEFAULT_MAX_FRAME_BYTES, decodeFrame, encodeFrame } from './protocol/codec.js';
@@ -22,8 +22,8 @@ export { ModelMetadataSchema, NameSchema } from './protocol/common.js';
 export type { ModelMetadata, TensorInfo } from './protocol/common.js';
 export { GpuProcessSchema, GpuSchema, NodeResourcesSchema } from './resources.js';
 export type { Gpu, GpuProcess, NodeResources } from './resources.js';
-export { ModelDeploymentSchema } from './spec.js';
-export type { ModelDeployment, ModelDeploymentInput } from './spec.js';
+export { AutoscaleSchema, BatchSchema, ModelDeploymentSchema } from './spec.js';
+export type { AutoscaleSpec, BatchSpec, ModelDeployment, ModelDeploymentInput } from './spec.js';
 export { DTYPES, DTYPE_NAMES, byteLengthOf, isDType } from './tensor/dtypes.js';
 export type { DType, NumericDType } from './tensor/dtypes.js';
 export { elementCount, formatShape, tensor } from './tensor/tensor.js';
@@ -34,3 +34,38 @@ export { Channel } from './transport/channel.js';
 export { validateInputs } from './validate-inputs.js';
 export { ACTOR_STATES, ActorViewSchema, ClusterViewSchema, DeploymentViewSchema, NODE_STATES, NodeViewSchema } from './views.js';
 export type { ActorState, ActorView, ClusterView, DeploymentView, NodeState, NodeView } from './views.js';
+// Graphs: the builder, the JSON form, and what the head needs to check and run them.
+export { dataParallel, ensemble, fn, isGraphStep, model, pipeline, toGraphDocument } from './graph/builder.js';
+export type { CombineOption, DataParallelOptions, EnsembleOptions, FnStepOptions, GraphStep, ModelStepOptions, PipelineOptions } from './graph/builder.js';
+export {
+  CombineSchema,
+  DataParallelNodeSchema,
+  EnsembleNodeSchema,
+  FnNodeSchema,
+  FnRefSchema,
+  GraphDocumentSchema,
+  GraphNodeSchema,
+  MAX_GRAPH_NODES,
+  MAX_GRAPH_STEPS,
+  ModelNodeSchema,
+  PipelineNodeSchema,
+  WiringSchema,
+  looksLikeGraphDocument,
+} from './graph/schema.js';
+export type { Combine, DataParallelNode, EnsembleNode, FnNode, GraphDocument, GraphNode, ModelNode, PipelineNode, Wiring } from './graph/schema.js';
+export { compileGraph, countSteps } from './graph/compile.js';
+export type { CompiledGraph, Existing, PlanCombine, PlanDataParallel, PlanEnsemble, PlanLeaf, PlanNode, PlanPipeline } from './graph/compile.js';
+export { fits, inferSignature, inputNames, isDynamic } from './graph/signature.js';
+export type { LeafInfo, Signature } from './graph/signature.js';
+export { everything, sourceOf } from './graph/wiring.js';
+export type { InputSource, WiringContext } from './graph/wiring.js';
+export { argmax, combineOutputs, concat, groupOutputs, max, mean, vote } from './graph/combiners.js';
+export type { BuiltinCombine, CombineGroup } from './graph/combiners.js';
+export { batchSize, chunkBounds, concatRows, sliceRows } from './graph/batch.js';
+export { formatIssues } from './graph/issues.js';
+export { RunTraceSchema, StepTimingSchema } from './graph/trace.js';
+export type { RunTrace, StepTiming } from './graph/trace.js';
+export { GraphDeploymentViewSchema, GraphViewSchema } from './graph/view.js';
+export type { GraphDeploymentView, GraphView } from './graph/view.js';
+export { FnActorEnvSchema, FnSignatureSchema } from './protocol/fn-actor.js';
+export type { FnActorEnv, FnSignature, StepFn } from './protocol/fn-actor.js';

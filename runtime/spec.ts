@@ -16,6 +16,37 @@ function toBytes(value: number | string, ctx: z.RefinementCtx): number {
 }
 
 /**
+ * Dynamic batching, as Triton's dynamic batcher: calls that wait while the replica is busy form
+ * the next batch, concatenated along axis 0 into one `session.run`, outputs split back. The
+ * delay timer starts with the first call of a batch; a full batch goes at once.
+ */
+export const BatchSchema = z
+  .object({
+    /** Most rows (sum of the calls' batch dims) in one run; 1 turns batching off. */
+    maxSize: z.number().int().min(1).max(65_536),
+    /** How long the first call of a batch may wait for more; 0 batches only what already waits. */
+    maxDelayMs: z.number().min(0).max(60_000).default(0),
+    /** Sizes to prefer: a batch stops growing at the largest preferred size it can reach. */
+    preferredSizes: z.array(z.number().int().min(1).max(65_536)).max(32).optional(),
+  })
+  .strict();
+export type BatchSpec = z.output<typeof BatchSchema>;
+
+/** Autoscaling on load: queued plus in-flight calls per replica, with hysteresis delays. */
+export const AutoscaleSchema = z
+  .object({
+    minReplicas: z.number().int().min(0).max(256),
+    maxReplicas: z.number().int().min(1).max(256),
+    /** Queued + in-flight calls per replica to aim for. */
+    targetPerReplica: z.number().positive().max(1_000_000).default(2),
+    /** Load must stay above target this long before scaling up, below it this long before scaling down. */
+    upDelayMs: z.number().int().min(0).max(3_600_000).default(2000),
+    downDelayMs: z.number().int().min(0).max(3_600_000).default(30_000),
+  })
+  .strict();
+export type AutoscaleSpec = z.output<typeof AutoscaleSchema>;
+
+/**
  * What a user asks for when deploying one model. `model` is a path under the agent's model
  * directory. `gpus` may be a fraction (0.5 shares a device) or a whole number of devices.
  */
@@ -23,7 +54,9 @@ export const ModelDeploymentSchema = z
   .object({
     name: NameSchema,
     model: z.string().min(1).max(1024),
-    replicas: z.number().int().min(1).max(256).default(1),
+    /** 'fn': `model` is `path#export`, a function under the agents' --module-dir run by a fn actor (graph steps). */
+    kind: z.enum(['model', 'fn']).optional(),
+    replicas: z.number().int().min(0).max(256).default(1),
     gpus: z.number().min(0).max(64).default(0),
     cpus: z.number().positive().max(1024).default(1),
     /** Host memory each replica needs, in bytes or with a unit ('512Mi', '2Gi', '1.5GB'). */
@@ -32,11 +65,21 @@ export const ModelDeploymentSchema = z
     placement: z.enum(['spread', 'pack']).default('spread'),
     /** onnxruntime intra-op threads per actor; 1 halves CPU per call on small models. */
     threads: z.number().int().min(1).max(256).optional(),
-    /** Calls allowed queued or in flight per replica before callers get TROUPE_ERR_OVERLOADED. */
-    maxQueue: z.number().int().min(1).max(1_000_000).default(1024),
+    /** Calls allowed to wait for a replica; past it new calls fail at once with TROUPE_ERR_OVERLOADED. */
+    maxQueue: z.number().int().min(0).max(1_000_000).default(1024),
+    /** Dynamic batching; off (maxSize 1) unless asked for. */
+    batch: BatchSchema.default({ maxSize: 1, maxDelayMs: 0 }),
+    /** Retries of a call whose actor died before answering (inference is idempotent). */
+    maxRetries: z.number().int().min(0).max(10).default(2),
+    /** Opt-in autoscaling between minReplicas and maxReplicas; `replicas` is the starting count. */
+    autoscale: AutoscaleSchema.optional(),
   })
   .strict()
-  .refine((d) => d.gpus <= 1 || Number.isInteger(d.gpus), { message: 'gpus above 1 must be a whole number', path: ['gpus'] });
+  .refine((d) => d.gpus <= 1 || Number.isInteger(d.gpus), { message: 'gpus above 1 must be a whole number', path: ['gpus'] })
+  .refine((d) => !d.autoscale || d.autoscale.minReplicas <= d.autoscale.maxReplicas, {
+    message: 'autoscale.minReplicas must not exceed autoscale.maxReplicas',
+    path: ['autoscale'],
+  });
 
 export type ModelDeploymentInput = z.input<typeof ModelDeploymentSchema>;
 export type ModelDeployment = z.output<typeof ModelDeploymentSchema>;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { ModelMetadataSchema } from './protocol/common.js';
+import { ActorStatsSchema } from './protocol/actor.js';
+import { ModelMetadataSchema, TensorInfoSchema } from './protocol/common.js';
 import { GpuSchema, NodeResourcesSchema } from './resources.js';
 
 export const ACTOR_STATES = ['PENDING', 'STARTING', 'READY', 'DRAINING', 'RESTARTING', 'DEAD'] as const;
@@ -26,6 +27,8 @@ export const ActorViewSchema = z.object({
   visibleDevices: z.string().nullable(),
   /** GPU memory the actor process holds, from nvidia-smi (null when unknown or simulated). */
   gpuMemoryMiB: z.number().nullable(),
+  /** The actor's running totals: calls, batches, rows, calls expired unrun, time in queue and compute. */
+  stats: ActorStatsSchema.nullable(),
 });
 export type ActorView = z.infer<typeof ActorViewSchema>;
 
@@ -35,6 +38,10 @@ export const DeploymentViewSchema = z.object({
   replicas: z.number(),
   state: z.enum(['DEPLOYING', 'READY', 'UNHEALTHY']),
   metadata: ModelMetadataSchema.nullable(),
+  /** Calls waiting in the head for a replica with room. */
+  queued: z.number(),
+  /** Outcomes seen by the head, and recent latency percentiles (ms). */
+  requests: z.object({ ok: z.number(), failed: z.record(z.string(), z.number()), p50Ms: z.number().nullable(), p99Ms: z.number().nullable() }),
   actors: z.array(ActorViewSchema),
 });
 export type DeploymentView = z.infer<typeof DeploymentViewSchema>;
@@ -49,8 +56,28 @@ export const NodeViewSchema = z.object({
 });
 export type NodeView = z.infer<typeof NodeViewSchema>;
 
+/** A graph registered on the head (see runtime/graph/), as `describe` lists it. */
+export const GraphViewSchema = z.object({
+  name: z.string(),
+  kind: z.enum(['pipeline', 'ensemble', 'dataParallel']),
+  /** Model and fn calls one run expands to (data-parallel chunks not counted). */
+  steps: z.number(),
+  /** Inputs and outputs as inferred from the models' metadata; null where a fn leaves them open. */
+  inputs: z.array(TensorInfoSchema).nullable(),
+  outputs: z.array(TensorInfoSchema).nullable(),
+  /** The model and fn deployments it calls. */
+  deployments: z.array(z.string()),
+});
+export type GraphView = z.infer<typeof GraphViewSchema>;
+
+export const ClusterEventSchema = z.object({ time: z.number(), kind: z.string(), message: z.string() });
+export type ClusterEventView = z.infer<typeof ClusterEventSchema>;
+
 export const ClusterViewSchema = z.object({
   nodes: z.array(NodeViewSchema),
   deployments: z.array(DeploymentViewSchema),
+  /** Lifecycle changes and scaling decisions, newest last. */
+  events: z.array(ClusterEventSchema),
+  graphs: z.array(GraphViewSchema).optional(),
 });
 export type ClusterView = z.infer<typeof ClusterViewSchema>;

@@ -10,8 +10,20 @@ import { mapFromWire, mapToWire, WireTensorMapSchema } from '../tensor/wire.js';
 import { Channel } from '../transport/channel.js';
 import { ClusterViewSchema, DeploymentViewSchema } from '../views.js';
 import type { ClusterView, DeploymentView } from '../views.js';
-import { Future } from './future.js';
+import { isGraphStep } from '../graph/builder.js';
+import type { GraphStep } from '../graph/builder.js';
+import { looksLikeGraphDocument } from '../graph/schema.js';
+import type { GraphDocument } from '../graph/schema.js';
+import { RunTraceSchema } from '../graph/trace.js';
+import type { RunTrace } from '../graph/trace.js';
+import { GraphDeploymentViewSchema } from '../graph/view.js';
+import type { GraphDeploymentView } from '../graph/view.js';
+import type { RunRef } from '../protocol/client.js';
+import { Future, FutureOutput } from './future.js';
 import type { Outputs } from './future.js';
+
+/** Run inputs: tensors, or outputs of earlier runs (a whole Future, or `future.output(name)`). */
+export type RunInputs = Record<string, Tensor | Future | FutureOutput>;
 
 export interface ConnectOptions {
   /** The cluster token; required when the head listens beyond loopback. */
@@ -25,6 +37,8 @@ export interface RunOptions {
   timeoutMs?: number;
   /** Return only these outputs. */
   outputs?: string[];
+  /** Record per-step timings; read them with `future.trace()`. */
+  trace?: boolean;
 }
 
 export interface DeployOptions {
@@ -51,10 +65,17 @@ export class Cluster {
     this.#channel = channel;
   }
 
-  /** Deploys (or updates) one model and resolves once all its replicas are READY. */
-  async deploy(spec: ModelDeploymentInput, options: DeployOptions = {}): Promise<DeploymentView> {
-    const value = await this.#channel.request({ type: 'deploy', spec, ...(options.wait === false ? { wait: false } : {}) }, options.timeoutMs ?? 120_000);
-    return DeploymentViewSchema.parse(value);
+  /**
+   * Deploys (or updates) one model and resolves once all its replicas are READY; or deploys a
+   * graph (built with `pipeline`, `ensemble`, ... or its JSON form): its models and fns, then the
+   * graph itself, checked against their metadata, and runnable by name.
+   */
+  async deploy(spec: ModelDeploymentInput, options?: DeployOptions): Promise<DeploymentView>;
+  async deploy(graph: GraphStep | GraphDocument, options?: DeployOptions): Promise<GraphDeploymentView>;
+  async deploy(spec: ModelDeploymentInput | GraphStep | GraphDocument, options: DeployOptions = {}): Promise<DeploymentView | GraphDeploymentView> {
+    const wire = isGraphStep(spec) ? spec.toJSON() : spec;
+    const value = await this.#channel.request({ type: 'deploy', spec: wire, ...(options.wait === false ? { wait: false } : {}) }, options.timeoutMs ?? 120_000);
+    return looksLikeGraphDocument(wire) ? GraphDeploymentViewSchema.parse(value) : DeploymentViewSchema.parse(value);
   }
 
   /** Drains and removes a deployment. */
@@ -62,24 +83,40 @@ export class Cluster {
     await this.#channel.request({ type: 'undeploy', name }, 60_000);
   }
 
-  /** Runs a deployment on named input tensors; returns a future of its named outputs. */
-  run(deployment: string, inputs: Record<string, Tensor>, options: RunOptions = {}): Future<Outputs> {
+  /**
+   * Runs a deployment or a graph on named inputs; returns a future of its named outputs at once.
+   * An input may be another run's Future (or `future.output(name)`): the request goes out now and
+   * the head feeds that run's result in when it is ready, without a round trip through here.
+   */
+  run(deployment: string, inputs: RunInputs, options: RunOptions = {}): Future<Outputs> {
     const id = newId();
-    const promise = (async () => {
-      const message: Omit<Extract<ClientToHead, { type: 'run' }>, 'id'> & { id: string } = {
-        type: 'run',
-        id,
-        deployment,
-        inputs: mapToWire(inputs),
-      };
-      if (options.outputs) message.outputs = options.outputs;
-      if (options.timeoutMs !== undefined) message.timeoutMs = options.timeoutMs;
-      const value = (await this.#channel.request(message, options.timeoutMs)) as { outputs?: unknown };
+    const tensors: Record<string, Tensor> = {};
+    const refs: Record<string, RunRef> = {};
+    for (const [name, value] of Object.entries(inputs)) {
+      if (value instanceof Future) refs[name] = { run: value.id };
+      else if (value instanceof FutureOutput) refs[name] = { run: value.run, output: value.output };
+      else tensors[name] = value;
+    }
+    // Sent synchronously, so a run that names this one's future always reaches the head after it.
+    const message: Omit<Extract<ClientToHead, { type: 'run' }>, 'id'> & { id: string } = {
+      type: 'run',
+      id,
+      deployment,
+      inputs: mapToWire(tensors),
+    };
+    if (Object.keys(refs).length > 0) message.refs = refs;
+    if (options.outputs) message.outputs = options.outputs;
+    if (options.timeoutMs !== undefined) message.timeoutMs = options.timeoutMs;
+    if (options.trace) message.trace = true;
+    const answer = this.#channel.request(message, options.timeoutMs).then((raw) => {
+      const value = raw as { outputs?: unknown; trace?: unknown } | undefined;
       const outputs = WireTensorMapSchema.safeParse(value?.outputs);
       if (!outputs.success) throw new TroupeError('TROUPE_ERR_INTERNAL', 'head sent outputs that are not tensors');
-      return mapFromWire(outputs.data, 'output');
-    })();
-    return new Future(id, promise);
+      const trace = value?.trace === undefined ? undefined : RunTraceSchema.safeParse(value.trace);
+      if (trace && !trace.success) throw new TroupeError('TROUPE_ERR_INTERNAL', 'head sent a malformed trace');
+      return { outputs: mapFromWire(outputs.data, 'output'), trace: trace?.data as RunTrace | undefined };
+    });
+    return new Future(id, answer.then((a) => a.outputs), answer.then((a) => a.trace));
   }
 
   /** Nodes, deployments and actors as the head sees them now. */

@@ -1,24 +1,42 @@
+import type { RunTrace } from '../graph/trace.js';
 import type { Tensor } from '../tensor/tensor.js';
 
 export type Outputs = Record<string, Tensor>;
 
 /**
+ * One output of a run, to pass as an input of another run without fetching it:
+ * `cluster.run('rec', { x: det.output('boxes') })`.
+ */
+export class FutureOutput {
+  constructor(
+    /** The run whose output this is. */
+    readonly run: string,
+    readonly output: string,
+  ) {}
+}
+
+/**
  * The handle `run` returns at once. Await it for the outputs; it rejects with a TroupeError
- * whose `code` says what failed.
+ * whose `code` says what failed. Pass it (or {@link Future.output}) as an input of another `run`
+ * and the head feeds the result across itself, without a round trip through this client.
  *
  * @example
  * const future = cluster.run('mlp', { x });
+ * const voted = cluster.run('vote', { x: future });   // sent now, resolved on the head
  * const { logits } = await future;
  */
 export class Future<T = Outputs> implements PromiseLike<T> {
   readonly id: string;
   readonly #promise: Promise<T>;
+  readonly #trace: Promise<RunTrace | undefined>;
 
-  constructor(id: string, promise: Promise<T>) {
+  constructor(id: string, promise: Promise<T>, trace: Promise<RunTrace | undefined> = promise.then(() => undefined)) {
     this.id = id;
     this.#promise = promise;
+    this.#trace = trace;
     // A future nobody awaits must not become an unhandled rejection that kills the process.
     promise.catch(() => {});
+    trace.catch(() => {});
   }
 
   then<A = T, B = never>(
@@ -30,5 +48,15 @@ export class Future<T = Outputs> implements PromiseLike<T> {
 
   catch<B = never>(onRejected: (reason: unknown) => B | PromiseLike<B>): Promise<T | B> {
     return this.#promise.catch(onRejected);
+  }
+
+  /** A reference to one named output of this run, to pass as an input of another run. */
+  output(name: string): FutureOutput {
+    return new FutureOutput(this.id, name);
+  }
+
+  /** The per-step timing trace of a run started with `{ trace: true }` (undefined otherwise). */
+  trace(): Promise<RunTrace | undefined> {
+    return this.#trace;
   }
 }

@@ -15,8 +15,32 @@ export const HeadToActorSchema = z.discriminatedUnion('type', [
     id: IdSchema,
     inputs: WireTensorMapSchema,
     outputs: z.array(z.string()).optional(),
+    /** Time left until the caller's deadline; the actor drops the call unrun once it passes. */
+    timeoutMs: z.number().positive().optional(),
   }),
 ]);
+
+/** Where one call's time went inside the actor. */
+export const CallTimingSchema = z.object({
+  queueMs: z.number(),
+  computeMs: z.number(),
+  batchRows: z.number(),
+  batchCalls: z.number(),
+});
+export type CallTiming = z.infer<typeof CallTimingSchema>;
+
+/** Running totals an actor reports about once a second. */
+export const ActorStatsSchema = z.object({
+  calls: z.number(),
+  batches: z.number(),
+  rows: z.number(),
+  expired: z.number(),
+  failed: z.number(),
+  computeMs: z.number(),
+  queueMs: z.number(),
+  queued: z.number(),
+});
+export type ActorStats = z.infer<typeof ActorStatsSchema>;
 export type HeadToActor = z.infer<typeof HeadToActorSchema>;
 
 /** actor -> head. `ready` follows the warm-up inference; `loadFailed` ends the actor. */
@@ -30,7 +54,8 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
     visibleDevices: z.string().max(256),
   }),
   z.object({ type: z.literal('loadFailed'), error: WireErrorSchema }),
-  ReplySchema.extend({ value: z.object({ outputs: WireTensorMapSchema }) }),
+  ReplySchema.extend({ value: z.object({ outputs: WireTensorMapSchema, timing: CallTimingSchema.optional() }) }),
+  z.object({ type: z.literal('stats'), stats: ActorStatsSchema }),
   FailSchema,
 ]);
 export type ActorToHead = z.infer<typeof ActorToHeadSchema>;
@@ -47,5 +72,7 @@ export const ActorEnvSchema = z.object({
   TROUPE_MODEL_PATH: z.string().min(1),
   TROUPE_DEVICE: z.enum(['cpu', 'cuda', 'simulated-gpu']),
   TROUPE_THREADS: z.coerce.number().int().min(1).max(256).optional(),
+  /** The deployment's batch spec as JSON. */
+  TROUPE_BATCH: z.string().optional(),
 });
 export type ActorEnv = z.infer<typeof ActorEnvSchema>;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { GpuSchema, NodeResourcesSchema } from '../resources.js';
+import { BatchSchema } from '../spec.js';
 import { FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
 
 const RunningActorSchema = z.object({ actorId: IdSchema, pid: z.number().int().positive() });
@@ -54,6 +55,11 @@ export const HeadToAgentSchema = z.discriminatedUnion('type', [
     /** Indices of the node's GPUs this actor may see (its CUDA_VISIBLE_DEVICES). */
     gpus: z.array(z.number().int().min(0)).max(64),
     threads: z.number().int().min(1).max(256).optional(),
+    batch: BatchSchema.optional(),
+    /** 'fn' starts a fn actor (actors/fn-host) for graph steps instead of a model actor. */
+    kind: z.enum(['model', 'fn']).optional(),
+    /** For kind 'fn': `path#export`, resolved inside the agent's --module-dir. */
+    fn: z.string().min(3).max(1024).optional(),
   }),
   z.object({ type: z.literal('stopActor'), id: IdSchema, actorId: IdSchema, graceMs: z.number().int().min(0).max(600_000) }),
 ]);

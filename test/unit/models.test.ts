@@ -232,7 +232,7 @@ describe('writeExampleModels and generate script', () => {
   it('writes loadable models and skips unchanged files', async () => {
     const target = path.join(dir, 'nested', 'out');
     const paths = await writeExampleModels(target);
-    assert.deepEqual(Object.keys(paths).sort(), ['cnn', 'mlp', 'mobilenet']);
+    assert.deepEqual(Object.keys(paths).sort(), ['cnn', 'mlp', 'mobilenet', 'rowsum']);
     for (const p of Object.values(paths)) assert.ok(path.isAbsolute(p) && path.dirname(p) === target);
     assert.ok(Buffer.from(buildMlp().bytes).equals(await readFile(paths.mlp)));
     assert.deepEqual((await open(paths.cnn)).outputNames, ['logits']);

@@ -1,0 +1,219 @@
+import { TroupeError } from '../runtime/index.js';
+import type { Tensor } from '../runtime/index.js';
+import { batchKey, concatRows, rowsOf, splitRows } from './batch-tensors.js';
+
+export interface BatcherOptions {
+  /** Most rows in one run; 1 runs every call alone. */
+  maxSize: number;
+  /** How long the first call of a batch may wait for company. */
+  maxDelayMs: number;
+  preferredSizes?: readonly number[] | undefined;
+  /** False for models without a batch axis: they are never batched. */
+  batchable: boolean;
+}
+
+export interface CallTiming {
+  /** Time from arrival in this actor to the start of its run. */
+  queueMs: number;
+  computeMs: number;
+  /** Rows and calls in the run this call was part of. */
+  batchRows: number;
+  batchCalls: number;
+}
+
+export interface BatcherStats {
+  calls: number;
+  batches: number;
+  rows: number;
+  /** Calls dropped unrun because their deadline passed while they waited. */
+  expired: number;
+  failed: number;
+  computeMs: number;
+  queueMs: number;
+}
+
+export type RunModel = (inputs: Record<string, Tensor>, outputs: readonly string[] | undefined) => Promise<Record<string, Tensor>>;
+
+interface Job {
+  inputs: Record<string, Tensor>;
+  outputs: readonly string[] | undefined;
+  rows: number | null;
+  key: string;
+  arrived: number;
+  deadline: number | undefined;
+  resolve: (result: { outputs: Record<string, Tensor>; timing: CallTiming }) => void;
+  reject: (error: unknown) => void;
+}
+
+const yieldToIo = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Dynamic batching inside the actor, closest to the model. `session.run` blocks this thread, so
+ * calls that arrive during a run wait in the socket; after each run the batcher yields once to let
+ * them in, then takes the oldest call and every compatible call behind it (same input dtypes,
+ * non-batch dims and output selection) up to `maxSize` rows, concatenates them along axis 0, runs
+ * once and splits the outputs back. Calls whose deadline passed while waiting are dropped unrun.
+ */
+export class Batcher {
+  readonly #run: RunModel;
+  readonly #options: BatcherOptions;
+  readonly #hooks: { onBusy?: () => void; onIdle?: () => void };
+  readonly #queue: Job[] = [];
+  readonly stats: BatcherStats = { calls: 0, batches: 0, rows: 0, expired: 0, failed: 0, computeMs: 0, queueMs: 0 };
+  #running = false;
+  #wake: (() => void) | undefined;
+  #idleWaiters: (() => void)[] = [];
+
+  constructor(run: RunModel, options: BatcherOptions, hooks: { onBusy?: () => void; onIdle?: () => void } = {}) {
+    this.#run = run;
+    this.#options = options;
+    this.#hooks = hooks;
+  }
+
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  submit(inputs: Record<string, Tensor>, outputs?: readonly string[], timeoutMs?: number): Promise<{ outputs: Record<string, Tensor>; timing: CallTiming }> {
+    return new Promise((resolve, reject) => {
+      const arrived = performance.now();
+      const rows = this.#options.batchable && this.#options.maxSize > 1 ? rowsOf(inputs) : null;
+      this.#queue.push({
+        inputs,
+        outputs,
+        rows,
+        key: rows === null ? '' : batchKey(inputs, outputs),
+        arrived,
+        deadline: timeoutMs === undefined ? undefined : arrived + timeoutMs,
+        resolve,
+        reject,
+      });
+      this.#wake?.();
+      if (!this.#running) void this.#drain();
+    });
+  }
+
+  /** Resolves once everything submitted so far has run. */
+  whenIdle(): Promise<void> {
+    if (!this.#running) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  async #drain(): Promise<void> {
+    this.#running = true;
+    this.#hooks.onBusy?.();
+    while (this.#queue.length > 0) {
+      this.#dropExpired();
+      if (this.#queue.length === 0) break;
+      await this.#waitForCompany();
+      this.#dropExpired();
+      const batch = this.#take();
+      if (batch.length > 0) await this.#execute(batch);
+      await yieldToIo();
+    }
+    this.#running = false;
+    this.#hooks.onIdle?.();
+    for (const resolve of this.#idleWaiters.splice(0)) resolve();
+  }
+
+  #dropExpired(): void {
+    const now = performance.now();
+    for (let i = this.#queue.length - 1; i >= 0; i--) {
+      const job = this.#queue[i]!;
+      if (job.deadline !== undefined && job.deadline <= now) {
+        this.#queue.splice(i, 1);
+        this.stats.expired++;
+        job.reject(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deadline passed after ${Math.round(now - job.arrived)} ms in the actor's queue; not run`));
+      }
+    }
+  }
+
+  /** With a delay configured, the first call waits until its batch is full or its delay is up. */
+  async #waitForCompany(): Promise<void> {
+    const first = this.#queue[0];
+    if (!first || first.rows === null || this.#options.maxDelayMs <= 0) return;
+    const until = first.arrived + this.#options.maxDelayMs;
+    while (this.#queue[0] === first && this.#rowsLike(first) < this.#options.maxSize) {
+      const left = until - performance.now();
+      if (left <= 0) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.#wake = () => (clearTimeout(timer), resolve());
+      });
+      this.#wake = undefined;
+    }
+  }
+
+  #rowsLike(first: Job): number {
+    let rows = 0;
+    for (const job of this.#queue) if (job.key === first.key && job.rows !== null) rows += job.rows;
+    return rows;
+  }
+
+  /** The oldest call and the compatible calls behind it, up to the target size. */
+  #take(): Job[] {
+    const first = this.#queue.shift();
+    if (!first) return [];
+    if (first.rows === null) return [first];
+    const limit = this.#target(first);
+    const batch = [first];
+    let rows = first.rows;
+    for (let i = 0; i < this.#queue.length && rows < limit; ) {
+      const job = this.#queue[i]!;
+      if (job.key === first.key && job.rows !== null && rows + job.rows <= limit) {
+        batch.push(job);
+        rows += job.rows;
+        this.#queue.splice(i, 1);
+      } else i++;
+    }
+    return batch;
+  }
+
+  #target(first: Job): number {
+    const { maxSize, preferredSizes } = this.#options;
+    if (!preferredSizes?.length) return maxSize;
+    const reachable = Math.min(maxSize, first.rows! + this.#rowsLike(first));
+    const preferred = preferredSizes.filter((s) => s <= reachable);
+    return preferred.length ? Math.max(...preferred) : maxSize;
+  }
+
+  async #execute(batch: Job[]): Promise<void> {
+    const start = performance.now();
+    const first = batch[0]!;
+    try {
+      let outputs: Record<string, Tensor>[];
+      if (batch.length === 1) outputs = [await this.#run(first.inputs, first.outputs)];
+      else {
+        const inputs: Record<string, Tensor> = {};
+        for (const name of Object.keys(first.inputs)) inputs[name] = concatRows(batch.map((j) => j.inputs[name]!));
+        outputs = this.#split(await this.#run(inputs, first.outputs), batch.map((j) => j.rows!));
+      }
+      const computeMs = performance.now() - start;
+      const rows = batch.reduce((n, j) => n + (j.rows ?? 1), 0);
+      this.stats.batches++;
+      this.stats.rows += rows;
+      this.stats.computeMs += computeMs;
+      batch.forEach((job, i) => {
+        const queueMs = start - job.arrived;
+        this.stats.calls++;
+        this.stats.queueMs += queueMs;
+        job.resolve({ outputs: outputs[i]!, timing: { queueMs, computeMs, batchRows: rows, batchCalls: batch.length } });
+      });
+    } catch (err) {
+      this.stats.failed += batch.length;
+      for (const job of batch) job.reject(err);
+    }
+  }
+
+  #split(outputs: Record<string, Tensor>, rows: number[]): Record<string, Tensor>[] {
+    const total = rows.reduce((a, b) => a + b, 0);
+    const perCall: Record<string, Tensor>[] = rows.map(() => ({}));
+    for (const [name, t] of Object.entries(outputs)) {
+      if (t.shape[0] !== total) {
+        throw new TroupeError('TROUPE_ERR_INFERENCE', `output '${name}' has ${t.shape[0]} rows for a batch of ${total}: this model cannot be batched`);
+      }
+      splitRows(t, rows).forEach((part, i) => (perCall[i]![name] = part));
+    }
+    return perCall;
+  }
+}

@@ -1,0 +1,177 @@
+import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
+import { WebSocket } from 'ws';
+import {
+  ACTOR_ID_HEADER,
+  ACTOR_SECRET_HEADER,
+  AgentToActorIpcSchema,
+  Channel,
+  DEFAULT_MAX_FRAME_BYTES,
+  FnActorEnvSchema,
+  FnSignatureSchema,
+  HeadToActorSchema,
+  TroupeError,
+  createLogger,
+  mapFromWire,
+  mapToWire,
+  tensor,
+  toWireError,
+} from '../runtime/index.js';
+import type { ActorToAgentIpc, ActorToHead, FnActorEnv, FnSignature, HeadToActor, StepFn, Tensor } from '../runtime/index.js';
+
+/**
+ * The entry point of one fn actor: a process that runs one exported function of a module on the
+ * agent, for graph steps (pre- and post-processing, custom combiners). The agent resolved the
+ * module inside its --module-dir; this process imports it, reports its signature (or none) and
+ * answers calls like a model actor. A function that blocks the event loop blocks only this process.
+ */
+const log = createLogger('fn-actor');
+
+const EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, LOST_HEAD: 4 } as const;
+
+function readEnv(): FnActorEnv {
+  const parsed = FnActorEnvSchema.safeParse(process.env);
+  if (!parsed.success) {
+    process.stderr.write(`troupe fn actor: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`);
+    process.exit(EXIT.BAD_ENV);
+  }
+  return parsed.data;
+}
+
+function tell(message: ActorToAgentIpc): void {
+  if (process.connected) process.send?.(message);
+}
+
+async function load(env: FnActorEnv): Promise<{ fn: StepFn; signature: FnSignature }> {
+  const what = `fn '${env.TROUPE_FN_EXPORT}' of ${env.TROUPE_FN_MODULE}`;
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(pathToFileURL(env.TROUPE_FN_MODULE).href)) as Record<string, unknown>;
+  } catch (err) {
+    throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `cannot import ${env.TROUPE_FN_MODULE}: ${(err as Error).message}`);
+  }
+  const fn = mod[env.TROUPE_FN_EXPORT];
+  if (typeof fn !== 'function') {
+    const has = Object.keys(mod).filter((k) => typeof mod[k] === 'function').join(', ') || 'no functions';
+    throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `${what} is not an exported function (the module exports ${has})`);
+  }
+  const declared = (fn as StepFn).signature;
+  if (declared === undefined) return { fn: fn as StepFn, signature: { inputs: [], outputs: [] } };
+  const signature = FnSignatureSchema.safeParse(declared);
+  if (!signature.success) throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `${what} has a malformed signature: ${signature.error.issues[0]?.message}`);
+  return { fn: fn as StepFn, signature: signature.data };
+}
+
+/** A fn's answer as tensors: a map of {dtype, shape, data}, each checked, else TROUPE_ERR_FN_FAILED. */
+function checkOutputs(name: string, value: unknown): Record<string, Tensor> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new TroupeError('TROUPE_ERR_FN_FAILED', `fn '${name}' returned ${Array.isArray(value) ? 'an array' : typeof value}, not a map of tensors`);
+  }
+  const out: Record<string, Tensor> = {};
+  for (const [key, t] of Object.entries(value as Record<string, unknown>)) {
+    const { dtype, shape, data } = (t ?? {}) as Partial<Tensor>;
+    try {
+      out[key] = tensor(dtype!, shape ?? [], data!, `output '${key}'`);
+    } catch (err) {
+      throw new TroupeError('TROUPE_ERR_FN_FAILED', `fn '${name}' returned a bad tensor: ${(err as Error).message}`);
+    }
+  }
+  return out;
+}
+
+function openSocket(env: FnActorEnv): Promise<WebSocket> {
+  const ws = new WebSocket(new URL('/v1/actor', env.TROUPE_HEAD_URL), {
+    headers: { [ACTOR_ID_HEADER]: env.TROUPE_ACTOR_ID, [ACTOR_SECRET_HEADER]: env.TROUPE_ACTOR_SECRET },
+    maxPayload: DEFAULT_MAX_FRAME_BYTES,
+    perMessageDeflate: false,
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('timed out connecting to the head')), 15_000);
+    ws.once('open', () => (clearTimeout(timer), resolve(ws)));
+    ws.once('error', (err) => (clearTimeout(timer), reject(err)));
+  });
+}
+
+async function main(): Promise<void> {
+  const env = readEnv();
+  const name = env.TROUPE_FN_EXPORT;
+  process.on('disconnect', () => process.exit(0));
+  process.on('message', (raw) => {
+    const ping = AgentToActorIpcSchema.safeParse(raw);
+    if (ping.success) tell({ type: 'pong', seq: ping.data.seq });
+  });
+
+  let inFlight = 0;
+  let stopping = false;
+  let idle: (() => void) | undefined;
+  // SIGTERM drains: calls already accepted finish, new ones are refused with a retryable code.
+  process.on('SIGTERM', () => {
+    stopping = true;
+    if (inFlight === 0) process.exit(0);
+    idle = () => process.exit(0);
+  });
+
+  let loaded: Awaited<ReturnType<typeof load>> | undefined;
+  let loadError: TroupeError | undefined;
+  try {
+    loaded = await load(env);
+  } catch (err) {
+    loadError = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
+  }
+
+  const ws = await openSocket(env);
+  const channel: Channel<HeadToActor, ActorToHead> = new Channel<HeadToActor, ActorToHead>(ws, {
+    schema: HeadToActorSchema,
+    onMessage: (message) => {
+      if (!loaded) return;
+      if (stopping) {
+        channel.fail(message.id, new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `actor ${env.TROUPE_ACTOR_ID} is draining`));
+        return;
+      }
+      // Busy/idle on transitions tell the agent that silence during a long call is not a hang.
+      if (inFlight++ === 0) tell({ type: 'busy' });
+      const started = performance.now();
+      const fn = loaded.fn;
+      Promise.resolve()
+        .then(() => fn(mapFromWire(message.inputs, 'input')))
+        .then(
+          (value) => {
+            const all = checkOutputs(name, value);
+            const wanted = message.outputs?.length ? Object.fromEntries(message.outputs.filter((o) => o in all).map((o) => [o, all[o]!])) : all;
+            const rows = Object.values(message.inputs)[0]?.shape[0] ?? 0;
+            const timing = { queueMs: 0, computeMs: performance.now() - started, batchRows: rows, batchCalls: 1 };
+            channel.send({ type: 'reply', id: message.id, value: { outputs: mapToWire(wanted), timing } });
+          },
+          (err: unknown) => {
+            const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_FN_FAILED', `fn '${name}' threw: ${(err as Error)?.message ?? String(err)}`);
+            channel.fail(message.id, error);
+          },
+        )
+        .catch((err: unknown) => channel.fail(message.id, err))
+        .finally(() => {
+          if (--inFlight === 0) {
+            tell({ type: 'idle' });
+            idle?.();
+          }
+        });
+    },
+    onClose: () => {
+      log.warn('lost the head; exiting so the agent can report it');
+      process.exit(EXIT.LOST_HEAD);
+    },
+  });
+
+  if (!loaded) {
+    channel.send({ type: 'loadFailed', error: toWireError(loadError) });
+    process.stderr.write(`${loadError?.message}\n`);
+    setTimeout(() => process.exit(EXIT.LOAD_FAILED), 200);
+    return;
+  }
+  channel.send({ type: 'ready', metadata: loaded.signature, device: 'cpu', provider: 'fn', visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '' });
+  log.info({ actor: env.TROUPE_ACTOR_ID, fn: name }, 'fn actor ready');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`troupe fn actor: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,126 @@
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { DeploymentViewSchema, TroupeError } from '../runtime/index.js';
+import type { DeploymentView } from '../runtime/index.js';
+import { parseFlags } from './flags.js';
+import type { FlagSpec } from './flags.js';
+import { DEFAULT_HEAD, HeadUrlSchema, headClient, splitPositionals } from './http-client.js';
+import type { HeadClient } from './http-client.js';
+
+export const DEPLOY_HELP = `troupe deploy FILE: create or update a deployment from a JSON or YAML file
+
+  FILE            e.g. {"name": "mlp", "model": "mlp.onnx", "replicas": 2}: "model" is an
+                  uploaded model's name or a path under the agents' --model-dir
+  --head URL      the head (default ${DEFAULT_HEAD}, or TROUPE_HEAD)
+  --token TOKEN   cluster token (or TROUPE_TOKEN)
+  --wait          wait until every replica is READY, showing progress (default)
+  --no-wait       return once the head has accepted the deployment
+  --timeout S     give up waiting after S seconds (default 600)
+`;
+
+const SPEC: FlagSpec = {
+  head: { type: 'string' },
+  token: { type: 'string' },
+  wait: { type: 'boolean' },
+  'no-wait': { type: 'boolean' },
+  timeout: { type: 'string' },
+};
+
+const Schema = z
+  .object({
+    head: HeadUrlSchema.default(DEFAULT_HEAD),
+    token: z.string().min(8, 'tokens are at least 8 characters').optional(),
+    wait: z.boolean().optional(),
+    noWait: z.boolean().optional(),
+    timeout: z.coerce.number().positive('must be above 0').max(86_400).default(600),
+  })
+  .refine((f) => !(f.wait && f.noWait), { message: 'give --wait or --no-wait, not both', path: ['noWait'] });
+
+/** Every PUT asks the head to wait at most this long, well inside fetch's 300 s header timeout. */
+const PUT_WAIT_S = 120;
+
+async function readSpec(file: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `deploy: cannot read FILE '${file}': ${(err as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = extname(file).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${file} is not valid ${extname(file).toLowerCase() === '.json' ? 'JSON' : 'YAML or JSON'}: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${file} must hold one object such as {"name": "mlp", "model": "mlp.onnx"}`);
+  const spec = doc as Record<string, unknown>;
+  if (typeof spec.name !== 'string') throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${file} has no "name": say which deployment it is`);
+  return spec;
+}
+
+/** `2/3 READY · mlp#0 READY on local (pid 41), mlp#1 STARTING on local, mlp#2 PENDING: needs 1 GPU…` */
+export function progressLine(view: DeploymentView): string {
+  const ready = view.actors.filter((a) => a.state === 'READY').length;
+  const actors = view.actors.map((a) => {
+    const where = a.node ? ` on ${a.node}${a.pid ? ` (pid ${a.pid})` : ''}` : '';
+    return `${a.name} ${a.state}${where}${a.reason && a.state !== 'READY' ? `: ${a.reason}` : ''}`;
+  });
+  return `${view.name}: ${ready}/${view.replicas} READY · ${actors.join(', ') || 'no actors yet'}`;
+}
+
+async function current(client: HeadClient, name: string): Promise<DeploymentView | undefined> {
+  try {
+    return DeploymentViewSchema.parse((await client.request('GET', `/api/v1/deployments/${name}`)).body);
+  } catch {
+    return undefined;
+  }
+}
+
+export async function deployCommand(argv: string[]): Promise<void> {
+  const { positionals, flags: rest } = splitPositionals('deploy', argv, SPEC);
+  const flags = parseFlags('deploy', rest, SPEC, Schema);
+  if (positionals.length !== 1) {
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `deploy: ${positionals.length === 0 ? 'FILE is required' : `one FILE only, got ${positionals.length}`} (see troupe deploy --help)`);
+  }
+  const spec = await readSpec(positionals[0]!);
+  const name = encodeURIComponent(spec.name as string);
+  const client = headClient(flags.head, flags.token ?? process.env.TROUPE_TOKEN);
+  const wait = !flags.noWait;
+  const tty = process.stdout.isTTY === true;
+  let shown = '';
+  const show = (line: string) => {
+    if (line === shown) return;
+    shown = line;
+    process.stdout.write(tty ? `\r\x1b[K${line}` : `${line}\n`);
+  };
+
+  const deadline = Date.now() + flags.timeout * 1000;
+  let settled = false;
+  let view: DeploymentView | undefined;
+  // The PUT carries the outcome (READY, or the error with its code); polling only shows progress.
+  const put = (async () => {
+    for (;;) {
+      const waitS = Math.max(1, Math.min(PUT_WAIT_S, Math.ceil((deadline - Date.now()) / 1000)));
+      const answer = await client.request('PUT', `/api/v1/deployments/${name}?wait=${wait}&timeout=${waitS}`, spec);
+      view = DeploymentViewSchema.parse(answer.body);
+      if (answer.status !== 202 || !wait || Date.now() >= deadline) return answer.status;
+    }
+  })().finally(() => (settled = true));
+  while (wait && !settled) {
+    await Promise.race([put.catch(() => undefined), new Promise((r) => setTimeout(r, 250))]);
+    if (settled) break;
+    const now = await current(client, name);
+    if (now) show(progressLine(now));
+  }
+  const status = await put;
+  if (tty && shown) process.stdout.write('\n');
+  if (!view) return;
+  if (!wait) {
+    process.stdout.write(`deployment '${view.name}' accepted: ${progressLine(view)}\n`);
+    return;
+  }
+  if (status === 202) throw new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deployment '${view.name}' is not READY after ${flags.timeout} s: ${progressLine(view)}`);
+  process.stdout.write(`deployment '${view.name}' is READY: ${progressLine(view)}\n`);
+}

@@ -1,0 +1,71 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { TroupeError, isErrorCode } from '../runtime/index.js';
+import type { FlagSpec } from './flags.js';
+
+/**
+ * What `troupe deploy` and `troupe status` share: they are thin clients of the head's HTTP API
+ * (global fetch), so they work against any head a person can reach with curl.
+ */
+
+export const DEFAULT_HEAD = process.env.TROUPE_HEAD ?? `http://127.0.0.1:${process.env.TROUPE_PORT ?? 8470}`;
+
+export const HeadUrlSchema = z.string().regex(/^(https?|wss?):\/\/[^\s/]+(\/\S*)?$/, 'must be an http:// (or ws://) URL such as http://127.0.0.1:8470');
+
+/** The head's HTTP base URL; the ws:// form the SDK and agents use is accepted too. */
+export function httpBase(head: string): string {
+  return head.replace(/^ws/, 'http').replace(/\/+$/, '');
+}
+
+/**
+ * Splits a command line into positional arguments and flags, using `spec` to know which flags
+ * take a value (so `--head URL FILE` keeps URL with its flag). The flags then go to parseFlags.
+ */
+export function splitPositionals(command: string, argv: string[], spec: FlagSpec): { positionals: string[]; flags: string[] } {
+  let tokens: ReturnType<typeof parseArgs>['tokens'];
+  try {
+    ({ tokens } = parseArgs({ args: argv, options: spec, strict: true, allowPositionals: true, tokens: true }));
+  } catch (err) {
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `${command}: ${(err as Error).message.split('\n')[0]} (see troupe ${command} --help)`);
+  }
+  const at = new Set((tokens ?? []).filter((t) => t.kind === 'positional').map((t) => t.index));
+  return { positionals: argv.filter((_, i) => at.has(i)), flags: argv.filter((_, i) => !at.has(i)) };
+}
+
+export interface HeadClient {
+  request(method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }>;
+}
+
+/** A client whose failures are TroupeErrors: the head's own code, or CONNECTION_CLOSED when unreachable. */
+export function headClient(head: string, token: string | undefined): HeadClient {
+  const base = httpBase(head);
+  return {
+    async request(method, path, body) {
+      let response: Response;
+      try {
+        response = await fetch(`${base}${path}`, {
+          method,
+          headers: {
+            ...(token ? { authorization: `Bearer ${token}` } : {}),
+            ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          },
+          ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        });
+      } catch (err) {
+        const cause = (err as { cause?: { message?: string } }).cause?.message ?? (err as Error).message;
+        throw new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `cannot reach the head at ${base}: ${cause} (is it running? see --head)`);
+      }
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        // Not JSON: keep the text for the error message.
+      }
+      if (response.ok) return { status: response.status, body: parsed };
+      const error = parsed as { error?: unknown; code?: unknown } | undefined;
+      const message = typeof error?.error === 'string' ? error.error : `HTTP ${response.status} from ${method} ${path}: ${text.slice(0, 200)}`;
+      throw new TroupeError(isErrorCode(error?.code) ? error.code : 'TROUPE_ERR_INTERNAL', message);
+    },
+  };
+}

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import { ClusterViewSchema } from '../runtime/index.js';
+import type { ClusterView } from '../runtime/index.js';
+import { parseFlags } from './flags.js';
+import { DEFAULT_HEAD, HeadUrlSchema, headClient } from './http-client.js';
+
+export const STATUS_HELP = `troupe status: nodes, deployments and actors, from the head's HTTP API
+
+  --head URL      the head (default ${DEFAULT_HEAD}, or TROUPE_HEAD)
+  --token TOKEN   cluster token (or TROUPE_TOKEN; only needed by heads that ask for it)
+  --json          print the head's JSON (GET /api/v1/cluster) as it is
+`;
+
+const Schema = z.object({
+  head: HeadUrlSchema.default(DEFAULT_HEAD),
+  token: z.string().min(8, 'tokens are at least 8 characters').optional(),
+  json: z.boolean().default(false),
+});
+
+/** The cluster as a few aligned lines a person can scan. */
+export function formatCluster(view: ClusterView): string {
+  const lines: string[] = [`nodes (${view.nodes.length}):`];
+  for (const n of view.nodes) {
+    const gpus = n.gpus.length === 0 ? 'no GPUs' : `${n.gpus.length} GPU${n.gpus.length > 1 ? 's' : ''}${n.gpus.some((g) => g.simulated) ? ' (simulated)' : ''}`;
+    lines.push(`  ${n.name.padEnd(16)} ${n.state.padEnd(8)} ${n.resources.cpus} CPUs, ${gpus}, ${n.address}`);
+  }
+  lines.push(`deployments (${view.deployments.length}):`);
+  for (const d of view.deployments) {
+    const ready = d.actors.filter((a) => a.state === 'READY').length;
+    lines.push(`  ${d.name.padEnd(16)} ${d.state.padEnd(10)} ${ready}/${d.replicas} READY  model ${d.model}`);
+    for (const a of d.actors) {
+      const where = [a.node ? `node ${a.node}` : 'no node', a.device, a.pid ? `pid ${a.pid}` : null, `restarts ${a.restarts}`].filter(Boolean).join('  ');
+      lines.push(`    ${a.name.padEnd(14)} ${a.state.padEnd(10)} ${where}${a.reason ? `  (${a.reason})` : ''}`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export async function statusCommand(argv: string[]): Promise<void> {
+  const flags = parseFlags('status', argv, { head: { type: 'string' }, token: { type: 'string' }, json: { type: 'boolean' } }, Schema);
+  const client = headClient(flags.head, flags.token ?? process.env.TROUPE_TOKEN);
+  const { body } = await client.request('GET', '/api/v1/cluster');
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+    return;
+  }
+  process.stdout.write(formatCluster(ClusterViewSchema.parse(body)));
+}

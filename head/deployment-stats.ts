@@ -1,0 +1,36 @@
+import type { ErrorCode } from '../runtime/index.js';
+
+/** Latencies kept for percentiles: enough for a stable p99 over the last moments of traffic. */
+const WINDOW = 2048;
+
+/**
+ * Request outcomes and latencies of one deployment, as the head saw them (client-facing time,
+ * including the head's queue). Percentiles come from a ring of the most recent calls.
+ */
+export class DeploymentStats {
+  ok = 0;
+  readonly failed = new Map<ErrorCode, number>();
+  readonly #latencies = new Float64Array(WINDOW);
+  #count = 0;
+
+  record(durationMs: number, failure?: ErrorCode): void {
+    if (failure) {
+      this.failed.set(failure, (this.failed.get(failure) ?? 0) + 1);
+      return;
+    }
+    this.ok++;
+    this.#latencies[this.#count++ % WINDOW] = durationMs;
+  }
+
+  /** The q-quantile (0..1) of recent successful calls' latency in ms, or null before any. */
+  percentile(q: number): number | null {
+    const n = Math.min(this.#count, WINDOW);
+    if (n === 0) return null;
+    const sorted = this.#latencies.slice(0, n).sort();
+    return sorted[Math.min(n - 1, Math.floor(q * n))]!;
+  }
+
+  snapshot(): { ok: number; failed: Record<string, number>; p50Ms: number | null; p99Ms: number | null } {
+    return { ok: this.ok, failed: Object.fromEntries(this.failed), p50Ms: this.percentile(0.5), p99Ms: this.percentile(0.99) };
+  }
+}

@@ -1,0 +1,260 @@
+import {
+  GraphDocumentSchema,
+  ModelDeploymentSchema,
+  TroupeError,
+  compileGraph,
+  formatIssues,
+  inferSignature,
+  isDynamic,
+} from '../../runtime/index.js';
+import type {
+  ClientToHead,
+  CompiledGraph,
+  DeploymentView,
+  GraphDeploymentView,
+  GraphView,
+  LeafInfo,
+  Logger,
+  PlanNode,
+  RunTrace,
+  Signature,
+  WireTensorMap,
+} from '../../runtime/index.js';
+import { runInferenceTimed } from '../inference.js';
+import type { Controller } from '../controller.js';
+import type { ClusterState } from '../state.js';
+import { execute } from './executor.js';
+import type { StepCaller } from './executor.js';
+import { ResultStore } from './results.js';
+import type { ResultStoreOptions } from './results.js';
+
+type RunMessage = Omit<Extract<ClientToHead, { type: 'run' }>, 'type'>;
+type Composite = Exclude<PlanNode, { kind: 'model' | 'fn' }>;
+
+/** What a run answers: outputs, and the per-step trace when it was asked for. */
+export interface RunAnswer {
+  outputs: WireTensorMap;
+  trace?: RunTrace;
+}
+
+interface RegisteredGraph {
+  plan: Composite;
+  steps: number;
+  signature: Signature;
+  deployments: string[];
+}
+
+function leavesOf(plan: PlanNode, into = new Set<string>()): Set<string> {
+  switch (plan.kind) {
+    case 'model':
+    case 'fn':
+      into.add(plan.name);
+      break;
+    case 'pipeline':
+      for (const s of plan.steps) leavesOf(s, into);
+      break;
+    case 'ensemble':
+      for (const m of plan.members) leavesOf(m, into);
+      if (plan.combine.op === 'fn') into.add(plan.combine.fn.name);
+      break;
+    case 'dataParallel':
+      leavesOf(plan.step, into);
+      break;
+  }
+  return into;
+}
+
+/** Rejects with TROUPE_ERR_DEADLINE_EXCEEDED at `deadline`, whatever `work` is doing. */
+function byDeadline<T>(work: Promise<T>, deadline: number | undefined, what: string): Promise<T> {
+  if (deadline === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `${what}: no answer within the deadline`)), Math.max(0, deadline - Date.now()));
+  });
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Graphs on the head: deploying them (their models and fns through the controller, then the
+ * graph, checked against the models' metadata) and running them, and the record of recent run
+ * results that futures passed as inputs resolve from. Every run, of a graph or of a single
+ * deployment, goes through {@link GraphService.run} so any of them can be referenced.
+ */
+export class GraphService {
+  readonly #state: ClusterState;
+  readonly #controller: Controller;
+  readonly #log: Logger;
+  readonly #graphs = new Map<string, RegisteredGraph>();
+  readonly #results: ResultStore;
+  readonly #caller: StepCaller;
+
+  constructor(state: ClusterState, controller: Controller, log: Logger, results: Partial<ResultStoreOptions> = {}) {
+    this.#state = state;
+    this.#controller = controller;
+    this.#log = log;
+    this.#results = new ResultStore(results);
+    this.#caller = {
+      call: async (deployment, inputs, deadline) => {
+        const r = await runInferenceTimed(state, { deployment, inputs, ...(deadline !== undefined ? { timeoutMs: Math.max(1, deadline - Date.now()) } : {}) });
+        return r.timing ? { outputs: r.outputs, queueMs: r.headQueueMs + r.timing.queueMs, computeMs: r.timing.computeMs } : { outputs: r.outputs };
+      },
+      leaf: (name) => this.#leaf(name),
+      replicas: (name) => state.deployments.get(name)?.actors.filter((a) => a.state === 'READY').length ?? 0,
+    };
+  }
+
+  has(name: string): boolean {
+    return this.#graphs.has(name);
+  }
+
+  /** Registered graphs, for `describe`. */
+  views(): GraphView[] {
+    return [...this.#graphs.entries()].map(([name, g]) => ({
+      name,
+      kind: g.plan.kind,
+      steps: g.steps,
+      inputs: g.signature.inputs,
+      outputs: g.signature.outputs,
+      deployments: g.deployments,
+    }));
+  }
+
+  #leaf(name: string): LeafInfo {
+    const d = this.#state.deployments.get(name);
+    return { kind: d?.spec.kind ?? 'model', metadata: d?.metadata ?? null };
+  }
+
+  #existing(name: string): 'model' | 'fn' | 'graph' | undefined {
+    if (this.#graphs.has(name)) return 'graph';
+    const d = this.#state.deployments.get(name);
+    return d ? (d.spec.kind ?? 'model') : undefined;
+  }
+
+  /**
+   * Deploys a graph document: checks its structure, deploys (or updates) the models and fns it
+   * defines and waits for them to be READY, checks the types where tensors connect, then makes
+   * the graph and each named sub-graph runnable. A graph refused at the type check leaves its
+   * models deployed: they are valid on their own, and a corrected graph reuses them.
+   */
+  async deploy(raw: unknown): Promise<GraphDeploymentView> {
+    const parsed = GraphDocumentSchema.safeParse(raw);
+    if (!parsed.success) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `invalid graph: ${formatIssues(parsed.error.issues)}`);
+    const doc = parsed.data;
+    const compiled = compileGraph(doc, (name) => this.#existing(name));
+    const specs = compiled.deployments.map((node) => this.#deploymentSpec(node));
+    await Promise.all(
+      specs.map((spec) =>
+        this.#controller.deploy(spec).catch((err: unknown) => {
+          const code = err instanceof TroupeError ? err.code : 'TROUPE_ERR_INTERNAL';
+          throw new TroupeError(code, `${spec.kind ?? 'model'} '${spec.name}' of graph '${doc.graph}': ${(err as Error).message}`);
+        }),
+      ),
+    );
+    const leaf = (name: string) => this.#leaf(name);
+    const registered = new Map<string, RegisteredGraph>();
+    for (const [name, plan] of compiled.composites) {
+      registered.set(name, { plan, steps: compiled.steps, signature: inferSignature(plan, leaf), deployments: [...leavesOf(plan)] });
+    }
+    for (const [name, g] of registered) {
+      g.steps = name === doc.graph ? compiled.steps : g.steps;
+      this.#graphs.set(name, g);
+    }
+    this.#log.info({ graph: doc.graph, graphs: [...registered.keys()], steps: compiled.steps }, 'graph deployed');
+    const root = compiled.root;
+    const signature = root.kind === 'model' || root.kind === 'fn' ? this.#leafSignature(root.name) : registered.get(root.name)!.signature;
+    const used = [...leavesOf(root)];
+    return {
+      name: doc.graph,
+      kind: root.kind,
+      steps: compiled.steps,
+      inputs: signature.inputs,
+      outputs: signature.outputs,
+      graphs: [...registered.keys()],
+      deployments: used.flatMap((n): DeploymentView[] => {
+        const d = this.#state.deployments.get(n);
+        return d ? [this.#state.deploymentView(d)] : [];
+      }),
+    };
+  }
+
+  #leafSignature(name: string): Signature {
+    const info = this.#leaf(name);
+    return isDynamic(info) ? { inputs: null, outputs: null } : { inputs: info.metadata!.inputs, outputs: info.metadata!.outputs };
+  }
+
+  #deploymentSpec(node: CompiledGraph['deployments'][number]) {
+    const { kind, name, model, fn, ...options } = node as typeof node & { model?: unknown; fn?: unknown };
+    const spec = ModelDeploymentSchema.safeParse({ name, model: kind === 'fn' ? fn : model, ...(kind === 'fn' ? { kind: 'fn' } : {}), ...options });
+    if (!spec.success) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${kind} '${name}': ${formatIssues(spec.error.issues)}`);
+    return spec.data;
+  }
+
+  /** Forgets a graph (its models and fns stay deployed). */
+  undeploy(name: string): void {
+    if (!this.#graphs.delete(name)) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no graph named '${name}'`);
+  }
+
+  /**
+   * Runs a graph or a single deployment. The run is recorded at once, before anything is
+   * awaited, so a run that arrives next and names this one as an input finds it.
+   */
+  run(message: RunMessage): Promise<RunAnswer> {
+    const deadline = message.timeoutMs !== undefined ? Date.now() + message.timeoutMs : undefined;
+    const work = this.#run(message, deadline);
+    this.#results.record(message.id, work.then((a) => a.outputs));
+    return work;
+  }
+
+  async #run(message: RunMessage, deadline: number | undefined): Promise<RunAnswer> {
+    const trace: RunTrace | undefined = message.trace ? [] : undefined;
+    const inputs = await this.#inputs(message, deadline);
+    const graph = this.#graphs.get(message.deployment);
+    if (!graph) {
+      const left = deadline === undefined ? undefined : deadline - Date.now();
+      if (left !== undefined && left <= 0) throw new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deployment '${message.deployment}': the deadline passed while inputs were resolved`);
+      const started = performance.now();
+      const r = await runInferenceTimed(this.#state, {
+        deployment: message.deployment,
+        inputs,
+        ...(message.outputs ? { outputs: message.outputs } : {}),
+        ...(left !== undefined ? { timeoutMs: left } : {}),
+      });
+      const outputs = r.outputs;
+      if (trace) {
+        const wall = performance.now() - started;
+        const entry: RunTrace[number] = { step: message.deployment, kind: this.#leaf(message.deployment).kind, startMs: 0, wallMs: wall };
+        if (r.timing) Object.assign(entry, { queueMs: r.headQueueMs + r.timing.queueMs, computeMs: r.timing.computeMs, transferMs: Math.max(0, wall - r.headQueueMs - r.timing.queueMs - r.timing.computeMs) });
+        trace.push(entry);
+      }
+      return trace ? { outputs, trace } : { outputs };
+    }
+    const all = await byDeadline(execute(graph.plan, inputs, this.#caller, { ...(deadline !== undefined ? { deadline } : {}), ...(trace ? { trace } : {}) }), deadline, `graph '${message.deployment}'`);
+    const outputs = message.outputs ? this.#pick(all, message.outputs, message.deployment) : all;
+    return trace ? { outputs, trace } : { outputs };
+  }
+
+  /** The run's tensors plus the outputs of the runs its futures name, resolved here. */
+  async #inputs(message: RunMessage, deadline: number | undefined): Promise<WireTensorMap> {
+    const refs = Object.entries(message.refs ?? {});
+    if (refs.length === 0) return message.inputs;
+    for (const [name] of refs) {
+      if (name in message.inputs) throw new TroupeError('TROUPE_ERR_BAD_INPUT', `input '${name}' is given twice: as a tensor and as a future`);
+    }
+    const resolved = await byDeadline(
+      Promise.all(refs.map(async ([name, ref]) => [name, await this.#results.resolve(name, ref)] as const)),
+      deadline,
+      `run '${message.deployment}' waiting for the futures it was given`,
+    );
+    return { ...message.inputs, ...Object.fromEntries(resolved) };
+  }
+
+  #pick(outputs: WireTensorMap, names: readonly string[], graph: string): WireTensorMap {
+    const out: WireTensorMap = {};
+    for (const name of names) {
+      const t = outputs[name];
+      if (!t) throw new TroupeError('TROUPE_ERR_BAD_INPUT', `unknown output '${name}': graph '${graph}' gives ${Object.keys(outputs).map((n) => `'${n}'`).join(', ')}`);
+      out[name] = t;
+    }
+    return out;
+  }
+}

@@ -1,0 +1,53 @@
+import type { FastifyInstance } from 'fastify';
+import { ClusterViewSchema } from '../../runtime/index.js';
+import { authHook } from './auth.js';
+import { acceptBuffers, acceptStreams } from './body.js';
+import type { ApiContext, HttpApiOptions } from './context.js';
+import { registerDeploymentRoutes } from './deployment-routes.js';
+import { errorHandler, sendError } from './errors.js';
+import { ModelStore } from './model-store.js';
+import { registerModelRoutes } from './model-routes.js';
+import { registerOipRoutes } from './oip-routes.js';
+import { ApiDocs } from './openapi.js';
+
+/**
+ * The head's HTTP API on its fastify app: the Open Inference Protocol under /v2, deployments,
+ * models and the cluster under /api/v1, and the OpenAPI description at /docs. Every error is JSON
+ * (`{"error", "code"}`), unknown paths included. Call once, before the app listens.
+ *
+ * @example
+ * registerHttpApi(app, { state, controller, log, host, token, dataDir, maxBodyBytes, maxModelBytes });
+ */
+export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): void {
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, { status: 404, code: 'TROUPE_ERR_NOT_FOUND', message: `no endpoint ${request.method} ${request.url.split('?')[0]!.slice(0, 200)} (see GET /docs)` }),
+  );
+
+  // One scope for the whole API, so its hooks, error handler and body parsers stay out of the
+  // routes other parts of the head register.
+  void app.register(async (api) => {
+    const ctx: ApiContext = { ...options, store: await ModelStore.open(options.dataDir, options.log), docs: new ApiDocs() };
+    api.addHook('onRequest', authHook(options.token, options.host));
+    api.setErrorHandler(errorHandler(options.log, options.maxBodyBytes));
+
+    await api.register(async (scope) => {
+      acceptBuffers(scope, options.maxBodyBytes);
+      registerOipRoutes(scope, ctx);
+      registerDeploymentRoutes(scope, ctx);
+      ctx.docs.route(
+        scope,
+        { method: 'GET', url: '/api/v1/cluster', tag: 'Cluster', auth: 'read', summary: 'Nodes (resources, GPUs), deployments and actors', responses: { 200: { description: 'the cluster', schema: ClusterViewSchema } } },
+        async () => options.state.view(),
+      );
+      const openapi = async () => ctx.docs.document();
+      ctx.docs.route(scope, { method: 'GET', url: '/docs', tag: 'Docs', auth: 'read', summary: 'This OpenAPI 3.1 description (JSON)', responses: { 200: { description: 'OpenAPI document' } } }, openapi);
+      scope.get('/docs/openapi.json', { config: { auth: 'read' } }, openapi);
+    });
+
+    // Uploads stream straight to disk instead of being buffered whole.
+    await api.register(async (scope) => {
+      acceptStreams(scope);
+      registerModelRoutes(scope, ctx);
+    });
+  });
+}

@@ -1,0 +1,30 @@
+import type { Logger } from '../../runtime/index.js';
+import type { Controller } from '../controller.js';
+import type { ClusterState } from '../state.js';
+import type { ModelStore } from './model-store.js';
+import type { ApiDocs } from './openapi.js';
+
+export const DEFAULT_MAX_BODY_BYTES = 64 * 2 ** 20;
+export const DEFAULT_MAX_MODEL_BYTES = 1024 * 2 ** 20;
+
+/** What `registerHttpApi` needs from the head. */
+export interface HttpApiOptions {
+  state: ClusterState;
+  controller: Controller;
+  log: Logger;
+  /** The address the head listens on: inference needs the token only beyond loopback. */
+  host: string;
+  token: string | undefined;
+  /** Uploaded models live under `<dataDir>/models`. */
+  dataDir: string;
+  /** Largest request body (inference, deployments); 413 beyond it. */
+  maxBodyBytes: number;
+  /** Largest model upload. */
+  maxModelBytes: number;
+}
+
+/** What every route group gets. */
+export interface ApiContext extends HttpApiOptions {
+  store: ModelStore;
+  docs: ApiDocs;
+}

@@ -1,0 +1,135 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { DeploymentViewSchema, ModelDeploymentSchema, NameSchema, TroupeError } from '../../runtime/index.js';
+import type { DeploymentView } from '../../runtime/index.js';
+import { formatModelRef, parseModelRef } from '../../runtime/model-ref.js';
+import type { DeploymentRecord } from '../state.js';
+import { bodyBuffer, parseDocument } from './body.js';
+import type { ApiContext } from './context.js';
+
+/**
+ * Declarative deployments: `PUT /api/v1/deployments/{name}` says what should run (the same spec the
+ * SDK's `deploy` takes), and saying it again changes nothing. `model` is an uploaded model's name
+ * (deployed by its sha256, so a later upload under the same name does not touch it until the next
+ * PUT) or a path under the agents' `--model-dir`.
+ */
+
+const DEFAULT_WAIT_S = 600;
+
+const DeploymentDetailSchema = DeploymentViewSchema.extend({ spec: z.record(z.string(), z.unknown()) });
+
+function zodSummary(issues: readonly { path: PropertyKey[]; message: string }[]): string {
+  return issues.map((i) => (i.path.length ? `${i.path.map(String).join('.')}: ${i.message}` : i.message)).join('; ');
+}
+
+function detail(ctx: ApiContext, d: DeploymentRecord): DeploymentView & { spec: Record<string, unknown> } {
+  return { ...ctx.state.deploymentView(d), spec: { ...d.spec } };
+}
+
+function deploymentName(request: FastifyRequest): string {
+  const { name } = request.params as { name: string };
+  if (!NameSchema.safeParse(name).success) {
+    throw new TroupeError('TROUPE_ERR_BAD_SPEC', `deployment name '${name.slice(0, 100)}' is not allowed: names are 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit`);
+  }
+  return name;
+}
+
+function queryFlags(request: FastifyRequest): { wait: boolean; waitMs: number } {
+  const query = request.query as Record<string, string | undefined>;
+  const wait = query.wait ?? 'true';
+  if (!['true', 'false', '1', '0', ''].includes(wait)) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?wait must be true or false, got '${wait.slice(0, 40)}'`);
+  const timeout = query.timeout === undefined ? DEFAULT_WAIT_S : Number(query.timeout);
+  if (!Number.isFinite(timeout) || timeout <= 0 || timeout > 3600) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?timeout must be seconds in (0, 3600], got '${String(query.timeout).slice(0, 40)}'`);
+  return { wait: wait === 'true' || wait === '1' || wait === '', waitMs: timeout * 1000 };
+}
+
+/** An uploaded model's name becomes a reference to its bytes; anything else stays a path. */
+function resolveModel(ctx: ApiContext, model: unknown): unknown {
+  if (typeof model !== 'string') return model;
+  const uploaded = ctx.store.get(model);
+  if (uploaded) return formatModelRef({ name: uploaded.name, sha256: uploaded.sha256 });
+  const ref = parseModelRef(model);
+  if (ref && !ctx.store.list().some((r) => r.sha256 === ref.sha256)) {
+    throw new TroupeError('TROUPE_ERR_UNKNOWN_MODEL', `no uploaded model has sha256 ${ref.sha256}`);
+  }
+  return model;
+}
+
+export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { docs, state, controller, log } = ctx;
+  const tag = 'Deployments';
+
+  docs.route(
+    app,
+    {
+      method: 'PUT',
+      url: '/api/v1/deployments/:name',
+      tag,
+      auth: 'write',
+      summary: 'Create or update a deployment (idempotent); answers once every replica is READY',
+      description:
+        'The body is JSON or YAML; the smallest is {"model": "<uploaded model name or path under the agents\' --model-dir>"}. ' +
+        'A "name" in the body must match the path. 201 when created, 200 when it existed, 202 with ?wait=false or when ?timeout (seconds, default 600) passes first.',
+      query: { wait: 'false: answer at once with 202 (default true)', timeout: 'seconds to wait for READY before answering 202 (default 600)' },
+      body: { contentTypes: ['application/json', 'application/yaml'], schema: ModelDeploymentSchema },
+      responses: { 200: { description: 'READY (it existed)', schema: DeploymentDetailSchema }, 201: { description: 'READY (new)', schema: DeploymentDetailSchema }, 202: { description: 'accepted, still deploying', schema: DeploymentDetailSchema } },
+    },
+    async (request, reply) => {
+      const name = deploymentName(request);
+      const { wait, waitMs } = queryFlags(request);
+      const doc = parseDocument(bodyBuffer(request.body), request.headers['content-type']);
+      if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new TroupeError('TROUPE_ERR_BAD_SPEC', 'the body must be an object such as {"model": "mlp.onnx"}');
+      const body = doc as Record<string, unknown>;
+      if (body.name !== undefined && body.name !== name) {
+        throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the body names deployment '${String(body.name).slice(0, 100)}' but the path names '${name}'`);
+      }
+      const parsed = ModelDeploymentSchema.safeParse({ ...body, name, model: resolveModel(ctx, body.model) });
+      if (!parsed.success) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `invalid deployment: ${zodSummary(parsed.error.issues)}`);
+      const created = !state.deployments.has(name);
+      const ready = controller.deploy(parsed.data);
+      const current = () => {
+        const d = state.deployments.get(name);
+        if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `deployment '${name}' was removed while deploying`);
+        return detail(ctx, d);
+      };
+      if (!wait) {
+        ready.catch((err: unknown) => log.info({ deployment: name, err: (err as Error).message }, 'deployment did not become READY'));
+        return reply.code(202).send(current());
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const outcome = await Promise.race([
+        ready.then(() => 'ready' as const),
+        new Promise<'waiting'>((resolve) => (timer = setTimeout(() => resolve('waiting'), waitMs))),
+      ]).finally(() => clearTimeout(timer));
+      if (outcome === 'waiting') ready.catch(() => {});
+      return reply.code(outcome === 'waiting' ? 202 : created ? 201 : 200).send(current());
+    },
+  );
+
+  docs.route(
+    app,
+    { method: 'GET', url: '/api/v1/deployments', tag, auth: 'read', summary: 'Every deployment, down to each actor', responses: { 200: { description: 'deployments', schema: z.object({ deployments: z.array(DeploymentDetailSchema) }) } } },
+    async () => ({ deployments: [...state.deployments.values()].map((d) => detail(ctx, d)) }),
+  );
+
+  docs.route(
+    app,
+    { method: 'GET', url: '/api/v1/deployments/:name', tag, auth: 'read', summary: 'One deployment: state, spec and each actor (state, reason, node, device, pid, restarts)', responses: { 200: { description: 'the deployment', schema: DeploymentDetailSchema } } },
+    async (request) => {
+      const name = deploymentName(request);
+      const d = state.deployments.get(name);
+      if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${name}'`);
+      return detail(ctx, d);
+    },
+  );
+
+  docs.route(
+    app,
+    { method: 'DELETE', url: '/api/v1/deployments/:name', tag, auth: 'write', summary: 'Drain and remove a deployment (answers once its actors have finished their calls)', responses: { 200: { description: 'removed', schema: z.object({ name: z.string(), deleted: z.literal(true) }) } } },
+    async (request) => {
+      const name = deploymentName(request);
+      await controller.undeploy(name);
+      return { name, deleted: true as const };
+    },
+  );
+}

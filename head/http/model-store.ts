@@ -1,0 +1,144 @@
+import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Transform } from 'node:stream';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { z } from 'zod';
+import { NameSchema, TroupeError, newId } from '../../runtime/index.js';
+import type { Logger } from '../../runtime/index.js';
+import { TensorInfoSchema } from '../../runtime/protocol/common.js';
+import { inspectOnnx } from './onnx-inspect.js';
+
+/**
+ * Uploaded models, stored content-addressed under the head's data directory:
+ *
+ *   <dataDir>/models/blobs/<sha256>.onnx   the bytes, named by their hash, never rewritten
+ *   <dataDir>/models/index.json            name -> sha256 and the metadata read from the file
+ *
+ * Uploads stream to a temporary file while being hashed and counted, are checked by parsing them
+ * as ONNX, and only then are renamed into place, so a blob that exists is complete and valid.
+ */
+
+export const ModelRecordSchema = z.object({
+  name: z.string(),
+  sha256: z.string(),
+  bytes: z.number(),
+  uploadedAt: z.string(),
+  irVersion: z.number(),
+  opsets: z.array(z.object({ domain: z.string(), version: z.number() })),
+  producer: z.string(),
+  inputs: z.array(TensorInfoSchema),
+  outputs: z.array(TensorInfoSchema),
+});
+export type ModelRecord = z.infer<typeof ModelRecordSchema>;
+
+const IndexSchema = z.record(z.string(), ModelRecordSchema);
+
+/**
+ * Refuses a name that is not a plain file-safe name. `../x`, `a/b` and the like get
+ * TROUPE_ERR_MODEL_PATH: they would name something outside the store.
+ */
+export function checkModelName(name: string): string {
+  if (NameSchema.safeParse(name).success) return name;
+  const escapes = name.includes('/') || name.includes('\\') || name.includes('..') || name.startsWith('.');
+  const rule = 'names are 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit';
+  if (escapes) throw new TroupeError('TROUPE_ERR_MODEL_PATH', `model name '${name.slice(0, 100)}' is not allowed: it could escape the model store (${rule})`);
+  throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `model name '${name.slice(0, 100)}' is not allowed: ${rule}`);
+}
+
+export class ModelStore {
+  readonly #root: string;
+  readonly #log: Logger;
+  readonly #index = new Map<string, ModelRecord>();
+  #saving: Promise<void> = Promise.resolve();
+
+  private constructor(root: string, log: Logger) {
+    this.#root = root;
+    this.#log = log;
+  }
+
+  static async open(dataDir: string, log: Logger): Promise<ModelStore> {
+    // Directories are made on the first upload: a head nobody uploads to writes nothing.
+    const store = new ModelStore(join(dataDir, 'models'), log);
+    const text = await readFile(join(store.#root, 'index.json'), 'utf8').catch(() => undefined);
+    if (text !== undefined) {
+      let raw: unknown;
+      try {
+        raw = JSON.parse(text);
+      } catch {
+        raw = undefined;
+      }
+      const parsed = IndexSchema.safeParse(raw);
+      if (parsed.success) for (const [name, record] of Object.entries(parsed.data)) store.#index.set(name, record);
+      else log.warn({ root: store.#root }, 'ignoring an unreadable models/index.json');
+    }
+    return store;
+  }
+
+  list(): ModelRecord[] {
+    return [...this.#index.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  get(name: string): ModelRecord | undefined {
+    return this.#index.get(name);
+  }
+
+  /** The blob file of a hash some uploaded model has, or undefined. */
+  async blob(sha256: string): Promise<{ path: string; bytes: number } | undefined> {
+    if (![...this.#index.values()].some((r) => r.sha256 === sha256)) return undefined;
+    const path = join(this.#root, 'blobs', `${sha256}.onnx`);
+    const info = await stat(path).catch(() => undefined);
+    return info?.isFile() ? { path, bytes: info.size } : undefined;
+  }
+
+  /** Streams an upload to disk, checks it, and points `name` at it; `created` is false for a replaced name. */
+  async put(name: string, source: Readable, limit: number): Promise<{ record: ModelRecord; created: boolean }> {
+    await mkdir(join(this.#root, 'blobs'), { recursive: true, mode: 0o700 });
+    await mkdir(join(this.#root, 'tmp'), { recursive: true, mode: 0o700 });
+    const tmp = join(this.#root, 'tmp', `${newId()}.part`);
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        bytes += chunk.length;
+        if (bytes > limit) {
+          done(new TroupeError('TROUPE_ERR_BODY_TOO_LARGE', `model '${name}' is larger than this head accepts (${Math.round(limit / 2 ** 20)} MiB; see --max-model-mib)`));
+          return;
+        }
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    try {
+      await pipeline(source, meter, createWriteStream(tmp, { mode: 0o600 }));
+      if (bytes === 0) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the body is empty: send the bytes of an .onnx file as model '${name}'`);
+      const sha256 = hash.digest('hex');
+      const summary = inspectOnnx(await readFile(tmp), `model '${name}'`);
+      const blob = join(this.#root, 'blobs', `${sha256}.onnx`);
+      if (await stat(blob).catch(() => undefined)) await rm(tmp, { force: true });
+      else await rename(tmp, blob);
+      const created = !this.#index.has(name);
+      const record: ModelRecord = { name, sha256, bytes, uploadedAt: new Date().toISOString(), ...summary };
+      this.#index.set(name, record);
+      await this.#saveIndex();
+      this.#log.info({ model: name, sha256, bytes }, 'model uploaded');
+      return { record, created };
+    } finally {
+      await rm(tmp, { force: true });
+    }
+  }
+
+  /** Index writes are serialised and atomic (write, then rename), so a crash leaves the old or the new one. */
+  #saveIndex(): Promise<void> {
+    const write = async () => {
+      const file = join(this.#root, 'index.json');
+      const tmp = `${file}.${newId()}.tmp`;
+      await writeFile(tmp, JSON.stringify(Object.fromEntries(this.#index), null, 2));
+      await rename(tmp, file);
+    };
+    this.#saving = this.#saving.then(write, write);
+    return this.#saving;
+  }
+}

@@ -1,0 +1,154 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { TroupeError } from '../../runtime/index.js';
+import type { TensorInfo } from '../../runtime/index.js';
+import { runInference } from '../inference.js';
+import type { DeploymentRecord } from '../state.js';
+import { bodyBuffer, parseJson } from './body.js';
+import type { ApiContext } from './context.js';
+import { HEADER_LENGTH, splitInferBody } from './oip-binary.js';
+import { InferRequestSchema, decodeInferRequest, encodeInferResponse } from './oip-codec.js';
+import { datatypeOfDtype, oipShape } from './oip-datatypes.js';
+import { TROUPE_VERSION } from './openapi.js';
+
+/**
+ * The Open Inference Protocol (KServe v2) endpoints, where every deployment is a "model" with one
+ * version, "1". Health answers carry no body, as the protocol asks: 200 is true, 4xx false.
+ */
+
+const MODEL_VERSION = '1';
+export const EXTENSIONS = ['binary_tensor_data'];
+
+const TensorMetadataSchema = z.object({ name: z.string(), datatype: z.string(), shape: z.array(z.number()) });
+const ServerMetadataSchema = z.object({ name: z.string(), version: z.string(), extensions: z.array(z.string()) });
+const ModelMetadataSchema = z.object({
+  name: z.string(),
+  versions: z.array(z.string()),
+  platform: z.string(),
+  inputs: z.array(TensorMetadataSchema),
+  outputs: z.array(TensorMetadataSchema),
+});
+const InferResponseSchema = z.object({
+  model_name: z.string(),
+  model_version: z.string(),
+  id: z.string().optional(),
+  outputs: z.array(
+    TensorMetadataSchema.extend({ parameters: z.record(z.string(), z.unknown()).optional(), data: z.array(z.unknown()).optional() }),
+  ),
+});
+
+type Params = { name: string; version?: string };
+
+function tensorMetadata(t: TensorInfo): z.infer<typeof TensorMetadataSchema> {
+  return { name: t.name, datatype: datatypeOfDtype(t.dtype), shape: oipShape(t.shape) };
+}
+
+/** The deployment a URL names, or TROUPE_ERR_UNKNOWN_DEPLOYMENT (404). */
+function modelOf(ctx: ApiContext, params: Params): DeploymentRecord {
+  const d = ctx.state.deployments.get(params.name);
+  if (!d) {
+    const known = [...ctx.state.deployments.keys()].map((n) => `'${n}'`).join(', ') || 'none';
+    throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `unknown model '${params.name}' (deployed: ${known})`);
+  }
+  if (params.version !== undefined && params.version !== MODEL_VERSION) {
+    throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `model '${params.name}' has no version '${params.version}' (versions: ${MODEL_VERSION})`);
+  }
+  return d;
+}
+
+function isReady(d: DeploymentRecord): boolean {
+  return d.metadata !== null && d.actors.some((a) => a.state === 'READY');
+}
+
+export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { docs, state } = ctx;
+  const tag = 'Open Inference Protocol (v2)';
+
+  docs.route(app, { method: 'GET', url: '/v2/health/live', tag, auth: 'read', summary: 'Server live', responses: { 200: { description: 'live (no body)' } } }, async (_req, reply) =>
+    reply.code(200).send(),
+  );
+
+  docs.route(
+    app,
+    { method: 'GET', url: '/v2/health/ready', tag, auth: 'read', summary: 'Server ready: a node is alive and every deployment is READY', responses: { 200: { description: 'ready (no body)' }, 400: { description: 'not ready (no body)' } } },
+    async (_req, reply) => {
+      const alive = [...state.nodes.values()].some((n) => n.state === 'ALIVE');
+      const allReady = [...state.deployments.values()].every((d) => state.deploymentView(d).state === 'READY');
+      return reply.code(alive && allReady ? 200 : 400).send();
+    },
+  );
+
+  docs.route(app, { method: 'GET', url: '/v2', tag, auth: 'read', summary: 'Server metadata', responses: { 200: { description: 'server metadata', schema: ServerMetadataSchema } } }, async () => ({
+    name: 'troupe',
+    version: TROUPE_VERSION,
+    extensions: EXTENSIONS,
+  }));
+
+  const metadata = async (request: FastifyRequest) => {
+    const d = modelOf(ctx, request.params as Params);
+    if (!d.metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `model '${d.spec.name}' has no READY replica yet, so its inputs and outputs are not known`);
+    return {
+      name: d.spec.name,
+      versions: [MODEL_VERSION],
+      platform: 'onnx_onnxv1',
+      inputs: d.metadata.inputs.map(tensorMetadata),
+      outputs: d.metadata.outputs.map(tensorMetadata),
+    };
+  };
+  const ready = async (request: FastifyRequest, reply: FastifyReply) => {
+    const d = ctx.state.deployments.get((request.params as Params).name);
+    const version = (request.params as Params).version;
+    if (!d || (version !== undefined && version !== MODEL_VERSION)) return reply.code(404).send();
+    return reply.code(isReady(d) ? 200 : 400).send();
+  };
+  const infer = async (request: FastifyRequest, reply: FastifyReply) => {
+    const d = modelOf(ctx, request.params as Params);
+    const { json, binary } = splitInferBody(bodyBuffer(request.body), request.headers[HEADER_LENGTH]);
+    const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the inference request'));
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the inference request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`);
+    }
+    const decoded = decodeInferRequest(parsed.data, binary);
+    const outputs = await runInference(state, {
+      deployment: d.spec.name,
+      inputs: decoded.inputs,
+      ...(decoded.outputs ? { outputs: decoded.outputs } : {}),
+      ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
+    });
+    const declared = d.metadata?.outputs.map((o) => o.name) ?? [];
+    const order = decoded.outputs ?? [...declared.filter((n) => n in outputs), ...Object.keys(outputs).filter((n) => !declared.includes(n))];
+    const response = encodeInferResponse(d.spec.name, parsed.data, outputs, order);
+    if (response.headerLength !== undefined) reply.header('inference-header-content-length', String(response.headerLength));
+    return reply.code(200).type(response.contentType).send(response.body);
+  };
+
+  for (const prefix of ['/v2/models/:name', '/v2/models/:name/versions/:version']) {
+    const versioned = prefix.includes(':version');
+    const suffix = versioned ? ' (the one version is "1")' : '';
+    docs.route(app, { method: 'GET', url: prefix, tag, auth: 'read', summary: `Model metadata${suffix}`, responses: { 200: { description: 'model metadata', schema: ModelMetadataSchema } } }, metadata);
+    docs.route(
+      app,
+      { method: 'GET', url: `${prefix}/ready`, tag, auth: 'read', summary: `Model ready${suffix}`, responses: { 200: { description: 'ready (no body)' }, 400: { description: 'not ready (no body)' }, 404: { description: 'unknown model (no body)' } } },
+      ready,
+    );
+    docs.route(
+      app,
+      {
+        method: 'POST',
+        url: `${prefix}/infer`,
+        tag,
+        auth: 'inference',
+        summary: `Inference${suffix}`,
+        description:
+          'JSON tensors ("data" nested or flat, row-major), or the binary tensor data extension: the JSON request is the first ' +
+          'Inference-Header-Content-Length bytes, each input with parameters.binary_data_size is read from the bytes after it in order. ' +
+          'Outputs come back binary when their parameters.binary_data (or the request parameter binary_data_output) is true; the response is then ' +
+          'application/octet-stream with its own Inference-Header-Content-Length. parameters.timeout (microseconds) sets a deadline (504).',
+        body: { contentTypes: ['application/json', 'application/octet-stream'], schema: InferRequestSchema },
+        responses: { 200: { description: 'the outputs', schema: InferResponseSchema } },
+      },
+      infer,
+    );
+  }
+}

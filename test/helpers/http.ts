@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+
+export interface HttpAnswer {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+  /** The body parsed as JSON, or undefined when it is not JSON. */
+  json: unknown;
+}
+
+/** One HTTP request over a real socket (global fetch), bounded in time. */
+export async function call(base: string, method: string, path: string, options: { body?: string | Uint8Array; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<HttpAnswer> {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: options.headers ?? {},
+    ...(options.body !== undefined ? { body: options.body } : {}),
+    signal: AbortSignal.timeout(options.timeoutMs ?? 60_000),
+  });
+  const body = Buffer.from(await response.arrayBuffer());
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, body, json };
+}
+
+/** A request whose path is sent exactly as given (fetch would normalise `..` away). */
+export function rawCall(base: string, method: string, path: string, body?: Buffer): Promise<{ status: number; json: unknown }> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: url.hostname, port: url.port, method, path, timeout: 30_000, headers: body ? { 'content-length': String(body.length) } : {} }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, json });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Asserts an error answer: the status, a JSON body `{ error, code }` and a message naming the problem. */
+export function assertError(answer: { status: number; json: unknown }, status: number, code: string, message: RegExp): void {
+  const body = answer.json as { error?: unknown; code?: unknown } | undefined;
+  assert.equal(answer.status, status, JSON.stringify(body));
+  assert.equal(typeof body?.error, 'string', `a JSON error body, got ${JSON.stringify(body)}`);
+  assert.equal(body?.code, code, String(body?.error));
+  assert.match(body!.error as string, message);
+}
+
+/**
+ * A binary-extension request body built by hand from the protocol text (not with the head's own
+ * encoder): the JSON, then each tensor's bytes; the JSON's length goes in the header.
+ */
+export function binaryBody(header: unknown, parts: Uint8Array[]): { body: Buffer; headers: Record<string, string> } {
+  const json = Buffer.from(JSON.stringify(header));
+  return {
+    body: Buffer.concat([json, ...parts]),
+    headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(json.length) },
+  };
+}
+
+/** Splits a binary response into its JSON and the bytes after it. */
+export function splitBinaryAnswer(answer: HttpAnswer): { json: { outputs: { name: string; datatype: string; shape: number[]; parameters?: { binary_data_size?: number }; data?: unknown[] }[] } & Record<string, unknown>; binary: Buffer } {
+  const length = Number(answer.headers.get('inference-header-content-length'));
+  assert.ok(Number.isInteger(length) && length > 0, 'Inference-Header-Content-Length is set');
+  return { json: JSON.parse(answer.body.subarray(0, length).toString('utf8')), binary: answer.body.subarray(length) };
+}
