@@ -57,17 +57,15 @@ const yieldToIo = () => new Promise<void>((resolve) => setImmediate(resolve));
 export class Batcher {
   readonly #run: RunModel;
   readonly #options: BatcherOptions;
-  readonly #hooks: { onBusy?: () => void; onIdle?: () => void };
   readonly #queue: Job[] = [];
   readonly stats: BatcherStats = { calls: 0, batches: 0, rows: 0, expired: 0, failed: 0, computeMs: 0, queueMs: 0 };
   #running = false;
   #wake: (() => void) | undefined;
   #idleWaiters: (() => void)[] = [];
 
-  constructor(run: RunModel, options: BatcherOptions, hooks: { onBusy?: () => void; onIdle?: () => void } = {}) {
+  constructor(run: RunModel, options: BatcherOptions) {
     this.#run = run;
     this.#options = options;
-    this.#hooks = hooks;
   }
 
   get queued(): number {
@@ -101,7 +99,6 @@ export class Batcher {
 
   async #drain(): Promise<void> {
     this.#running = true;
-    this.#hooks.onBusy?.();
     while (this.#queue.length > 0) {
       this.#dropExpired();
       if (this.#queue.length === 0) break;
@@ -112,7 +109,6 @@ export class Batcher {
       await yieldToIo();
     }
     this.#running = false;
-    this.#hooks.onIdle?.();
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
   }
 

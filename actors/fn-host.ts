@@ -128,8 +128,8 @@ async function main(): Promise<void> {
         channel.fail(message.id, new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `actor ${env.TROUPE_ACTOR_ID} is draining`));
         return;
       }
-      // Busy/idle on transitions tell the agent that silence during a long call is not a hang.
-      if (inFlight++ === 0) tell({ type: 'busy' });
+      // The agent judges a silent actor by its CPU time, so no per-call health messages are needed.
+      inFlight++;
       const started = performance.now();
       const fn = loaded.fn;
       Promise.resolve()
@@ -149,10 +149,7 @@ async function main(): Promise<void> {
         )
         .catch((err: unknown) => channel.fail(message.id, err))
         .finally(() => {
-          if (--inFlight === 0) {
-            tell({ type: 'idle' });
-            idle?.();
-          }
+          if (--inFlight === 0) idle?.();
         });
     },
     onClose: () => {

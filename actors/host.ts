@@ -122,10 +122,7 @@ async function main(): Promise<void> {
     return;
   }
   const loaded = model;
-  executor = new Batcher((inputs, outputs) => loaded.run(inputs, outputs), batchOptions(env, model), {
-    onBusy: () => tell({ type: 'busy' }),
-    onIdle: () => tell({ type: 'idle' }),
-  });
+  executor = new Batcher((inputs, outputs) => loaded.run(inputs, outputs), batchOptions(env, model));
   const batcher = executor;
   // Totals for the head's counters and metrics, sent only when they changed.
   let last = '';

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { childNodeArgs } from '../runtime/index.js';
 
 const CLI_ENTRY = fileURLToPath(new URL('./main.js', import.meta.url));
 
@@ -17,7 +18,7 @@ export interface Child {
  * the channel closes and the child shuts down (see onShutdown), so nothing is orphaned.
  */
 export function startChild(args: string[], pattern: RegExp, timeoutMs: number, env: NodeJS.ProcessEnv = process.env): Child {
-  const child = spawn(process.execPath, [CLI_ENTRY, ...args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'], env });
+  const child = spawn(process.execPath, [...childNodeArgs(), CLI_ENTRY, ...args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'], env });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const line = new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`troupe ${args[0]} did not start within ${timeoutMs} ms`)), timeoutMs);

@@ -18,7 +18,7 @@ export function serveActor(ws: WebSocket, actor: ActorRecord, controller: Contro
           controller.actorLoadFailed(actor, message.error);
           return;
         case 'stats':
-          actor.stats = message.stats;
+          controller.actorStats(actor, message.stats);
           return;
         default:
           return;

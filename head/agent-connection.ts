@@ -21,7 +21,7 @@ export function serveAgent(ws: WebSocket, address: string, state: ClusterState, 
             channel.fail(message.id, new Error(`a node named '${message.name}' is already connected`));
             return;
           }
-          node = existing ?? { id: newId(), name: message.name, address, state: 'ALIVE', resources: message.resources, channel, lastSeen: Date.now() };
+          node = existing ?? { id: newId(), name: message.name, address, state: 'ALIVE', resources: message.resources, channel, lastSeen: Date.now(), usage: null };
           Object.assign(node, { address, state: 'ALIVE', resources: message.resources, channel, lastSeen: Date.now() });
           state.nodes.set(node.id, node);
           for (const running of message.actors) {
@@ -44,6 +44,14 @@ export function serveAgent(ws: WebSocket, address: string, state: ClusterState, 
           for (const { actorId, usedMemoryMiB } of message.actorGpuMemory ?? []) {
             const a = state.actors.get(actorId);
             if (a) a.gpuMemoryMiB = usedMemoryMiB;
+          }
+          for (const { actorId, rssBytes, cpuSeconds } of message.processes ?? []) {
+            const usage = { rssBytes, cpuSeconds };
+            if (actorId === null) node.usage = usage;
+            else {
+              const a = state.actors.get(actorId);
+              if (a) a.usage = usage;
+            }
           }
           return;
         case 'actorExited':

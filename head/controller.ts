@@ -1,5 +1,5 @@
 import { TroupeError, newId, newSecret } from '../runtime/index.js';
-import type { DeploymentView, Logger, ModelDeployment, ModelMetadata, WireError } from '../runtime/index.js';
+import type { ActorStats, DeploymentView, Logger, ModelDeployment, ModelMetadata, WireError } from '../runtime/index.js';
 import type { ActorLink } from './actor-link.js';
 import { DeploymentStats } from './deployment-stats.js';
 import { Dispatcher } from './dispatcher.js';
@@ -173,6 +173,7 @@ export class Controller {
       gpuMemoryMiB: null,
       memoryBytes: d.spec.memory ?? 0,
       stats: null,
+      usage: null,
     };
     this.#state.actors.set(a.id, a);
     return a;
@@ -243,6 +244,12 @@ export class Controller {
     this.#state.events.add('actor-ready', `${a.name} READY on ${this.#state.nodeName(a.nodeId)} (${a.device}, pid ${a.pid})`);
     this.#checkReady(d);
     d.dispatcher.pump();
+  }
+
+  /** An actor's running totals; the deployment's monotonic counters take the increase. */
+  actorStats(a: ActorRecord, stats: ActorStats): void {
+    this.#state.deployments.get(a.deployment)?.stats.absorb(a.stats, stats);
+    a.stats = stats;
   }
 
   actorLoadFailed(a: ActorRecord, error: WireError): void {

@@ -1,4 +1,4 @@
-import type { ErrorCode } from '../runtime/index.js';
+import type { ActorStats, ErrorCode } from '../runtime/index.js';
 
 /** Latencies kept for percentiles: enough for a stable p99 over the last moments of traffic. */
 const WINDOW = 2048;
@@ -9,6 +9,9 @@ const WINDOW = 2048;
  */
 export class DeploymentStats {
   ok = 0;
+  /** Model executions (batches) and rows run by all its actors, ever: monotonic across restarts. */
+  execCount = 0;
+  rows = 0;
   readonly failed = new Map<ErrorCode, number>();
   readonly #latencies = new Float64Array(WINDOW);
   #count = 0;
@@ -22,12 +25,32 @@ export class DeploymentStats {
     this.#latencies[this.#count++ % WINDOW] = durationMs;
   }
 
+  /** Adds what an actor ran since its previous report (a restarted actor starts from zero). */
+  absorb(previous: ActorStats | null, next: ActorStats): void {
+    const base = previous && previous.batches <= next.batches ? previous : { batches: 0, rows: 0 };
+    this.execCount += next.batches - base.batches;
+    this.rows += next.rows - base.rows;
+  }
+
   /** The q-quantile (0..1) of recent successful calls' latency in ms, or null before any. */
   percentile(q: number): number | null {
     const n = Math.min(this.#count, WINDOW);
     if (n === 0) return null;
     const sorted = this.#latencies.slice(0, n).sort();
     return sorted[Math.min(n - 1, Math.floor(q * n))]!;
+  }
+
+  /** Successful calls recorded so far: a mark to pass to {@link latenciesSince} later. */
+  get recorded(): number {
+    return this.#count;
+  }
+
+  /** Latencies (ms) of the successful calls recorded after `mark` (at most the newest WINDOW). */
+  latenciesSince(mark: number): Float64Array {
+    const from = Math.max(mark, this.#count - WINDOW);
+    const out = new Float64Array(Math.max(0, this.#count - from));
+    for (let i = from; i < this.#count; i++) out[i - from] = this.#latencies[i % WINDOW]!;
+    return out;
   }
 
   snapshot(): { ok: number; failed: Record<string, number>; p50Ms: number | null; p99Ms: number | null } {

@@ -25,7 +25,9 @@ export async function runInferenceTimed(state: ClusterState, request: InferenceR
       ...(request.outputs ? { outputs: request.outputs } : {}),
       ...(request.timeoutMs !== undefined ? { deadline: Date.now() + request.timeoutMs } : {}),
     });
-    d.stats.record(performance.now() - started);
+    const ms = performance.now() - started;
+    d.stats.record(ms);
+    state.metrics.observe(d.spec.name, ms / 1000, result);
     return result;
   } catch (err) {
     d.stats.record(performance.now() - started, err instanceof TroupeError ? err.code : 'TROUPE_ERR_INTERNAL');

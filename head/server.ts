@@ -18,6 +18,7 @@ import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MODEL_BYTES } from './http/context.
 import { DEFAULT_LIVENESS, watchLiveness } from './liveness.js';
 import type { LivenessOptions } from './liveness.js';
 import { ClusterState } from './state.js';
+import { registerStatusPage } from './status/index.js';
 
 export interface HeadOptions {
   host?: string;
@@ -66,6 +67,7 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
 
   const app = Fastify({ logger: false });
   app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/metrics', async (_req, reply) => reply.type(state.metrics.registry.contentType).send(await state.metrics.registry.metrics()));
   app.get('/readyz', async (_req, reply) => {
     const alive = [...state.nodes.values()].filter((n) => n.state === 'ALIVE').length;
     return reply.code(alive > 0 ? 200 : 503).send({ status: alive > 0 ? 'ready' : 'no node alive', nodes: alive });
@@ -80,6 +82,8 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     maxModelBytes: options.maxModelBytes ?? DEFAULT_MAX_MODEL_BYTES,
   });
+  // The status page at `/` and its live feed at /api/v1/stream (head/status/).
+  registerStatusPage(app, { state, graphs, host, token: options.token });
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, perMessageDeflate: false });
   const accept = (req: IncomingMessage, socket: Duplex, head: Buffer, serve: (ws: WebSocket) => void) =>

@@ -17,6 +17,7 @@ import type {
 import type { ActorLink } from './actor-link.js';
 import type { DeploymentStats } from './deployment-stats.js';
 import { EventLog } from './events.js';
+import { HeadMetrics } from './metrics.js';
 import type { Dispatcher } from './dispatcher.js';
 
 export interface NodeRecord {
@@ -27,6 +28,13 @@ export interface NodeRecord {
   resources: NodeResources;
   channel: Channel<AgentToHead, HeadToAgent> | undefined;
   lastSeen: number;
+  /** The agent process's own CPU time and memory, from its heartbeats. */
+  usage: ProcessUsage | null;
+}
+
+export interface ProcessUsage {
+  rssBytes: number;
+  cpuSeconds: number;
 }
 
 export interface ActorRecord {
@@ -54,6 +62,7 @@ export interface ActorRecord {
   memoryBytes: number;
   /** The actor's own running totals (batches, rows, expired calls...), about once a second. */
   stats: ActorStats | null;
+  usage: ProcessUsage | null;
 }
 
 export interface DeploymentRecord {
@@ -72,6 +81,7 @@ export class ClusterState {
   readonly actors = new Map<string, ActorRecord>();
   readonly deployments = new Map<string, DeploymentRecord>();
   readonly events = new EventLog();
+  readonly metrics: HeadMetrics = new HeadMetrics(this);
 
   nodeName(id: string | null): string | null {
     return id === null ? null : (this.nodes.get(id)?.name ?? id);

@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { childNodeArgs } from '../runtime/index.js';
 import { ActorHealth } from './health.js';
+import { processUsage } from './proc-stats.js';
 import type { HealthOptions } from './health.js';
 
 // The agent starts actors by file, not by import: node-agent/ must not depend on actors/.
@@ -44,7 +46,7 @@ export class ActorProcess {
   constructor(options: ActorProcessOptions) {
     this.actorId = options.actorId;
     this.#health = new ActorHealth(options.health);
-    this.#child = spawn(process.execPath, [options.entry ?? MODEL_ACTOR_ENTRY], {
+    this.#child = spawn(process.execPath, [...childNodeArgs(), options.entry ?? MODEL_ACTOR_ENTRY], {
       env: options.env,
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
     });
@@ -55,7 +57,7 @@ export class ActorProcess {
     this.#child.on('message', (message) => this.#health.observe(message));
     // An IPC write to an actor that just died must not crash the agent.
     this.#child.on('error', () => {});
-    this.#pinger = setInterval(() => this.#check(), options.health.intervalMs);
+    this.#pinger = setInterval(() => void this.#check(), options.health.intervalMs);
     this.exited = new Promise((resolve) => {
       this.#child.once('exit', (code, signal) => {
         clearInterval(this.#pinger);
@@ -86,7 +88,9 @@ export class ActorProcess {
     return this.exited;
   }
 
-  #check(): void {
+  async #check(): Promise<void> {
+    if (!this.running) return;
+    this.#health.cpu((await processUsage(this.pid))?.cpuSeconds ?? null);
     if (!this.running) return;
     const hung = this.#health.verdict();
     if (hung) {

@@ -18,6 +18,7 @@ import { discoverGpus } from './gpus/index.js';
 import { DEFAULT_HEALTH } from './health.js';
 import type { HealthOptions } from './health.js';
 import { ActorLedger } from './orphans.js';
+import { processUsage } from './proc-stats.js';
 import { resolveModel } from './model-cache.js';
 
 export interface AgentOptions {
@@ -138,18 +139,21 @@ export class NodeAgent {
     this.#backoffMs = 250;
     this.#log.info({ head: url.href, node: this.name, gpus: this.#gpus.length }, 'registered with the head');
     clearInterval(this.#heartbeat);
-    this.#heartbeat = setInterval(() => channel.send(this.#heartbeatMessage()), this.#options.heartbeatMs ?? 1000);
+    this.#heartbeat = setInterval(() => void this.#sendHeartbeat(channel), this.#options.heartbeatMs ?? 1000);
   }
 
-  #heartbeatMessage(): Extract<AgentToHead, { type: 'heartbeat' }> {
+  async #sendHeartbeat(channel: Channel<HeadToAgent, AgentToHead>): Promise<void> {
+    const actors = [...this.#actors.values()];
+    const usage = await Promise.all([processUsage(process.pid), ...actors.map((a) => processUsage(a.pid))]);
+    const processes = usage.flatMap((u, i) => (u ? [{ actorId: i === 0 ? null : actors[i - 1]!.actorId, ...u }] : []));
     const sample = this.#sampler?.latest;
-    if (!sample) return { type: 'heartbeat' };
-    const byPid = new Map([...this.#actors.values()].map((a) => [a.pid, a.actorId]));
+    if (!sample) return channel.send({ type: 'heartbeat', processes });
+    const byPid = new Map(actors.map((a) => [a.pid, a.actorId]));
     const actorGpuMemory = sample.processes.flatMap((p) => {
       const actorId = byPid.get(p.pid);
       return actorId ? [{ actorId, usedMemoryMiB: p.usedMemoryMiB }] : [];
     });
-    return { type: 'heartbeat', gpus: sample.gpus, actorGpuMemory };
+    channel.send({ type: 'heartbeat', gpus: sample.gpus, actorGpuMemory, processes });
   }
 
   #recordActors(): void {

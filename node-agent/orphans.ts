@@ -11,10 +11,22 @@ async function environOf(pid: number): Promise<string> {
 }
 
 /**
+ * Whether the process's parent is a live node agent. Then it is not an orphan: another agent with
+ * the same name and state directory (two `troupe up` in one folder, parallel tests) still runs it.
+ */
+async function parentIsLiveAgent(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  if (!Number.isInteger(ppid) || ppid <= 1) return false;
+  const cmdline = await readFile(`/proc/${ppid}/cmdline`, 'utf8').catch(() => '');
+  return cmdline.split('\0').includes('agent');
+}
+
+/**
  * The actors an agent runs, kept in a file so that the next run of the same agent can find and
  * kill any that outlived it (an actor stuck in a driver call can miss its parent's exit and keep
  * holding GPU memory). A pid counts only if that process still carries the actor's id in its
- * environment, so a recycled pid is never killed.
+ * environment (so a recycled pid is never killed) and no live agent is its parent.
  */
 export class ActorLedger {
   readonly #file: string;
@@ -48,6 +60,7 @@ export class ActorLedger {
     for (const { actorId, pid } of Array.isArray(listed) ? listed : []) {
       if (typeof pid !== 'number' || typeof actorId !== 'string') continue;
       if (!(await environOf(pid)).split('\0').includes(`TROUPE_ACTOR_ID=${actorId}`)) continue;
+      if (await parentIsLiveAgent(pid)) continue;
       try {
         process.kill(pid, 'SIGKILL');
         killed.push(pid);

@@ -107,6 +107,11 @@ export class GraphService {
     return this.#graphs.has(name);
   }
 
+  /** A registered graph's plan, for the status page to draw as boxes and arrows. */
+  plan(name: string): PlanNode | undefined {
+    return this.#graphs.get(name)?.plan;
+  }
+
   /** Registered graphs, for `describe`. */
   views(): GraphView[] {
     return [...this.#graphs.entries()].map(([name, g]) => ({

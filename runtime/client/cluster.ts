@@ -41,6 +41,9 @@ export interface RunOptions {
   trace?: boolean;
 }
 
+/** How long past a run's deadline the SDK waits for the head's own deadline error. */
+const DEADLINE_GRACE_MS = 2000;
+
 export interface DeployOptions {
   /** How long to wait for every replica to be READY (default 120 s). */
   timeoutMs?: number;
@@ -108,7 +111,10 @@ export class Cluster {
     if (options.outputs) message.outputs = options.outputs;
     if (options.timeoutMs !== undefined) message.timeoutMs = options.timeoutMs;
     if (options.trace) message.trace = true;
-    const answer = this.#channel.request(message, options.timeoutMs).then((raw) => {
+    // The head enforces the deadline and says which step it stopped; this timer is only the
+    // backstop for a head that does not answer, so it gives the head's answer time to arrive.
+    const backstop = options.timeoutMs === undefined ? undefined : options.timeoutMs + DEADLINE_GRACE_MS;
+    const answer = this.#channel.request(message, backstop).then((raw) => {
       const value = raw as { outputs?: unknown; trace?: unknown } | undefined;
       const outputs = WireTensorMapSchema.safeParse(value?.outputs);
       if (!outputs.success) throw new TroupeError('TROUPE_ERR_INTERNAL', 'head sent outputs that are not tensors');

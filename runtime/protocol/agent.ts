@@ -26,6 +26,11 @@ export const AgentToHeadSchema = z.discriminatedUnion('type', [
     gpus: z.array(GpuSchema).max(64).optional(),
     /** GPU memory each actor process holds, from nvidia-smi --query-compute-apps. */
     actorGpuMemory: z.array(z.object({ actorId: IdSchema, usedMemoryMiB: z.number().min(0).nullable() })).max(4096).optional(),
+    /** CPU time and memory of the agent (actorId null) and each of its actors. */
+    processes: z
+      .array(z.object({ actorId: IdSchema.nullable(), pid: z.number().int(), rssBytes: z.number().min(0), cpuSeconds: z.number().min(0) }))
+      .max(4097)
+      .optional(),
   }),
   z.object({
     type: z.literal('actorExited'),

@@ -12,8 +12,11 @@ export const DIST_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Where the test fn fixtures are, as a graph names them. */
 export const FNS = 'test/fixtures/fns.js';
 
-/** Agent flags for graph tests: fn modules from dist/. */
-export const GRAPH_AGENT = ['--module-dir', DIST_ROOT];
+/**
+ * Agent flags for graph tests: fn modules from dist/, and CPUs to spare, since a graph deploys
+ * many small actors and each reserves a CPU by default.
+ */
+export const GRAPH_AGENT = ['--module-dir', DIST_ROOT, '--cpus', '64'];
 
 /**
  * Writes the extra models the graph tests use into `dir`: three 64->10 MLPs with different

@@ -51,6 +51,26 @@ describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_0
     assert.ok(stats.rows / stats.batches > 1);
   });
 
+  test('/metrics: requests over model executions is the mean batch size; actor and agent processes are reported', async () => {
+    const scrape = async () => (await fetch(`${cluster.url}/metrics`)).text();
+    const value = (text: string, metric: string) => Number(new RegExp(`^${metric} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    const text = await waitFor('exec count to reach the actor totals', async () => {
+      const t = await scrape();
+      const actor = (await actorsOf(client, 'mlp8'))[0]!;
+      return value(t, 'troupe_inference_exec_count\\{model="mlp8"\\}') === actor.stats?.batches ? t : undefined;
+    });
+    assert.equal(value(text, 'troupe_inference_count\\{model="mlp8"\\}'), 64);
+    const exec = value(text, 'troupe_inference_exec_count\\{model="mlp8"\\}');
+    assert.ok(exec > 0 && exec < 64, `exec count ${exec}`);
+    assert.match(text, /^troupe_request_duration_seconds_count\{model="mlp8"\} 64$/m);
+    assert.match(text, /^troupe_actors\{model="mlp8",state="READY"\} 1$/m);
+    assert.match(text, /^troupe_head_process_resident_memory_bytes \d+/m);
+    await waitFor('agent and actor process memory in /metrics', async () => {
+      const t = await scrape();
+      return /troupe_process_resident_memory_bytes\{node="n1",role="agent",actor=""\} \d+/.test(t) && /role="actor",actor="mlp8#0"\} \d+/.test(t);
+    });
+  });
+
   test('calls whose non-batch dims differ are never mixed in one batch', async () => {
     await client.deploy({ name: 'rowsum', model: 'rowsum.onnx', threads: 1, batch: { maxSize: 16, maxDelayMs: 5 } });
     const widths = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? 3 : 5));

@@ -1,0 +1,127 @@
+// The benchmark suite: `npm run bench`. Every Troupe figure is measured in the same run as its
+// baseline (raw onnxruntime-node in-process, and the simplest Node HTTP server around it) and
+// reported as a ratio. Writes bench/RESULTS.md. Bounded: each load run lasts SECONDS (default 3).
+import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { connect, tensor } from '../runtime/index.js';
+import type { Cluster } from '../runtime/index.js';
+import { startCluster } from '../test/helpers/cluster.js';
+import type { TestCluster } from '../test/helpers/cluster.js';
+import { measureFloor } from './lib/floor.js';
+import type { FloorResult } from './lib/floor.js';
+import { httpLoad, oipRequest } from './lib/http-load.js';
+import { closedLoop } from './lib/load.js';
+import type { LoadResult } from './lib/load.js';
+import { measureMemory, measureStartup } from './lib/lifecycle.js';
+import { systemLine } from './lib/system.js';
+import { fmt, loadTable } from './lib/table.js';
+
+const SECONDS = Number(process.env.SECONDS ?? 3);
+const CONCURRENCY = [1, 16, 64];
+const out: string[] = [];
+const say = (text: string) => {
+  out.push(text);
+  process.stdout.write(`${text}\n`);
+};
+
+const mlpInput = { name: 'x', shape: (b: number) => [b, 64] };
+const cnnInput = { name: 'image', shape: (b: number) => [b, 3, 224, 224] };
+
+async function bestFloor(path: string, input: typeof mlpInput, batches: number[], threads?: number): Promise<{ all: FloorResult[]; best: FloorResult }> {
+  const all: FloorResult[] = [];
+  for (const b of batches) all.push(await measureFloor(path, input, b, Math.min(SECONDS, 2), threads));
+  return { all, best: all.reduce((a, b) => (b.rowsPerSecond > a.rowsPerSecond ? b : a)) };
+}
+
+async function sdkRuns(client: Cluster, name: string, x: ReturnType<typeof tensor>, inputName: string): Promise<LoadResult[]> {
+  const results: LoadResult[] = [];
+  for (const c of CONCURRENCY) results.push(await closedLoop(() => client.run(name, { [inputName]: x }), { concurrency: c, seconds: SECONDS }));
+  return results;
+}
+
+async function plainHttpServer(modelPath: string): Promise<{ url: string; stop: () => void }> {
+  const script = fileURLToPath(new URL('./baselines/plain-http-server.js', import.meta.url));
+  const child = spawn(process.execPath, [script, modelPath, 'x', '64', '1'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', (l) => l.startsWith('listening ') && resolve(l.slice(10)));
+    child.once('exit', () => reject(new Error('plain HTTP server exited')));
+  });
+  return { url: `http://127.0.0.1:${port}/`, stop: () => child.kill('SIGTERM') };
+}
+
+async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> {
+  say('\n## Small MLP (input [N,64] float32, 64-256-256-10), one actor, 1 intra-op thread\n');
+  const floor = await bestFloor(cluster.models.mlp, mlpInput, [1, 8, 32, 128], 1);
+  const f1 = floor.all[0]!;
+  say(`Floor, raw onnxruntime-node in-process: batch 1: ${fmt(f1.callsPerSecond)} calls/s, p50 ${fmt(f1.p50Ms, 4)} ms; best batch ${floor.best.batch}: ${fmt(floor.best.rowsPerSecond)} rows/s.\n`);
+  const x = tensor('float32', [1, 64], new Float32Array(64).map((_, i) => Math.sin(i)));
+  const rows: { label: string; result: LoadResult; ratioTo?: number }[] = [];
+
+  const plain = await plainHttpServer(cluster.models.mlp);
+  const body = Buffer.from((x.data as Float32Array).buffer);
+  const plainResults: LoadResult[] = [];
+  for (const c of CONCURRENCY) plainResults.push(await httpLoad({ url: plain.url, method: 'POST', body }, c, SECONDS));
+  plain.stop();
+  plainResults.forEach((r) => rows.push({ label: 'simplest Node HTTP server, in-process session', result: r, ratioTo: f1.callsPerSecond }));
+
+  for (const [label, batch] of [['SDK over WebSocket, batching off', { maxSize: 1 }], ['SDK over WebSocket, batching maxSize 64', { maxSize: 64 }]] as const) {
+    await client.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1, batch, maxQueue: 100_000 });
+    for (const r of await sdkRuns(client, 'mlp', x, 'x')) rows.push({ label, result: r, ratioTo: f1.callsPerSecond });
+  }
+  const oipUrl = `${cluster.url}/v2/models/mlp/infer`;
+  const live = await fetch(`${cluster.url}/v2/health/live`).then((r) => r.ok, () => false);
+  if (live) {
+    for (const binary of [true, false]) {
+      const request = oipRequest(oipUrl, 'x', [1, 64], x.data as Float32Array, 'logits', binary);
+      for (const c of CONCURRENCY) rows.push({ label: `HTTP OIP, ${binary ? 'binary' : 'JSON'} tensors, batching maxSize 64`, result: await httpLoad(request, c, SECONDS), ratioTo: f1.callsPerSecond });
+    }
+  }
+  say(loadTable(rows));
+  const at = (label: string, c: number) => rows.find((r) => r.label.startsWith(label) && r.result.concurrency === c)?.result;
+  const sdk1 = at('SDK over WebSocket, batching off', 1);
+  const http1 = at('HTTP OIP, binary', 1);
+  say(`\nRuntime overhead at concurrency 1 (p50 end to end minus raw session.run p50): SDK ${fmt((sdk1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms; HTTP binary ${fmt((http1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms.`);
+}
+
+async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> {
+  say('\n## MobileNet-v2-shaped CNN (input [N,3,224,224]), one actor, default threads\n');
+  const floor = await bestFloor(cluster.models.mobilenet, cnnInput, [1, 4, 8, 16]);
+  say(`Floor, raw onnxruntime-node in-process (default threads): ${floor.all.map((f) => `batch ${f.batch}: ${fmt(f.rowsPerSecond, 1)} samples/s`).join('; ')}. Best: batch ${floor.best.batch}, ${fmt(floor.best.rowsPerSecond, 1)} samples/s.\n`);
+  const x = tensor('float32', [1, 3, 224, 224], new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i)));
+  const rows: { label: string; result: LoadResult; ratioTo?: number }[] = [];
+  for (const [label, batch] of [['SDK, batching off', { maxSize: 1 }], ['SDK, batching maxSize 16', { maxSize: 16, maxDelayMs: 2 }]] as const) {
+    await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', batch, maxQueue: 100_000 });
+    for (const r of await sdkRuns(client, 'cnn', x, 'image')) rows.push({ label, result: r, ratioTo: floor.best.rowsPerSecond });
+  }
+  say(loadTable(rows));
+  say('\n(ratio: served samples/s over the floor\'s best-batch samples/s)');
+
+  say('\n### Scale: one replica vs two replicas, 1 intra-op thread each, batching maxSize 16, concurrency 16\n');
+  const scale: { label: string; result: LoadResult; ratioTo?: number }[] = [];
+  for (const replicas of [1, 2]) {
+    await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas, batch: { maxSize: 16, maxDelayMs: 2 }, maxQueue: 100_000 });
+    scale.push({ label: `${replicas} replica(s)`, result: await closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS }) });
+  }
+  scale[1]!.ratioTo = scale[0]!.result.rps;
+  say(loadTable(scale).replace('vs floor', 'vs 1 replica'));
+  await client.undeploy('cnn');
+}
+
+const cluster = await startCluster({ agents: [['--name', 'bench', '--cpus', '64']] });
+const client = await connect(cluster.url);
+try {
+  say('# Benchmark results\n');
+  say(systemLine());
+  say(`- each load run: ${SECONDS} s closed loop after 0.5 s warm-up; load generator in the same machine (it shares the cores)`);
+  await mlpSection(cluster, client);
+  await cnnSection(cluster, client);
+  say('\n## Start-up and memory\n');
+  say(await measureStartup(cluster, client));
+  say(await measureMemory(cluster, client));
+} finally {
+  await client.close();
+  await cluster.stop();
+}
+await writeFile(new URL('../../bench/RESULTS.md', import.meta.url), `${out.join('\n')}\n`);

@@ -1,0 +1,107 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { CallResult } from './dispatcher.js';
+import type { ClusterState } from './state.js';
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+/**
+ * Prometheus metrics of the whole cluster, served by the head at /metrics. Names follow Triton's
+ * where one exists: `troupe_inference_count` (requests) over `troupe_inference_exec_count` (model
+ * executions) is the mean batch size. Counters the head does not see per event (executions, actor
+ * states, GPUs, agent and actor processes) are read from cluster state at scrape time.
+ */
+export class HeadMetrics {
+  readonly registry = new Registry();
+  readonly #request: Histogram<'model'>;
+  readonly #queue: Histogram<'model'>;
+  readonly #compute: Histogram<'model'>;
+  readonly #batch: Histogram<'model'>;
+
+  constructor(state: ClusterState) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'troupe_head_' });
+    this.#request = new Histogram({ name: 'troupe_request_duration_seconds', help: 'Inference request time seen by the head, from arrival to answer.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
+    this.#queue = new Histogram({ name: 'troupe_queue_duration_seconds', help: 'Time a request waited for a run: in the head queue plus in the actor queue.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
+    this.#compute = new Histogram({ name: 'troupe_compute_duration_seconds', help: 'Duration of the model run (session.run) that served the request.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
+    this.#batch = new Histogram({ name: 'troupe_request_batch_size', help: 'Calls in the batch each request was run in.', labelNames: ['model'], buckets: BATCH_BUCKETS, registers });
+
+    const deployments = () => [...state.deployments.values()];
+    new Counter({
+      name: 'troupe_inference_count', help: 'Successful inference requests.', labelNames: ['model'], registers,
+      collect() { this.reset(); for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.ok); },
+    });
+    new Counter({
+      name: 'troupe_inference_exec_count', help: 'Model executions (batches) run by the actors.', labelNames: ['model'], registers,
+      collect() { this.reset(); for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.execCount); },
+    });
+    new Counter({
+      name: 'troupe_inference_failure_count', help: 'Failed inference requests by error code.', labelNames: ['model', 'code'], registers,
+      collect() {
+        this.reset();
+        for (const d of deployments()) for (const [code, n] of d.stats.failed) this.inc({ model: d.spec.name, code }, n);
+      },
+    });
+    new Gauge({
+      name: 'troupe_queue_length', help: 'Requests waiting in the head for a replica with room.', labelNames: ['model'], registers,
+      collect() { this.reset(); for (const d of deployments()) this.set({ model: d.spec.name }, d.dispatcher.queued); },
+    });
+    new Gauge({
+      name: 'troupe_actors', help: 'Actors by deployment and state.', labelNames: ['model', 'state'], registers,
+      collect() {
+        this.reset();
+        for (const d of deployments()) for (const a of d.actors) this.inc({ model: d.spec.name, state: a.state });
+      },
+    });
+    new Gauge({
+      name: 'troupe_actor_restarts', help: 'Restarts of each actor since it was created.', labelNames: ['model', 'actor'], registers,
+      collect() { this.reset(); for (const d of deployments()) for (const a of d.actors) this.set({ model: d.spec.name, actor: a.name }, a.restarts); },
+    });
+    new Gauge({
+      name: 'troupe_gpu_utilization_ratio', help: 'GPU utilisation (0-1) from nvidia-smi.', labelNames: ['node', 'gpu', 'uuid'], registers,
+      collect() {
+        this.reset();
+        for (const n of state.nodes.values()) for (const g of n.resources.gpus) if (g.utilizationPct !== null && !g.simulated) this.set({ node: n.name, gpu: String(g.index), uuid: g.uuid }, g.utilizationPct / 100);
+      },
+    });
+    new Gauge({
+      name: 'troupe_gpu_memory_used_bytes', help: 'GPU memory in use from nvidia-smi.', labelNames: ['node', 'gpu', 'uuid'], registers,
+      collect() {
+        this.reset();
+        for (const n of state.nodes.values()) for (const g of n.resources.gpus) if (g.memoryUsedMiB !== null && !g.simulated) this.set({ node: n.name, gpu: String(g.index), uuid: g.uuid }, g.memoryUsedMiB * 2 ** 20);
+      },
+    });
+    new Gauge({
+      name: 'troupe_gpu_memory_total_bytes', help: 'GPU memory per device (simulated ones included, labelled).', labelNames: ['node', 'gpu', 'simulated'], registers,
+      collect() {
+        this.reset();
+        for (const n of state.nodes.values()) for (const g of n.resources.gpus) this.set({ node: n.name, gpu: String(g.index), simulated: String(g.simulated) }, g.memoryTotalMiB * 2 ** 20);
+      },
+    });
+    new Gauge({
+      name: 'troupe_process_resident_memory_bytes', help: 'RSS of agent and actor processes, from agent heartbeats.', labelNames: ['node', 'role', 'actor'], registers,
+      collect() {
+        this.reset();
+        for (const n of state.nodes.values()) if (n.usage && n.state !== 'DEAD') this.set({ node: n.name, role: 'agent', actor: '' }, n.usage.rssBytes);
+        for (const a of state.actors.values()) if (a.usage && a.state !== 'DEAD') this.set({ node: state.nodeName(a.nodeId) ?? '', role: 'actor', actor: a.name }, a.usage.rssBytes);
+      },
+    });
+    new Gauge({
+      name: 'troupe_process_cpu_seconds', help: 'CPU time of agent and actor processes, from agent heartbeats.', labelNames: ['node', 'role', 'actor'], registers,
+      collect() {
+        this.reset();
+        for (const n of state.nodes.values()) if (n.usage && n.state !== 'DEAD') this.set({ node: n.name, role: 'agent', actor: '' }, n.usage.cpuSeconds);
+        for (const a of state.actors.values()) if (a.usage && a.state !== 'DEAD') this.set({ node: state.nodeName(a.nodeId) ?? '', role: 'actor', actor: a.name }, a.usage.cpuSeconds);
+      },
+    });
+  }
+
+  /** One answered request: its total time, and where the actor says its time went. */
+  observe(model: string, seconds: number, result: CallResult): void {
+    this.#request.observe({ model }, seconds);
+    if (!result.timing) return;
+    this.#queue.observe({ model }, (result.headQueueMs + result.timing.queueMs) / 1000);
+    this.#compute.observe({ model }, result.timing.computeMs / 1000);
+    this.#batch.observe({ model }, result.timing.batchCalls);
+  }
+}

@@ -1,0 +1,158 @@
+import dagre from '@dagrejs/dagre';
+import { badge, fmtMs, fmtNumber, html } from './html.js';
+import type { Html } from './html.js';
+import type { Dag, DagNode, StatusActor, StatusDeployment, StatusGraph } from './protocol.js';
+
+interface Box {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+interface Layout {
+  width: number;
+  height: number;
+  nodes: Map<string, Box>;
+  groups: Map<string, Box>;
+  edges: { from: string; to: string; points: { x: number; y: number }[] }[];
+}
+
+const SIZE: Record<DagNode['kind'], { width: number; height: number }> = {
+  model: { width: 206, height: 80 },
+  fn: { width: 206, height: 80 },
+  input: { width: 84, height: 30 },
+  output: { width: 84, height: 30 },
+  combine: { width: 150, height: 34 },
+  split: { width: 150, height: 34 },
+  merge: { width: 150, height: 34 },
+};
+
+/** Layouts by graph structure: dagre runs when a graph changes, not on every update. */
+const layouts = new Map<string, Layout>();
+
+function layout(dag: Dag): Layout {
+  const key = JSON.stringify(dag);
+  const known = layouts.get(key);
+  if (known) return known;
+  const g = new dagre.graphlib.Graph({ compound: true });
+  g.setGraph({ rankdir: 'LR', nodesep: 22, ranksep: 46, marginx: 14, marginy: 14 });
+  g.setDefaultEdgeLabel(() => ({}));
+  for (const group of dag.groups) g.setNode(group.id, { width: 0, height: 0, paddingTop: 26 });
+  for (const group of dag.groups) if (group.group) g.setParent(group.id, group.group);
+  for (const n of dag.nodes) {
+    g.setNode(n.id, { ...SIZE[n.kind] });
+    if (n.group) g.setParent(n.id, n.group);
+  }
+  for (const e of dag.edges) g.setEdge(e.from, e.to);
+  dagre.layout(g);
+  const box = (id: string): Box => {
+    const n = g.node(id) as { x: number; y: number; width: number; height: number };
+    return { x: n.x - n.width / 2, y: n.y - n.height / 2, width: n.width, height: n.height };
+  };
+  const result: Layout = {
+    width: Math.ceil(g.graph().width ?? 0),
+    height: Math.ceil(g.graph().height ?? 0),
+    nodes: new Map(dag.nodes.map((n) => [n.id, box(n.id)])),
+    groups: new Map(dag.groups.map((gr) => [gr.id, box(gr.id)])),
+    edges: dag.edges.map((e) => ({ ...e, points: (g.edge(e.from, e.to) as { points?: { x: number; y: number }[] }).points ?? [] })),
+  };
+  if (layouts.size > 64) layouts.clear();
+  layouts.set(key, result);
+  return result;
+}
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** One dot per replica, coloured by its state: how a step's replicas are doing at a glance. */
+function replicaDots(actors: StatusActor[], x: number, y: number): Html {
+  return html`${actors.map((a, i) => html`<circle class="replica state-${a.state.toLowerCase()}" cx="${x + i * 11}" cy="${y}" r="4"><title>${a.name}: ${a.state}</title></circle>`)}`;
+}
+
+function stepBox(n: DagNode, b: Box, deployments: Map<string, StatusDeployment>, actors: Map<string, StatusActor[]>): Html {
+  const d = n.deployment ? deployments.get(n.deployment) : undefined;
+  if (n.kind !== 'model' && n.kind !== 'fn') {
+    return html`<g class="dag-node dag-${n.kind}">
+      <rect x="${b.x}" y="${b.y}" width="${b.width}" height="${b.height}" rx="${n.kind === 'input' || n.kind === 'output' ? 15 : 6}"></rect>
+      <text x="${b.x + b.width / 2}" y="${b.y + b.height / 2 + 4}" text-anchor="middle">${clip(n.label, 24)}</text>
+    </g>`;
+  }
+  const reps = n.deployment ? (actors.get(n.deployment) ?? []) : [];
+  const ready = reps.filter((a) => a.state === 'READY').length;
+  const state = d?.state ?? 'DEPLOYING';
+  const x = b.x + 10;
+  return html`<g class="dag-node dag-step deployment-${state.toLowerCase()}" data-step="${n.label}">
+    <title>${n.kind} ${n.label}${d ? ` (${d.model})` : ''}: ${state}</title>
+    <rect x="${b.x}" y="${b.y}" width="${b.width}" height="${b.height}" rx="7"></rect>
+    <text class="step-name" x="${x}" y="${b.y + 18}">${clip(n.label, 22)}</text>
+    <text class="step-kind" x="${b.x + b.width - 10}" y="${b.y + 18}" text-anchor="end">${n.kind}</text>
+    ${replicaDots(reps, x + 4, b.y + 33)}
+    <text class="step-line" x="${x + Math.max(1, reps.length) * 11 + 2}" y="${b.y + 37}">${ready}/${d?.replicas ?? reps.length} ready</text>
+    <text class="step-line" x="${x}" y="${b.y + 54}">${d ? `${fmtNumber(d.rps)} req/s · batch ${d.meanBatch === null ? '–' : d.meanBatch.toFixed(1)}` : '–'}</text>
+    <text class="step-line" x="${x}" y="${b.y + 70}">${d ? `p50 ${fmtMs(d.p50Ms)} · p99 ${fmtMs(d.p99Ms)}` : ''}</text>
+  </g>`;
+}
+
+function graphSvg(graph: StatusGraph, index: number, deployments: Map<string, StatusDeployment>, actors: Map<string, StatusActor[]>): Html {
+  const l = layout(graph.dag);
+  const arrow = `arrow-${index}`;
+  const groups = graph.dag.groups.map((gr) => {
+    const b = l.groups.get(gr.id)!;
+    return html`<g class="dag-group"><rect x="${b.x}" y="${b.y}" width="${b.width}" height="${b.height}" rx="9"></rect><text x="${b.x + 9}" y="${b.y + 16}">${gr.label}</text></g>`;
+  });
+  const edges = l.edges.map((e) => {
+    const d = e.points.map((p, i) => `${i === 0 ? 'M' : 'L'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ');
+    return html`<path class="dag-edge" d="${d}" marker-end="url(#${arrow})"></path>`;
+  });
+  const nodes = graph.dag.nodes.map((n) => stepBox(n, l.nodes.get(n.id)!, deployments, actors));
+  return html`<svg class="dag" data-graph="${graph.name}" viewBox="0 0 ${l.width} ${l.height}" width="${l.width}" height="${l.height}" style="max-width:100%;height:auto" role="img" aria-label="graph ${graph.name}">
+    <defs><marker id="${arrow}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"></path></marker></defs>
+    ${groups}${edges}${nodes}
+  </svg>`;
+}
+
+export function renderGraphs(graphs: StatusGraph[], deployments: StatusDeployment[], actors: StatusActor[]): Html {
+  if (graphs.length === 0) return html`<p class="empty-note">No graph is deployed. Graphs (pipelines, ensembles, data-parallel steps) deployed with the SDK or the HTTP API are drawn here.</p>`;
+  const byName = new Map(deployments.map((d) => [d.name, d]));
+  const byDeployment = new Map<string, StatusActor[]>();
+  for (const a of actors) byDeployment.set(a.deployment, [...(byDeployment.get(a.deployment) ?? []), a]);
+  return html`${graphs.map(
+    (g, i) => html`<article class="card graph-card" data-graph-card="${g.name}">
+      <header class="card-head">
+        <h3>${g.name}</h3>
+        <span class="tag">${g.kind}</span>
+        <span class="muted">${g.steps} step${g.steps === 1 ? '' : 's'} per run</span>
+      </header>
+      <div class="dag-wrap">${graphSvg(g, i, byName, byDeployment)}</div>
+    </article>`,
+  )}`;
+}
+
+export function renderDeployments(deployments: StatusDeployment[], actors: StatusActor[]): Html {
+  if (deployments.length === 0) return html`<p class="empty-note">Nothing is deployed yet.</p>`;
+  const byDeployment = new Map<string, StatusActor[]>();
+  for (const a of actors) byDeployment.set(a.deployment, [...(byDeployment.get(a.deployment) ?? []), a]);
+  const rows = deployments.map((d) => {
+    const reps = byDeployment.get(d.name) ?? [];
+    const ready = reps.filter((a) => a.state === 'READY').length;
+    return html`<tr data-deployment="${d.name}">
+      <td><strong>${d.name}</strong> <span class="tag">${d.kind}</span></td>
+      <td class="mono muted" title="${d.model}">${clip(d.model, 36)}</td>
+      <td>${badge(d.state)}${d.unhealthy ? html`<div class="reason" title="${d.unhealthy}">${clip(d.unhealthy, 90)}</div>` : ''}</td>
+      <td><span class="dots">${reps.map((a) => html`<span class="dot state-${a.state.toLowerCase()}" title="${a.name}: ${a.state}"></span>`)}</span> ${ready}/${d.replicas}</td>
+      <td class="num">${fmtNumber(d.rps)}</td>
+      <td class="num">${fmtMs(d.p50Ms)}</td>
+      <td class="num">${fmtMs(d.p99Ms)}</td>
+      <td class="num">${d.meanBatch === null ? '–' : d.meanBatch.toFixed(1)}</td>
+      <td class="num">${d.queued}</td>
+      <td class="num">${d.ok.toLocaleString('en-US')}</td>
+      <td class="num${d.failed > 0 ? ' bad' : ''}">${d.failed.toLocaleString('en-US')}</td>
+    </tr>`;
+  });
+  return html`<table class="grid-table">
+    <thead><tr><th>Deployment</th><th>Model</th><th>State</th><th>Replicas</th><th class="num">req/s</th><th class="num">p50</th><th class="num">p99</th><th class="num">Mean batch</th><th class="num" title="calls waiting in the head">Queued</th><th class="num">OK</th><th class="num">Failed</th></tr></thead>
+    <tbody>${rows}</tbody>
+  </table>`;
+}

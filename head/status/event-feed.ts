@@ -1,0 +1,57 @@
+import type { ClusterState } from '../state.js';
+import type { StatusEvent } from './client/protocol.js';
+
+/** Events the page can ask for on connecting; the head's log keeps more. */
+const KEPT = 500;
+
+/**
+ * The cluster's events as the status page sees them: numbered, so a page that reconnects or gets
+ * an event both in its first snapshot and in the next one keeps one copy; and, per actor, the
+ * newest crash or failure, which the actors table shows as "last error" after the actor has
+ * recovered and its state no longer says why it restarted.
+ */
+export class EventFeed {
+  readonly #events: StatusEvent[] = [];
+  readonly #lastErrors = new Map<string, { time: number; message: string }>();
+  readonly #stop: () => void;
+  #seq = 0;
+
+  constructor(state: ClusterState, onEvent: () => void) {
+    for (const e of state.events.recent(KEPT)) this.#events.push({ seq: ++this.#seq, ...e });
+    this.#stop = state.events.subscribe((e) => {
+      this.#events.push({ seq: ++this.#seq, time: e.time, kind: e.kind, message: e.message });
+      if (this.#events.length > KEPT) this.#events.splice(0, this.#events.length - KEPT);
+      if (e.kind === 'actor-crashed' || e.kind === 'actor-dead') {
+        // Every actor event starts with the actor's name (`<deployment>#<replica>`, no spaces). The
+        // record's reason, set just before the event, carries the whole cause (stderr lines too).
+        const name = e.message.split(' ', 1)[0]!;
+        const actor = [...state.actors.values()].find((a) => a.name === name);
+        this.#lastErrors.set(name, { time: e.time, message: actor?.reason ?? e.message });
+      }
+      onEvent();
+    });
+  }
+
+  get seq(): number {
+    return this.#seq;
+  }
+
+  /** Events numbered above `after`, oldest first. */
+  since(after: number): StatusEvent[] {
+    const i = this.#events.findIndex((e) => e.seq > after);
+    return i < 0 ? [] : this.#events.slice(i);
+  }
+
+  lastError(actorName: string): { time: number; message: string } | null {
+    return this.#lastErrors.get(actorName) ?? null;
+  }
+
+  /** Forgets actors that are gone (an undeployed deployment's replicas). */
+  prune(names: Set<string>): void {
+    for (const name of this.#lastErrors.keys()) if (!names.has(name)) this.#lastErrors.delete(name);
+  }
+
+  close(): void {
+    this.#stop();
+  }
+}

@@ -1,0 +1,105 @@
+import type { ActorStats } from '../../runtime/index.js';
+import type { ClusterState, DeploymentRecord } from '../state.js';
+import { SeriesStore } from '../timeseries.js';
+
+/** How the status page names a series: `<metric>|<subject>`, subject a deployment or a GPU. */
+export type Metric = 'rps' | 'p50' | 'p99' | 'queue' | 'batch' | 'util' | 'mem';
+export const seriesId = (metric: Metric, subject: string): string => `${metric}|${subject}`;
+/** A GPU as a series subject: `<node>/gpu<index>`. */
+export const gpuSubject = (node: string, index: number): string => `${node}/gpu${index}`;
+
+interface DeploymentMark {
+  finished: number;
+  recorded: number;
+}
+
+interface ActorMark {
+  pid: number | null;
+  stats: ActorStats;
+}
+
+function quantile(sorted: Float64Array, q: number): number | null {
+  return sorted.length === 0 ? null : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+const finishedCalls = (d: DeploymentRecord): number => d.stats.ok + [...d.stats.failed.values()].reduce((a, b) => a + b, 0);
+
+/**
+ * Turns the head's running totals into per-second series, once per `record()`:
+ * - per deployment: requests/s (finished calls, ok or failed), p50/p99 latency of the calls that
+ *   finished in the interval, queue length (waiting in the head plus queued inside its actors),
+ *   mean batch size (rows per model execution, from the actors' own counters);
+ * - per GPU: utilisation and memory used. Real GPUs report both (nvidia-smi); a simulated GPU has
+ *   nothing to measure, so its utilisation is the share of the interval its actors spent
+ *   computing, and its memory is left out.
+ */
+export class ClusterSampler {
+  readonly store: SeriesStore;
+  readonly #state: ClusterState;
+  readonly #deployments = new Map<string, DeploymentMark>();
+  readonly #actors = new Map<string, ActorMark>();
+  #lastTime = 0;
+
+  constructor(state: ClusterState, capacity = 600) {
+    this.#state = state;
+    this.store = new SeriesStore(capacity);
+  }
+
+  record(now = Date.now()): void {
+    const dtS = this.#lastTime === 0 ? 1 : Math.max(0.001, (now - this.#lastTime) / 1000);
+    this.#lastTime = now;
+    const values: Record<string, number | null> = {};
+    // Compute time per GPU in this interval, for simulated GPUs: key `<nodeId>/<index>`.
+    const gpuBusyMs = new Map<string, number>();
+    const seen = new Set<string>();
+
+    for (const d of this.#state.deployments.values()) {
+      const name = d.spec.name;
+      const mark = this.#deployments.get(name);
+      const finished = finishedCalls(d);
+      const latencies = d.stats.latenciesSince(mark?.recorded ?? 0).sort();
+      this.#deployments.set(name, { finished, recorded: d.stats.recorded });
+      values[seriesId('rps', name)] = mark ? Math.max(0, finished - mark.finished) / dtS : 0;
+      values[seriesId('p50', name)] = quantile(latencies, 0.5);
+      values[seriesId('p99', name)] = quantile(latencies, 0.99);
+
+      let queued = d.dispatcher.queued;
+      let batches = 0;
+      let rows = 0;
+      for (const a of d.actors) {
+        seen.add(a.id);
+        if (!a.stats) continue;
+        if (a.state === 'READY' || a.state === 'DRAINING') queued += a.stats.queued;
+        const before = this.#actors.get(a.id);
+        // A restarted actor is a new process whose totals start again from zero.
+        const base = before && before.pid === a.pid && before.stats.batches <= a.stats.batches ? before.stats : undefined;
+        this.#actors.set(a.id, { pid: a.pid, stats: a.stats });
+        if (!base) continue;
+        batches += a.stats.batches - base.batches;
+        rows += a.stats.rows - base.rows;
+        const computeMs = a.stats.computeMs - base.computeMs;
+        if (a.nodeId !== null && computeMs > 0) {
+          for (const g of a.gpus) gpuBusyMs.set(`${a.nodeId}/${g}`, (gpuBusyMs.get(`${a.nodeId}/${g}`) ?? 0) + computeMs);
+        }
+      }
+      values[seriesId('queue', name)] = queued;
+      values[seriesId('batch', name)] = batches > 0 ? rows / batches : null;
+    }
+    for (const id of this.#actors.keys()) if (!seen.has(id)) this.#actors.delete(id);
+    for (const name of this.#deployments.keys()) if (!this.#state.deployments.has(name)) this.#deployments.delete(name);
+
+    for (const n of this.#state.nodes.values()) {
+      if (n.state === 'DEAD') continue;
+      for (const g of n.resources.gpus) {
+        const subject = gpuSubject(n.name, g.index);
+        if (g.simulated) {
+          values[seriesId('util', subject)] = Math.min(100, ((gpuBusyMs.get(`${n.id}/${g.index}`) ?? 0) / (dtS * 1000)) * 100);
+        } else {
+          values[seriesId('util', subject)] = g.utilizationPct;
+          values[seriesId('mem', subject)] = g.memoryUsedMiB;
+        }
+      }
+    }
+    this.store.record(now, values);
+  }
+}

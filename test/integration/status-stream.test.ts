@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startHead } from '../../head/index.js';
+import type { StatusSnapshot } from '../../head/status/client/protocol.js';
+import { connect, tensor } from '../../runtime/index.js';
+import type { Cluster } from '../../runtime/index.js';
+import { startCluster, waitFor } from '../helpers/cluster.js';
+import type { TestCluster } from '../helpers/cluster.js';
+import { seededFloats } from '../helpers/tensors.js';
+
+/** The status stream of a head, read as the page reads it: one `snapshot` event at a time. */
+class StreamReader {
+  readonly #abort = new AbortController();
+  readonly #reader: Promise<ReadableStreamDefaultReader<Uint8Array>>;
+  #buffer = '';
+  readonly #decoder = new TextDecoder();
+
+  constructor(url: string) {
+    this.#reader = fetch(`${url}/api/v1/stream`, { signal: this.#abort.signal }).then((res) => {
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+      return res.body!.getReader();
+    });
+  }
+
+  /** The next snapshot, or a failure after `timeoutMs`. */
+  async next(timeoutMs = 10_000): Promise<StatusSnapshot> {
+    const reader = await this.#reader;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const end = this.#buffer.indexOf('\n\n');
+      if (end >= 0) {
+        const frame = this.#buffer.slice(0, end);
+        this.#buffer = this.#buffer.slice(end + 2);
+        const data = frame.split('\n').find((l) => l.startsWith('data: '));
+        assert.match(frame, /^event: snapshot\n/);
+        return JSON.parse(data!.slice('data: '.length)) as StatusSnapshot;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no snapshot within ${timeoutMs} ms`);
+      let timer: NodeJS.Timeout | undefined;
+      const chunk = await Promise.race([reader.read(), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no snapshot within ${timeoutMs} ms`)), left)))]).finally(() => clearTimeout(timer));
+      if (chunk.done) throw new Error('the stream ended');
+      this.#buffer += this.#decoder.decode(chunk.value, { stream: true });
+    }
+  }
+
+  /** Reads snapshots until `check` accepts one; bounded. */
+  async until<T>(what: string, check: (s: StatusSnapshot) => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+      const found = check(await this.next(left));
+      if (found !== undefined && found !== false) return found;
+    }
+  }
+
+  close(): void {
+    this.#abort.abort();
+  }
+}
+
+describe('status stream: the live feed of the status page', { timeout: 180_000 }, () => {
+  let cluster: TestCluster;
+  let client: Cluster;
+  let stream: StreamReader;
+
+  before(async () => {
+    cluster = await startCluster({ agents: [['--name', 'n1', '--simulate-gpus', '1', '--cpus', '4']] });
+    client = await connect(cluster.url);
+    await client.deploy({ name: 'mlp', model: 'mlp.onnx', gpus: 0.5, threads: 1, batch: { maxSize: 4, maxDelayMs: 2 } });
+    stream = new StreamReader(cluster.url);
+  });
+  after(async () => {
+    stream?.close();
+    await client?.close();
+    await cluster?.stop();
+  });
+
+  test('the first snapshot is the whole picture: nodes, GPU holders, actors, events, history', async () => {
+    const first = await stream.next();
+    assert.equal(first.full, true);
+    assert.equal(first.historySeconds, 600);
+    const [node] = first.nodes;
+    assert.equal(node?.name, 'n1');
+    assert.equal(node.state, 'ALIVE');
+    assert.equal(node.cpus, 4);
+    assert.equal(node.cpusAllocated, 1);
+    assert.equal(node.gpus.length, 1);
+    const gpu = node.gpus[0]!;
+    assert.equal(gpu.simulated, true);
+    assert.equal(gpu.memoryUsedMiB, null, 'a simulated GPU has no measured memory');
+    assert.deepEqual(gpu.holders.map((h) => [h.actor, h.share, h.state]), [['mlp#0', 0.5, 'READY']]);
+    assert.equal(gpu.allocated, 0.5);
+    const actor = first.actors.find((a) => a.name === 'mlp#0');
+    assert.equal(actor?.state, 'READY');
+    assert.ok(actor.pid);
+    assert.equal(actor.lastError, null);
+    assert.deepEqual(first.deployments.map((d) => [d.name, d.state, d.replicas, d.actors]), [['mlp', 'READY', 1, ['mlp#0']]]);
+    const kinds = first.events.map((e) => e.kind);
+    assert.ok(kinds.includes('node-joined') && kinds.includes('deployment-changed') && kinds.includes('actor-ready'), kinds.join(', '));
+    const seqs = first.events.map((e) => e.seq);
+    assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'events oldest first, numbered');
+    assert.equal(first.series.times.length > 0, true, 'the head has sampled since it started');
+  });
+
+  test('later snapshots carry only new samples and events; requests/s, latency and batch size follow traffic', async () => {
+    const known = await stream.next();
+    assert.equal(known.full, false);
+    const x = tensor('float32', [1, 64], seededFloats(64, 1));
+    for (let round = 0; round < 10; round++) await Promise.all(Array.from({ length: 8 }, () => client.run('mlp', { x })));
+    const seen = await stream.until('requests/s, p50 and a batch size for mlp', (s) => {
+      assert.equal(s.full, false);
+      assert.ok(s.series.times.length <= 2, `${s.series.times.length} samples in one update: only new ones are sent`);
+      for (const column of Object.values(s.series.values)) assert.equal(column.length, s.series.times.length);
+      const rps = s.series.values['rps|mlp']?.some((v) => v !== null && v > 0);
+      const p50 = s.series.values['p50|mlp']?.some((v) => v !== null && v > 0);
+      return rps && p50 && s.deployments[0]!.meanBatch !== null ? s : undefined;
+    });
+    assert.ok(seen.deployments[0]!.rps > 0);
+    assert.ok(seen.deployments[0]!.ok >= 80);
+    assert.ok(seen.deployments[0]!.meanBatch! >= 1);
+    assert.ok('util|n1/gpu0' in seen.series.values, 'a series for the simulated GPU');
+  });
+
+  test('a killed actor shows as crashed, then READY again with its last error', async () => {
+    const pid = (await stream.next()).actors.find((a) => a.name === 'mlp#0')!.pid!;
+    process.kill(pid, 'SIGKILL');
+    const crashed = await stream.until('the crash event', (s) => s.events.find((e) => e.kind === 'actor-crashed'));
+    assert.match(crashed.message, /^mlp#0 .*SIGKILL/);
+    const back = await stream.until('mlp#0 READY with a new pid', (s) => {
+      const a = s.actors.find((x) => x.name === 'mlp#0');
+      return a?.state === 'READY' && a.pid !== pid ? a : undefined;
+    }, 30_000);
+    assert.equal(back.restarts, 1);
+    assert.match(back.lastError?.message ?? '', /SIGKILL/);
+  });
+});
+
+describe('status stream: lifecycle', { timeout: 60_000 }, () => {
+  test('an open stream does not hold up the head closing', async () => {
+    const head = await startHead({ port: 0 });
+    const stream = new StreamReader(head.url);
+    try {
+      assert.equal((await stream.next()).full, true);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([head.close(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('head.close() waited on the open stream')), 10_000)))]).finally(() => clearTimeout(timer));
+      await assert.rejects(stream.next(5000), /stream ended|terminated|no snapshot/);
+    } finally {
+      stream.close();
+    }
+  });
+});
+
+void waitFor;
