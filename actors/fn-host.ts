@@ -1,15 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { WebSocket } from 'ws';
 import {
-  ACTOR_ID_HEADER,
-  ACTOR_SECRET_HEADER,
   AgentToActorIpcSchema,
-  Channel,
-  DEFAULT_MAX_FRAME_BYTES,
   FnActorEnvSchema,
   FnSignatureSchema,
-  HeadToActorSchema,
   TroupeError,
   createLogger,
   mapFromWire,
@@ -17,17 +11,19 @@ import {
   tensor,
   toWireError,
 } from '../runtime/index.js';
-import type { ActorToAgentIpc, ActorToHead, FnActorEnv, FnSignature, HeadToActor, StepFn, Tensor } from '../runtime/index.js';
+import type { ActorToAgentIpc, FnActorEnv, FnSignature, StepFn, Tensor } from '../runtime/index.js';
+import { HeadSocket } from './head-socket.js';
 
 /**
  * The entry point of one fn actor: a process that runs one exported function of a module on the
  * agent, for graph steps (pre- and post-processing, custom combiners). The agent resolved the
  * module inside its --module-dir; this process imports it, reports its signature (or none) and
  * answers calls like a model actor. A function that blocks the event loop blocks only this process.
+ * Like a model actor it outlives a lost head connection and rejoins (head-socket.ts).
  */
 const log = createLogger('fn-actor');
 
-const EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, LOST_HEAD: 4 } as const;
+const EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, UNWANTED: 5 } as const;
 
 function readEnv(): FnActorEnv {
   const parsed = FnActorEnvSchema.safeParse(process.env);
@@ -79,19 +75,6 @@ function checkOutputs(name: string, value: unknown): Record<string, Tensor> {
   return out;
 }
 
-function openSocket(env: FnActorEnv): Promise<WebSocket> {
-  const ws = new WebSocket(new URL('/v1/actor', env.TROUPE_HEAD_URL), {
-    headers: { [ACTOR_ID_HEADER]: env.TROUPE_ACTOR_ID, [ACTOR_SECRET_HEADER]: env.TROUPE_ACTOR_SECRET },
-    maxPayload: DEFAULT_MAX_FRAME_BYTES,
-    perMessageDeflate: false,
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('timed out connecting to the head')), 15_000);
-    ws.once('open', () => (clearTimeout(timer), resolve(ws)));
-    ws.once('error', (err) => (clearTimeout(timer), reject(err)));
-  });
-}
-
 async function main(): Promise<void> {
   const env = readEnv();
   const name = env.TROUPE_FN_EXPORT;
@@ -104,11 +87,15 @@ async function main(): Promise<void> {
   let inFlight = 0;
   let stopping = false;
   let idle: (() => void) | undefined;
-  // SIGTERM drains: calls already accepted finish, new ones are refused with a retryable code.
+  let head: HeadSocket | undefined;
+  // SIGTERM drains: calls already accepted finish, new ones are refused with a retryable code,
+  // and the last replies leave (the socket is closed after a flush) before the process exits.
+  const exitClean = () => void (head?.close(1000) ?? Promise.resolve()).then(() => process.exit(0));
   process.on('SIGTERM', () => {
+    if (stopping) return;
     stopping = true;
-    if (inFlight === 0) process.exit(0);
-    idle = () => process.exit(0);
+    if (inFlight === 0) exitClean();
+    else idle = exitClean;
   });
 
   let loaded: Awaited<ReturnType<typeof load>> | undefined;
@@ -119,10 +106,25 @@ async function main(): Promise<void> {
     loadError = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
   }
 
-  const ws = await openSocket(env);
-  const channel: Channel<HeadToActor, ActorToHead> = new Channel<HeadToActor, ActorToHead>(ws, {
-    schema: HeadToActorSchema,
-    onMessage: (message) => {
+  head = new HeadSocket({
+    headUrl: env.TROUPE_HEAD_URL,
+    actorId: env.TROUPE_ACTOR_ID,
+    secret: env.TROUPE_ACTOR_SECRET,
+    log,
+    onRefused: (why) => {
+      log.warn({ actor: env.TROUPE_ACTOR_ID, why }, 'the head does not want this actor any more; exiting');
+      process.exit(EXIT.UNWANTED);
+    },
+    onOpen: (channel) => {
+      if (!loaded) {
+        channel.send({ type: 'loadFailed', error: toWireError(loadError) });
+        process.stderr.write(`${loadError?.message}\n`);
+        setTimeout(() => process.exit(EXIT.LOAD_FAILED), 200);
+        return;
+      }
+      channel.send({ type: 'ready', metadata: loaded.signature, device: 'cpu', provider: 'fn', visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '' });
+    },
+    onMessage: (message, channel) => {
       if (!loaded) return;
       if (stopping) {
         channel.fail(message.id, new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `actor ${env.TROUPE_ACTOR_ID} is draining`));
@@ -152,20 +154,9 @@ async function main(): Promise<void> {
           if (--inFlight === 0) idle?.();
         });
     },
-    onClose: () => {
-      log.warn('lost the head; exiting so the agent can report it');
-      process.exit(EXIT.LOST_HEAD);
-    },
   });
-
-  if (!loaded) {
-    channel.send({ type: 'loadFailed', error: toWireError(loadError) });
-    process.stderr.write(`${loadError?.message}\n`);
-    setTimeout(() => process.exit(EXIT.LOAD_FAILED), 200);
-    return;
-  }
-  channel.send({ type: 'ready', metadata: loaded.signature, device: 'cpu', provider: 'fn', visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '' });
-  log.info({ actor: env.TROUPE_ACTOR_ID, fn: name }, 'fn actor ready');
+  head.start();
+  if (loaded) log.info({ actor: env.TROUPE_ACTOR_ID, fn: name }, 'fn loaded');
 }
 
 main().catch((err: unknown) => {

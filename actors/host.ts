@@ -1,20 +1,15 @@
-import { WebSocket } from 'ws';
 import {
-  ACTOR_ID_HEADER,
-  ACTOR_SECRET_HEADER,
   ActorEnvSchema,
   AgentToActorIpcSchema,
   BatchSchema,
-  Channel,
-  DEFAULT_MAX_FRAME_BYTES,
-  HeadToActorSchema,
   TroupeError,
   createLogger,
   mapFromWire,
   mapToWire,
   toWireError,
 } from '../runtime/index.js';
-import type { ActorEnv, ActorToAgentIpc, ActorToHead, HeadToActor } from '../runtime/index.js';
+import type { ActorEnv, ActorToAgentIpc } from '../runtime/index.js';
+import { HeadSocket } from './head-socket.js';
 import { OnnxModel } from './onnx-model.js';
 import { Batcher } from './batcher.js';
 import type { BatcherOptions } from './batcher.js';
@@ -23,11 +18,16 @@ import type { BatcherOptions } from './batcher.js';
  * The entry point of one model actor process. The node agent spawns it fresh (never forked from
  * a process that touched a GPU) with its identity, model and device in the environment. It loads
  * the model, runs a warm-up inference, connects to the head and answers calls until told to stop.
+ * Losing the head does not end it: it reconnects (head-socket.ts) and says `ready` again, so a
+ * restarted head adopts it with its model still loaded. Losing its agent (IPC) does end it.
  */
 const log = createLogger('actor');
 
-/** Exit codes the agent reads to tell a bad start from a crash. */
-export const ACTOR_EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, LOST_HEAD: 4 } as const;
+/**
+ * Exit codes the agent reads to tell a bad start from a crash. UNWANTED: the head refused this
+ * actor's id and secret on a reconnect (it was replaced or removed meanwhile).
+ */
+export const ACTOR_EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, UNWANTED: 5 } as const;
 
 function readEnv(): ActorEnv {
   const parsed = ActorEnvSchema.safeParse(process.env);
@@ -55,19 +55,6 @@ function tell(message: ActorToAgentIpc): void {
   if (process.connected) process.send?.(message);
 }
 
-function openSocket(env: ActorEnv): Promise<WebSocket> {
-  const ws = new WebSocket(new URL('/v1/actor', env.TROUPE_HEAD_URL), {
-    headers: { [ACTOR_ID_HEADER]: env.TROUPE_ACTOR_ID, [ACTOR_SECRET_HEADER]: env.TROUPE_ACTOR_SECRET },
-    maxPayload: DEFAULT_MAX_FRAME_BYTES,
-    perMessageDeflate: false,
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('timed out connecting to the head')), 15_000);
-    ws.once('open', () => (clearTimeout(timer), resolve(ws)));
-    ws.once('error', (err) => (clearTimeout(timer), reject(err)));
-  });
-}
-
 async function main(): Promise<void> {
   const env = readEnv();
   let executor: Batcher | undefined;
@@ -78,10 +65,15 @@ async function main(): Promise<void> {
     if (ping.success) tell({ type: 'pong', seq: ping.data.seq });
   });
   let stopping = false;
-  // SIGTERM drains: calls already accepted finish, new ones are refused with a retryable code.
+  let head: HeadSocket | undefined;
+  // SIGTERM drains: calls already accepted finish, new ones are refused with a retryable code,
+  // and the last replies leave (the socket is closed after a flush) before the process exits.
   process.on('SIGTERM', () => {
+    if (stopping) return;
     stopping = true;
-    void (executor?.whenIdle() ?? Promise.resolve()).then(() => process.exit(0));
+    void (executor?.whenIdle() ?? Promise.resolve())
+      .then(() => head?.close(1000))
+      .then(() => process.exit(0));
   });
 
   const device = env.TROUPE_DEVICE;
@@ -93,53 +85,56 @@ async function main(): Promise<void> {
     loadError = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
   }
 
-  const ws = await openSocket(env);
-  const channel: Channel<HeadToActor, ActorToHead> = new Channel<HeadToActor, ActorToHead>(ws, {
-    schema: HeadToActorSchema,
-    onMessage: (message) => {
+  const loaded = model;
+  if (loaded) executor = new Batcher((inputs, outputs) => loaded.run(inputs, outputs), batchOptions(env, loaded));
+  // Totals for the head's counters and metrics, sent only when they changed (and again on each
+  // connection: a restarted head starts from none).
+  let last = '';
+  head = new HeadSocket({
+    headUrl: env.TROUPE_HEAD_URL,
+    actorId: env.TROUPE_ACTOR_ID,
+    secret: env.TROUPE_ACTOR_SECRET,
+    log,
+    onRefused: (why) => {
+      log.warn({ actor: env.TROUPE_ACTOR_ID, why }, 'the head does not want this actor any more; exiting');
+      process.exit(ACTOR_EXIT.UNWANTED);
+    },
+    onOpen: (channel) => {
+      if (!loaded) {
+        channel.send({ type: 'loadFailed', error: toWireError(loadError) });
+        process.stderr.write(`${loadError?.message}\n`);
+        // Give the frame a moment to leave before exiting.
+        setTimeout(() => process.exit(ACTOR_EXIT.LOAD_FAILED), 200);
+        return;
+      }
+      last = '';
+      channel.send({ type: 'ready', metadata: loaded.metadata, device, provider: loaded.provider, visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '' });
+    },
+    onMessage: (message, channel) => {
       if (!executor) return;
       if (stopping) {
         channel.fail(message.id, new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `actor ${env.TROUPE_ACTOR_ID} is draining`));
         return;
       }
       const inputs = mapFromWire(message.inputs, 'input');
+      // The reply goes back on the connection the call came on: if that one is gone, the head
+      // has already retried the call elsewhere.
       executor.submit(inputs, message.outputs, message.timeoutMs).then(
         ({ outputs, timing }) => channel.send({ type: 'reply', id: message.id, value: { outputs: mapToWire(outputs), timing } }),
         (err: unknown) => channel.fail(message.id, err),
       );
     },
-    onClose: () => {
-      log.warn('lost the head; exiting so the agent can report it');
-      process.exit(ACTOR_EXIT.LOST_HEAD);
-    },
   });
-
-  if (!model) {
-    channel.send({ type: 'loadFailed', error: toWireError(loadError) });
-    process.stderr.write(`${loadError?.message}\n`);
-    // Give the frame a moment to leave before exiting.
-    setTimeout(() => process.exit(ACTOR_EXIT.LOAD_FAILED), 200);
-    return;
-  }
-  const loaded = model;
-  executor = new Batcher((inputs, outputs) => loaded.run(inputs, outputs), batchOptions(env, model));
+  head.start();
+  if (!executor) return;
   const batcher = executor;
-  // Totals for the head's counters and metrics, sent only when they changed.
-  let last = '';
   setInterval(() => {
     const stats = { ...batcher.stats, queued: batcher.queued };
     const text = JSON.stringify(stats);
-    if (text !== last) channel.send({ type: 'stats', stats });
+    if (text !== last) head?.send({ type: 'stats', stats });
     last = text;
   }, 1000).unref();
-  channel.send({
-    type: 'ready',
-    metadata: model.metadata,
-    device,
-    provider: model.provider,
-    visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '',
-  });
-  log.info({ actor: env.TROUPE_ACTOR_ID, device, provider: model.provider }, 'actor ready');
+  log.info({ actor: env.TROUPE_ACTOR_ID, device, provider: loaded?.provider }, 'model loaded and warmed up');
 }
 
 main().catch((err: unknown) => {

@@ -86,13 +86,13 @@ async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> 
 }
 
 async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> {
-  say('\n## MobileNet-v2-shaped CNN (input [N,3,224,224]), one actor, default threads\n');
-  const floor = await bestFloor(cluster.models.mobilenet, cnnInput, [1, 4, 8, 16]);
-  say(`Floor, raw onnxruntime-node in-process (default threads): ${floor.all.map((f) => `batch ${f.batch}: ${fmt(f.rowsPerSecond, 1)} samples/s`).join('; ')}. Best: batch ${floor.best.batch}, ${fmt(floor.best.rowsPerSecond, 1)} samples/s.\n`);
+  say('\n## MobileNet-v2-shaped CNN (input [N,3,224,224]), one actor, 2 intra-op threads\n');
+  const floor = await bestFloor(cluster.models.mobilenet, cnnInput, [1, 4, 8, 16], 2);
+  say(`Floor, raw onnxruntime-node in-process (2 intra-op threads): ${floor.all.map((f) => `batch ${f.batch}: ${fmt(f.rowsPerSecond, 1)} samples/s`).join('; ')}. Best: batch ${floor.best.batch}, ${fmt(floor.best.rowsPerSecond, 1)} samples/s.\n`);
   const x = tensor('float32', [1, 3, 224, 224], new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i)));
   const rows: { label: string; result: LoadResult; ratioTo?: number }[] = [];
   for (const [label, batch] of [['SDK, batching off', { maxSize: 1 }], ['SDK, batching maxSize 16', { maxSize: 16, maxDelayMs: 2 }]] as const) {
-    await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', batch, maxQueue: 100_000 });
+    await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 2, batch, maxQueue: 100_000 });
     for (const r of await sdkRuns(client, 'cnn', x, 'image')) rows.push({ label, result: r, ratioTo: floor.best.rowsPerSecond });
   }
   say(loadTable(rows));

@@ -7,6 +7,8 @@ export const AGENT_HELP = `troupe agent: run a node agent that starts model acto
 
   --head URL                  the head, e.g. ws://127.0.0.1:8470 (required)
   --name NAME                 this node's name (default: host name)
+  --advertise ADDRESS         host name or IP the head records for this node (default: the
+                              address the agent's connection comes from)
   --model-dir DIR             directory deployments name models in (default: current directory)
   --cpus N                    CPUs to offer the scheduler (default: all cores)
   --simulate-gpus N           pretend this machine has N GPUs (actors run on CPU)
@@ -24,6 +26,11 @@ export const AGENT_HELP = `troupe agent: run a node agent that starts model acto
 const Schema = z.object({
   head: z.string({ error: 'is required' }).regex(/^(ws|wss|http|https):\/\/[^\s]+$/, 'must be a ws:// or http:// URL'),
   name: NameSchema.optional(),
+  advertise: z
+    .string()
+    .max(253)
+    .regex(/^[A-Za-z0-9.:_-]+$/, 'must be a host name or an IP address, without a scheme or port')
+    .optional(),
   modelDir: z.string().min(1).default(process.cwd()),
   moduleDir: z.string().min(1).optional(),
   cpus: z.coerce.number().positive('must be above 0').max(4096).optional(),
@@ -45,6 +52,7 @@ export async function agentCommand(argv: string[]): Promise<void> {
     {
       head: { type: 'string' },
       name: { type: 'string' },
+      advertise: { type: 'string' },
       'model-dir': { type: 'string' },
       'module-dir': { type: 'string' },
       cpus: { type: 'string' },
@@ -66,6 +74,7 @@ export async function agentCommand(argv: string[]): Promise<void> {
     modelDir: flags.modelDir,
     ...(flags.moduleDir ? { moduleDir: flags.moduleDir } : {}),
     ...(flags.name ? { name: flags.name } : {}),
+    ...(flags.advertise ? { advertise: flags.advertise } : {}),
     ...(flags.cpus !== undefined ? { cpus: flags.cpus } : {}),
     ...(flags.simulateGpus !== undefined ? { simulateGpus: flags.simulateGpus } : {}),
     ...(flags.simulatedGpuMemory !== undefined ? { simulatedGpuMemoryMiB: flags.simulatedGpuMemory } : {}),

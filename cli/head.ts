@@ -11,9 +11,18 @@ export const HEAD_HELP = `troupe head: run the head (scheduler, HTTP API and Web
   --suspect-after-ms MS  heartbeat silence before a node is SUSPECT (default 3000)
   --dead-after-ms MS     heartbeat silence before a node is DEAD and its actors move (default 10000)
   --max-restarts N       crashes in 10 minutes before an actor is DEAD (default 5)
-  --data-dir DIR         where uploaded models are kept (default .troupe/head)
+  --data-dir DIR         where uploaded models and the head's state (deployments, graphs,
+                         running actors, in state.json) are kept (default .troupe/head); a head
+                         restarted on the same DIR brings its deployments back and adopts the
+                         actors that kept running
   --max-body-mib N       largest HTTP request body, e.g. an inference (default 64)
   --max-model-mib N      largest model upload (default 1024)
+  --max-frame-mib N      largest WebSocket frame; a larger one closes its socket (default 256)
+  --drain-ms MS          on SIGTERM, how long accepted calls get to finish (default 10000)
+  --job-ttl-s S          how long a finished async job's result is kept (default 3600)
+  --max-jobs N           finished async jobs kept, at most (default 1000)
+  --max-job-mib N        bytes of async job results kept, at most (default 256)
+  --job-concurrency N    async jobs running at once; the rest wait QUEUED (default 32)
 `;
 
 const Schema = z.object({
@@ -26,6 +35,12 @@ const Schema = z.object({
   dataDir: z.string().min(1).default('.troupe/head'),
   maxBodyMib: z.coerce.number().positive('must be above 0').max(4096).optional(),
   maxModelMib: z.coerce.number().positive('must be above 0').max(2047).optional(),
+  maxFrameMib: z.coerce.number().positive('must be above 0').max(2047).optional(),
+  drainMs: z.coerce.number().int().min(0).max(600_000).optional(),
+  jobTtlS: z.coerce.number().positive('must be above 0').max(30 * 86_400).optional(),
+  maxJobs: z.coerce.number().int('must be a whole number').min(1).max(1_000_000).optional(),
+  maxJobMib: z.coerce.number().positive('must be above 0').max(65_536).optional(),
+  jobConcurrency: z.coerce.number().int('must be a whole number').min(1).max(10_000).optional(),
 });
 
 export async function headCommand(argv: string[]): Promise<void> {
@@ -42,6 +57,12 @@ export async function headCommand(argv: string[]): Promise<void> {
       'data-dir': { type: 'string' },
       'max-body-mib': { type: 'string' },
       'max-model-mib': { type: 'string' },
+      'max-frame-mib': { type: 'string' },
+      'drain-ms': { type: 'string' },
+      'job-ttl-s': { type: 'string' },
+      'max-jobs': { type: 'string' },
+      'max-job-mib': { type: 'string' },
+      'job-concurrency': { type: 'string' },
     },
     Schema,
   );
@@ -58,6 +79,14 @@ export async function headCommand(argv: string[]): Promise<void> {
     dataDir: flags.dataDir,
     ...(flags.maxBodyMib !== undefined ? { maxBodyBytes: Math.round(flags.maxBodyMib * 2 ** 20) } : {}),
     ...(flags.maxModelMib !== undefined ? { maxModelBytes: Math.round(flags.maxModelMib * 2 ** 20) } : {}),
+    ...(flags.maxFrameMib !== undefined ? { maxFrameBytes: Math.round(flags.maxFrameMib * 2 ** 20) } : {}),
+    ...(flags.drainMs !== undefined ? { drainMs: flags.drainMs } : {}),
+    jobs: {
+      ...(flags.jobTtlS !== undefined ? { ttlMs: Math.round(flags.jobTtlS * 1000) } : {}),
+      ...(flags.maxJobs !== undefined ? { maxJobs: flags.maxJobs } : {}),
+      ...(flags.maxJobMib !== undefined ? { maxBytes: Math.round(flags.maxJobMib * 2 ** 20) } : {}),
+      ...(flags.jobConcurrency !== undefined ? { concurrency: flags.jobConcurrency } : {}),
+    },
   });
   // One line on stdout that people and scripts (troupe up, the tests) read to find the head.
   process.stdout.write(`troupe head listening on ${head.url}\n`);

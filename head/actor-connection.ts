@@ -5,7 +5,11 @@ import { ActorLink } from './actor-link.js';
 import type { Controller } from './controller.js';
 import type { ActorRecord } from './state.js';
 
-/** Serves one actor's data-plane socket, already authenticated by its secret. */
+/**
+ * Serves one actor's data-plane socket, already authenticated by its secret. An actor may open a
+ * new socket after losing one (or after a head restart); only the socket that last sent `ready`
+ * speaks for it, so reports from an older or stray one are ignored.
+ */
 export function serveActor(ws: WebSocket, actor: ActorRecord, controller: Controller, log: Logger): void {
   const channel: Channel<ActorToHead, HeadToActor> = new Channel<ActorToHead, HeadToActor>(ws, {
     schema: ActorToHeadSchema,
@@ -15,15 +19,17 @@ export function serveActor(ws: WebSocket, actor: ActorRecord, controller: Contro
           controller.actorReady(actor, link, message.metadata, message.visibleDevices);
           return;
         case 'loadFailed':
-          controller.actorLoadFailed(actor, message.error);
+          // Only an actor still loading can fail to load; a serving one never says so.
+          if (actor.state === 'STARTING' && !actor.link) controller.actorLoadFailed(actor, message.error);
           return;
         case 'stats':
-          controller.actorStats(actor, message.stats);
+          if (actor.link === link) controller.actorStats(actor, message.stats);
           return;
         default:
           return;
       }
     },
+    onClose: () => controller.actorDisconnected(actor, link),
     onRefused: (err) => log.warn({ actor: actor.name, err: err.message }, 'actor sent a bad frame'),
   });
   const link = new ActorLink(channel);

@@ -6,6 +6,7 @@ export class ActorLink {
   readonly #channel: Channel<ActorToHead, HeadToActor>;
   #inFlight = 0;
   #idleWaiters: (() => void)[] = [];
+  #terminatedBecause: string | undefined;
 
   constructor(channel: Channel<ActorToHead, HeadToActor>) {
     this.#channel = channel;
@@ -36,7 +37,8 @@ export class ActorLink {
       return { outputs: parsed.data, timing: timing.success ? timing.data : undefined };
     } catch (err) {
       if (err instanceof TroupeError && err.code === 'TROUPE_ERR_CONNECTION_CLOSED') {
-        throw new TroupeError('TROUPE_ERR_ACTOR_DIED', 'the actor exited before answering');
+        const why = this.#terminatedBecause ? `the head dropped the actor's connection (${this.#terminatedBecause})` : 'the actor exited or lost its connection';
+        throw new TroupeError('TROUPE_ERR_ACTOR_DIED', `${why} before answering`);
       }
       throw err;
     } finally {
@@ -55,5 +57,16 @@ export class ActorLink {
 
   close(reason: string): void {
     this.#channel.close(1000, reason);
+  }
+
+  /**
+   * Drops the socket without a close handshake, for an actor whose node is unreachable (the
+   * handshake could not finish, and calls in flight would wait out the close timeout before
+   * failing over to another replica) or whose process opened a newer connection. Calls in flight
+   * fail as ACTOR_DIED right away and are retried; `reason` goes into their message.
+   */
+  terminate(reason?: string): void {
+    this.#terminatedBecause ??= reason;
+    this.#channel.terminate();
   }
 }

@@ -1,4 +1,4 @@
-import { AGENT_LEAVING, AgentToHeadSchema, Channel, newId } from '../runtime/index.js';
+import { AGENT_LEAVING, AgentToHeadSchema, Channel, TroupeError, newId } from '../runtime/index.js';
 import type { AgentToHead, HeadToAgent, Logger } from '../runtime/index.js';
 import type { WebSocket } from 'ws';
 import type { Controller } from './controller.js';
@@ -6,8 +6,8 @@ import type { ClusterState, NodeRecord } from './state.js';
 
 /**
  * Serves one node agent's control connection: registration, heartbeats, actor exits. A node
- * that reconnects under the same name keeps its identity, and actors it still runs that the
- * head no longer wants are stopped.
+ * that reconnects under the same name keeps its identity; the actors it still runs are adopted
+ * if the head still wants them there (also after a head restart), and stopped otherwise.
  */
 export function serveAgent(ws: WebSocket, address: string, state: ClusterState, controller: Controller, log: Logger): void {
   let node: NodeRecord | undefined;
@@ -17,18 +17,21 @@ export function serveAgent(ws: WebSocket, address: string, state: ClusterState, 
       switch (message.type) {
         case 'register': {
           const existing = [...state.nodes.values()].find((n) => n.name === message.name);
-          if (existing?.channel && !existing.channel.closed && existing.state !== 'DEAD') {
-            channel.fail(message.id, new Error(`a node named '${message.name}' is already connected`));
+          if (existing?.channel && !existing.channel.closed && existing.state === 'ALIVE') {
+            channel.fail(message.id, new TroupeError('TROUPE_ERR_NODE_NAME_TAKEN', `a node named '${message.name}' is already connected`));
             return;
           }
-          node = existing ?? { id: newId(), name: message.name, address, state: 'ALIVE', resources: message.resources, channel, lastSeen: Date.now(), usage: null };
-          Object.assign(node, { address, state: 'ALIVE', resources: message.resources, channel, lastSeen: Date.now() });
+          // A SUSPECT node's old connection is most likely half-open (a network cut the head never
+          // saw close): the agent is back on a new one, so the old one goes.
+          if (existing?.channel && existing.channel !== channel) existing.channel.terminate();
+          // An address the agent advertises wins over the one its connection came from (NAT, proxies).
+          const reachable = message.address ?? address;
+          node = existing ?? { id: newId(), name: message.name, address: reachable, state: 'ALIVE', resources: message.resources, channel, lastSeen: Date.now(), usage: null };
+          Object.assign(node, { address: reachable, state: 'ALIVE', resources: message.resources, channel, lastSeen: Date.now() });
           state.nodes.set(node.id, node);
-          for (const running of message.actors) {
-            const a = state.actors.get(running.actorId);
-            if (!a || a.nodeId !== node.id || a.state === 'DEAD') {
-              channel.send({ type: 'stopActor', id: newId(), actorId: running.actorId, graceMs: 5000 });
-            }
+          for (const actorId of controller.nodeRegistered(node, message.actors)) {
+            log.info({ node: node.name, actor: actorId }, 'stopping an actor the head does not want on this node');
+            channel.send({ type: 'stopActor', id: newId(), actorId, graceMs: 5000 });
           }
           channel.reply(message.id, { nodeId: node.id });
           log.info({ node: node.name, cpus: message.resources.cpus, gpus: message.resources.gpus.length }, 'node joined');
@@ -39,7 +42,11 @@ export function serveAgent(ws: WebSocket, address: string, state: ClusterState, 
         case 'heartbeat':
           if (!node) return;
           node.lastSeen = Date.now();
-          if (node.state === 'SUSPECT') node.state = 'ALIVE';
+          if (node.state === 'SUSPECT') {
+            node.state = 'ALIVE';
+            // Actors left PENDING while this node was SUSPECT may fit here again.
+            controller.schedule();
+          }
           if (message.gpus) node.resources = { ...node.resources, gpus: message.gpus };
           for (const { actorId, usedMemoryMiB } of message.actorGpuMemory ?? []) {
             const a = state.actors.get(actorId);
@@ -55,7 +62,8 @@ export function serveAgent(ws: WebSocket, address: string, state: ClusterState, 
           }
           return;
         case 'actorExited':
-          controller.actorExited(message.actorId, message);
+          // With the reporting node: an exit from a node the actor no longer runs on is a stale process.
+          controller.actorExited(message.actorId, message, node?.id);
           return;
         default:
           return;

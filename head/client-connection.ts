@@ -2,6 +2,8 @@ import { Channel, ClientToHeadSchema, ModelDeploymentSchema, TroupeError, looksL
 import type { ClientToHead, HeadToClient, Logger } from '../runtime/index.js';
 import type { WebSocket } from 'ws';
 import type { Controller } from './controller.js';
+import type { ShutdownGate } from './drain.js';
+import type { DurableStore } from './durable.js';
 import type { GraphService } from './graph/service.js';
 import type { ClusterState } from './state.js';
 
@@ -9,8 +11,17 @@ function zodSummary(issues: readonly { path: PropertyKey[]; message: string }[])
   return issues.map((i) => (i.path.length ? `${i.path.map(String).join('.')}: ${i.message}` : i.message)).join('; ');
 }
 
+export interface ClientServiceOptions {
+  /** Refuses new work with TROUPE_ERR_SHUTTING_DOWN while the head drains. */
+  gate?: ShutdownGate;
+  /** Keeps deployed graph documents across a head restart. */
+  store?: DurableStore | undefined;
+}
+
 /** Serves one SDK client: deploy, undeploy, run, describe; models and graphs alike. */
-export function serveClient(ws: WebSocket, state: ClusterState, controller: Controller, log: Logger, graphs: GraphService): void {
+export function serveClient(ws: WebSocket, state: ClusterState, controller: Controller, log: Logger, graphs: GraphService, options: ClientServiceOptions = {}): void {
+  const { gate, store } = options;
+  const admit = <T>(what: string, work: () => Promise<T>): Promise<T> => (gate ? gate.run(what, work) : work());
   const channel: Channel<ClientToHead, HeadToClient> = new Channel<ClientToHead, HeadToClient>(ws, {
     schema: ClientToHeadSchema,
     onMessage: (message) => {
@@ -22,11 +33,22 @@ export function serveClient(ws: WebSocket, state: ClusterState, controller: Cont
       switch (message.type) {
         case 'run':
           // Through the graph service, so every run can be named by a later run's future.
-          answer(graphs.run(message));
+          // The answer is queued before the call counts as done, so a draining head sends it before closing.
+          admit(`run '${message.deployment.slice(0, 64)}'`, () => answer(graphs.run(message))).catch((err: unknown) => channel.fail(message.id, err));
           return;
         case 'deploy': {
+          if (gate?.draining) {
+            answer(admit('deploy', () => Promise.resolve()));
+            return;
+          }
           if (looksLikeGraphDocument(message.spec)) {
-            answer(graphs.deploy(message.spec));
+            const doc = message.spec;
+            answer(
+              graphs.deploy(doc).then((view) => {
+                store?.setGraph(view.name, doc);
+                return view;
+              }),
+            );
             return;
           }
           const name = (message.spec as { name?: unknown } | null)?.name;
@@ -49,6 +71,7 @@ export function serveClient(ws: WebSocket, state: ClusterState, controller: Cont
         case 'undeploy':
           if (graphs.has(message.name)) {
             graphs.undeploy(message.name);
+            store?.deleteGraph(message.name);
             channel.reply(message.id, {});
             return;
           }

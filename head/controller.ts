@@ -3,6 +3,7 @@ import type { ActorStats, DeploymentView, Logger, ModelDeployment, ModelMetadata
 import type { ActorLink } from './actor-link.js';
 import { DeploymentStats } from './deployment-stats.js';
 import { Dispatcher } from './dispatcher.js';
+import type { DurableStore, SavedActor, SavedState } from './durable.js';
 import { place } from './scheduler.js';
 import type { ActorRecord, ClusterState, DeploymentRecord, NodeRecord } from './state.js';
 
@@ -12,9 +13,20 @@ export interface ControllerOptions {
   restartWindowMs: number;
   /** Time an actor gets to finish in-flight work when stopped. */
   drainMs: number;
+  /**
+   * After a head restart, how long actors restored from the state file wait for their node's
+   * agent to reconnect and list them before they are placed anew.
+   */
+  adoptGraceMs: number;
 }
 
-export const DEFAULT_CONTROLLER_OPTIONS: ControllerOptions = { maxRestarts: 5, restartWindowMs: 600_000, drainMs: 10_000 };
+export const DEFAULT_CONTROLLER_OPTIONS: ControllerOptions = { maxRestarts: 5, restartWindowMs: 600_000, drainMs: 10_000, adoptGraceMs: 15_000 };
+
+/** A running actor an agent lists when it registers. */
+export interface RunningActorReport {
+  actorId: string;
+  pid: number;
+}
 
 interface Waiter {
   resolve: (view: DeploymentView) => void;
@@ -61,11 +73,159 @@ export class Controller {
   readonly #options: ControllerOptions;
   readonly #waiters = new Map<string, Set<Waiter>>();
   readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #store: DurableStore | undefined;
+  /** Actors whose process is known to run already (restored, or reconnecting): their `ready` is a rejoin. */
+  readonly #rejoining = new WeakSet<ActorRecord>();
 
-  constructor(state: ClusterState, log: Logger, options: Partial<ControllerOptions> = {}) {
+  constructor(state: ClusterState, log: Logger, options: Partial<ControllerOptions> = {}, store?: DurableStore) {
     this.#state = state;
     this.#log = log;
     this.#options = { ...DEFAULT_CONTROLLER_OPTIONS, ...options };
+    this.#store = store;
+    store?.track(() => this.#snapshot());
+  }
+
+  /** Something the state file keeps changed (specs, actor identities); the store coalesces writes. */
+  #dirty(): void {
+    this.#store?.markDirty();
+  }
+
+  /** What the state file keeps: every deployment's spec, and each started actor's identity. */
+  #snapshot(): { deployments: ModelDeployment[]; actors: SavedActor[] } {
+    const deployments = [...this.#state.deployments.values()].map((d) => d.spec);
+    const actors: SavedActor[] = [];
+    for (const d of this.#state.deployments.values()) {
+      for (const a of d.actors) {
+        // Only actors that may have a live process are worth adopting; PENDING ones are placed anew.
+        if (a.state !== 'STARTING' && a.state !== 'READY') continue;
+        const node = a.nodeId ? this.#state.nodes.get(a.nodeId)?.name : (a.awaitingNode ?? undefined);
+        if (!node) continue;
+        actors.push({
+          id: a.id,
+          name: a.name,
+          deployment: a.deployment,
+          node,
+          gpus: a.gpus,
+          gpuShare: a.gpuShare,
+          cpus: a.cpus,
+          memoryBytes: a.memoryBytes,
+          device: a.device,
+          pid: a.pid,
+          restarts: a.restarts,
+          secret: a.secret,
+        });
+      }
+    }
+    return { deployments, actors };
+  }
+
+  /**
+   * Rebuilds deployments from a restarted head's state file. Actors that were running come back
+   * STARTING, waiting for their node: when its agent re-registers and lists them they are adopted
+   * (same process, model not reloaded), and an actor that reconnects by itself with its secret is
+   * READY again as soon as it re-sends `ready`. Those whose node does not return within
+   * `adoptGraceMs` are placed anew; replicas with no saved actor are created PENDING.
+   */
+  restore(saved: SavedState): void {
+    for (const spec of saved.deployments) {
+      const d = newDeployment(spec);
+      this.#state.deployments.set(spec.name, d);
+      for (const s of saved.actors.filter((x) => x.deployment === spec.name).slice(0, spec.replicas)) {
+        const a: ActorRecord = {
+          id: s.id,
+          name: s.name,
+          deployment: spec.name,
+          state: 'STARTING',
+          reason: `waiting for node ${s.node} to reconnect after a head restart`,
+          nodeId: null,
+          gpus: s.gpus,
+          gpuShare: s.gpuShare,
+          cpus: s.cpus,
+          device: s.device,
+          pid: s.pid,
+          restarts: s.restarts,
+          recentCrashes: [],
+          secret: s.secret,
+          link: undefined,
+          visibleDevices: null,
+          gpuMemoryMiB: null,
+          memoryBytes: s.memoryBytes,
+          stats: null,
+          usage: null,
+          awaitingNode: s.node,
+        };
+        this.#state.actors.set(a.id, a);
+        this.#rejoining.add(a);
+        d.actors.push(a);
+      }
+      for (let i = d.actors.length; i < spec.replicas; i++) d.actors.push(this.#newActor(d, this.#freeReplicaIndex(d)));
+    }
+    const adopting = [...this.#state.actors.values()].filter((a) => a.awaitingNode).length;
+    if (saved.deployments.length > 0) {
+      this.#log.info({ deployments: saved.deployments.length, adopting }, 'restored deployments from the state file');
+      this.#state.events.add('head-restored', `restored ${saved.deployments.length} deployment(s); ${adopting} running actor(s) to adopt`);
+    }
+    this.#later(this.#options.adoptGraceMs, () => {
+      for (const a of this.#state.actors.values()) {
+        if (!a.awaitingNode || a.nodeId !== null || a.state !== 'STARTING') continue;
+        this.#replace(a, `node ${a.awaitingNode} did not reconnect within ${Math.round(this.#options.adoptGraceMs / 1000)} s of a head restart`);
+      }
+      this.schedule();
+    });
+    this.#dirty();
+  }
+
+  /** An actor that will not be adopted: placed anew as a fresh process (a new secret shuts the old one out). */
+  #replace(a: ActorRecord, why: string): void {
+    a.awaitingNode = null;
+    a.link?.terminate(why);
+    a.link = undefined;
+    a.nodeId = null;
+    a.pid = null;
+    a.gpus = [];
+    a.state = 'PENDING';
+    a.reason = `${why}; waiting for placement`;
+    this.#dirty();
+  }
+
+  /**
+   * A node agent (re)registered, listing the actors it still runs. Those this head placed on it,
+   * or restored from its state file for a node of that name, are kept (adopted); every other one
+   * is a duplicate or a leftover, and its id is returned to be stopped. Actors the head thinks run
+   * there that the agent does not list died while it was away.
+   */
+  nodeRegistered(node: NodeRecord, running: readonly RunningActorReport[]): string[] {
+    const stop: string[] = [];
+    const listed = new Set<string>();
+    for (const r of running) {
+      const a = this.#state.actors.get(r.actorId);
+      const live = a !== undefined && (a.state === 'STARTING' || a.state === 'READY');
+      if (live && a.nodeId === node.id) {
+        listed.add(a.id);
+        a.pid = r.pid;
+      } else if (live && a.nodeId === null && a.awaitingNode === node.name) {
+        listed.add(a.id);
+        a.nodeId = node.id;
+        a.pid = r.pid;
+        a.awaitingNode = null;
+        if (a.state === 'STARTING') a.reason = 'adopted after a head restart; waiting for it to rejoin';
+        this.#log.info({ actor: a.name, node: node.name, pid: r.pid }, 'adopted a running actor');
+        this.#state.events.add('actor-adopted', `${a.name} adopted on ${node.name} (pid ${r.pid})`);
+      } else stop.push(r.actorId);
+    }
+    for (const a of [...this.#state.actors.values()]) {
+      if (listed.has(a.id)) continue;
+      if (a.nodeId === node.id && (a.state === 'STARTING' || a.state === 'READY')) {
+        this.#crashed(a, `its process was gone when node ${node.name} reconnected`);
+      } else if (a.nodeId === null && a.awaitingNode === node.name && a.state === 'STARTING') {
+        this.#replace(a, `node ${node.name} reconnected without it`);
+      } else if (a.nodeId === node.id && a.state === 'DRAINING') {
+        // Its stop order may have been lost with the old connection; it is gone or it is stopped now.
+        if (!running.some((r) => r.actorId === a.id)) this.#state.actors.delete(a.id);
+      }
+    }
+    this.#dirty();
+    return stop;
   }
 
   /** Creates or updates a deployment; resolves when every replica is READY. */
@@ -85,6 +245,7 @@ export class Controller {
     for (let i = live.length; i < spec.replicas; i++) d.actors.push(this.#newActor(d, this.#freeReplicaIndex(d)));
     for (const a of live.slice(spec.replicas)) this.#retire(a);
     d.actors = d.actors.filter((a) => a.state !== 'DRAINING');
+    this.#dirty();
     this.#log.info({ deployment: spec.name, replicas: spec.replicas, model: spec.model }, 'deployment changed');
     this.#state.events.add('deployment-changed', `${spec.name}: ${spec.replicas} replica(s) of ${spec.model}`);
     const done = new Promise<DeploymentView>((resolve, reject) => {
@@ -109,9 +270,11 @@ export class Controller {
     const d = this.#state.deployments.get(name);
     if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${name}'`);
     this.#state.deployments.delete(name);
+    this.#dirty();
     const removed = new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `deployment '${name}' was removed`);
     this.#settleWaiters(name, removed);
     d.dispatcher.failAll(removed);
+    this.#state.metrics.forget(name);
     this.#state.events.add('deployment-removed', `${name} removed; draining ${d.actors.length} actor(s)`);
     await Promise.all(d.actors.map((a) => this.#retire(a)));
     this.schedule();
@@ -182,7 +345,12 @@ export class Controller {
   #start(a: ActorRecord, d: DeploymentRecord, node: NodeRecord): void {
     const channel = node.channel;
     if (!channel) return;
+    this.#rejoining.delete(a);
     a.secret = newSecret();
+    a.awaitingNode = null;
+    // Answers to this start count only while the actor is still this start (same secret).
+    const secret = a.secret;
+    this.#dirty();
     channel
       .request(
         {
@@ -191,7 +359,9 @@ export class Controller {
           secret: a.secret,
           model: d.spec.model,
           gpus: a.gpus,
-          ...(d.spec.threads !== undefined ? { threads: d.spec.threads } : {}),
+          // onnxruntime would otherwise start a thread per core in every actor and, with several
+          // actors on a node, oversubscribe it; the actor's CPU budget is its thread count.
+          threads: d.spec.threads ?? Math.max(1, Math.round(d.spec.cpus)),
           batch: d.spec.batch,
           ...(d.spec.kind === 'fn' ? { kind: 'fn' as const, fn: d.spec.model } : {}),
         },
@@ -200,11 +370,20 @@ export class Controller {
       .then(
         (value) => {
           const pid = (value as { pid?: unknown } | undefined)?.pid;
-          if (typeof pid === 'number' && a.state === 'STARTING') a.pid = pid;
+          if (typeof pid === 'number' && a.secret === secret && (a.state === 'STARTING' || a.state === 'READY')) {
+            a.pid = pid;
+            this.#dirty();
+          }
         },
         (err: unknown) => {
+          // Only while this start is still current. A connection that dropped meanwhile is settled
+          // elsewhere: a re-registration lists the actor (kept) or not (crashed), a lost node
+          // restarts it.
+          if (a.secret !== secret || a.state !== 'STARTING' || a.nodeId !== node.id || node.channel !== channel) return;
           const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
-          this.#fail(a, error);
+          // A lost agent connection (or an agent shutting down) says nothing about the model: try again.
+          if (error.retryable) this.#crashed(a, `could not start on ${node.name}: ${error.message}`);
+          else this.#fail(a, error);
         },
       );
   }
@@ -213,6 +392,7 @@ export class Controller {
   #fail(a: ActorRecord, error: TroupeError): void {
     a.state = 'DEAD';
     a.reason = error.message;
+    this.#dirty();
     const d = this.#state.deployments.get(a.deployment);
     if (!d || !d.actors.includes(a)) return;
     d.dispatcher.pump();
@@ -222,26 +402,42 @@ export class Controller {
     this.#settleWaiters(d.spec.name, error);
   }
 
-  /** An actor process joined the data plane; returns its record if the secret is right. */
+  /**
+   * An actor process joined the data plane, or rejoined it after losing the head (a restart, a
+   * dropped connection); returns its record if the secret is right and the head still wants that
+   * process. A secret is replaced whenever an actor is started anew, so an old process of a
+   * replaced actor is shut out (and exits).
+   */
   authenticateActor(actorId: string, secret: string): ActorRecord | undefined {
     const a = this.#state.actors.get(actorId);
-    if (!a || a.secret !== secret || a.state !== 'STARTING') return undefined;
+    if (!a || a.secret !== secret || (a.state !== 'STARTING' && a.state !== 'READY')) return undefined;
+    const node = a.nodeId ? this.#state.nodes.get(a.nodeId) : undefined;
+    if (node?.state === 'DEAD') return undefined;
     return a;
   }
 
   actorReady(a: ActorRecord, link: ActorLink, metadata: ModelMetadata, visibleDevices: string): void {
     const d = this.#state.deployments.get(a.deployment);
-    if (!d || a.state !== 'STARTING') {
+    if (!d || (a.state !== 'STARTING' && a.state !== 'READY')) {
       link.close('not wanted');
       return;
     }
+    // A second connection of the same process replaces the first: calls left on the old one fail
+    // as ACTOR_DIED and are retried, instead of waiting on a socket nobody reads.
+    if (a.link && a.link !== link) a.link.terminate('replaced by a new connection of the same actor');
+    const rejoined = a.state === 'READY' || this.#rejoining.has(a);
+    this.#rejoining.delete(a);
     a.link = link;
     a.visibleDevices = visibleDevices;
     a.state = 'READY';
     a.reason = null;
     d.metadata = metadata;
-    this.#log.info({ actor: a.name, node: this.#state.nodeName(a.nodeId), device: a.device, pid: a.pid }, 'actor ready');
-    this.#state.events.add('actor-ready', `${a.name} READY on ${this.#state.nodeName(a.nodeId)} (${a.device}, pid ${a.pid})`);
+    this.#log.info({ actor: a.name, node: this.#state.nodeName(a.nodeId) ?? a.awaitingNode, device: a.device, pid: a.pid, rejoined }, 'actor ready');
+    this.#state.events.add(
+      rejoined ? 'actor-rejoined' : 'actor-ready',
+      `${a.name} READY${rejoined ? ' again' : ''} on ${this.#state.nodeName(a.nodeId) ?? a.awaitingNode} (${a.device}, pid ${a.pid})`,
+    );
+    this.#dirty();
     this.#checkReady(d);
     d.dispatcher.pump();
   }
@@ -252,14 +448,36 @@ export class Controller {
     a.stats = stats;
   }
 
+  /**
+   * An actor's data-plane socket closed. Its process may live on (a dropped connection, a head
+   * that restarts): it reconnects by itself, and until it does it takes no calls. If it died
+   * instead, its agent reports the exit.
+   */
+  actorDisconnected(a: ActorRecord, link: ActorLink): void {
+    if (a.link !== link) return;
+    a.link = undefined;
+    if (a.state !== 'READY') return;
+    a.state = 'STARTING';
+    a.reason = 'reconnecting to the head';
+    this.#rejoining.add(a);
+    queueMicrotask(() => this.#state.deployments.get(a.deployment)?.dispatcher.pump());
+  }
+
   actorLoadFailed(a: ActorRecord, error: WireError): void {
     this.#fail(a, new TroupeError(error.code, error.message));
   }
 
-  /** The agent saw an actor process exit. Wanted actors restart with back-off. */
-  actorExited(actorId: string, exit: ActorExitReport): void {
+  /**
+   * The agent of node `nodeId` saw an actor process exit. Wanted actors restart with back-off. An
+   * exit reported by a node the actor no longer runs on is an old process (a duplicate stopped
+   * after its node came back) and changes nothing.
+   */
+  actorExited(actorId: string, exit: ActorExitReport, nodeId?: string): void {
     const a = this.#state.actors.get(actorId);
     if (!a) return;
+    if (nodeId !== undefined && a.nodeId !== nodeId) return;
+    this.#dirty();
+    a.link?.terminate('the actor process exited');
     a.link = undefined;
     a.pid = null;
     a.visibleDevices = null;
@@ -280,9 +498,14 @@ export class Controller {
    * no restart budget; a `lost` one counts as a crash of each.
    */
   nodeLost(node: NodeRecord, how: 'left' | 'lost'): void {
+    this.#dirty();
     for (const a of this.#state.actors.values()) {
       if (a.nodeId !== node.id) continue;
-      a.link?.close(`node ${how}`);
+      // A lost node's actors may be unreachable: drop their sockets now, so the calls they hold
+      // fail as ACTOR_DIED at once and are retried on other replicas, instead of waiting for a TCP
+      // timeout. A node that leaves on purpose drains its actors (SIGTERM: they finish what they
+      // hold and close their sockets themselves), so their links are only let go.
+      if (how === 'lost') a.link?.terminate(`node ${node.name} was lost`);
       a.link = undefined;
       a.pid = null;
       if (a.state === 'DRAINING') this.#state.actors.delete(a.id);
@@ -299,6 +522,8 @@ export class Controller {
   }
 
   #crashed(a: ActorRecord, cause: string): void {
+    this.#dirty();
+    a.awaitingNode = null;
     // Waiting calls fail now if no replica is left that could ever serve them.
     queueMicrotask(() => this.#state.deployments.get(a.deployment)?.dispatcher.pump());
     const now = Date.now();
@@ -340,6 +565,7 @@ export class Controller {
     }
     // The router only picks READY replicas, so DRAINING takes no new calls; the ones it holds
     // finish before the process is told to stop.
+    this.#dirty();
     a.state = 'DRAINING';
     a.reason = 'finishing in-flight calls before stopping';
     const started = Date.now();

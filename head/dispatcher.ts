@@ -70,8 +70,13 @@ export class Dispatcher {
     }
     return new Promise((resolve, reject) => {
       const call: Pending = { inputs, options, enqueued: Date.now(), attempts: 0, settled: false, inQueue: false, timer: undefined, resolve, reject };
-      const waitUntil = options.deadline ?? call.enqueued + MAX_QUEUE_WAIT_MS;
-      call.timer = setTimeout(() => this.#expire(call), Math.max(0, waitUntil - call.enqueued));
+      // The common case goes straight to a replica: no queue entry, and a timer only for a deadline.
+      const replica = this.#waiting === 0 ? this.#replicaWithRoom() : undefined;
+      if (options.deadline !== undefined) call.timer = setTimeout(() => this.#expire(call), Math.max(0, options.deadline - call.enqueued));
+      if (replica) {
+        this.#send(call, replica);
+        return;
+      }
       this.#enqueue(call, 'back');
       this.pump();
     });
@@ -99,6 +104,8 @@ export class Dispatcher {
   }
 
   #enqueue(call: Pending, where: 'front' | 'back'): void {
+    // A call without a deadline still waits at most MAX_QUEUE_WAIT_MS for a replica.
+    call.timer ??= setTimeout(() => this.#expire(call), MAX_QUEUE_WAIT_MS);
     call.inQueue = true;
     this.#waiting++;
     if (where === 'back') this.#queue.push(call);

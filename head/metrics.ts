@@ -2,6 +2,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { CallResult } from './dispatcher.js';
 import type { ClusterState } from './state.js';
 
+type ModelHistograms = [Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>];
+
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
@@ -17,6 +19,7 @@ export class HeadMetrics {
   readonly #queue: Histogram<'model'>;
   readonly #compute: Histogram<'model'>;
   readonly #batch: Histogram<'model'>;
+  readonly #children = new Map<string, ModelHistograms>();
 
   constructor(state: ClusterState) {
     const registers = [this.registry];
@@ -98,10 +101,22 @@ export class HeadMetrics {
 
   /** One answered request: its total time, and where the actor says its time went. */
   observe(model: string, seconds: number, result: CallResult): void {
-    this.#request.observe({ model }, seconds);
+    // Labelled children are cached: prom-client hashes the label set on every labelled observe.
+    let h = this.#children.get(model);
+    if (!h) {
+      h = [this.#request, this.#queue, this.#compute, this.#batch].map((m) => m.labels({ model })) as ModelHistograms;
+      this.#children.set(model, h);
+    }
+    h[0].observe(seconds);
     if (!result.timing) return;
-    this.#queue.observe({ model }, (result.headQueueMs + result.timing.queueMs) / 1000);
-    this.#compute.observe({ model }, result.timing.computeMs / 1000);
-    this.#batch.observe({ model }, result.timing.batchCalls);
+    h[1].observe((result.headQueueMs + result.timing.queueMs) / 1000);
+    h[2].observe(result.timing.computeMs / 1000);
+    h[3].observe(result.timing.batchCalls);
+  }
+
+  /** Drops a removed deployment's series. */
+  forget(model: string): void {
+    this.#children.delete(model);
+    for (const m of [this.#request, this.#queue, this.#compute, this.#batch]) m.remove({ model });
   }
 }

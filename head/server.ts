@@ -11,10 +11,15 @@ import { checkBearer, isLoopback } from './auth.js';
 import { serveClient } from './client-connection.js';
 import { startAutoscaler } from './autoscaler.js';
 import { Controller } from './controller.js';
+import { ShutdownGate } from './drain.js';
+import { DurableStore } from './durable.js';
+import type { SavedState } from './durable.js';
+import { sendError } from './http/errors.js';
 import { GraphService } from './graph/service.js';
 import type { ControllerOptions } from './controller.js';
 import { registerHttpApi } from './http/api.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MODEL_BYTES } from './http/context.js';
+import type { JobOptions } from './http/jobs.js';
 import { DEFAULT_LIVENESS, watchLiveness } from './liveness.js';
 import type { LivenessOptions } from './liveness.js';
 import { ClusterState } from './state.js';
@@ -28,19 +33,38 @@ export interface HeadOptions {
   token?: string;
   liveness?: Partial<LivenessOptions>;
   controller?: Partial<ControllerOptions>;
+  /** Largest WebSocket frame accepted (default 256 MiB); a larger one closes its socket with 1009. */
   maxFrameBytes?: number;
-  /** Where the head keeps uploaded models (default `.troupe/head` under the working directory). */
+  /**
+   * Where the head keeps uploaded models and its durable state (default `.troupe/head` under the
+   * working directory): deployments, graphs and the identities of running actors, in `state.json`.
+   */
   dataDir?: string;
+  /**
+   * Keep deployments and actor identities in `<dataDir>/state.json` and restore them at start, so
+   * a restarted head adopts the actors that kept running. Default: on when `dataDir` is given
+   * (`troupe head` always gives one), off for an in-process head without one.
+   */
+  persistState?: boolean;
+  /** On close (SIGTERM), how long accepted calls get to finish before the head exits (default 10 s). */
+  drainMs?: number;
   /** Largest HTTP request body, e.g. an inference (default 64 MiB); 413 beyond it. */
   maxBodyBytes?: number;
   /** Largest model upload (default 1 GiB). */
   maxModelBytes?: number;
+  /** Async jobs (`POST /api/v1/deployments/{name}/jobs`): retention, bounds, concurrency. */
+  jobs?: Partial<JobOptions>;
 }
 
 export interface Head {
   /** http://host:port; the WebSocket endpoints are under ws://host:port/v1/. */
   readonly url: string;
   readonly state: ClusterState;
+  /**
+   * Drains, then stops: new work is refused with TROUPE_ERR_SHUTTING_DOWN (retryable) while the
+   * accepted calls finish, for at most `drainMs`; then every socket is dropped. Agents and actors
+   * keep running and reconnect to the next head started on the same data directory.
+   */
   close(): Promise<void>;
 }
 
@@ -59,13 +83,32 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
   }
   const log = createLogger('head');
   const state = new ClusterState();
-  const controller = new Controller(state, log, options.controller);
+  const dataDir = resolve(options.dataDir ?? join('.troupe', 'head'));
+  let store: DurableStore | undefined;
+  let saved: SavedState | undefined;
+  if (options.persistState ?? options.dataDir !== undefined) ({ store, saved } = await DurableStore.open(dataDir, log));
+  const controller = new Controller(state, log, options.controller, store);
+  // Before anything listens: an actor that reconnects at once must find its record.
+  if (saved) controller.restore(saved);
+  const gate = new ShutdownGate();
   // Graphs and the record of recent run results that futures resolve from (head/graph/).
   const graphs = new GraphService(state, controller, log);
   const stopLiveness = watchLiveness(state, controller, log, { ...DEFAULT_LIVENESS, ...options.liveness });
   const stopAutoscaler = startAutoscaler(state, controller, log);
 
   const app = Fastify({ logger: false });
+  // While draining, requests that would start work are refused (503, Retry-After); the ones
+  // already accepted are counted until their response is done, so the drain waits for them.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS') return;
+    if (gate.draining) {
+      return sendError(reply, { status: 503, code: 'TROUPE_ERR_SHUTTING_DOWN', message: `the head is shutting down and takes no new work (${request.method} ${request.url.split('?')[0]!.slice(0, 200)})` });
+    }
+    let done: () => void = () => {};
+    const accepted = gate.run('http', () => new Promise<void>((resolve) => (done = resolve)));
+    accepted.catch(() => {});
+    reply.raw.once('close', () => done());
+  });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/metrics', async (_req, reply) => reply.type(state.metrics.registry.contentType).send(await state.metrics.registry.metrics()));
   app.get('/readyz', async (_req, reply) => {
@@ -75,12 +118,14 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
   registerHttpApi(app, {
     state,
     controller,
+    graphs,
     log,
     host,
     token: options.token,
-    dataDir: resolve(options.dataDir ?? join('.troupe', 'head')),
+    dataDir,
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     maxModelBytes: options.maxModelBytes ?? DEFAULT_MAX_MODEL_BYTES,
+    ...(options.jobs ? { jobOptions: options.jobs } : {}),
   });
   // The status page at `/` and its live feed at /api/v1/stream (head/status/).
   registerStatusPage(app, { state, graphs, host, token: options.token });
@@ -104,25 +149,51 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
       return refuse(socket, 401, 'Unauthorized', 'missing or wrong cluster token');
     }
     if (path === '/v1/agent') return accept(req, socket, head, (ws) => serveAgent(ws, address, state, controller, log));
-    return accept(req, socket, head, (ws) => serveClient(ws, state, controller, log, graphs));
+    return accept(req, socket, head, (ws) => serveClient(ws, state, controller, log, graphs, { gate, store }));
   });
 
   await app.listen({ host, port: options.port ?? 8470 });
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : options.port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  log.info({ url }, 'head listening');
+  log.info({ url, stateFile: store?.file }, 'head listening');
+  // Graphs come back once the deployments they call are READY again (graphs.deploy waits for them).
+  for (const [name, doc] of saved?.graphs ?? []) {
+    graphs.deploy(doc).then(
+      () => log.info({ graph: name }, 'restored a graph'),
+      (err: unknown) => log.warn({ graph: name, err: (err as Error).message }, 'could not restore a graph'),
+    );
+  }
 
+  let closing: Promise<void> | undefined;
   return {
     url,
     state,
-    async close() {
-      stopLiveness();
-      stopAutoscaler();
-      controller.close();
-      for (const ws of wss.clients) ws.terminate();
-      wss.close();
-      await app.close();
+    close() {
+      closing ??= (async () => {
+        const drainMs = options.drainMs ?? 10_000;
+        log.info({ inFlight: gate.inFlight, drainMs }, 'shutting down: finishing accepted calls, refusing new ones');
+        const { unfinished } = await gate.drain(drainMs);
+        if (unfinished > 0) log.warn({ unfinished, drainMs }, 'calls still unfinished after the drain period; closing anyway');
+        stopLiveness();
+        stopAutoscaler();
+        controller.close();
+        await store?.close();
+        // Let the last answers leave (replies are coalesced into one write per turn), then close
+        // every socket with a handshake, so those answers arrive before the close; a peer that
+        // does not answer the handshake within a second is dropped.
+        await new Promise((resolve) => setImmediate(resolve));
+        const sockets = [...wss.clients];
+        for (const ws of sockets) ws.close(1001, 'head shutting down');
+        await Promise.race([
+          Promise.all(sockets.map((ws) => (ws.readyState === ws.CLOSED ? undefined : new Promise((resolve) => ws.once('close', resolve))))),
+          new Promise((resolve) => setTimeout(resolve, 1000)),
+        ]);
+        for (const ws of wss.clients) ws.terminate();
+        wss.close();
+        await app.close();
+      })();
+      return closing;
     },
   };
 }

@@ -63,6 +63,12 @@ export interface ActorRecord {
   /** The actor's own running totals (batches, rows, expired calls...), about once a second. */
   stats: ActorStats | null;
   usage: ProcessUsage | null;
+  /**
+   * Set on an actor restored from the head's state file after a restart: the name of the node it
+   * ran on. Its agent lists it when it re-registers and the actor is adopted (same process), or
+   * it is placed anew if that node does not bring it back.
+   */
+  awaitingNode?: string | null;
 }
 
 export interface DeploymentRecord {
@@ -94,7 +100,8 @@ export class ClusterState {
       deployment: a.deployment,
       state: a.state,
       reason: a.reason,
-      node: this.nodeName(a.nodeId),
+      // An actor restored after a head restart is on the node it was, even before that agent is back.
+      node: this.nodeName(a.nodeId) ?? a.awaitingNode ?? null,
       gpus: a.gpus,
       device: a.device,
       pid: a.pid,

@@ -3,7 +3,7 @@ import { WebSocket } from 'ws';
 import {
   AGENT_LEAVING,
   Channel,
-  DEFAULT_MAX_FRAME_BYTES,
+  clientSocketOptions,
   HeadToAgentSchema,
   TroupeError,
   createLogger,
@@ -27,6 +27,11 @@ export interface AgentOptions {
   token?: string;
   /** This node's name in the cluster (default: the host name). */
   name?: string;
+  /**
+   * The address this node is reachable at, as the head should show it (a host name or IP); by
+   * default the head records the address the agent's connection came from.
+   */
+  advertise?: string;
   /** Deployments name model files relative to this directory; nothing outside it is opened. */
   modelDir: string;
   /** fn steps name modules (`path#export`) relative to this directory; default: the working directory. */
@@ -110,7 +115,7 @@ export class NodeAgent {
     const headers: Record<string, string> = {};
     if (this.#options.token) headers.authorization = `Bearer ${this.#options.token}`;
     const url = new URL('/v1/agent', this.#options.headUrl);
-    const ws = new WebSocket(url, { headers, maxPayload: DEFAULT_MAX_FRAME_BYTES, perMessageDeflate: false });
+    const ws = new WebSocket(url, clientSocketOptions(headers));
     await new Promise<void>((resolve, reject) => {
       ws.once('open', resolve);
       ws.once('unexpected-response', (_req, res) => {
@@ -130,7 +135,7 @@ export class NodeAgent {
       {
         type: 'register',
         name: this.name,
-        address: hostname(),
+        ...(this.#options.advertise ? { address: this.#options.advertise } : {}),
         resources: this.#resources(),
         actors: [...this.#actors.values()].map((a) => ({ actorId: a.actorId, pid: a.pid })),
       },

@@ -30,6 +30,9 @@ export const ERRORS = {
   TROUPE_ERR_MODEL_FETCH: { status: 502, retryable: true, what: "An agent could not fetch an uploaded model from the head, or the bytes it got do not match the model's sha256." },
   TROUPE_ERR_UNKNOWN_RUN: { status: 404, retryable: false, what: 'A future passed as an input names a run the head does not hold: never seen, or dropped from its result cache.' },
   TROUPE_ERR_FN_FAILED: { status: 500, retryable: false, what: 'A fn step threw, or returned something other than a map of tensors.' },
+  TROUPE_ERR_UNKNOWN_JOB: { status: 404, retryable: false, what: 'No async job has that id: never created, or dropped after its retention time or to make room for newer ones.' },
+  TROUPE_ERR_RESULT_TOO_LARGE: { status: 507, retryable: false, what: "An async job's result is larger than the head keeps for jobs (--max-job-mib)." },
+  TROUPE_ERR_NODE_NAME_TAKEN: { status: 409, retryable: true, what: 'An agent registered under a node name that a connected, healthy agent already has.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -32,6 +32,7 @@ export type { Tensor, TensorData, TypedArray } from './tensor/tensor.js';
 export { checkWire, fromWire, mapFromWire, mapToWire, toWire, WireTensorMapSchema, WireTensorSchema } from './tensor/wire.js';
 export type { WireTensor, WireTensorMap } from './tensor/wire.js';
 export { Channel } from './transport/channel.js';
+export { clientSocketOptions } from './transport/socket-options.js';
 export { validateInputs } from './validate-inputs.js';
 export { ACTOR_STATES, ActorViewSchema, ClusterViewSchema, DeploymentViewSchema, NODE_STATES, NodeViewSchema } from './views.js';
 export type { ActorState, ActorView, ClusterView, DeploymentView, NodeState, NodeView } from './views.js';

@@ -12,7 +12,26 @@ export function createLogger(component: string): Logger {
       name: `troupe-${component}`,
       level: process.env.TROUPE_LOG_LEVEL ?? 'info',
       base: { pid: process.pid },
-      redact: { paths: ['token', '*.token', 'headers.authorization', 'secret', '*.secret'], censor: '[redacted]' },
+      // Tokens and actor secrets never reach a log line, whichever object carries them.
+      redact: {
+        paths: [
+          'token',
+          '*.token',
+          'authorization',
+          '*.authorization',
+          'headers.authorization',
+          '*.headers.authorization',
+          'headers.cookie',
+          '*.headers.cookie',
+          'secret',
+          '*.secret',
+          'TROUPE_TOKEN',
+          '*.TROUPE_TOKEN',
+          'TROUPE_ACTOR_SECRET',
+          '*.TROUPE_ACTOR_SECRET',
+        ],
+        censor: '[redacted]',
+      },
     },
     pino.destination({ fd: 2, sync: false }),
   );

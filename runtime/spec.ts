@@ -63,7 +63,7 @@ export const ModelDeploymentSchema = z
     memory: z.union([z.number().int().nonnegative(), z.string()]).transform(toBytes).optional(),
     /** `spread` replicas over nodes, then GPUs (default), or `pack` them onto the busiest node that fits. */
     placement: z.enum(['spread', 'pack']).default('spread'),
-    /** onnxruntime intra-op threads per actor; 1 halves CPU per call on small models. */
+    /** onnxruntime intra-op threads per actor (default: its `cpus`, at least 1). */
     threads: z.number().int().min(1).max(256).optional(),
     /** Calls allowed to wait for a replica; past it new calls fail at once with TROUPE_ERR_OVERLOADED. */
     maxQueue: z.number().int().min(0).max(1_000_000).default(1024),

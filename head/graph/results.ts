@@ -10,7 +10,9 @@ export interface ResultStoreOptions {
   ttlMs: number;
 }
 
-export const DEFAULT_RESULT_STORE: ResultStoreOptions = { maxEntries: 10_000, maxBytes: 256 * 1024 * 1024, ttlMs: 5 * 60_000 };
+// Futures are usually consumed within milliseconds of the run they name; these bounds keep the
+// cost of remembering every run small for the many servers that never pass one.
+export const DEFAULT_RESULT_STORE: ResultStoreOptions = { maxEntries: 10_000, maxBytes: 64 * 1024 * 1024, ttlMs: 60_000 };
 
 interface Finished {
   result: Promise<WireTensorMap>;

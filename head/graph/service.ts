@@ -3,6 +3,7 @@ import {
   ModelDeploymentSchema,
   TroupeError,
   compileGraph,
+  countSteps,
   formatIssues,
   inferSignature,
   isDynamic,
@@ -158,12 +159,10 @@ export class GraphService {
     const leaf = (name: string) => this.#leaf(name);
     const registered = new Map<string, RegisteredGraph>();
     for (const [name, plan] of compiled.composites) {
-      registered.set(name, { plan, steps: compiled.steps, signature: inferSignature(plan, leaf), deployments: [...leavesOf(plan)] });
+      registered.set(name, { plan, steps: countSteps(plan), signature: inferSignature(plan, leaf), deployments: [...leavesOf(plan)] });
     }
-    for (const [name, g] of registered) {
-      g.steps = name === doc.graph ? compiled.steps : g.steps;
-      this.#graphs.set(name, g);
-    }
+    // Registered only once every composite passed its type check: a refused graph changes nothing.
+    for (const [name, g] of registered) this.#graphs.set(name, g);
     this.#log.info({ graph: doc.graph, graphs: [...registered.keys()], steps: compiled.steps }, 'graph deployed');
     const root = compiled.root;
     const signature = root.kind === 'model' || root.kind === 'fn' ? this.#leafSignature(root.name) : registered.get(root.name)!.signature;
@@ -212,7 +211,8 @@ export class GraphService {
 
   async #run(message: RunMessage, deadline: number | undefined): Promise<RunAnswer> {
     const trace: RunTrace | undefined = message.trace ? [] : undefined;
-    const inputs = await this.#inputs(message, deadline);
+    // No await without futures: a plain run takes no extra turn of the event loop here.
+    const inputs = message.refs ? await this.#inputs(message, deadline) : message.inputs;
     const graph = this.#graphs.get(message.deployment);
     if (!graph) {
       const left = deadline === undefined ? undefined : deadline - Date.now();

@@ -5,6 +5,8 @@ import { acceptBuffers, acceptStreams } from './body.js';
 import type { ApiContext, HttpApiOptions } from './context.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
 import { errorHandler, sendError } from './errors.js';
+import { registerJobRoutes } from './job-routes.js';
+import { JobStore } from './jobs.js';
 import { ModelStore } from './model-store.js';
 import { registerModelRoutes } from './model-routes.js';
 import { registerOipRoutes } from './oip-routes.js';
@@ -16,7 +18,7 @@ import { ApiDocs } from './openapi.js';
  * (`{"error", "code"}`), unknown paths included. Call once, before the app listens.
  *
  * @example
- * registerHttpApi(app, { state, controller, log, host, token, dataDir, maxBodyBytes, maxModelBytes });
+ * registerHttpApi(app, { state, controller, graphs, log, host, token, dataDir, maxBodyBytes, maxModelBytes });
  */
 export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): void {
   app.setNotFoundHandler((request, reply) =>
@@ -26,7 +28,7 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
   // One scope for the whole API, so its hooks, error handler and body parsers stay out of the
   // routes other parts of the head register.
   void app.register(async (api) => {
-    const ctx: ApiContext = { ...options, store: await ModelStore.open(options.dataDir, options.log), docs: new ApiDocs() };
+    const ctx: ApiContext = { ...options, store: await ModelStore.open(options.dataDir, options.log), docs: new ApiDocs(), jobs: new JobStore(options.jobOptions) };
     api.addHook('onRequest', authHook(options.token, options.host));
     api.setErrorHandler(errorHandler(options.log, options.maxBodyBytes));
 
@@ -34,6 +36,7 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
       acceptBuffers(scope, options.maxBodyBytes);
       registerOipRoutes(scope, ctx);
       registerDeploymentRoutes(scope, ctx);
+      registerJobRoutes(scope, ctx);
       ctx.docs.route(
         scope,
         { method: 'GET', url: '/api/v1/cluster', tag: 'Cluster', auth: 'read', summary: 'Nodes (resources, GPUs), deployments and actors', responses: { 200: { description: 'the cluster', schema: ClusterViewSchema } } },

@@ -1,6 +1,8 @@
 import type { Logger } from '../../runtime/index.js';
 import type { Controller } from '../controller.js';
+import type { GraphService } from '../graph/service.js';
 import type { ClusterState } from '../state.js';
+import type { JobOptions, JobStore } from './jobs.js';
 import type { ModelStore } from './model-store.js';
 import type { ApiDocs } from './openapi.js';
 
@@ -11,6 +13,8 @@ export const DEFAULT_MAX_MODEL_BYTES = 1024 * 2 ** 20;
 export interface HttpApiOptions {
   state: ClusterState;
   controller: Controller;
+  /** Runs of deployments and graphs (async jobs run through it). */
+  graphs: GraphService;
   log: Logger;
   /** The address the head listens on: inference needs the token only beyond loopback. */
   host: string;
@@ -21,10 +25,13 @@ export interface HttpApiOptions {
   maxBodyBytes: number;
   /** Largest model upload. */
   maxModelBytes: number;
+  /** Async jobs: retention, bounds and concurrency (defaults in jobs.ts). */
+  jobOptions?: Partial<JobOptions>;
 }
 
 /** What every route group gets. */
 export interface ApiContext extends HttpApiOptions {
   store: ModelStore;
   docs: ApiDocs;
+  jobs: JobStore;
 }

@@ -22,11 +22,13 @@ export class EventFeed {
       this.#events.push({ seq: ++this.#seq, time: e.time, kind: e.kind, message: e.message });
       if (this.#events.length > KEPT) this.#events.splice(0, this.#events.length - KEPT);
       if (e.kind === 'actor-crashed' || e.kind === 'actor-dead') {
-        // Every actor event starts with the actor's name (`<deployment>#<replica>`, no spaces). The
-        // record's reason, set just before the event, carries the whole cause (stderr lines too).
+        // Every actor event starts with the actor's name (`<deployment>#<replica>`, no spaces); the
+        // actor it means has just turned RESTARTING or DEAD, and its reason, set just before the
+        // event, carries the whole cause (stderr lines too). A name can outlive one record (a
+        // replacement replica), so the error is kept by actor id.
         const name = e.message.split(' ', 1)[0]!;
-        const actor = [...state.actors.values()].find((a) => a.name === name);
-        this.#lastErrors.set(name, { time: e.time, message: actor?.reason ?? e.message });
+        const actor = [...state.actors.values()].filter((a) => a.name === name && (a.state === 'RESTARTING' || a.state === 'DEAD')).at(-1);
+        if (actor) this.#lastErrors.set(actor.id, { time: e.time, message: actor.reason ?? e.message });
       }
       onEvent();
     });
@@ -42,13 +44,13 @@ export class EventFeed {
     return i < 0 ? [] : this.#events.slice(i);
   }
 
-  lastError(actorName: string): { time: number; message: string } | null {
-    return this.#lastErrors.get(actorName) ?? null;
+  lastError(actorId: string): { time: number; message: string } | null {
+    return this.#lastErrors.get(actorId) ?? null;
   }
 
   /** Forgets actors that are gone (an undeployed deployment's replicas). */
-  prune(names: Set<string>): void {
-    for (const name of this.#lastErrors.keys()) if (!names.has(name)) this.#lastErrors.delete(name);
+  prune(ids: Set<string>): void {
+    for (const id of this.#lastErrors.keys()) if (!ids.has(id)) this.#lastErrors.delete(id);
   }
 
   close(): void {

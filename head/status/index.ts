@@ -87,7 +87,7 @@ export function registerStatusPage(app: FastifyInstance, options: StatusPageOpti
     if (!sessions.authorized(request.headers)) {
       return sendError(reply, { status: 401, code: 'TROUPE_ERR_UNAUTHORIZED', message: "the status stream needs the cluster token: log in on the page, or send 'Authorization: Bearer <token>'" });
     }
-    if (stream.full) return sendError(reply, { status: 429, code: 'TROUPE_ERR_OVERLOADED', message: `the status stream already has ${stream.viewers} viewers` });
+    if (stream.atCapacity) return sendError(reply, { status: 429, code: 'TROUPE_ERR_OVERLOADED', message: `the status stream already has ${stream.viewers} viewers` });
     reply.hijack();
     stream.open(reply.raw);
   });

@@ -13,6 +13,7 @@ interface DeploymentMark {
   recorded: number;
 }
 
+/** The last report of an actor already counted, and the process that sent it. */
 interface ActorMark {
   pid: number | null;
   stats: ActorStats;
@@ -21,6 +22,8 @@ interface ActorMark {
 function quantile(sorted: Float64Array, q: number): number | null {
   return sorted.length === 0 ? null : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
+
+const ZERO: ActorStats = { calls: 0, batches: 0, rows: 0, expired: 0, failed: 0, computeMs: 0, queueMs: 0, queued: 0 };
 
 const finishedCalls = (d: DeploymentRecord): number => d.stats.ok + [...d.stats.failed.values()].reduce((a, b) => a + b, 0);
 
@@ -71,10 +74,14 @@ export class ClusterSampler {
         if (!a.stats) continue;
         if (a.state === 'READY' || a.state === 'DRAINING') queued += a.stats.queued;
         const before = this.#actors.get(a.id);
-        // A restarted actor is a new process whose totals start again from zero.
-        const base = before && before.pid === a.pid && before.stats.batches <= a.stats.batches ? before.stats : undefined;
+        // Each report is a new object: the same one means nothing new (a crashed actor keeps its
+        // last report until its next process sends one). Totals count from the process's start,
+        // so a report from another process than the last counted one (a new actor, or a restart)
+        // counts whole: actors report only when something changed, so a first report may well
+        // carry work.
+        if (before?.stats === a.stats) continue;
+        const base = before && before.pid === a.pid && before.stats.batches <= a.stats.batches ? before.stats : ZERO;
         this.#actors.set(a.id, { pid: a.pid, stats: a.stats });
-        if (!base) continue;
         batches += a.stats.batches - base.batches;
         rows += a.stats.rows - base.rows;
         const computeMs = a.stats.computeMs - base.computeMs;

@@ -87,7 +87,7 @@ export function buildSnapshot(
 ): SnapshotBase {
   const store = sampler.store;
   const actors = [...state.deployments.values()].flatMap((d) => d.actors);
-  feed.prune(new Set(actors.map((a) => a.name)));
+  feed.prune(new Set(actors.map((a) => a.id)));
   const gpuUtil = (node: string, index: number) => store.mean(seriesId('util', gpuSubject(node, index)), SMOOTHING_SAMPLES);
 
   const deployments = [...state.deployments.values()].map((d): StatusDeployment => {
@@ -129,7 +129,7 @@ export function buildSnapshot(
       queued: v.stats?.queued ?? 0,
       calls: v.stats?.calls ?? 0,
       gpuMemoryMiB: v.gpuMemoryMiB,
-      lastError: feed.lastError(v.name),
+      lastError: feed.lastError(v.id),
     };
   });
 

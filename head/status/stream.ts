@@ -40,7 +40,8 @@ export class StatusStream {
     return this.#viewers.size;
   }
 
-  get full(): boolean {
+  /** No room for another page: each costs a snapshot a second. */
+  get atCapacity(): boolean {
     return this.#viewers.size >= this.#maxViewers;
   }
 

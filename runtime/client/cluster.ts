@@ -1,13 +1,9 @@
-import { WebSocket } from 'ws';
 import { TroupeError } from '../errors.js';
 import { newId } from '../ids.js';
-import { HeadToClientSchema } from '../protocol/client.js';
-import type { ClientToHead, HeadToClient } from '../protocol/client.js';
-import { DEFAULT_MAX_FRAME_BYTES } from '../protocol/codec.js';
+import type { ClientToHead } from '../protocol/client.js';
 import type { ModelDeploymentInput } from '../spec.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { mapFromWire, mapToWire, WireTensorMapSchema } from '../tensor/wire.js';
-import { Channel } from '../transport/channel.js';
 import { ClusterViewSchema, DeploymentViewSchema } from '../views.js';
 import type { ClusterView, DeploymentView } from '../views.js';
 import { isGraphStep } from '../graph/builder.js';
@@ -19,6 +15,7 @@ import type { RunTrace } from '../graph/trace.js';
 import { GraphDeploymentViewSchema } from '../graph/view.js';
 import type { GraphDeploymentView } from '../graph/view.js';
 import type { RunRef } from '../protocol/client.js';
+import { HeadConnection, withRetries } from './connection.js';
 import { Future, FutureOutput } from './future.js';
 import type { Outputs } from './future.js';
 
@@ -30,6 +27,15 @@ export interface ConnectOptions {
   token?: string;
   /** Give up connecting after this long (default 10 s). */
   connectTimeoutMs?: number;
+  /**
+   * Retries of a run, deploy or describe that fails with a retryable error (`err.retryable`:
+   * the connection dropped, the head restarted or drains, a replica died, a queue was full),
+   * backing off from 50 ms to 1 s and waiting for the connection to come back. Default 0: the
+   * error reaches the caller. Inference is idempotent, so a retried run is safe.
+   */
+  retries?: number;
+  /** Reconnect (with back-off) when the connection drops (default true). */
+  reconnect?: boolean;
 }
 
 export interface RunOptions {
@@ -39,6 +45,8 @@ export interface RunOptions {
   outputs?: string[];
   /** Record per-step timings; read them with `future.trace()`. */
   trace?: boolean;
+  /** Retries of this run on a retryable error (default: the connection's `retries`); all within `timeoutMs`. */
+  retries?: number;
 }
 
 /** How long past a run's deadline the SDK waits for the head's own deadline error. */
@@ -61,11 +69,18 @@ export interface DeployOptions {
  * await cluster.close();
  */
 export class Cluster {
-  readonly #channel: Channel<HeadToClient, ClientToHead>;
+  readonly #conn: HeadConnection;
+  readonly #retries: number;
 
   /** @internal use {@link connect} */
-  constructor(channel: Channel<HeadToClient, ClientToHead>) {
-    this.#channel = channel;
+  constructor(conn: HeadConnection, retries = 0) {
+    this.#conn = conn;
+    this.#retries = retries;
+  }
+
+  /** Whether the connection to the head is up now (it reconnects by itself after a drop). */
+  get connected(): boolean {
+    return this.#conn.connected;
   }
 
   /**
@@ -77,13 +92,17 @@ export class Cluster {
   async deploy(graph: GraphStep | GraphDocument, options?: DeployOptions): Promise<GraphDeploymentView>;
   async deploy(spec: ModelDeploymentInput | GraphStep | GraphDocument, options: DeployOptions = {}): Promise<DeploymentView | GraphDeploymentView> {
     const wire = isGraphStep(spec) ? spec.toJSON() : spec;
-    const value = await this.#channel.request({ type: 'deploy', spec: wire, ...(options.wait === false ? { wait: false } : {}) }, options.timeoutMs ?? 120_000);
+    const timeoutMs = options.timeoutMs ?? 120_000;
+    // Deploying is declarative (saying it twice changes nothing), so a retry is safe.
+    const value = await withRetries(this.#conn, { retries: this.#retries, deadline: Date.now() + timeoutMs }, () =>
+      this.#conn.request({ type: 'deploy', spec: wire, ...(options.wait === false ? { wait: false } : {}) }, timeoutMs),
+    );
     return looksLikeGraphDocument(wire) ? GraphDeploymentViewSchema.parse(value) : DeploymentViewSchema.parse(value);
   }
 
   /** Drains and removes a deployment. */
   async undeploy(name: string): Promise<void> {
-    await this.#channel.request({ type: 'undeploy', name }, 60_000);
+    await this.#conn.request({ type: 'undeploy', name }, 60_000);
   }
 
   /**
@@ -113,8 +132,14 @@ export class Cluster {
     if (options.trace) message.trace = true;
     // The head enforces the deadline and says which step it stopped; this timer is only the
     // backstop for a head that does not answer, so it gives the head's answer time to arrive.
-    const backstop = options.timeoutMs === undefined ? undefined : options.timeoutMs + DEADLINE_GRACE_MS;
-    const answer = this.#channel.request(message, backstop).then((raw) => {
+    // A retry resends the same id (a later run naming this future still finds it) with the time
+    // left; the first attempt goes out synchronously.
+    const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs;
+    const attempt = () => {
+      if (deadline !== undefined) message.timeoutMs = Math.max(1, deadline - Date.now());
+      return this.#conn.request(message, message.timeoutMs === undefined ? undefined : message.timeoutMs + DEADLINE_GRACE_MS);
+    };
+    const answer = withRetries(this.#conn, { retries: options.retries ?? this.#retries, deadline }, attempt).then((raw) => {
       const value = raw as { outputs?: unknown; trace?: unknown } | undefined;
       const outputs = WireTensorMapSchema.safeParse(value?.outputs);
       if (!outputs.success) throw new TroupeError('TROUPE_ERR_INTERNAL', 'head sent outputs that are not tensors');
@@ -127,47 +152,27 @@ export class Cluster {
 
   /** Nodes, deployments and actors as the head sees them now. */
   async describe(): Promise<ClusterView> {
-    return ClusterViewSchema.parse(await this.#channel.request({ type: 'describe' }, 30_000));
+    const deadline = Date.now() + 30_000;
+    return ClusterViewSchema.parse(await withRetries(this.#conn, { retries: this.#retries, deadline }, () => this.#conn.request({ type: 'describe' }, 30_000)));
   }
 
-  /** Closes the connection; calls still waiting reject with TROUPE_ERR_CONNECTION_CLOSED. */
+  /** Closes the connection (no reconnect after it); calls still waiting reject with TROUPE_ERR_CONNECTION_CLOSED. */
   async close(): Promise<void> {
-    if (this.#channel.closed) return;
-    this.#channel.close(1000, 'client closed');
-    const timer = setTimeout(() => this.#channel.terminate(), 2000);
-    await this.#channel.whenClosed;
-    clearTimeout(timer);
+    await this.#conn.close();
   }
 }
 
-/** Opens a connection to a head at `ws://host:port` (or `http://`, which is rewritten). */
+/**
+ * Opens a connection to a head at `ws://host:port` (or `http://`, which is rewritten). It stays
+ * up: after a drop it reconnects with back-off, and calls made meanwhile fail with the retryable
+ * TROUPE_ERR_CONNECTION_CLOSED, or are retried with `{ retries }`.
+ */
 export async function connect(url: string, options: ConnectOptions = {}): Promise<Cluster> {
   const wsUrl = new URL('/v1/client', url.replace(/^http/, 'ws'));
-  const headers: Record<string, string> = {};
-  const token = options.token ?? process.env.TROUPE_TOKEN;
-  if (token) headers.authorization = `Bearer ${token}`;
-  const ws = new WebSocket(wsUrl, { headers, maxPayload: DEFAULT_MAX_FRAME_BYTES, perMessageDeflate: false });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      ws.terminate();
-      reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `could not connect to ${wsUrl.href} within ${options.connectTimeoutMs ?? 10_000} ms`));
-    }, options.connectTimeoutMs ?? 10_000);
-    ws.once('open', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      clearTimeout(timer);
-      ws.terminate();
-      const code = res.statusCode === 401 ? 'TROUPE_ERR_UNAUTHORIZED' : 'TROUPE_ERR_CONNECTION_CLOSED';
-      reject(new TroupeError(code, `head refused the connection: HTTP ${res.statusCode} ${res.headers['x-troupe-error'] ?? ''}`.trim()));
-    });
-    ws.once('error', (err) => {
-      clearTimeout(timer);
-      reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `could not connect to ${wsUrl.href}: ${err.message}`));
-    });
+  const conn = await HeadConnection.open(wsUrl, {
+    token: options.token ?? process.env.TROUPE_TOKEN,
+    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+    reconnect: options.reconnect ?? true,
   });
-  // The head only ever answers requests, so there are no unsolicited messages to handle.
-  const channel = new Channel<HeadToClient, ClientToHead>(ws, { schema: HeadToClientSchema, onMessage: () => {} });
-  return new Cluster(channel);
+  return new Cluster(conn, options.retries ?? 0);
 }

@@ -53,6 +53,9 @@ function bad(message: string): TroupeError {
  * mean nothing (neither a node of the document nor a deployment), cycles, wiring that names a
  * step the pipeline does not have, combine weights that do not match the members, and the size
  * limit. Types are checked later, once the models' metadata is known (see signature.ts).
+ *
+ * @example
+ * const { root, deployments } = compileGraph(toGraphDocument(vote), (name) => (deployed.has(name) ? 'model' : undefined));
  */
 export function compileGraph(doc: GraphDocument, existing: Existing = () => undefined): CompiledGraph {
   const byName = new Map<string, GraphNode>();

@@ -46,6 +46,9 @@ export function fits(got: TensorInfo, want: TensorInfo): boolean {
  * Infers the signature of a plan from its leaves' metadata, refusing (TROUPE_ERR_BAD_SPEC) a step
  * input that nothing produces and a dtype or shape that does not fit where tensors connect; the
  * message names the step and the tensor.
+ *
+ * @example
+ * const { inputs, outputs } = inferSignature(compiled.root, (name) => ({ kind: 'model', metadata: metadataOf(name) }));
  */
 export function inferSignature(plan: PlanNode, leaf: (name: string) => LeafInfo): Signature {
   const memo = new Map<PlanNode, Signature>();

@@ -14,8 +14,17 @@ export const AgentToHeadSchema = z.discriminatedUnion('type', [
     type: z.literal('register'),
     id: IdSchema,
     name: NameSchema,
-    /** Where this node can be reached, for display and for actors' addresses. */
-    address: z.string().max(256),
+    /**
+     * Where this node can be reached, as the agent advertises it (`troupe agent --advertise`).
+     * Absent: the head records the address the agent's connection came from, which behind NAT,
+     * a proxy or a Kubernetes Service is not the node's own.
+     */
+    address: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(/^[A-Za-z0-9.:_-]+$/, 'must be a host name or an IP address')
+      .optional(),
     resources: NodeResourcesSchema,
     /** Actors this agent still runs from before a reconnect, for the head to adopt or stop. */
     actors: z.array(RunningActorSchema).max(4096),

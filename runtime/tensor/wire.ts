@@ -12,7 +12,11 @@ import type { Tensor, TypedArray } from './tensor.js';
 export const WireTensorSchema = z.object({
   dtype: z.enum(DTYPE_NAMES),
   shape: z.array(z.number()).max(MAX_RANK),
-  data: z.union([z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected bytes'), z.array(z.string())]),
+  // One custom check instead of a union: this runs for every tensor of every call.
+  data: z.custom<Uint8Array | string[]>(
+    (v) => v instanceof Uint8Array || (Array.isArray(v) && v.every((s) => typeof s === 'string')),
+    'expected bytes (or a list of strings for string tensors)',
+  ),
 });
 export type WireTensor = z.infer<typeof WireTensorSchema>;
 

@@ -34,10 +34,17 @@ export function isAlive(pid: number): boolean {
 export interface TestCluster {
   url: string;
   head: Child;
+  /** The head's --data-dir (a fresh temporary one unless headArgs named one). */
+  dataDir: string;
   agents: Child[];
   modelDir: string;
   models: ExampleModelPaths;
   startAgent(args?: string[]): Promise<Child>;
+  /**
+   * Stops the head (SIGKILL, or SIGTERM for a graceful drain) and starts a new one with the same
+   * flags, port and data directory; resolves once it listens. `head` is the new one after.
+   */
+  restartHead(signal?: 'SIGKILL' | 'SIGTERM'): Promise<Child>;
   stop(): Promise<void>;
 }
 
@@ -50,27 +57,45 @@ export async function startCluster(options: { agents?: string[][]; headArgs?: st
   const modelDir = await mkdtemp(join(tmpdir(), 'troupe-test-'));
   const models = await writeExampleModels(modelDir);
   const env = { ...process.env, TROUPE_LOG_LEVEL: process.env.TROUPE_LOG_LEVEL ?? 'warn', ...options.env };
-  const head = startChild(['head', '--port', '0', ...(options.headArgs ?? [])], /listening on (\S+)/, 20_000, env);
+  // Each cluster keeps its durable state in its own folder: tests must never see each other's.
+  const headArgs = options.headArgs ?? [];
+  const dataDir = headArgs.includes('--data-dir') ? [] : ['--data-dir', join(modelDir, '.head')];
+  let head = startChild(['head', '--port', '0', ...dataDir, ...headArgs], /listening on (\S+)/, 20_000, env);
   const url = await head.line;
   const agents: Child[] = [];
   const startAgent = async (args: string[] = []) => {
-    const agent = startChild(['agent', '--head', url, '--model-dir', modelDir, ...args], /joined/, 20_000, env);
+    const stateDir = args.includes('--state-dir') ? [] : ['--state-dir', join(modelDir, `.agent-${agents.length}`)];
+    const agent = startChild(['agent', '--head', url, '--model-dir', modelDir, ...stateDir, ...args], /joined/, 20_000, env);
     agents.push(agent);
     await agent.line;
     return agent;
   };
   for (const args of options.agents ?? [[]]) await startAgent(args);
-  return {
+  const named = headArgs.indexOf('--data-dir');
+  const cluster: TestCluster = {
     url,
     head,
+    dataDir: named >= 0 ? headArgs[named + 1]! : join(modelDir, '.head'),
     agents,
     modelDir,
     models,
     startAgent,
+    async restartHead(signal = 'SIGKILL') {
+      if (signal === 'SIGKILL') {
+        head.process.kill('SIGKILL');
+        await head.exited;
+      } else await stopChild(head, 20_000);
+      // Same port (listen reuses it at once), same data directory: agents and actors find it again.
+      head = startChild(['head', '--port', new URL(url).port, ...dataDir, ...headArgs], /listening on (\S+)/, 20_000, env);
+      cluster.head = head;
+      await head.line;
+      return head;
+    },
     async stop() {
       await Promise.all(agents.map((a) => stopChild(a, 5000)));
       await stopChild(head, 5000);
       await rm(modelDir, { recursive: true, force: true });
     },
   };
+  return cluster;
 }

@@ -66,6 +66,9 @@ describe('futures: run returns at once; a future is an input resolved on the hea
     const b = await runInProcess(join(cluster.modelDir, 'link21.onnx'), { x: a.logits! });
     const c = await runInProcess(join(cluster.modelDir, 'member11.onnx'), { x: b.logits! });
     assert.deepEqual(floats(out.logits), floats(c.logits));
+    // A graph takes a single future under any name when its first step takes a single input.
+    const again = await client.run('both', { input: client.run('link21', { x }) });
+    assert.deepEqual(floats(again.logits), floats(c.logits));
     await rejectsWith(client.run('member11', { x: first.output('probs') }), 'TROUPE_ERR_BAD_INPUT', /input 'x' refers to output 'probs' of run '\w+', which has outputs 'logits'/);
   });
 

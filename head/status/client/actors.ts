@@ -90,7 +90,7 @@ export class ActorsTable {
       return html`<th data-sort="${c.key}" class="sortable${c.numeric ? ' num' : ''}${active ? ' sorted' : ''}" title="${c.title ?? `sort by ${c.label.toLowerCase()}`}" aria-sort="${active ? (this.#descending ? 'descending' : 'ascending') : 'none'}">${c.label}${arrow}</th>`;
     });
     const rows = shown.map(
-      (a) => html`<tr data-actor="${a.name}" data-state="${a.state}" data-pid="${a.pid ?? ''}">
+      (a) => html`<tr data-actor="${a.name}" data-actor-id="${a.id}" data-state="${a.state}" data-pid="${a.pid ?? ''}">
         <td><strong>${a.name}</strong></td>
         <td>${a.deployment}</td>
         <td class="state-cell">${badge(a.state)}${a.reason && a.state !== 'READY' ? html`<div class="reason" title="${a.reason}">${a.reason.split('\n')[0]}</div>` : ''}</td>

@@ -131,6 +131,13 @@ export const CHARTS: ChartSpec[] = [
 
 const clock = (seconds: number): string => new Date(seconds * 1000).toLocaleTimeString('en-GB', { hour12: false });
 
+/** A round number at or above `v` (1, 2, 2.5, 5 times a power of ten), so the top of the axis has a label. */
+function niceCeiling(v: number): number {
+  if (!(v > 0)) return 1;
+  const power = 10 ** Math.floor(Math.log10(v));
+  return ([1, 2, 2.5, 5, 10].find((m) => m * power >= v) ?? 10) * power;
+}
+
 /** The newest value of a line: what its legend shows while the pointer is not over the chart. */
 function latest(values: ArrayLike<number | null | undefined> | undefined): number | null {
   for (let i = (values?.length ?? 0) - 1; i >= 0; i--) {
@@ -189,7 +196,7 @@ export class Chart {
       legend: { live: true },
       scales: {
         x: { time: true },
-        y: { range: (_u, _min, hi) => [0, max ?? (hi > 0 ? hi * 1.15 : 1)] },
+        y: { range: (_u, _min, hi) => [0, max ?? niceCeiling(hi * 1.1)] },
       },
       axes: [
         { ...AXIS, space: 64, values: (_u, ticks) => ticks.map((t) => clock(t)) },

@@ -68,7 +68,7 @@ function onSnapshot(s: StatusSnapshot): void {
   byId('login').hidden = true;
   byId('history').textContent = `last ${Math.round(s.historySeconds / 60)} minutes, sampled every second by the head`;
   renderSummary(s);
-  setHtml(byId('nodes'), renderNodes(s.nodes));
+  setHtml(byId('nodes'), renderNodes(s.nodes, s.actors));
   setHtml(byId('graphs'), renderGraphs(s.graphs, s.deployments, s.actors));
   setHtml(byId('deployments'), renderDeployments(s.deployments, s.actors));
   renderTables();

@@ -1,6 +1,6 @@
 import { badge, bar, fmtBytes, fmtMiB, fmtNumber, fmtShare, html } from './html.js';
 import type { Html } from './html.js';
-import type { StatusGpu, StatusNode } from './protocol.js';
+import type { StatusActor, StatusGpu, StatusNode } from './protocol.js';
 
 function gpuCard(node: StatusNode, g: StatusGpu): Html {
   const util =
@@ -29,7 +29,16 @@ function gpuCard(node: StatusNode, g: StatusGpu): Html {
   </div>`;
 }
 
-function nodeCard(n: StatusNode): Html {
+/** Actors on the node's CPUs only (GPU holders show on their GPU's card). */
+function cpuActors(n: StatusNode, actors: StatusActor[]): Html {
+  const here = actors.filter((a) => a.node === n.name && a.gpus.length === 0 && a.state !== 'PENDING' && a.state !== 'DEAD');
+  if (here.length === 0) return html``;
+  return html`<div class="cpu-actors"><span class="muted small">On CPU</span><div class="holders">${here.map(
+    (a) => html`<span class="holder state-${a.state.toLowerCase()}" data-holder="${a.name}" title="${a.name} (${a.deployment}, ${a.state})"><span class="dot"></span>${a.name}</span>`,
+  )}</div></div>`;
+}
+
+function nodeCard(n: StatusNode, actors: StatusActor[]): Html {
   const cpu = bar('CPU', n.cpusAllocated, n.cpus, `${fmtNumber(n.cpusAllocated)} / ${n.cpus} allocated`, 'tone-cpu', false);
   const mem =
     n.memoryBytes > 0
@@ -44,13 +53,14 @@ function nodeCard(n: StatusNode): Html {
       <span class="muted">${n.actors} actor${n.actors === 1 ? '' : 's'} · ${n.gpus.length === 0 ? 'no GPUs' : `${n.gpus.length} GPU${n.gpus.length === 1 ? '' : 's'}`}</span>
     </header>
     <div class="node-resources">${cpu}${mem}</div>
-    ${n.gpus.length > 0 ? html`<div class="gpu-grid">${n.gpus.map((g) => gpuCard(n, g))}</div>` : html`<div class="muted small">CPU only</div>`}
+    ${cpuActors(n, actors)}
+    ${n.gpus.length > 0 ? html`<div class="gpu-grid">${n.gpus.map((g) => gpuCard(n, g))}</div>` : ''}
   </article>`;
 }
 
-export function renderNodes(nodes: StatusNode[]): Html {
+export function renderNodes(nodes: StatusNode[], actors: StatusActor[]): Html {
   if (nodes.length === 0) return html`<p class="empty-note">No node has joined yet. Start one with <code>troupe agent --head ws://…</code>.</p>`;
   const order = { ALIVE: 0, SUSPECT: 1, DEAD: 2 } as const;
   const sorted = [...nodes].sort((a, b) => order[a.state] - order[b.state] || a.name.localeCompare(b.name));
-  return html`${sorted.map(nodeCard)}`;
+  return html`${sorted.map((n) => nodeCard(n, actors))}`;
 }

@@ -1,0 +1,125 @@
+import { WebSocket } from 'ws';
+import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, Channel, HeadToActorSchema, clientSocketOptions } from '../runtime/index.js';
+import type { ActorToHead, HeadToActor, Logger } from '../runtime/index.js';
+
+type HeadChannel = Channel<HeadToActor, ActorToHead>;
+
+export interface HeadSocketOptions {
+  headUrl: string;
+  actorId: string;
+  secret: string;
+  log: Logger;
+  /** Called on every connection, the first and each reconnection: say `ready` (or `loadFailed`) here. */
+  onOpen: (channel: HeadChannel) => void;
+  /** A call; answer it on the channel it came on (a reply sent on a closed one is dropped, and the head has retried the call elsewhere). */
+  onMessage: (message: HeadToActor, channel: HeadChannel) => void;
+  /** The head refused this actor's id and secret: it was replaced or removed, and this process is not wanted. */
+  onRefused: (why: string) => void;
+}
+
+const FIRST_RETRY_MS = 100;
+const MAX_RETRY_MS = 2000;
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+
+/**
+ * An actor's data-plane connection to the head, kept up for the life of the process. An actor does
+ * not exit when it loses the head: a restarted head (or one whose connection dropped) takes it back
+ * when it reconnects with its id and secret and says `ready` again, so its model is not reloaded.
+ * Reconnects back off from 100 ms to 2 s, with jitter so a node's actors do not arrive in step.
+ * Only a refusal (401: the head no longer knows this id and secret) ends the process; a head
+ * that is down is waited for, bounded by the agent, whose exit (IPC) still ends every actor.
+ */
+export class HeadSocket {
+  readonly #options: HeadSocketOptions;
+  #channel: HeadChannel | undefined;
+  #retryMs = FIRST_RETRY_MS;
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  #connectedOnce = false;
+
+  constructor(options: HeadSocketOptions) {
+    this.#options = options;
+  }
+
+  /** The open channel, if connected now. */
+  get channel(): HeadChannel | undefined {
+    return this.#channel && !this.#channel.closed ? this.#channel : undefined;
+  }
+
+  start(): void {
+    this.#connect();
+  }
+
+  /** Sends on the current connection; dropped while disconnected (only for messages that may be lost, e.g. stats). */
+  send(message: ActorToHead): void {
+    this.channel?.send(message);
+  }
+
+  /** Stops reconnecting and closes the connection after what was sent has left; bounded by `timeoutMs`. */
+  async close(timeoutMs = 1000): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    const channel = this.channel;
+    if (!channel) return;
+    channel.close(1000, 'actor stopping');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([channel.whenClosed, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+  }
+
+  #connect(): void {
+    if (this.#stopped) return;
+    const { headUrl, actorId, secret, log } = this.#options;
+    const ws = new WebSocket(new URL('/v1/actor', headUrl), {
+      ...clientSocketOptions({ [ACTOR_ID_HEADER]: actorId, [ACTOR_SECRET_HEADER]: secret }),
+      handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
+    });
+    let settled = false;
+    const failed = (why: string) => {
+      if (settled) return;
+      settled = true;
+      ws.terminate();
+      this.#retry(why);
+    };
+    ws.once('unexpected-response', (_req, res) => {
+      if (res.statusCode === 401) {
+        settled = true;
+        ws.terminate();
+        this.#stopped = true;
+        this.#options.onRefused(String(res.headers['x-troupe-error'] ?? 'HTTP 401'));
+        return;
+      }
+      failed(`HTTP ${res.statusCode}`);
+    });
+    ws.once('error', (err) => failed(err.message));
+    ws.once('close', () => failed('closed during the handshake'));
+    ws.once('open', () => {
+      settled = true;
+      ws.removeAllListeners('close');
+      if (this.#connectedOnce) log.info({ actor: actorId }, 'reconnected to the head');
+      this.#connectedOnce = true;
+      this.#retryMs = FIRST_RETRY_MS;
+      const channel: HeadChannel = new Channel<HeadToActor, ActorToHead>(ws, {
+        schema: HeadToActorSchema,
+        onMessage: (message) => this.#options.onMessage(message, channel),
+        onClose: (code, reason) => {
+          if (this.#channel === channel) this.#channel = undefined;
+          this.#retry(`connection closed (${code}${reason ? `: ${reason}` : ''})`);
+        },
+      });
+      this.#channel = channel;
+      this.#options.onOpen(channel);
+    });
+  }
+
+  #retry(why: string): void {
+    if (this.#stopped) return;
+    clearTimeout(this.#timer);
+    const delay = Math.round(this.#retryMs * (0.8 + 0.4 * Math.random()));
+    // One warning per outage; the attempts after it are debug lines.
+    const level = this.#retryMs === FIRST_RETRY_MS ? 'warn' : 'debug';
+    this.#options.log[level]({ actor: this.#options.actorId, why, retryInMs: delay }, 'lost the head; reconnecting');
+    this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS);
+    this.#timer = setTimeout(() => this.#connect(), delay);
+  }
+}

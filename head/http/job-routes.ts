@@ -1,0 +1,132 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { TroupeError, checkWire, isDynamic, newId, validateInputs } from '../../runtime/index.js';
+import type { WireTensorMap } from '../../runtime/index.js';
+import { bodyBuffer, parseJson } from './body.js';
+import type { ApiContext } from './context.js';
+import { jobJson } from './jobs.js';
+import { HEADER_LENGTH, splitInferBody } from './oip-binary.js';
+import { InferRequestSchema, decodeInferRequest, encodeInferResponse } from './oip-codec.js';
+
+/**
+ * Async jobs over HTTP, for runs too long to hold a request open (a long graph, a big batch):
+ * `POST /api/v1/deployments/{name}/jobs` takes the Open Inference Protocol request body and
+ * answers 202 with the job at once; `GET /api/v1/jobs/{id}` gives its state and, once it
+ * SUCCEEDED, the OIP inference response as `result`; `DELETE` cancels it (or, once finished,
+ * deletes it). `{name}` is a model deployment or a graph. Jobs need the same token as inference.
+ */
+
+const JobErrorSchema = z.object({ code: z.string(), message: z.string() });
+const JobViewSchema = z.object({
+  id: z.string(),
+  deployment: z.string(),
+  state: z.enum(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED']),
+  created: z.string().describe('ISO 8601'),
+  started: z.string().nullable(),
+  finished: z.string().nullable(),
+  error: JobErrorSchema.optional().describe('when FAILED: {code, message}'),
+  result: z.record(z.string(), z.unknown()).optional().describe('when SUCCEEDED: the OIP inference response ({model_name, model_version, id?, outputs})'),
+});
+
+/** Names of the outputs, in the order the deployment or graph declares them (undeclared ones last). */
+function outputOrder(ctx: ApiContext, name: string, outputs: WireTensorMap, asked: string[] | undefined): string[] {
+  if (asked) return asked;
+  const declared =
+    ctx.state.deployments.get(name)?.metadata?.outputs.map((o) => o.name) ??
+    ctx.graphs
+      .views()
+      .find((g) => g.name === name)
+      ?.outputs?.map((o) => o.name) ??
+    [];
+  return [...declared.filter((n) => n in outputs), ...Object.keys(outputs).filter((n) => !declared.includes(n))];
+}
+
+export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { docs, state, graphs, jobs } = ctx;
+  const tag = 'Jobs';
+
+  const submit = async (request: FastifyRequest, reply: FastifyReply) => {
+    const { name } = request.params as { name: string };
+    const d = state.deployments.get(name);
+    if (!d && !graphs.has(name)) {
+      const known = [...state.deployments.keys(), ...graphs.views().map((g) => g.name)].map((n) => `'${n}'`).join(', ') || 'none';
+      throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment or graph named '${name.slice(0, 100)}' (deployed: ${known})`);
+    }
+    const { json, binary } = splitInferBody(bodyBuffer(request.body), request.headers[HEADER_LENGTH]);
+    const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the job request'));
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the job request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`);
+    }
+    const body = parsed.data;
+    if (body.parameters?.binary_data_output === true || body.outputs?.some((o) => o.parameters?.binary_data === true)) {
+      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', 'a job keeps its result as JSON: binary_data_output and binary_data outputs are not supported (binary inputs are)');
+    }
+    const decoded = decodeInferRequest(body, binary);
+    // A model's inputs are checked now, so a bad job is a 400 here rather than a FAILED job later.
+    if (d && !graphs.has(name)) {
+      for (const [input, t] of Object.entries(decoded.inputs)) checkWire(t, `input '${input}'`);
+      if (d.metadata && !isDynamic({ kind: d.spec.kind ?? 'model', metadata: d.metadata })) validateInputs(name, d.metadata, decoded.inputs, decoded.outputs);
+    }
+    const view = jobs.submit(name, async () => {
+      // Through the graph service, as the SDK's runs: graphs and single deployments alike.
+      const answer = await graphs.run({
+        id: newId(),
+        deployment: name,
+        inputs: decoded.inputs,
+        ...(decoded.outputs ? { outputs: decoded.outputs } : {}),
+        ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
+      });
+      return encodeInferResponse(name, body, answer.outputs, outputOrder(ctx, name, answer.outputs, decoded.outputs)).body as string;
+    });
+    return reply.code(202).header('location', `/api/v1/jobs/${view.id}`).send(view);
+  };
+
+  docs.route(
+    app,
+    {
+      method: 'POST',
+      url: '/api/v1/deployments/:name/jobs',
+      tag,
+      auth: 'inference',
+      summary: 'Start an async job: a run of a deployment or graph, answered at once with the job (202)',
+      description:
+        'The body is an Open Inference Protocol inference request (JSON tensors, or binary inputs with Inference-Header-Content-Length); ' +
+        'outputs must be JSON. The job is QUEUED until a run slot is free (--job-concurrency), then RUNNING, then SUCCEEDED, FAILED or CANCELLED. ' +
+        'The Location header names it. 429 when too many jobs are unfinished.',
+      body: { contentTypes: ['application/json', 'application/octet-stream'], schema: InferRequestSchema },
+      responses: { 202: { description: 'accepted', schema: JobViewSchema } },
+    },
+    submit,
+  );
+
+  docs.route(
+    app,
+    {
+      method: 'GET',
+      url: '/api/v1/jobs/:id',
+      tag,
+      auth: 'inference',
+      summary: "A job's state and, once SUCCEEDED, its result (the OIP inference response)",
+      description: 'Finished jobs are kept for --job-ttl-s seconds, and at most --max-jobs of them holding --max-job-mib of results; then 404.',
+      responses: { 200: { description: 'the job', schema: JobViewSchema } },
+    },
+    async (request, reply) => {
+      const { view, result } = jobs.get((request.params as { id: string }).id);
+      return reply.code(200).type('application/json; charset=utf-8').send(jobJson(view, result));
+    },
+  );
+
+  docs.route(
+    app,
+    {
+      method: 'DELETE',
+      url: '/api/v1/jobs/:id',
+      tag,
+      auth: 'inference',
+      summary: 'Cancel a job (a queued one never runs; a running one finishes its current calls and its outcome is dropped), or delete a finished one',
+      responses: { 200: { description: 'the job after the cancel', schema: JobViewSchema } },
+    },
+    async (request) => jobs.cancel((request.params as { id: string }).id),
+  );
+}

@@ -1,0 +1,183 @@
+import { WebSocket } from 'ws';
+import { TroupeError } from '../errors.js';
+import { HeadToClientSchema } from '../protocol/client.js';
+import type { ClientToHead, HeadToClient } from '../protocol/client.js';
+import { Channel } from '../transport/channel.js';
+import { clientSocketOptions } from '../transport/socket-options.js';
+
+type ClientChannel = Channel<HeadToClient, ClientToHead>;
+type Request = Parameters<ClientChannel['request']>[0];
+
+export interface HeadConnectionOptions {
+  token?: string | undefined;
+  connectTimeoutMs: number;
+  /** Reconnect after the connection drops (default true). */
+  reconnect: boolean;
+}
+
+const FIRST_RETRY_MS = 100;
+const MAX_RETRY_MS = 5000;
+
+/** Opens one socket to the head's client endpoint; rejects with a TroupeError saying why not. */
+function openSocket(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<WebSocket> {
+  const ws = new WebSocket(url, clientSocketOptions(headers));
+  return new Promise<WebSocket>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      ws.terminate();
+      reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `could not connect to ${url.href} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    ws.once('open', () => {
+      clearTimeout(timer);
+      resolve(ws);
+    });
+    ws.once('unexpected-response', (_req, res) => {
+      clearTimeout(timer);
+      ws.terminate();
+      const code = res.statusCode === 401 ? 'TROUPE_ERR_UNAUTHORIZED' : 'TROUPE_ERR_CONNECTION_CLOSED';
+      reject(new TroupeError(code, `head refused the connection: HTTP ${res.statusCode} ${res.headers['x-troupe-error'] ?? ''}`.trim()));
+    });
+    ws.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `could not connect to ${url.href}: ${err.message}`));
+    });
+  });
+}
+
+/**
+ * The SDK's connection to a head, kept up: when it drops (a head restart, a network blip), the
+ * requests waiting on it fail at once with TROUPE_ERR_CONNECTION_CLOSED (retryable; nothing
+ * hangs), requests made while it is down fail the same way, and it reconnects in the background
+ * with back-off (100 ms doubling to 5 s, jittered). The reconnect timer does not keep a process
+ * alive on its own.
+ */
+export class HeadConnection {
+  readonly #url: URL;
+  readonly #headers: Record<string, string>;
+  readonly #options: HeadConnectionOptions;
+  #channel: ClientChannel | undefined;
+  #retryMs = FIRST_RETRY_MS;
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+  #lastError: string | undefined;
+  #waiters = new Set<() => void>();
+
+  private constructor(url: URL, options: HeadConnectionOptions) {
+    this.#url = url;
+    this.#options = options;
+    this.#headers = options.token ? { authorization: `Bearer ${options.token}` } : {};
+  }
+
+  /** Connects once (failing as the first attempt fails), then keeps the connection up. */
+  static async open(url: URL, options: HeadConnectionOptions): Promise<HeadConnection> {
+    const conn = new HeadConnection(url, options);
+    conn.#attach(await openSocket(url, conn.#headers, options.connectTimeoutMs));
+    return conn;
+  }
+
+  get connected(): boolean {
+    return this.#channel !== undefined && !this.#channel.closed;
+  }
+
+  /** Sends a request on the current connection; without one, fails at once with TROUPE_ERR_CONNECTION_CLOSED. */
+  request(message: Request, timeoutMs?: number): Promise<unknown> {
+    if (this.#closed) return Promise.reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', 'the connection to the head was closed by this client'));
+    const channel = this.#channel;
+    if (!channel || channel.closed) {
+      const why = this.#lastError ? `: ${this.#lastError}` : '';
+      return Promise.reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `not connected to the head at ${this.#url.origin} (reconnecting${why})`));
+    }
+    return channel.request(message, timeoutMs);
+  }
+
+  /** Resolves true once connected, or false after `timeoutMs` (or at once when closed). */
+  whenConnected(timeoutMs: number): Promise<boolean> {
+    if (this.connected) return Promise.resolve(true);
+    if (this.#closed || !this.#options.reconnect) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.#waiters.delete(wake);
+        resolve(this.connected);
+      };
+      const timer = setTimeout(wake, timeoutMs);
+      this.#waiters.add(wake);
+    });
+  }
+
+  /** Stops reconnecting and closes; requests still waiting reject with TROUPE_ERR_CONNECTION_CLOSED. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    for (const wake of [...this.#waiters]) wake();
+    const channel = this.#channel;
+    if (!channel || channel.closed) return;
+    channel.close(1000, 'client closed');
+    const timer = setTimeout(() => channel.terminate(), 2000);
+    await channel.whenClosed;
+    clearTimeout(timer);
+  }
+
+  #attach(ws: WebSocket): void {
+    // The head only ever answers requests, so there are no unsolicited messages to handle.
+    const channel: ClientChannel = new Channel<HeadToClient, ClientToHead>(ws, {
+      schema: HeadToClientSchema,
+      onMessage: () => {},
+      onClose: (code, reason) => {
+        if (this.#channel !== channel) return;
+        this.#lastError = `connection closed (${code}${reason ? `: ${reason}` : ''})`;
+        this.#scheduleReconnect();
+      },
+    });
+    this.#channel = channel;
+    this.#retryMs = FIRST_RETRY_MS;
+    this.#lastError = undefined;
+    for (const wake of [...this.#waiters]) wake();
+  }
+
+  #scheduleReconnect(): void {
+    if (this.#closed || !this.#options.reconnect) return;
+    const delay = Math.round(this.#retryMs * (0.8 + 0.4 * Math.random()));
+    this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS);
+    this.#timer = setTimeout(() => {
+      openSocket(this.#url, this.#headers, this.#options.connectTimeoutMs).then(
+        (ws) => {
+          if (this.#closed) ws.terminate();
+          else this.#attach(ws);
+        },
+        (err: unknown) => {
+          this.#lastError = (err as Error).message;
+          this.#scheduleReconnect();
+        },
+      );
+    }, delay);
+    // A client nobody closes must not keep its process alive just to reconnect.
+    this.#timer.unref();
+  }
+}
+
+/** How a retried SDK call backs off: 50 ms doubling to 1 s, jittered, within the call's deadline. */
+export interface RetryPolicy {
+  retries: number;
+  /** Absolute time (Date.now()) after which no attempt starts. */
+  deadline?: number | undefined;
+}
+
+/**
+ * Runs `attempt` until it succeeds, fails with an error that is not retryable, or the retries or
+ * the deadline run out. After TROUPE_ERR_CONNECTION_CLOSED it also waits (bounded) for the
+ * connection to come back, so a head restart costs a retry, not a failure.
+ */
+export async function withRetries<T>(conn: HeadConnection, policy: RetryPolicy, attempt: () => Promise<T>): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!(err instanceof TroupeError) || !err.retryable || i >= policy.retries) throw err;
+      const delay = Math.round(Math.min(50 * 2 ** i, 1000) * (0.8 + 0.4 * Math.random()));
+      const left = policy.deadline === undefined ? Infinity : policy.deadline - Date.now();
+      if (left <= delay) throw err;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      if (err.code === 'TROUPE_ERR_CONNECTION_CLOSED') await conn.whenConnected(Math.min(left - delay, MAX_RETRY_MS * 2));
+    }
+  }
+}

@@ -1,0 +1,294 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { createServer, connect as tcpConnect } from 'node:net';
+import type { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { chromium } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { startHead } from '../../head/index.js';
+import { connect, ensemble, model, pipeline, tensor } from '../../runtime/index.js';
+import type { Cluster } from '../../runtime/index.js';
+import { startCluster, waitFor } from '../helpers/cluster.js';
+import type { TestCluster } from '../helpers/cluster.js';
+import { writeGraphModels } from '../helpers/graphs.js';
+import { seededFloats } from '../helpers/tensors.js';
+
+/** Debian's Chromium; `.ci/run` installs the package when it is missing. */
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOT = fileURLToPath(new URL('../../../docs/status-page.png', import.meta.url));
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const skip = existsSync(CHROMIUM) ? false : `Chromium is not installed at ${CHROMIUM}: apt-get install chromium (.ci/run does) to run the status page test`;
+
+/**
+ * Polls a JS expression in the page until it is truthy; bounded. (Not page.waitForFunction: that
+ * evaluates strings with eval, which the page's Content-Security-Policy rightly refuses.)
+ */
+function inPage<T>(page: Page, what: string, expression: string, timeoutMs = 30_000): Promise<T> {
+  return waitFor(`${what} (in the page)`, async () => ((await page.evaluate(expression)) as T) || undefined, timeoutMs, 100);
+}
+
+/** A TCP proxy between the browser and the head, so the test can cut the page's link as a network drop would. */
+async function startProxy(target: string) {
+  const { hostname, port } = new URL(target);
+  const sockets = new Set<Socket>();
+  let down = false;
+  const server = createServer((browser) => {
+    if (down) return void browser.destroy();
+    const head = tcpConnect(Number(port), hostname);
+    const end = () => {
+      for (const s of [browser, head]) {
+        s.destroy();
+        sockets.delete(s);
+      }
+    };
+    for (const s of [browser, head]) {
+      sockets.add(s);
+      s.on('error', end).on('close', end);
+    }
+    browser.pipe(head).pipe(browser);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  assert.ok(address && typeof address === 'object');
+  const dropAll = () => {
+    for (const s of sockets) s.destroy();
+  };
+  return {
+    url: `http://127.0.0.1:${address.port}/`,
+    /** Drops every connection and refuses new ones. */
+    cut() {
+      down = true;
+      dropAll();
+    },
+    restore() {
+      down = false;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        dropAll();
+      }),
+  };
+}
+
+/** Coloured pixels in a chart's canvas: the axes and grid are grey, the lines are not. */
+const colouredPixels = (chart: string) => `(() => {
+  const canvas = document.querySelector('[data-chart="${chart}"] canvas');
+  if (!canvas) return 0;
+  const px = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+  let n = 0;
+  for (let i = 0; i < px.length; i += 4) if (px[i + 3] > 0 && Math.max(px[i], px[i + 1], px[i + 2]) - Math.min(px[i], px[i + 1], px[i + 2]) > 80) n++;
+  return n;
+})()`;
+
+describe('the status page, in Chromium, against a real cluster', { timeout: 300_000, skip }, () => {
+  let cluster: TestCluster;
+  let client: Cluster;
+  let context: BrowserContext;
+  let page: Page;
+  let profile: string;
+  let proxy: Awaited<ReturnType<typeof startProxy>>;
+  let traffic: Promise<void> | undefined;
+  let stopTraffic = false;
+
+  before(async () => {
+    cluster = await startCluster({
+      agents: [
+        ['--name', 'gpu-node', '--simulate-gpus', '2', '--cpus', '8'],
+        ['--name', 'cpu-node', '--cpus', '4'],
+      ],
+    });
+    await writeGraphModels(cluster.modelDir);
+    client = await connect(cluster.url);
+    await client.deploy({ name: 'mlp', model: 'mlp.onnx', replicas: 2, gpus: 0.5, threads: 1, batch: { maxSize: 8, maxDelayMs: 2 } });
+    await client.deploy(
+      pipeline('scorer', [
+        model('encoder', { path: 'link21.onnx', gpus: 1, threads: 1 }),
+        ensemble('vote', [model('member-a', { path: 'member11.onnx', threads: 1 }), model('member-b', { path: 'member12.onnx', threads: 1 })], { combine: 'mean' }),
+      ]),
+    );
+
+    // Wants more GPUs than any node has: PENDING, and the page says why.
+    await client.deploy({ name: 'big', model: 'mlp.onnx', gpus: 4, threads: 1 }, { wait: false });
+
+    profile = await mkdtemp(join(tmpdir(), 'troupe-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1440, height: 900 },
+      timeout: 60_000,
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(30_000);
+    const errors: string[] = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    // A script error would leave the page blank and every wait below would time out; say why.
+    page.on('close', () => errors.length && console.error(errors.join('\n')));
+    proxy = await startProxy(cluster.url);
+    await page.goto(proxy.url, { waitUntil: 'load', timeout: 30_000 });
+  });
+
+  after(async () => {
+    stopTraffic = true;
+    await traffic;
+    await context?.close();
+    await proxy?.close();
+    if (profile) await rm(profile, { recursive: true, force: true });
+    await client?.close();
+    await cluster?.stop();
+  });
+
+  /** Calls both deployments in the background, a few at once so batches form, until told to stop. */
+  function startTraffic(): void {
+    const x = tensor('float32', [1, 64], seededFloats(64, 7));
+    const loop = async (deployment: string) => {
+      while (!stopTraffic) {
+        await Promise.all(Array.from({ length: 6 }, () => client.run(deployment, { x }).catch(() => undefined)));
+        await new Promise((r) => setTimeout(r, 15));
+      }
+    };
+    traffic = Promise.all([loop('mlp'), loop('scorer')]).then(() => undefined);
+  }
+
+  test('shows the nodes, their simulated GPUs with the actors holding them, every actor and the graph', async () => {
+    await page.locator('[data-node="gpu-node"][data-state="ALIVE"]').waitFor();
+    await page.locator('[data-node="cpu-node"][data-state="ALIVE"]').waitFor();
+    const gpus = page.locator('[data-node="gpu-node"] .gpu-card[data-simulated="true"]');
+    assert.equal(await gpus.count(), 2);
+    assert.match(await gpus.first().innerText(), /simulated/i);
+    assert.equal(await page.locator('[data-node="cpu-node"] .gpu-card').count(), 0);
+    // Both halves of the fractional mlp deployment share one GPU; the encoder holds the other whole.
+    await page.locator('[data-node="gpu-node"] [data-holder="mlp#0"]').waitFor();
+    await page.locator('[data-node="gpu-node"] [data-holder="encoder#0"]').waitFor();
+    assert.match(await page.locator('[data-holder="mlp#0"]').innerText(), /×0\.5/);
+
+    const actors = ['mlp#0', 'mlp#1', 'encoder#0', 'member-a#0', 'member-b#0'];
+    for (const name of actors) await page.locator(`tr[data-actor="${name}"][data-state="READY"]`).waitFor();
+
+    const pending = page.locator('tr[data-actor="big#0"][data-state="PENDING"]');
+    await pending.waitFor();
+    assert.match(await pending.locator('.reason').innerText(), /GPU/);
+
+    const graph = page.locator('svg.dag[data-graph="scorer"]');
+    await graph.waitFor();
+    for (const step of ['encoder', 'member-a', 'member-b']) assert.equal(await graph.locator(`[data-step="${step}"]`).count(), 1, `step ${step} drawn once`);
+    assert.ok((await graph.locator('path.dag-edge').count()) >= 6, 'arrows from the inputs through the steps to the outputs');
+    assert.match(await graph.innerHTML(), /ensemble vote/);
+    await page.locator('.event[data-kind="node-joined"]').first().waitFor();
+  });
+
+  test('draws the time series from live traffic', async () => {
+    startTraffic();
+    const rps = await inPage<number>(page, 'a requests/s line', `${colouredPixels('rps')} > 40 && ${colouredPixels('rps')}`);
+    assert.ok(rps > 40, `the requests/s chart has ${rps} coloured pixels`);
+    await inPage(page, 'a latency line', `${colouredPixels('latency')} > 40`);
+    await inPage(page, 'a GPU utilisation line', `${colouredPixels('util')} > 40`);
+    // The step boxes of the graph carry live rates.
+    await inPage(page, 'a req/s figure on the encoder step', `/[1-9][0-9.]* req\\/s/.test(document.querySelector('[data-step="encoder"]')?.textContent ?? '')`);
+  });
+
+  test('a killed actor process changes state on the page without a reload', async () => {
+    const before = (await client.describe()).deployments.find((d) => d.name === 'mlp')!.actors.find((a) => a.name === 'mlp#0')!;
+    assert.ok(before.pid, 'mlp#0 has a pid');
+    // Every state the row shows from now on, and a marker a reload would wipe.
+    await page.evaluate(`(() => {
+      window.__statusTest = { seen: [] };
+      const look = () => {
+        const s = document.querySelector('tr[data-actor="mlp#0"]')?.getAttribute('data-state');
+        const seen = window.__statusTest.seen;
+        if (s && seen[seen.length - 1] !== s) seen.push(s);
+      };
+      new MutationObserver(look).observe(document.getElementById('actors'), { subtree: true, childList: true, attributes: true });
+      look();
+    })()`);
+    process.kill(before.pid, 'SIGKILL');
+
+    const pid = await inPage<string>(
+      page,
+      'mlp#0 READY again with a new pid',
+      `(() => { const r = document.querySelector('tr[data-actor="mlp#0"]'); return r && r.dataset.state === 'READY' && r.dataset.pid !== '${before.pid}' && r.dataset.pid; })()`,
+      60_000,
+    );
+    assert.notEqual(Number(pid), before.pid);
+    const seen = (await page.evaluate('window.__statusTest.seen')) as string[];
+    assert.ok(seen.some((s) => s !== 'READY'), `the row went through a state other than READY: ${seen.join(' > ')}`);
+    const row = page.locator('tr[data-actor="mlp#0"]');
+    assert.match(await row.locator('.last-error').innerText(), /SIGKILL|signal/i);
+    assert.equal((await row.locator('td').nth(6).innerText()).trim(), '1', 'one restart');
+    await page.locator('.event[data-kind="actor-crashed"]').first().waitFor();
+    assert.match(await page.locator('.event[data-kind="actor-crashed"]').first().innerText(), /mlp#0/);
+  });
+
+  test('a banner shows while the connection is down, and the page reconnects by itself', async () => {
+    proxy.cut();
+    await page.locator('#banner').waitFor({ state: 'visible', timeout: 20_000 });
+    assert.match(await page.locator('#banner').innerText(), /Disconnected from the head/);
+    // Still down after a retry or two: the banner stays, and says it keeps trying.
+    await inPage(page, 'a retry that failed', `/Reconnecting/.test(document.getElementById('banner').textContent)`);
+    proxy.restore();
+    await page.locator('#banner').waitFor({ state: 'hidden', timeout: 20_000 });
+    await inPage(page, 'the link to be live again', `document.getElementById('link').dataset.state === 'live'`);
+    assert.equal(await page.evaluate('typeof window.__statusTest'), 'object', 'the page was not reloaded');
+  });
+
+  test('saves a screenshot for the README', async () => {
+    // Let the charts fill with a few more seconds of traffic after the reconnect.
+    await new Promise((r) => setTimeout(r, 6000));
+    await inPage(page, 'the requests/s line', `${colouredPixels('rps')} > 40`);
+    await mkdir(dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true, timeout: 30_000 });
+    assert.ok(existsSync(SCREENSHOT));
+  });
+});
+
+describe('the status page of a head beyond loopback, in Chromium', { timeout: 120_000, skip }, () => {
+  const TOKEN = 'e2e-status-token-5d21';
+
+  test('asks for the cluster token, keeps only an HttpOnly session, and shows the cluster once logged in', async () => {
+    // Beyond loopback (all interfaces), so the token is required; the browser still goes through 127.0.0.1.
+    const dataDir = await mkdtemp(join(tmpdir(), 'troupe-head-data-'));
+    const head = await startHead({ host: '0.0.0.0', port: 0, token: TOKEN, dataDir });
+    const profile = await mkdtemp(join(tmpdir(), 'troupe-chromium-'));
+    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
+    try {
+      const page = context.pages()[0] ?? (await context.newPage());
+      page.setDefaultTimeout(30_000);
+      const url = `http://127.0.0.1:${new URL(head.url).port}/`;
+      await page.goto(url, { waitUntil: 'load', timeout: 30_000 });
+      await page.locator('#login').waitFor({ state: 'visible' });
+      assert.equal(await page.locator('#content').isHidden(), true);
+
+      await page.locator('#login-token').fill('not-the-token');
+      await page.locator('#login-form button').click();
+      await page.locator('#login-error').waitFor({ state: 'visible' });
+      assert.match(await page.locator('#login-error').innerText(), /not the cluster token/);
+
+      await page.locator('#login-token').fill(TOKEN);
+      await page.locator('#login-form button').click();
+      await page.locator('#content').waitFor({ state: 'visible' });
+      await inPage(page, 'the link to be live', `document.getElementById('link').dataset.state === 'live'`);
+      assert.match(await page.locator('#nodes').innerText(), /No node has joined yet/);
+      assert.equal(await page.locator('#login-token').inputValue(), '', 'the field lets go of the token');
+      assert.equal(await page.evaluate('document.cookie'), '', 'the session cookie is HttpOnly');
+      assert.ok(!(await page.content()).includes(TOKEN), 'the token is nowhere in the page');
+
+      // The session outlives a reload.
+      await page.reload({ waitUntil: 'load', timeout: 30_000 });
+      await page.locator('#content').waitFor({ state: 'visible' });
+      assert.equal(await page.locator('#login').isHidden(), true);
+    } finally {
+      await context.close();
+      await rm(profile, { recursive: true, force: true });
+      await head.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});

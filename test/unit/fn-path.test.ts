@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { resolveFnRef } from '../../node-agent/fn-path.js';
+
+let root: string;
+let dir: string;
+before(async () => {
+  root = await mkdtemp(join(tmpdir(), 'troupe-fn-path-'));
+  dir = join(root, 'modules');
+  await mkdir(join(dir, 'steps'), { recursive: true });
+  await writeFile(join(dir, 'steps', 'prep.js'), 'export const prep = () => ({});');
+  await writeFile(join(root, 'outside.js'), 'export const x = 1;');
+  await symlink(join(root, 'outside.js'), join(dir, 'link.js'));
+});
+after(() => rm(root, { recursive: true, force: true }));
+
+test('a module inside the module directory resolves, .ts to the compiled .js beside it', async () => {
+  assert.deepEqual(await resolveFnRef(dir, 'steps/prep.js#prep'), { path: join(dir, 'steps', 'prep.js'), exportName: 'prep' });
+  assert.equal((await resolveFnRef(dir, 'steps/prep.ts#prep')).path, join(dir, 'steps', 'prep.js'));
+});
+
+test('anything that leads outside the directory is refused with TROUPE_ERR_MODEL_PATH', async () => {
+  const refused = (ref: string, message: RegExp) =>
+    assert.rejects(resolveFnRef(dir, ref), (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_MODEL_PATH' && message.test(err.message));
+  await refused('../outside.js#x', /is outside the agent's module directory/);
+  await refused(`${join(root, 'outside.js')}#x`, /is outside/);
+  await refused('link.js#x', /links outside the agent's module directory/);
+  await refused('steps/missing.js#x', /not found/);
+  await refused('steps/prep.js', /is not 'path\/to\/module.js#exportName'/);
+  await refused('steps/prep.js#not-an-identifier', /is not 'path\/to\/module.js#exportName'/);
+});
