@@ -76,6 +76,8 @@ export class Controller {
   readonly #store: DurableStore | undefined;
   /** Actors whose process is known to run already (restored, or reconnecting): their `ready` is a rejoin. */
   readonly #rejoining = new WeakSet<ActorRecord>();
+  /** When each actor's data-plane socket last closed, so a stale grace timer can tell. */
+  readonly #disconnectedSince = new WeakMap<ActorRecord, number>();
 
   constructor(state: ClusterState, log: Logger, options: Partial<ControllerOptions> = {}, store?: DurableStore) {
     this.#state = state;
@@ -451,7 +453,9 @@ export class Controller {
   /**
    * An actor's data-plane socket closed. Its process may live on (a dropped connection, a head
    * that restarts): it reconnects by itself, and until it does it takes no calls. If it died
-   * instead, its agent reports the exit.
+   * instead, its agent reports the exit. One that neither rejoins nor is reported gone within
+   * `adoptGraceMs` is replaced: stopped through its agent (the exit restarts it), or placed
+   * anew when no agent speaks for it.
    */
   actorDisconnected(a: ActorRecord, link: ActorLink): void {
     if (a.link !== link) return;
@@ -460,7 +464,23 @@ export class Controller {
     a.state = 'STARTING';
     a.reason = 'reconnecting to the head';
     this.#rejoining.add(a);
+    const secret = a.secret;
+    const since = Date.now();
+    this.#disconnectedSince.set(a, since);
     queueMicrotask(() => this.#state.deployments.get(a.deployment)?.dispatcher.pump());
+    this.#later(this.#options.adoptGraceMs, () => {
+      // Rejoined, restarted or removed meanwhile, or disconnected again later: nothing to do here.
+      if (a.link || a.state !== 'STARTING' || a.secret !== secret || this.#disconnectedSince.get(a) !== since) return;
+      if (!this.#state.actors.has(a.id)) return;
+      const why = `it did not reconnect within ${Math.round(this.#options.adoptGraceMs / 1000)} s`;
+      const channel = a.nodeId ? this.#state.nodes.get(a.nodeId)?.channel : undefined;
+      this.#log.warn({ actor: a.name, node: this.#state.nodeName(a.nodeId) }, `replacing an actor: ${why}`);
+      if (channel) channel.send({ type: 'stopActor', id: newId(), actorId: a.id, graceMs: 1000 });
+      else if (a.nodeId === null) {
+        this.#replace(a, why);
+        this.schedule();
+      }
+    });
   }
 
   actorLoadFailed(a: ActorRecord, error: WireError): void {

@@ -18,7 +18,7 @@ export { ClientToHeadSchema, HeadToClientSchema, RunRefSchema } from './protocol
 export type { ClientToHead, HeadToClient, RunRef } from './protocol/client.js';
 export { ActorToAgentIpcSchema, AgentToActorIpcSchema } from './protocol/health.js';
 export type { ActorToAgentIpc, AgentToActorIpc } from './protocol/health.js';
-export { DEFAULT_MAX_FRAME_BYTES, decodeFrame, encodeFrame } from './protocol/codec.js';
+export { DEFAULT_MAX_FRAME_BYTES, decodeFrame, encodeFrame, encodeFrameParts } from './protocol/codec.js';
 export { ModelMetadataSchema, NameSchema } from './protocol/common.js';
 export type { ModelMetadata, TensorInfo } from './protocol/common.js';
 export { GpuProcessSchema, GpuSchema, NodeResourcesSchema } from './resources.js';

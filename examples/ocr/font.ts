@@ -85,7 +85,7 @@ function distance(px: number, py: number, [ax, ay, bx, by]: Segment): number {
 
 /** Draws `lines` (upper case, digits, - . : ! ?) black on white, left-aligned, anti-aliased. */
 export function renderText(lines: readonly string[], options: RenderOptions = {}): RgbImage {
-  const { scale = 4, stroke = 1, aspect = 1, spacing = 1, lineGap = 5, margin = 24 } = options;
+  const { scale = 4, stroke = 1, aspect = 1.2, spacing = 1, lineGap = 5, margin = 24 } = options;
   const sx = scale * aspect;
   // A space advances 3 font pixels, not a glyph's 5 + spacing: wider gaps split a line into
   // words for the detector.

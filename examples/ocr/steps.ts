@@ -82,10 +82,13 @@ crop.signature = {
 
 let charset: string[] | undefined;
 
+/** Lines read with less confidence are dropped, as PaddleOCR drops them (drop_score). */
+const MIN_SCORE = 0.5;
+
 /**
  * CTC greedy decoding: the most likely class at each time step, repeats merged, blanks (class 0)
  * dropped. The score is the mean probability of the characters kept, as PaddleOCR reports it.
- * Outputs text string [B], scores float32 [B] and the boxes, passed through.
+ * Outputs text string [B'], scores float32 [B'] and boxes int32 [B',4] of the lines kept.
  */
 export const decode: StepFn = (inputs) => {
   charset ??= loadCharset();
@@ -96,11 +99,12 @@ export const decode: StepFn = (inputs) => {
   const data = probs.data as Float32Array;
   const count = boxes.shape[0]!;
   const text: string[] = [];
-  const scores = new Float32Array(count);
+  const scores: number[] = [];
+  const kept: number[] = [];
   for (let b = 0; b < count; b++) {
     let line = '';
     let sum = 0;
-    let kept = 0;
+    let chars = 0;
     let last = 0;
     for (let t = 0; t < steps; t++) {
       const base = (b * steps + t) * classes;
@@ -109,14 +113,22 @@ export const decode: StepFn = (inputs) => {
       if (best !== 0 && best !== last) {
         line += charset[best];
         sum += data[base + best]!;
-        kept++;
+        chars++;
       }
       last = best;
     }
+    // A box the detector found but nothing legible in it (a smudge, a line) is not text.
+    if (chars === 0 || sum / chars < MIN_SCORE) continue;
     text.push(line);
-    scores[b] = kept ? sum / kept : 0;
+    scores.push(sum / chars);
+    kept.push(b);
   }
-  return { text: tensor('string', [count], text), scores: tensor('float32', [count], scores), boxes };
+  const box = boxes.data as Int32Array;
+  return {
+    text: tensor('string', [kept.length], text),
+    scores: tensor('float32', [kept.length], Float32Array.from(scores)),
+    boxes: tensor('int32', [kept.length, 4], Int32Array.from(kept.flatMap((b) => [...box.subarray(b * 4, b * 4 + 4)]))),
+  };
 };
 decode.signature = {
   inputs: [

@@ -1,4 +1,4 @@
-import { Packr } from 'msgpackr';
+import { Packr, addExtension } from 'msgpackr';
 import { TroupeError } from '../errors.js';
 
 // Plain maps, no msgpackr records: every peer (and any future non-Node client) reads plain
@@ -8,18 +8,102 @@ const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 /** Default cap on one frame; a frame over it closes the socket (ws `maxPayload`). */
 export const DEFAULT_MAX_FRAME_BYTES = 256 * 1024 * 1024;
 
-/** A frame is a msgpack array of messages: senders coalesce what one tick produced. */
+/**
+ * Byte arrays at least this large travel outside the msgpack body (see {@link encodeFrameParts}):
+ * copying them into msgpack's buffer (which grows fourfold when it fills) costs a copy and, with
+ * images, enough garbage to keep the collector busy on a forwarding head.
+ */
+export const EXTERNAL_BYTES_THRESHOLD = 16 * 1024;
+
+/** First byte of a frame whose large byte arrays follow its msgpack body. 0xc1 is never valid msgpack. */
+const SPLIT_FRAME = 0xc1;
+/** msgpack ext type of a reference to bytes after the body: u32 offset, u32 length. */
+const EXT_EXTERNAL = 0x54;
+
+/** Where the encoder puts large byte arrays while it packs one frame (null: inline everything). */
+let collecting: { parts: Uint8Array[]; bytes: number } | null = null;
+/** The bytes after the body of the frame being decoded. */
+let decodingPayload: Uint8Array | null = null;
+
+// msgpackr calls pack(value, allocateForWrite) at run time; its type declares a narrower signature.
+addExtension({
+  Class: Uint8Array,
+  type: EXT_EXTERNAL,
+  pack(value: Uint8Array, allocateForWrite: (size: number) => { target: Uint8Array; position: number }) {
+    if (collecting && value.byteLength >= EXTERNAL_BYTES_THRESHOLD) {
+      const { target, position } = allocateForWrite(10);
+      const view = new DataView(target.buffer, target.byteOffset + position, 10);
+      view.setUint8(0, 0xd7); // fixext 8
+      view.setInt8(1, EXT_EXTERNAL);
+      view.setUint32(2, collecting.bytes);
+      view.setUint32(6, value.byteLength);
+      collecting.parts.push(value);
+      collecting.bytes += value.byteLength;
+      return;
+    }
+    // Small arrays stay inline as plain msgpack bin.
+    const n = value.byteLength;
+    const head = n < 0x100 ? 2 : n < 0x10000 ? 3 : 5;
+    const { target, position } = allocateForWrite(head + n);
+    const view = new DataView(target.buffer, target.byteOffset + position, head);
+    if (head === 2) (view.setUint8(0, 0xc4), view.setUint8(1, n));
+    else if (head === 3) (view.setUint8(0, 0xc5), view.setUint16(1, n));
+    else (view.setUint8(0, 0xc6), view.setUint32(1, n));
+    target.set(value, position + head);
+  },
+  unpack(data: Uint8Array) {
+    if (!decodingPayload || data.byteLength !== 8) throw new Error('external bytes outside a split frame');
+    const view = new DataView(data.buffer, data.byteOffset, 8);
+    const offset = view.getUint32(0);
+    const length = view.getUint32(4);
+    if (offset + length > decodingPayload.byteLength) throw new Error(`external bytes ${offset}+${length} beyond the frame`);
+    return decodingPayload.subarray(offset, offset + length);
+  },
+} as unknown as Parameters<typeof addExtension>[0]);
+
+/**
+ * A frame is a msgpack array of messages: senders coalesce what one tick produced. Large byte
+ * arrays (tensor data) are not copied into the msgpack body: the frame is sent as parts
+ * (`[0xc1, u32 body length, body]`, then each array as it is), which a WebSocket sends as
+ * fragments of one message without joining them.
+ */
+export function encodeFrameParts(messages: readonly unknown[]): Uint8Array[] {
+  const gathered = { parts: [] as Uint8Array[], bytes: 0 };
+  collecting = gathered;
+  let body: Buffer;
+  try {
+    body = packr.pack(messages);
+  } finally {
+    collecting = null;
+  }
+  if (gathered.parts.length === 0) return [body];
+  const head = Buffer.allocUnsafe(5 + body.byteLength);
+  head[0] = SPLIT_FRAME;
+  head.writeUInt32BE(body.byteLength, 1);
+  head.set(body, 5);
+  return [head, ...gathered.parts];
+}
+
+/** The whole frame in one buffer (tests and tools; the channel sends {@link encodeFrameParts}). */
 export function encodeFrame(messages: readonly unknown[]): Buffer {
-  return packr.pack(messages);
+  return Buffer.concat(encodeFrameParts(messages));
 }
 
 /** Decodes a frame into its messages; anything else is TROUPE_ERR_BAD_FRAME. */
 export function decodeFrame(bytes: Uint8Array): unknown[] {
   let value: unknown;
   try {
-    value = packr.unpack(bytes);
+    if (bytes[0] === SPLIT_FRAME) {
+      if (bytes.byteLength < 5) throw new Error('split frame shorter than its prefix');
+      const bodyLength = new DataView(bytes.buffer, bytes.byteOffset, 5).getUint32(1);
+      if (5 + bodyLength > bytes.byteLength) throw new Error(`body of ${bodyLength} bytes beyond the frame`);
+      decodingPayload = bytes.subarray(5 + bodyLength);
+      value = packr.unpack(bytes.subarray(5, 5 + bodyLength));
+    } else value = packr.unpack(bytes);
   } catch (err) {
     throw new TroupeError('TROUPE_ERR_BAD_FRAME', `frame is not valid msgpack: ${(err as Error).message}`);
+  } finally {
+    decodingPayload = null;
   }
   if (!Array.isArray(value)) {
     throw new TroupeError('TROUPE_ERR_BAD_FRAME', `frame must be a msgpack array of messages, got ${typeof value}`);

@@ -1,7 +1,7 @@
 import type { WebSocket } from 'ws';
 import type { z } from 'zod';
 import { TroupeError, fromWireError, isErrorCode, toWireError } from '../errors.js';
-import { decodeFrame, encodeFrame } from '../protocol/codec.js';
+import { decodeFrame, encodeFrameParts } from '../protocol/codec.js';
 import type { Fail } from '../protocol/common.js';
 
 export interface ChannelOptions<In> {
@@ -115,7 +115,9 @@ export class Channel<In extends { type: string }, Out extends { type: string }> 
     if (this.#outbox.length === 0 || this.#closed) return;
     const batch = this.#outbox;
     this.#outbox = [];
-    this.#ws.send(encodeFrame(batch), { binary: true });
+    const parts = encodeFrameParts(batch);
+    // Parts go out as fragments of one WebSocket message: tensor bytes are never joined here.
+    for (let i = 0; i < parts.length; i++) this.#ws.send(parts[i]!, { binary: true, fin: i === parts.length - 1 });
   }
 
   #onFrame(data: Buffer, isBinary: boolean): void {

@@ -43,9 +43,10 @@ export async function namespacesUnavailable(): Promise<string | undefined> {
   try {
     await ip(['-n', probe, 'link', 'add', 'br0', 'type', 'bridge']);
     await ip(['-n', probe, 'link', 'add', 'v0', 'type', 'veth', 'peer', 'name', 'v1']);
+    await ip(['netns', 'exec', probe, process.execPath, '-e', '']);
     return undefined;
   } catch (err) {
-    return `bridges or veth pairs cannot be made: ${(err as Error).message}`;
+    return `bridges, veth pairs or processes inside a namespace cannot be made: ${(err as Error).message}`;
   } finally {
     await ip(['netns', 'del', probe]).catch(() => {});
   }

@@ -4,23 +4,12 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Packr } from 'msgpackr';
 import { WebSocket } from 'ws';
-import { TroupeError, connect, decodeFrame, encodeFrame, tensor, toWire } from '../../runtime/index.js';
+import { connect, decodeFrame, encodeFrame, tensor, toWire } from '../../runtime/index.js';
 import type { Cluster, ErrorCode } from '../../runtime/index.js';
 import { isAlive, startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
+import { rejectsWith } from '../helpers/graphs.js';
 import { seededFloats } from '../helpers/tensors.js';
-
-async function rejectsWith(work: PromiseLike<unknown>, code: ErrorCode, message: RegExp): Promise<void> {
-  await assert.rejects(
-    () => Promise.resolve(work),
-    (err: unknown) => {
-      assert.ok(err instanceof TroupeError, `expected a TroupeError, got ${String(err)}`);
-      assert.equal(err.code, code, err.message);
-      assert.match(err.message, message);
-      return true;
-    },
-  );
-}
 
 /** A raw WebSocket to the head's client endpoint, for frames the SDK would never send. */
 class RawClient {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DTYPES, DTYPE_NAMES, checkWire, decodeFrame, encodeFrame, fromWire, tensor, toWire } from '../../runtime/index.js';
+import { DTYPES, DTYPE_NAMES, checkWire, decodeFrame, encodeFrame, encodeFrameParts, fromWire, tensor, toWire } from '../../runtime/index.js';
 import type { DType, TypedArray, WireTensor } from '../../runtime/index.js';
 
 const samples: Record<DType, () => ReturnType<typeof tensor>> = {
@@ -63,4 +63,30 @@ test('data length against shape is checked with a message naming the tensor', ()
   assert.throws(() => checkWire({ dtype: 'float32', shape: [Number.NaN], data: new Uint8Array(0) }, 'n'), /dims must be integers >= 0/);
   assert.throws(() => checkWire({ dtype: 'float32', shape: new Array(17).fill(1), data: new Uint8Array(4) }, 'r'), /rank 17 exceeds/);
   assert.throws(() => tensor('float32', [2], new Int32Array(2)), /float32 data must be Float32Array, got Int32Array/);
+});
+
+test('large byte arrays travel outside the msgpack body and decode as views; small ones inline', () => {
+  const big = new Uint8Array(100_000).map((_, i) => i % 251);
+  const small = new Uint8Array([1, 2, 3]);
+  const parts = encodeFrameParts([{ a: big, b: small, c: 'x' }, { d: big.subarray(5, 50_000) }]);
+  assert.equal(parts.length, 3, 'body + two external arrays');
+  assert.equal(parts[1], big, 'the array itself is sent, not a copy');
+  const frame = Buffer.concat(parts);
+  const [m1, m2] = decodeFrame(frame) as [{ a: Uint8Array; b: Uint8Array; c: string }, { d: Uint8Array }];
+  assert.deepEqual([...m1.a], [...big]);
+  assert.equal(m1.a.buffer, frame.buffer, 'a view into the received frame');
+  assert.deepEqual([...m1.b], [1, 2, 3]);
+  assert.equal(m1.c, 'x');
+  assert.deepEqual([...m2.d], [...big.subarray(5, 50_000)]);
+  assert.deepEqual(decodeFrame(encodeFrame([{ only: small }])), [{ only: Buffer.from([1, 2, 3]) }]);
+});
+
+test('forged split frames are refused as bad frames', () => {
+  const parts = encodeFrameParts([{ a: new Uint8Array(20_000) }]);
+  const truncated = Buffer.concat(parts).subarray(0, 100);
+  assert.throws(() => decodeFrame(truncated), { code: 'TROUPE_ERR_BAD_FRAME' });
+  // An external reference inside a plain frame has nothing to point at.
+  const body = parts[0]!.subarray(5);
+  assert.throws(() => decodeFrame(body), /external bytes outside a split frame/);
+  assert.throws(() => decodeFrame(Uint8Array.from([0xc1, 0, 0, 0xff, 0xff, 0x90])), /beyond the frame/);
 });
