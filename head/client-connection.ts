@@ -11,6 +11,13 @@ function zodSummary(issues: readonly { path: PropertyKey[]; message: string }[])
   return issues.map((i) => (i.path.length ? `${i.path.map(String).join('.')}: ${i.message}` : i.message)).join('; ');
 }
 
+/**
+ * Answers a client has not read yet, at most. A client that keeps sending calls but never reads
+ * the answers would otherwise make the head buffer them without bound; past this it is dropped
+ * (its calls fail with TROUPE_ERR_CONNECTION_CLOSED on its side, should it ever read again).
+ */
+export const MAX_UNREAD_BYTES = 512 * 2 ** 20;
+
 export interface ClientServiceOptions {
   /** Refuses new work with TROUPE_ERR_SHUTTING_DOWN while the head drains. */
   gate?: ShutdownGate;
@@ -27,7 +34,14 @@ export function serveClient(ws: WebSocket, state: ClusterState, controller: Cont
     onMessage: (message) => {
       const answer = (work: Promise<unknown>) =>
         work.then(
-          (value) => channel.reply(message.id, value),
+          (value) => {
+            if (ws.bufferedAmount > MAX_UNREAD_BYTES) {
+              log.warn({ unreadBytes: ws.bufferedAmount }, 'dropping a client that does not read its answers');
+              channel.terminate();
+              return;
+            }
+            channel.reply(message.id, value);
+          },
           (err: unknown) => channel.fail(message.id, err),
         );
       switch (message.type) {

@@ -1,5 +1,5 @@
 import { TroupeError, newId, newSecret } from '../runtime/index.js';
-import type { ActorStats, DeploymentView, Logger, ModelDeployment, ModelMetadata, WireError } from '../runtime/index.js';
+import type { ActorStats, DeploymentView, ErrorCode, Logger, ModelDeployment, ModelMetadata, WireError } from '../runtime/index.js';
 import type { ActorLink } from './actor-link.js';
 import { DeploymentStats } from './deployment-stats.js';
 import { Dispatcher } from './dispatcher.js';
@@ -384,7 +384,7 @@ export class Controller {
           if (a.secret !== secret || a.state !== 'STARTING' || a.nodeId !== node.id || node.channel !== channel) return;
           const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
           // A lost agent connection (or an agent shutting down) says nothing about the model: try again.
-          if (error.retryable) this.#crashed(a, `could not start on ${node.name}: ${error.message}`);
+          if (error.retryable) this.#crashed(a, `could not start on ${node.name}: ${error.message}`, error.code);
           else this.#fail(a, error);
         },
       );
@@ -541,7 +541,8 @@ export class Controller {
     this.schedule();
   }
 
-  #crashed(a: ActorRecord, cause: string): void {
+  /** `code`: what a deploy waiting on this actor fails with if it gives up (default ACTOR_DIED). */
+  #crashed(a: ActorRecord, cause: string, code: ErrorCode = 'TROUPE_ERR_ACTOR_DIED'): void {
     this.#dirty();
     a.awaitingNode = null;
     // Waiting calls fail now if no replica is left that could ever serve them.
@@ -556,7 +557,7 @@ export class Controller {
       const d = this.#state.deployments.get(a.deployment);
       if (d) {
         d.unhealthy = `${a.name} is DEAD: ${a.reason}`;
-        this.#settleWaiters(d.spec.name, new TroupeError('TROUPE_ERR_ACTOR_DIED', d.unhealthy));
+        this.#settleWaiters(d.spec.name, new TroupeError(code, d.unhealthy));
       }
       this.#log.error({ actor: a.name, cause }, 'actor is DEAD');
       this.#state.events.add('actor-dead', `${a.name} DEAD: ${a.reason}`);

@@ -68,6 +68,9 @@ export class Dispatcher {
         new TroupeError('TROUPE_ERR_OVERLOADED', `deployment '${this.#d.spec.name}' has ${this.queued} calls waiting (maxQueue ${this.#d.spec.maxQueue}); retry later`),
       );
     }
+    if (options.deadline !== undefined && options.deadline <= Date.now()) {
+      return Promise.reject(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deployment '${this.#d.spec.name}': deadline passed before the call was sent`));
+    }
     return new Promise((resolve, reject) => {
       const call: Pending = { inputs, options, enqueued: Date.now(), attempts: 0, settled: false, inQueue: false, timer: undefined, resolve, reject };
       // The common case goes straight to a replica: no queue entry, and a timer only for a deadline.

@@ -20,6 +20,21 @@ export class ShutdownGate {
     return this.#inFlight;
   }
 
+  /**
+   * Counts one piece of accepted work until the returned function is called (once; later calls do
+   * nothing). For callers that cannot hand over a promise, e.g. an HTTP response that ends when
+   * its socket says so. Check `draining` first: this does not refuse.
+   */
+  enter(): () => void {
+    this.#inFlight++;
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      if (--this.#inFlight === 0) for (const wake of this.#idle.splice(0)) wake();
+    };
+  }
+
   /** Runs `work` as accepted work, or refuses it at once when the head is draining. */
   run<T>(what: string, work: () => Promise<T>): Promise<T> {
     if (this.#draining) return Promise.reject(new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `the head is shutting down and takes no new work (${what}); retry against it once it is back`));

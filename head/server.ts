@@ -99,15 +99,15 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
   const app = Fastify({ logger: false });
   // While draining, requests that would start work are refused (503, Retry-After); the ones
   // already accepted are counted until their response is done, so the drain waits for them.
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS') return;
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS') return done();
     if (gate.draining) {
-      return sendError(reply, { status: 503, code: 'TROUPE_ERR_SHUTTING_DOWN', message: `the head is shutting down and takes no new work (${request.method} ${request.url.split('?')[0]!.slice(0, 200)})` });
+      // Answered here: a hook that sends a reply does not call done().
+      void sendError(reply, { status: 503, code: 'TROUPE_ERR_SHUTTING_DOWN', message: `the head is shutting down and takes no new work (${request.method} ${request.url.split('?')[0]!.slice(0, 200)})` });
+      return;
     }
-    let done: () => void = () => {};
-    const accepted = gate.run('http', () => new Promise<void>((resolve) => (done = resolve)));
-    accepted.catch(() => {});
-    reply.raw.once('close', () => done());
+    reply.raw.once('close', gate.enter());
+    done();
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/metrics', async (_req, reply) => reply.type(state.metrics.registry.contentType).send(await state.metrics.registry.metrics()));
@@ -191,7 +191,14 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
         ]);
         for (const ws of wss.clients) ws.terminate();
         wss.close();
-        await app.close();
+        // HTTP requests still open after the drain (a status page's event stream, a slow client)
+        // get a second, then their connections are closed: a shutdown must not wait on them.
+        const closed = app.close();
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([closed, new Promise((resolve) => (timer = setTimeout(resolve, 1000)))]);
+        clearTimeout(timer);
+        app.server.closeAllConnections();
+        await closed;
       })();
       return closing;
     },

@@ -96,7 +96,7 @@ export class GraphService {
     this.#results = new ResultStore(results);
     this.#caller = {
       call: async (deployment, inputs, deadline) => {
-        const r = await runInferenceTimed(state, { deployment, inputs, ...(deadline !== undefined ? { timeoutMs: Math.max(1, deadline - Date.now()) } : {}) });
+        const r = await runInferenceTimed(state, { deployment, inputs, ...(deadline !== undefined ? { timeoutMs: deadline - Date.now() } : {}) });
         return r.timing ? { outputs: r.outputs, queueMs: r.headQueueMs + r.timing.queueMs, computeMs: r.timing.computeMs } : { outputs: r.outputs };
       },
       leaf: (name) => this.#leaf(name),

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { connect, tensor } from '../../runtime/index.js';
 import type { ActorView, Cluster } from '../../runtime/index.js';
 import { isAlive, startCluster, waitFor } from '../helpers/cluster.js';
+import { DIST_ROOT, FNS } from '../helpers/graphs.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { SteadyLoad, progress, retryableCount } from '../helpers/load.js';
 import { seededFloats } from '../helpers/tensors.js';
@@ -20,7 +21,7 @@ describe('chaos: head restart under load', { timeout: 180_000 }, () => {
   let cluster: TestCluster;
   let plain: Cluster;
   let retrying: Cluster;
-  const agentArgs = (name: string) => ['--name', name, '--cpus', '4', '--heartbeat-ms', '200'];
+  const agentArgs = (name: string) => ['--name', name, '--cpus', '4', '--heartbeat-ms', '200', '--module-dir', DIST_ROOT];
   const x = (i: number) => ({ x: tensor('float32', [1, 64], seededFloats(64, 900 + (i % 8))) });
   const snapshot = async (): Promise<ActorView[]> =>
     (await retrying.describe()).deployments.flatMap((d) => d.actors).sort((a, b) => a.name.localeCompare(b.name));
@@ -30,7 +31,11 @@ describe('chaos: head restart under load', { timeout: 180_000 }, () => {
     plain = await connect(cluster.url);
     retrying = await connect(cluster.url, { retries: 40 });
     await plain.deploy({ name: 'mlp', model: 'mlp.onnx', replicas: 2, threads: 1, batch: { maxSize: 8 } });
-    await plain.deploy({ graph: 'chain', nodes: [{ kind: 'model', name: 'mlp' }, { kind: 'pipeline', name: 'chain', steps: ['mlp'] }] });
+    // A graph with a fn step: fn actors are adopted like model actors.
+    await plain.deploy({
+      graph: 'chain',
+      nodes: [{ kind: 'fn', name: 'halve', fn: `${FNS}#halve` }, { kind: 'model', name: 'mlp' }, { kind: 'pipeline', name: 'chain', steps: ['halve', 'mlp'] }],
+    });
   });
   after(async () => {
     await plain?.close();
@@ -38,22 +43,22 @@ describe('chaos: head restart under load', { timeout: 180_000 }, () => {
     await cluster?.stop();
   });
 
-  test('the state file is private and holds no cluster token', async () => {
+  test('the state file is private (0600) and lists the deployments, the graph and every running actor', async () => {
     const file = join(cluster.dataDir, 'state.json');
-    await waitFor('the state file to list both actors and the graph', async () => {
+    await waitFor('the state file to list the three actors and the graph', async () => {
       const saved = JSON.parse(await readFile(file, 'utf8')) as { actors: unknown[]; graphs: unknown[] };
-      return saved.actors.length === 2 && saved.graphs.length === 1;
+      return saved.actors.length === 3 && saved.graphs.length === 1;
     });
     assert.equal((await stat(file)).mode & 0o777, 0o600);
     const saved = JSON.parse(await readFile(file, 'utf8')) as { deployments: { name: string }[]; graphs: { name: string }[] };
-    assert.deepEqual(saved.deployments.map((d) => d.name), ['mlp']);
+    assert.deepEqual(saved.deployments.map((d) => d.name).sort(), ['halve', 'mlp']);
     assert.deepEqual(saved.graphs.map((g) => g.name), ['chain']);
   });
 
   for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
     test(`${signal} to the head: deployments and graphs come back, actors are adopted (same pids), clients recover`, async () => {
       const before = await snapshot();
-      assert.equal(before.length, 2);
+      assert.equal(before.length, 3);
       assert.ok(before.every((a) => a.state === 'READY' && a.pid !== null));
       const agentPids = cluster.agents.map((a) => a.process.pid);
       const oldHead = cluster.head.process.pid!;
@@ -64,10 +69,10 @@ describe('chaos: head restart under load', { timeout: 180_000 }, () => {
         await progress(loadRetrying, 300);
         await cluster.restartHead(signal);
         assert.ok(!isAlive(oldHead));
-        const after = await waitFor('both actors READY again and both agents back on the new head', async () => {
+        const after = await waitFor('every actor READY again and both agents back on the new head', async () => {
           const now = await snapshot();
           const nodes = (await retrying.describe()).nodes;
-          return now.length === 2 && now.every((a) => a.state === 'READY') && nodes.length === 2 && nodes.every((n) => n.state === 'ALIVE') ? now : undefined;
+          return now.length === 3 && now.every((a) => a.state === 'READY') && nodes.length === 2 && nodes.every((n) => n.state === 'ALIVE') ? now : undefined;
         }, 30_000);
         assert.deepEqual(after.map((a) => [a.name, a.id, a.pid, a.node, a.restarts]), before.map((a) => [a.name, a.id, a.pid, a.node, a.restarts]), 'the same actor processes, adopted');
         await progress(loadRetrying, 300);
@@ -96,9 +101,9 @@ describe('chaos: head restart under load', { timeout: 180_000 }, () => {
     await retrying.deploy({ name: 'mlp', model: 'mlp.onnx', replicas: 3, threads: 1, batch: { maxSize: 8 } });
     const before = await snapshot();
     await cluster.restartHead('SIGKILL');
-    const after = await waitFor('three READY replicas on the new head', async () => {
+    const after = await waitFor('three READY mlp replicas and the fn actor on the new head', async () => {
       const now = await snapshot();
-      return now.length === 3 && now.every((a) => a.state === 'READY') ? now : undefined;
+      return now.length === 4 && now.every((a) => a.state === 'READY') ? now : undefined;
     }, 30_000);
     assert.deepEqual(after.map((a) => a.pid), before.map((a) => a.pid));
   });

@@ -32,3 +32,15 @@ test('work that fails (or throws) still counts as finished', async () => {
   assert.equal(gate.inFlight, 0);
   assert.deepEqual(await gate.drain(1000), { unfinished: 0 });
 });
+
+test('enter() counts work until its release is called, once', async () => {
+  const gate = new ShutdownGate();
+  const leave = gate.enter();
+  gate.enter()();
+  assert.equal(gate.inFlight, 1);
+  const drained = gate.drain(60_000);
+  leave();
+  leave();
+  assert.equal(gate.inFlight, 0);
+  assert.deepEqual(await drained, { unfinished: 0 });
+});
