@@ -10,6 +10,7 @@ import {
   mapToWire,
   tensor,
   toWireError,
+  onParentGone,
 } from '../runtime/index.js';
 import type { ActorToAgentIpc, FnActorEnv, FnSignature, StepFn, Tensor } from '../runtime/index.js';
 import { HeadSocket } from './head-socket.js';
@@ -78,7 +79,7 @@ function checkOutputs(name: string, value: unknown): Record<string, Tensor> {
 async function main(): Promise<void> {
   const env = readEnv();
   const name = env.TROUPE_FN_EXPORT;
-  process.on('disconnect', () => process.exit(0));
+  onParentGone(() => process.exit(0));
   process.on('message', (raw) => {
     const ping = AgentToActorIpcSchema.safeParse(raw);
     if (ping.success) tell({ type: 'pong', seq: ping.data.seq });

@@ -7,6 +7,7 @@ import {
   mapFromWire,
   mapToWire,
   toWireError,
+  onParentGone,
 } from '../runtime/index.js';
 import type { ActorEnv, ActorToAgentIpc } from '../runtime/index.js';
 import { HeadSocket } from './head-socket.js';
@@ -59,7 +60,7 @@ async function main(): Promise<void> {
   const env = readEnv();
   let executor: Batcher | undefined;
   // The agent holds our IPC channel; when it goes (even by kill -9) we must not linger.
-  process.on('disconnect', () => process.exit(0));
+  onParentGone(() => process.exit(0));
   process.on('message', (raw) => {
     const ping = AgentToActorIpcSchema.safeParse(raw);
     if (ping.success) tell({ type: 'pong', seq: ping.data.seq });

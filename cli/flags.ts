@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import { z } from 'zod';
-import { TroupeError } from '../runtime/index.js';
+import { TroupeError, onParentGone } from '../runtime/index.js';
 
 export type FlagSpec = NonNullable<ParseArgsConfig['options']>;
 
@@ -46,5 +46,5 @@ export function onShutdown(stop: () => Promise<void>): void {
   };
   process.on('SIGINT', () => run(0));
   process.on('SIGTERM', () => run(0));
-  if (process.send) process.on('disconnect', () => run(0));
+  onParentGone(() => run(0));
 }

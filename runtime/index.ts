@@ -7,6 +7,7 @@ export type { Outputs } from './client/future.js';
 export { ERRORS, ERROR_CODES, TroupeError, fromWireError, isErrorCode, toWireError } from './errors.js';
 export type { ErrorCode, WireError } from './errors.js';
 export { newId, newSecret } from './ids.js';
+export { onParentGone } from './parent-link.js';
 export { childNodeArgs } from './profiling.js';
 export { createLogger } from './log.js';
 export type { Logger } from './log.js';
