@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { DeploymentViewSchema, ModelDeploymentSchema, NameSchema, TroupeError } from '../../runtime/index.js';
+import { DeploymentViewSchema, ModelDeploymentSchema, NameSchema, TroupeError, looksLikeGraphDocument } from '../../runtime/index.js';
 import type { DeploymentView } from '../../runtime/index.js';
 import { formatModelRef, parseModelRef } from '../../runtime/model-ref.js';
 import type { DeploymentRecord } from '../state.js';
@@ -80,6 +80,17 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
       const doc = parseDocument(bodyBuffer(request.body), request.headers['content-type']);
       if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new TroupeError('TROUPE_ERR_BAD_SPEC', 'the body must be an object such as {"model": "mlp.onnx"}');
       const body = doc as Record<string, unknown>;
+      // A graph's JSON form (the one the SDK's builders produce) deploys the graph and its models.
+      if (looksLikeGraphDocument(body)) {
+        if (body.graph !== name) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the body is graph '${String(body.graph).slice(0, 100)}' but the path names '${name}'`);
+        const created = !ctx.graphs.plan(name);
+        const deployed = ctx.graphs.deploy(body);
+        if (!wait) {
+          deployed.catch((err: unknown) => log.info({ graph: name, err: (err as Error).message }, 'graph did not deploy'));
+          return reply.code(202).send({ graph: name, state: 'DEPLOYING' });
+        }
+        return reply.code(created ? 201 : 200).send(await deployed);
+      }
       if (body.name !== undefined && body.name !== name) {
         throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the body names deployment '${String(body.name).slice(0, 100)}' but the path names '${name}'`);
       }
