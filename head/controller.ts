@@ -1,9 +1,8 @@
 import { TroupeError, newId, newSecret } from '../runtime/index.js';
 import type { ActorStats, DeploymentView, ErrorCode, Logger, ModelDeployment, ModelMetadata, WireError } from '../runtime/index.js';
 import type { ActorLink } from './actor-link.js';
-import { DeploymentStats } from './deployment-stats.js';
-import { Dispatcher } from './dispatcher.js';
-import type { DurableStore, SavedActor, SavedState } from './durable.js';
+import type { DurableStore, SavedState } from './durable.js';
+import { freeReplicaIndex, lastLines, needsNewActors, newActorRecord, newDeployment, snapshotState } from './records.js';
 import { place } from './scheduler.js';
 import type { ActorRecord, ClusterState, DeploymentRecord, NodeRecord } from './state.js';
 
@@ -40,28 +39,6 @@ export interface ActorExitReport {
   killedBecause?: string | undefined;
 }
 
-/** Changes an actor cannot take while running: everything it was started with. */
-function needsNewActors(old: ModelDeployment, next: ModelDeployment): boolean {
-  return (
-    old.model !== next.model ||
-    old.gpus !== next.gpus ||
-    old.cpus !== next.cpus ||
-    old.threads !== next.threads ||
-    old.memory !== next.memory ||
-    JSON.stringify(old.batch) !== JSON.stringify(next.batch)
-  );
-}
-
-function newDeployment(spec: ModelDeployment): DeploymentRecord {
-  const d = { spec, actors: [], metadata: null, unhealthy: null, stats: new DeploymentStats() } as unknown as DeploymentRecord;
-  d.dispatcher = new Dispatcher(d);
-  return d;
-}
-
-function lastLines(text: string, n: number): string {
-  return text.trimEnd().split('\n').slice(-n).join('\n');
-}
-
 /**
  * Drives deployments toward what users asked for: creates actors, places them on nodes, restarts
  * crashed ones with back-off, and stops the ones no longer wanted. All state changes go through
@@ -84,41 +61,12 @@ export class Controller {
     this.#log = log;
     this.#options = { ...DEFAULT_CONTROLLER_OPTIONS, ...options };
     this.#store = store;
-    store?.track(() => this.#snapshot());
+    store?.track(() => snapshotState(this.#state));
   }
 
   /** Something the state file keeps changed (specs, actor identities); the store coalesces writes. */
   #dirty(): void {
     this.#store?.markDirty();
-  }
-
-  /** What the state file keeps: every deployment's spec, and each started actor's identity. */
-  #snapshot(): { deployments: ModelDeployment[]; actors: SavedActor[] } {
-    const deployments = [...this.#state.deployments.values()].map((d) => d.spec);
-    const actors: SavedActor[] = [];
-    for (const d of this.#state.deployments.values()) {
-      for (const a of d.actors) {
-        // Only actors that may have a live process are worth adopting; PENDING ones are placed anew.
-        if (a.state !== 'STARTING' && a.state !== 'READY') continue;
-        const node = a.nodeId ? this.#state.nodes.get(a.nodeId)?.name : (a.awaitingNode ?? undefined);
-        if (!node) continue;
-        actors.push({
-          id: a.id,
-          name: a.name,
-          deployment: a.deployment,
-          node,
-          gpus: a.gpus,
-          gpuShare: a.gpuShare,
-          cpus: a.cpus,
-          memoryBytes: a.memoryBytes,
-          device: a.device,
-          pid: a.pid,
-          restarts: a.restarts,
-          secret: a.secret,
-        });
-      }
-    }
-    return { deployments, actors };
   }
 
   /**
@@ -160,7 +108,7 @@ export class Controller {
         this.#rejoining.add(a);
         d.actors.push(a);
       }
-      for (let i = d.actors.length; i < spec.replicas; i++) d.actors.push(this.#newActor(d, this.#freeReplicaIndex(d)));
+      for (let i = d.actors.length; i < spec.replicas; i++) d.actors.push(this.#addActor(newActorRecord(d, freeReplicaIndex(d))));
     }
     const adopting = [...this.#state.actors.values()].filter((a) => a.awaitingNode).length;
     if (saved.deployments.length > 0) {
@@ -244,7 +192,7 @@ export class Controller {
     d.unhealthy = null;
     this.#state.deployments.set(spec.name, d);
     const live = d.actors.filter((a) => a.state !== 'DEAD');
-    for (let i = live.length; i < spec.replicas; i++) d.actors.push(this.#newActor(d, this.#freeReplicaIndex(d)));
+    for (let i = live.length; i < spec.replicas; i++) d.actors.push(this.#addActor(newActorRecord(d, freeReplicaIndex(d))));
     for (const a of live.slice(spec.replicas)) this.#retire(a);
     d.actors = d.actors.filter((a) => a.state !== 'DRAINING');
     this.#dirty();
@@ -309,37 +257,7 @@ export class Controller {
     }
   }
 
-  /** The lowest replica number not in use, so names stay short and stable across scaling. */
-  #freeReplicaIndex(d: DeploymentRecord): number {
-    const used = new Set(d.actors.filter((a) => a.state !== 'DEAD' && a.state !== 'DRAINING').map((a) => Number(a.name.split('#')[1])));
-    let i = 0;
-    while (used.has(i)) i++;
-    return i;
-  }
-
-  #newActor(d: DeploymentRecord, replica: number): ActorRecord {
-    const a: ActorRecord = {
-      id: newId(),
-      name: `${d.spec.name}#${replica}`,
-      deployment: d.spec.name,
-      state: 'PENDING',
-      reason: 'waiting for placement',
-      nodeId: null,
-      gpus: [],
-      gpuShare: 1,
-      cpus: d.spec.cpus,
-      device: 'cpu',
-      pid: null,
-      restarts: 0,
-      recentCrashes: [],
-      secret: newSecret(),
-      link: undefined,
-      visibleDevices: null,
-      gpuMemoryMiB: null,
-      memoryBytes: d.spec.memory ?? 0,
-      stats: null,
-      usage: null,
-    };
+  #addActor(a: ActorRecord): ActorRecord {
     this.#state.actors.set(a.id, a);
     return a;
   }

@@ -1,0 +1,93 @@
+import { newId, newSecret } from '../runtime/index.js';
+import type { ModelDeployment } from '../runtime/index.js';
+import { DeploymentStats } from './deployment-stats.js';
+import { Dispatcher } from './dispatcher.js';
+import type { SavedActor } from './durable.js';
+import type { ActorRecord, ClusterState, DeploymentRecord } from './state.js';
+
+// How the controller's records are made, compared and saved: plain functions over cluster state.
+
+/** Changes an actor cannot take while running: everything it was started with. */
+export function needsNewActors(old: ModelDeployment, next: ModelDeployment): boolean {
+  return (
+    old.model !== next.model ||
+    old.gpus !== next.gpus ||
+    old.cpus !== next.cpus ||
+    old.threads !== next.threads ||
+    old.memory !== next.memory ||
+    JSON.stringify(old.batch) !== JSON.stringify(next.batch)
+  );
+}
+
+export function newDeployment(spec: ModelDeployment): DeploymentRecord {
+  const d = { spec, actors: [], metadata: null, unhealthy: null, stats: new DeploymentStats() } as unknown as DeploymentRecord;
+  d.dispatcher = new Dispatcher(d);
+  return d;
+}
+
+export function lastLines(text: string, n: number): string {
+  return text.trimEnd().split('\n').slice(-n).join('\n');
+}
+
+/** The lowest replica number not in use, so names stay short and stable across scaling. */
+export function freeReplicaIndex(d: DeploymentRecord): number {
+  const used = new Set(d.actors.filter((a) => a.state !== 'DEAD' && a.state !== 'DRAINING').map((a) => Number(a.name.split('#')[1])));
+  let i = 0;
+  while (used.has(i)) i++;
+  return i;
+}
+
+/** A new replica's record, PENDING until the scheduler places it. */
+export function newActorRecord(d: DeploymentRecord, replica: number): ActorRecord {
+  return {
+    id: newId(),
+    name: `${d.spec.name}#${replica}`,
+    deployment: d.spec.name,
+    state: 'PENDING',
+    reason: 'waiting for placement',
+    nodeId: null,
+    gpus: [],
+    gpuShare: 1,
+    cpus: d.spec.cpus,
+    device: 'cpu',
+    pid: null,
+    restarts: 0,
+    recentCrashes: [],
+    secret: newSecret(),
+    link: undefined,
+    visibleDevices: null,
+    gpuMemoryMiB: null,
+    memoryBytes: d.spec.memory ?? 0,
+    stats: null,
+    usage: null,
+  };
+}
+
+/** What the state file keeps: every deployment's spec, and each started actor's identity. */
+export function snapshotState(state: ClusterState): { deployments: ModelDeployment[]; actors: SavedActor[] } {
+  const deployments = [...state.deployments.values()].map((d) => d.spec);
+  const actors: SavedActor[] = [];
+  for (const d of state.deployments.values()) {
+    for (const a of d.actors) {
+      // Only actors that may have a live process are worth adopting; PENDING ones are placed anew.
+      if (a.state !== 'STARTING' && a.state !== 'READY') continue;
+      const node = a.nodeId ? state.nodes.get(a.nodeId)?.name : (a.awaitingNode ?? undefined);
+      if (!node) continue;
+      actors.push({
+        id: a.id,
+        name: a.name,
+        deployment: a.deployment,
+        node,
+        gpus: a.gpus,
+        gpuShare: a.gpuShare,
+        cpus: a.cpus,
+        memoryBytes: a.memoryBytes,
+        device: a.device,
+        pid: a.pid,
+        restarts: a.restarts,
+        secret: a.secret,
+      });
+    }
+  }
+  return { deployments, actors };
+}
