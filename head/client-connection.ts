@@ -78,7 +78,7 @@ export function serveClient(ws: WebSocket, state: ClusterState, controller: Cont
           const ready = controller.deploy(spec.data);
           if (message.wait === false) {
             ready.catch(() => {});
-            answer(Promise.resolve(controller.view(spec.data.name)));
+            answer(Promise.resolve(state.deploymentView(state.deployments.get(spec.data.name)!)));
           } else answer(ready);
           return;
         }

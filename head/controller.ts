@@ -1,43 +1,13 @@
 import { TroupeError, newId, newSecret } from '../runtime/index.js';
 import type { ActorStats, DeploymentView, ErrorCode, Logger, ModelDeployment, ModelMetadata, WireError } from '../runtime/index.js';
 import type { ActorLink } from './actor-link.js';
+import { DEFAULT_CONTROLLER_OPTIONS } from './controller-options.js';
+import type { ActorExitReport, ControllerOptions, RunningActorReport } from './controller-options.js';
 import type { DurableStore, SavedState } from './durable.js';
-import { freeReplicaIndex, lastLines, needsNewActors, newActorRecord, newDeployment, snapshotState } from './records.js';
+import { ReadyWaiters } from './ready-waiters.js';
+import { describeExit, freeReplicaIndex, needsNewActors, newActorRecord, newDeployment, restoredActorRecord, returnToPending, snapshotState, startActorMessage } from './records.js';
 import { place } from './scheduler.js';
 import type { ActorRecord, ClusterState, DeploymentRecord, NodeRecord } from './state.js';
-
-export interface ControllerOptions {
-  /** Crashes allowed inside `restartWindowMs` before an actor is DEAD (default 5 in 10 min). */
-  maxRestarts: number;
-  restartWindowMs: number;
-  /** Time an actor gets to finish in-flight work when stopped. */
-  drainMs: number;
-  /**
-   * After a head restart, how long actors restored from the state file wait for their node's
-   * agent to reconnect and list them before they are placed anew.
-   */
-  adoptGraceMs: number;
-}
-
-export const DEFAULT_CONTROLLER_OPTIONS: ControllerOptions = { maxRestarts: 5, restartWindowMs: 600_000, drainMs: 10_000, adoptGraceMs: 15_000 };
-
-/** A running actor an agent lists when it registers. */
-export interface RunningActorReport {
-  actorId: string;
-  pid: number;
-}
-
-interface Waiter {
-  resolve: (view: DeploymentView) => void;
-  reject: (err: TroupeError) => void;
-}
-
-export interface ActorExitReport {
-  code: number | null;
-  signal: string | null;
-  stderrTail: string;
-  killedBecause?: string | undefined;
-}
 
 /**
  * Drives deployments toward what users asked for: creates actors, places them on nodes, restarts
@@ -48,7 +18,7 @@ export class Controller {
   readonly #state: ClusterState;
   readonly #log: Logger;
   readonly #options: ControllerOptions;
-  readonly #waiters = new Map<string, Set<Waiter>>();
+  readonly #waiters = new ReadyWaiters();
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #store: DurableStore | undefined;
   /** Actors whose process is known to run already (restored, or reconnecting): their `ready` is a rejoin. */
@@ -81,29 +51,7 @@ export class Controller {
       const d = newDeployment(spec);
       this.#state.deployments.set(spec.name, d);
       for (const s of saved.actors.filter((x) => x.deployment === spec.name).slice(0, spec.replicas)) {
-        const a: ActorRecord = {
-          id: s.id,
-          name: s.name,
-          deployment: spec.name,
-          state: 'STARTING',
-          reason: `waiting for node ${s.node} to reconnect after a head restart`,
-          nodeId: null,
-          gpus: s.gpus,
-          gpuShare: s.gpuShare,
-          cpus: s.cpus,
-          device: s.device,
-          pid: s.pid,
-          restarts: s.restarts,
-          recentCrashes: [],
-          secret: s.secret,
-          link: undefined,
-          visibleDevices: null,
-          gpuMemoryMiB: null,
-          memoryBytes: s.memoryBytes,
-          stats: null,
-          usage: null,
-          awaitingNode: s.node,
-        };
+        const a = restoredActorRecord(s);
         this.#state.actors.set(a.id, a);
         this.#rejoining.add(a);
         d.actors.push(a);
@@ -127,14 +75,7 @@ export class Controller {
 
   /** An actor that will not be adopted: placed anew as a fresh process (a new secret shuts the old one out). */
   #replace(a: ActorRecord, why: string): void {
-    a.awaitingNode = null;
-    a.link?.terminate(why);
-    a.link = undefined;
-    a.nodeId = null;
-    a.pid = null;
-    a.gpus = [];
-    a.state = 'PENDING';
-    a.reason = `${why}; waiting for placement`;
+    returnToPending(a, why);
     this.#dirty();
   }
 
@@ -198,21 +139,10 @@ export class Controller {
     this.#dirty();
     this.#log.info({ deployment: spec.name, replicas: spec.replicas, model: spec.model }, 'deployment changed');
     this.#state.events.add('deployment-changed', `${spec.name}: ${spec.replicas} replica(s) of ${spec.model}`);
-    const done = new Promise<DeploymentView>((resolve, reject) => {
-      const set = this.#waiters.get(spec.name) ?? new Set();
-      set.add({ resolve, reject });
-      this.#waiters.set(spec.name, set);
-    });
+    const done = this.#waiters.wait(spec.name);
     this.schedule();
     this.#checkReady(d);
     return done;
-  }
-
-  /** A deployment as users see it now. */
-  view(name: string): DeploymentView {
-    const d = this.#state.deployments.get(name);
-    if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${name}'`);
-    return this.#state.deploymentView(d);
   }
 
   /** Stops a deployment's actors (each finishes its in-flight calls first) and forgets it. */
@@ -222,7 +152,7 @@ export class Controller {
     this.#state.deployments.delete(name);
     this.#dirty();
     const removed = new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `deployment '${name}' was removed`);
-    this.#settleWaiters(name, removed);
+    this.#waiters.settle(name, removed);
     d.dispatcher.failAll(removed);
     this.#state.metrics.forget(name);
     this.#state.events.add('deployment-removed', `${name} removed; draining ${d.actors.length} actor(s)`);
@@ -272,21 +202,7 @@ export class Controller {
     const secret = a.secret;
     this.#dirty();
     channel
-      .request(
-        {
-          type: 'startActor',
-          actorId: a.id,
-          secret: a.secret,
-          model: d.spec.model,
-          gpus: a.gpus,
-          // onnxruntime would otherwise start a thread per core in every actor and, with several
-          // actors on a node, oversubscribe it; the actor's CPU budget is its thread count.
-          threads: d.spec.threads ?? Math.max(1, Math.round(d.spec.cpus)),
-          batch: d.spec.batch,
-          ...(d.spec.kind === 'fn' ? { kind: 'fn' as const, fn: d.spec.model } : {}),
-        },
-        30_000,
-      )
+      .request(startActorMessage(a, d), 30_000)
       .then(
         (value) => {
           const pid = (value as { pid?: unknown } | undefined)?.pid;
@@ -319,7 +235,7 @@ export class Controller {
     d.unhealthy = error.message;
     this.#log.warn({ actor: a.name, code: error.code, reason: error.message }, 'actor failed to start');
     this.#state.events.add('actor-dead', `${a.name} failed to start: ${error.message}`);
-    this.#settleWaiters(d.spec.name, error);
+    this.#waiters.settle(d.spec.name, error);
   }
 
   /**
@@ -420,8 +336,7 @@ export class Controller {
     a.pid = null;
     a.visibleDevices = null;
     a.gpuMemoryMiB = null;
-    const how = exit.killedBecause ?? `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`;
-    const cause = `${how}${exit.stderrTail ? `: ${lastLines(exit.stderrTail, 5)}` : ''}`;
+    const cause = describeExit(exit);
     if (a.state === 'DRAINING' || a.state === 'DEAD') {
       this.#state.actors.delete(a.id);
       if (a.state === 'DEAD' && exit.stderrTail && a.reason && !a.reason.includes('exited')) a.reason += ` (${cause})`;
@@ -449,12 +364,7 @@ export class Controller {
       if (a.state === 'DRAINING') this.#state.actors.delete(a.id);
       else if (a.state === 'DEAD') continue;
       else if (how === 'lost') this.#crashed(a, `node ${node.name} was lost`);
-      else {
-        a.nodeId = null;
-        a.gpus = [];
-        a.state = 'PENDING';
-        a.reason = `node ${node.name} left; waiting for placement`;
-      }
+      else returnToPending(a, `node ${node.name} left`);
     }
     this.schedule();
   }
@@ -475,7 +385,7 @@ export class Controller {
       const d = this.#state.deployments.get(a.deployment);
       if (d) {
         d.unhealthy = `${a.name} is DEAD: ${a.reason}`;
-        this.#settleWaiters(d.spec.name, new TroupeError(code, d.unhealthy));
+        this.#waiters.settle(d.spec.name, new TroupeError(code, d.unhealthy));
       }
       this.#log.error({ actor: a.name, cause }, 'actor is DEAD');
       this.#state.events.add('actor-dead', `${a.name} DEAD: ${a.reason}`);
@@ -521,14 +431,7 @@ export class Controller {
 
   #checkReady(d: DeploymentRecord): void {
     const ready = d.actors.filter((a) => a.state === 'READY').length;
-    if (ready >= d.spec.replicas) this.#settleWaiters(d.spec.name, this.#state.deploymentView(d));
-  }
-
-  #settleWaiters(name: string, outcome: DeploymentView | TroupeError): void {
-    const set = this.#waiters.get(name);
-    if (!set) return;
-    this.#waiters.delete(name);
-    for (const w of set) outcome instanceof TroupeError ? w.reject(outcome) : w.resolve(outcome);
+    if (ready >= d.spec.replicas) this.#waiters.settle(d.spec.name, this.#state.deploymentView(d));
   }
 
   #later(ms: number, fn: () => void): void {
@@ -542,6 +445,6 @@ export class Controller {
   close(): void {
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
-    for (const name of [...this.#waiters.keys()]) this.#settleWaiters(name, new TroupeError('TROUPE_ERR_SHUTTING_DOWN', 'the head is shutting down'));
+    this.#waiters.settleAll(new TroupeError('TROUPE_ERR_SHUTTING_DOWN', 'the head is shutting down'));
   }
 }

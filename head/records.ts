@@ -1,7 +1,8 @@
 import { newId, newSecret } from '../runtime/index.js';
-import type { ModelDeployment } from '../runtime/index.js';
+import type { HeadToAgent, ModelDeployment } from '../runtime/index.js';
 import { DeploymentStats } from './deployment-stats.js';
 import { Dispatcher } from './dispatcher.js';
+import type { ActorExitReport } from './controller-options.js';
 import type { SavedActor } from './durable.js';
 import type { ActorRecord, ClusterState, DeploymentRecord } from './state.js';
 
@@ -25,7 +26,7 @@ export function newDeployment(spec: ModelDeployment): DeploymentRecord {
   return d;
 }
 
-export function lastLines(text: string, n: number): string {
+function lastLines(text: string, n: number): string {
   return text.trimEnd().split('\n').slice(-n).join('\n');
 }
 
@@ -90,4 +91,65 @@ export function snapshotState(state: ClusterState): { deployments: ModelDeployme
     }
   }
   return { deployments, actors };
+}
+
+/** An actor saved by an earlier head, STARTING until its node re-registers and lists it. */
+export function restoredActorRecord(s: SavedActor): ActorRecord {
+  return {
+    id: s.id,
+    name: s.name,
+    deployment: s.deployment,
+    state: 'STARTING',
+    reason: `waiting for node ${s.node} to reconnect after a head restart`,
+    nodeId: null,
+    gpus: s.gpus,
+    gpuShare: s.gpuShare,
+    cpus: s.cpus,
+    device: s.device,
+    pid: s.pid,
+    restarts: s.restarts,
+    recentCrashes: [],
+    secret: s.secret,
+    link: undefined,
+    visibleDevices: null,
+    gpuMemoryMiB: null,
+    memoryBytes: s.memoryBytes,
+    stats: null,
+    usage: null,
+    awaitingNode: s.node,
+  };
+}
+
+/** An actor that will not be adopted: back to PENDING, to be placed anew as a fresh process. */
+export function returnToPending(a: ActorRecord, why: string): void {
+  a.awaitingNode = null;
+  a.link?.terminate(why);
+  a.link = undefined;
+  a.nodeId = null;
+  a.pid = null;
+  a.gpus = [];
+  a.state = 'PENDING';
+  a.reason = `${why}; waiting for placement`;
+}
+
+/** The agent's order to start this actor's process for deployment `d`. */
+export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Extract<HeadToAgent, { type: 'startActor' }>, 'id'> {
+  return {
+    type: 'startActor',
+    actorId: a.id,
+    secret: a.secret,
+    model: d.spec.model,
+    gpus: a.gpus,
+    // onnxruntime would otherwise start a thread per core in every actor and, with several
+    // actors on a node, oversubscribe it; the actor's CPU budget is its thread count.
+    threads: d.spec.threads ?? Math.max(1, Math.round(d.spec.cpus)),
+    batch: d.spec.batch,
+    ...(d.spec.kind === 'fn' ? { kind: 'fn' as const, fn: d.spec.model } : {}),
+  };
+}
+
+/** Why an actor's process ended, as people read it: who killed it or its exit, and its last stderr lines. */
+export function describeExit(exit: ActorExitReport): string {
+  const how = exit.killedBecause ?? `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`;
+  return `${how}${exit.stderrTail ? `: ${lastLines(exit.stderrTail, 5)}` : ''}`;
 }

@@ -16,7 +16,7 @@ import { DurableStore } from './durable.js';
 import type { SavedState } from './durable.js';
 import { sendError } from './http/errors.js';
 import { GraphService } from './graph/service.js';
-import type { ControllerOptions } from './controller.js';
+import type { ControllerOptions } from './controller-options.js';
 import { registerHttpApi } from './http/api.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MODEL_BYTES } from './http/context.js';
 import type { JobOptions } from './http/jobs.js';
