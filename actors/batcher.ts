@@ -60,6 +60,7 @@ export class Batcher {
   readonly #queue: Job[] = [];
   readonly stats: BatcherStats = { calls: 0, batches: 0, rows: 0, expired: 0, failed: 0, computeMs: 0, queueMs: 0 };
   #running = false;
+  #outstanding = 0;
   #wake: (() => void) | undefined;
   #idleWaiters: (() => void)[] = [];
 
@@ -72,8 +73,15 @@ export class Batcher {
     return this.#queue.length;
   }
 
+  /** Calls submitted and not yet settled: queued plus running. */
+  get outstanding(): number {
+    return this.#outstanding;
+  }
+
   submit(inputs: Record<string, Tensor>, outputs?: readonly string[], timeoutMs?: number): Promise<{ outputs: Record<string, Tensor>; timing: CallTiming }> {
-    return new Promise((resolve, reject) => {
+    this.#outstanding++;
+    const done = () => void this.#outstanding--;
+    return new Promise<{ outputs: Record<string, Tensor>; timing: CallTiming }>((resolve, reject) => {
       const arrived = performance.now();
       const rows = this.#options.batchable && this.#options.maxSize > 1 ? rowsOf(inputs) : null;
       this.#queue.push({
@@ -88,7 +96,7 @@ export class Batcher {
       });
       this.#wake?.();
       if (!this.#running) void this.#drain();
-    });
+    }).finally(done);
   }
 
   /** Resolves once everything submitted so far has run. */
@@ -106,10 +114,24 @@ export class Batcher {
       this.#dropExpired();
       const batch = this.#take();
       if (batch.length > 0) await this.#execute(batch);
-      await yieldToIo();
+      await this.#readArrived();
     }
     this.#running = false;
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
+  }
+
+  /**
+   * Lets in the calls that arrived while the model ran. They sit in the socket, and one turn of
+   * the event loop reads only part of a large backlog (libuv reads about 2 MB a turn: three
+   * images), so it yields again while calls keep coming and the next batch is not yet full:
+   * otherwise the batch would go out short, or wait `maxDelayMs` for calls already here.
+   */
+  async #readArrived(): Promise<void> {
+    let before: number;
+    do {
+      before = this.#queue.length;
+      await yieldToIo();
+    } while (this.#queue.length > before && this.#options.maxSize > 1 && this.#queue.length < this.#options.maxSize);
   }
 
   #dropExpired(): void {

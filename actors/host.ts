@@ -2,14 +2,21 @@ import {
   ActorEnvSchema,
   AgentToActorIpcSchema,
   BatchSchema,
+  Channel,
+  HeadToActorSchema,
   TroupeError,
+  checkWire,
   createLogger,
   mapFromWire,
   mapToWire,
   toWireError,
   onParentGone,
+  validateInputs,
 } from '../runtime/index.js';
-import type { ActorEnv, ActorToAgentIpc } from '../runtime/index.js';
+import type { ActorEnv, ActorToAgentIpc, ActorToHead, HeadToActor } from '../runtime/index.js';
+import { startDirectServer } from './direct-server.js';
+import type { DirectServer } from './direct-server.js';
+import { DirectCallStats } from './direct-stats.js';
 import { HeadSocket } from './head-socket.js';
 import { OnnxModel } from './onnx-model.js';
 import { Batcher } from './batcher.js';
@@ -88,6 +95,50 @@ async function main(): Promise<void> {
 
   const loaded = model;
   if (loaded) executor = new Batcher((inputs, outputs) => loaded.run(inputs, outputs), batchOptions(env, loaded));
+  const deployment = env.TROUPE_DEPLOYMENT ?? env.TROUPE_ACTOR_ID;
+  const directCalls = new DirectCallStats();
+
+  /**
+   * One call, from the head or from a client calling directly. The head has checked its calls
+   * against the model already; a direct call is checked here, with the same messages.
+   */
+  const serveCall = (message: HeadToActor, channel: Channel<HeadToActor, ActorToHead>, direct: boolean) => {
+    if (!executor || !loaded) return;
+    if (stopping) {
+      channel.fail(message.id, new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `actor ${env.TROUPE_ACTOR_ID} is draining`));
+      return;
+    }
+    if (direct) {
+      for (const [name, t] of Object.entries(message.inputs)) checkWire(t, `input '${name}'`);
+      validateInputs(deployment, loaded.metadata, message.inputs, message.outputs);
+    }
+    const arrived = performance.now();
+    const inputs = mapFromWire(message.inputs, 'input');
+    // The reply goes back on the connection the call came on: if that one is gone, its sender
+    // has already retried the call elsewhere.
+    executor.submit(inputs, message.outputs, message.timeoutMs).then(
+      ({ outputs, timing }) => {
+        channel.send({ type: 'reply', id: message.id, value: { outputs: mapToWire(outputs), timing } });
+        if (direct) directCalls.succeeded(performance.now() - arrived);
+      },
+      (err: unknown) => channel.fail(message.id, err),
+    );
+  };
+
+  let direct: DirectServer | undefined;
+  if (loaded && env.TROUPE_DATA_HOST) {
+    try {
+      direct = await startDirectServer(env.TROUPE_DATA_HOST, (ws) => {
+        const channel: Channel<HeadToActor, ActorToHead> = new Channel<HeadToActor, ActorToHead>(ws, {
+          schema: HeadToActorSchema,
+          onMessage: (message) => serveCall(message, channel, true),
+        });
+      });
+    } catch (err) {
+      // Calls still reach this actor through the head; only the shortcut is lost.
+      log.warn({ actor: env.TROUPE_ACTOR_ID, host: env.TROUPE_DATA_HOST, err: (err as Error).message }, 'cannot listen for direct calls');
+    }
+  }
   // Totals for the head's counters and metrics, sent only when they changed (and again on each
   // connection: a restarted head starts from none).
   let last = '';
@@ -109,28 +160,22 @@ async function main(): Promise<void> {
         return;
       }
       last = '';
-      channel.send({ type: 'ready', metadata: loaded.metadata, device, provider: loaded.provider, visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '' });
+      channel.send({
+        type: 'ready',
+        metadata: loaded.metadata,
+        device,
+        provider: loaded.provider,
+        visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '',
+        ...(direct ? { direct: { url: direct.url, token: direct.token } } : {}),
+      });
     },
-    onMessage: (message, channel) => {
-      if (!executor) return;
-      if (stopping) {
-        channel.fail(message.id, new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `actor ${env.TROUPE_ACTOR_ID} is draining`));
-        return;
-      }
-      const inputs = mapFromWire(message.inputs, 'input');
-      // The reply goes back on the connection the call came on: if that one is gone, the head
-      // has already retried the call elsewhere.
-      executor.submit(inputs, message.outputs, message.timeoutMs).then(
-        ({ outputs, timing }) => channel.send({ type: 'reply', id: message.id, value: { outputs: mapToWire(outputs), timing } }),
-        (err: unknown) => channel.fail(message.id, err),
-      );
-    },
+    onMessage: (message, channel) => serveCall(message, channel, false),
   });
   head.start();
   if (!executor) return;
   const batcher = executor;
   setInterval(() => {
-    const stats = { ...batcher.stats, queued: batcher.queued };
+    const stats = { ...batcher.stats, queued: batcher.queued, inFlight: batcher.outstanding, ...directCalls.report() };
     const text = JSON.stringify(stats);
     if (text !== last) head?.send({ type: 'stats', stats });
     last = text;

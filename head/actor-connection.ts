@@ -1,7 +1,6 @@
-import { ActorToHeadSchema, Channel } from '../runtime/index.js';
+import { ActorToHeadSchema, Channel, ReplicaLink } from '../runtime/index.js';
 import type { ActorToHead, HeadToActor, Logger } from '../runtime/index.js';
 import type { WebSocket } from 'ws';
-import { ActorLink } from './actor-link.js';
 import type { Controller } from './controller.js';
 import type { ActorRecord } from './state.js';
 
@@ -16,7 +15,7 @@ export function serveActor(ws: WebSocket, actor: ActorRecord, controller: Contro
     onMessage: (message) => {
       switch (message.type) {
         case 'ready':
-          controller.actorReady(actor, link, message.metadata, message.visibleDevices);
+          controller.actorReady(actor, link, message.metadata, message.visibleDevices, message.direct);
           return;
         case 'loadFailed':
           // Only an actor still loading can fail to load; a serving one never says so.
@@ -32,5 +31,5 @@ export function serveActor(ws: WebSocket, actor: ActorRecord, controller: Contro
     onClose: () => controller.actorDisconnected(actor, link),
     onRefused: (err) => log.warn({ actor: actor.name, err: err.message }, 'actor sent a bad frame'),
   });
-  const link = new ActorLink(channel);
+  const link = new ReplicaLink<ActorToHead>(channel);
 }

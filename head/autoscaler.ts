@@ -8,10 +8,14 @@ interface Trend {
   direction: 'up' | 'down';
 }
 
-/** Queued calls plus calls in flight at its replicas: the load a deployment must absorb. */
-function loadOf(d: DeploymentRecord): { queued: number; inFlight: number } {
-  const inFlight = d.actors.reduce((n, a) => n + (a.state === 'READY' ? (a.link?.inFlight ?? 0) : 0), 0);
-  return { queued: d.dispatcher.queued, inFlight };
+/**
+ * Queued calls plus calls in flight at its replicas, in the head's queue and in those of the
+ * clients calling them directly: the load a deployment must absorb.
+ */
+function loadOf(state: ClusterState, d: DeploymentRecord): { queued: number; inFlight: number } {
+  const clients = state.clientLoads.of(d.spec.name);
+  const inFlight = d.actors.reduce((n, a) => n + (a.state === 'READY' ? (a.link?.inFlight ?? 0) : 0), clients.inFlight);
+  return { queued: d.dispatcher.queued + clients.queued, inFlight };
 }
 
 /**
@@ -27,7 +31,7 @@ export function startAutoscaler(state: ClusterState, controller: Controller, log
     for (const d of state.deployments.values()) {
       const auto = d.spec.autoscale;
       if (!auto) continue;
-      const { queued, inFlight } = loadOf(d);
+      const { queued, inFlight } = loadOf(state, d);
       const load = queued + inFlight;
       const wanted = Math.min(auto.maxReplicas, Math.max(auto.minReplicas, Math.ceil(load / auto.targetPerReplica)));
       const current = d.spec.replicas;

@@ -94,6 +94,13 @@ export function serveClient(ws: WebSocket, state: ClusterState, controller: Cont
         case 'describe':
           channel.reply(message.id, { ...state.view(), graphs: graphs.views() });
           return;
+        case 'routes':
+          channel.reply(message.id, state.routes.subscribe(message.deployment, channel));
+          return;
+        case 'load':
+          state.clientLoads.report(channel, message.loads);
+          channel.reply(message.id, {});
+          return;
       }
     },
     onRefused: (err) => log.debug({ err: err.message }, 'client sent a bad frame'),

@@ -1,13 +1,12 @@
 import { TroupeError, newId, newSecret } from '../runtime/index.js';
 import type { ActorStats, DeploymentView, ErrorCode, Logger, ModelDeployment, ModelMetadata, WireError } from '../runtime/index.js';
-import type { ActorLink } from './actor-link.js';
 import { DEFAULT_CONTROLLER_OPTIONS } from './controller-options.js';
 import type { ActorExitReport, ControllerOptions, RunningActorReport } from './controller-options.js';
 import type { DurableStore, SavedState } from './durable.js';
 import { ReadyWaiters } from './ready-waiters.js';
 import { describeExit, freeReplicaIndex, needsNewActors, newActorRecord, newDeployment, restoredActorRecord, returnToPending, snapshotState, startActorMessage } from './records.js';
 import { place } from './scheduler.js';
-import type { ActorRecord, ClusterState, DeploymentRecord, NodeRecord } from './state.js';
+import type { HeadActorLink, ActorRecord, ClusterState, DeploymentRecord, NodeRecord } from './state.js';
 
 /**
  * Drives deployments toward what users asked for: creates actors, places them on nodes, restarts
@@ -34,9 +33,10 @@ export class Controller {
     store?.track(() => snapshotState(this.#state));
   }
 
-  /** Something the state file keeps changed (specs, actor identities); the store coalesces writes. */
+  /** Specs or actors changed: the store coalesces state-file writes, the route book client pushes. */
   #dirty(): void {
     this.#store?.markDirty();
+    this.#state.routes.changed();
   }
 
   /**
@@ -252,7 +252,7 @@ export class Controller {
     return a;
   }
 
-  actorReady(a: ActorRecord, link: ActorLink, metadata: ModelMetadata, visibleDevices: string): void {
+  actorReady(a: ActorRecord, link: HeadActorLink, metadata: ModelMetadata, visibleDevices: string, direct?: ActorRecord['direct']): void {
     const d = this.#state.deployments.get(a.deployment);
     if (!d || (a.state !== 'STARTING' && a.state !== 'READY')) {
       link.close('not wanted');
@@ -264,6 +264,7 @@ export class Controller {
     const rejoined = a.state === 'READY' || this.#rejoining.has(a);
     this.#rejoining.delete(a);
     a.link = link;
+    a.direct = direct;
     a.visibleDevices = visibleDevices;
     a.state = 'READY';
     a.reason = null;
@@ -291,15 +292,15 @@ export class Controller {
    * `adoptGraceMs` is replaced: stopped through its agent (the exit restarts it), or placed
    * anew when no agent speaks for it.
    */
-  actorDisconnected(a: ActorRecord, link: ActorLink): void {
+  actorDisconnected(a: ActorRecord, link: HeadActorLink): void {
     if (a.link !== link) return;
     a.link = undefined;
     if (a.state !== 'READY') return;
     a.state = 'STARTING';
     a.reason = 'reconnecting to the head';
     this.#rejoining.add(a);
-    const secret = a.secret;
-    const since = Date.now();
+    this.#state.routes.changed();
+    const [secret, since] = [a.secret, Date.now()];
     this.#disconnectedSince.set(a, since);
     queueMicrotask(() => this.#state.deployments.get(a.deployment)?.dispatcher.pump());
     this.#later(this.#options.adoptGraceMs, () => {

@@ -4,8 +4,9 @@ import type { ActorStats, ErrorCode } from '../runtime/index.js';
 const WINDOW = 2048;
 
 /**
- * Request outcomes and latencies of one deployment, as the head saw them (client-facing time,
- * including the head's queue). Percentiles come from a ring of the most recent calls.
+ * Request outcomes and latencies of one deployment: the calls the head ran (client-facing time,
+ * including the head's queue) and those clients sent to its actors directly (as the actors
+ * report them: arrival to answer). Percentiles come from a ring of the most recent calls.
  */
 export class DeploymentStats {
   ok = 0;
@@ -25,11 +26,16 @@ export class DeploymentStats {
     this.#latencies[this.#count++ % WINDOW] = durationMs;
   }
 
-  /** Adds what an actor ran since its previous report (a restarted actor starts from zero). */
+  /**
+   * Adds what an actor ran since its previous report (a restarted actor starts from zero),
+   * including the calls clients sent it directly, which the head never saw.
+   */
   absorb(previous: ActorStats | null, next: ActorStats): void {
-    const base = previous && previous.batches <= next.batches ? previous : { batches: 0, rows: 0 };
+    const base = previous && previous.batches <= next.batches ? previous : { batches: 0, rows: 0, directOk: 0 };
     this.execCount += next.batches - base.batches;
     this.rows += next.rows - base.rows;
+    this.ok += (next.directOk ?? 0) - (base.directOk ?? 0);
+    for (const ms of next.directLatencyMs ?? []) this.#latencies[this.#count++ % WINDOW] = ms;
   }
 
   /** The q-quantile (0..1) of recent successful calls' latency in ms, or null before any. */

@@ -1,6 +1,6 @@
 import { TroupeError, checkWire, isDynamic, validateInputs } from '../runtime/index.js';
 import type { ClientToHead, WireTensorMap } from '../runtime/index.js';
-import type { CallResult } from './dispatcher.js';
+import type { CallResult } from '../runtime/index.js';
 import type { ClusterState } from './state.js';
 
 export type InferenceRequest = Omit<Extract<ClientToHead, { type: 'run' }>, 'id' | 'type'>;

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { CallResult } from './dispatcher.js';
+import type { CallResult } from '../runtime/index.js';
 import type { ClusterState } from './state.js';
 
 type ModelHistograms = [Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>];

@@ -137,6 +137,7 @@ export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Ext
   return {
     type: 'startActor',
     actorId: a.id,
+    deployment: d.spec.name,
     secret: a.secret,
     model: d.spec.model,
     gpus: a.gpus,

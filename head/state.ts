@@ -1,5 +1,6 @@
 import type {
   ActorState,
+  ActorToHead,
   ActorStats,
   ActorView,
   AgentToHead,
@@ -13,11 +14,13 @@ import type {
   NodeResources,
   NodeState,
   NodeView,
+  ReplicaLink,
 } from '../runtime/index.js';
-import type { ActorLink } from './actor-link.js';
 import type { DeploymentStats } from './deployment-stats.js';
 import { EventLog } from './events.js';
 import { HeadMetrics } from './metrics.js';
+import { RouteBook } from './routes.js';
+import { ClientLoads } from './client-loads.js';
 import type { Dispatcher } from './dispatcher.js';
 
 export interface NodeRecord {
@@ -56,7 +59,9 @@ export interface ActorRecord {
   /** Crash times inside the restart window, for max-restarts accounting. */
   recentCrashes: number[];
   secret: string;
-  link: ActorLink | undefined;
+  link: HeadActorLink | undefined;
+  /** Where it takes direct calls from clients, once READY (never shown, logged or stored). */
+  direct?: { url: string; token: string } | undefined;
   visibleDevices: string | null;
   gpuMemoryMiB: number | null;
   memoryBytes: number;
@@ -81,6 +86,14 @@ export interface DeploymentRecord {
   stats: DeploymentStats;
 }
 
+/**
+ * Calls an actor holds: those the head sent, or, when clients call it directly, the count it last
+ * reported (which includes the head's), whichever is larger.
+ */
+export function inFlightOf(a: ActorRecord): number {
+  return Math.max(a.link?.inFlight ?? 0, a.state === 'READY' ? (a.stats?.inFlight ?? 0) : 0);
+}
+
 /** Everything the head knows about the cluster, and how it looks to users. */
 export class ClusterState {
   readonly nodes = new Map<string, NodeRecord>();
@@ -88,6 +101,8 @@ export class ClusterState {
   readonly deployments = new Map<string, DeploymentRecord>();
   readonly events = new EventLog();
   readonly metrics: HeadMetrics = new HeadMetrics(this);
+  readonly routes = new RouteBook(this.deployments);
+  readonly clientLoads = new ClientLoads();
 
   nodeName(id: string | null): string | null {
     return id === null ? null : (this.nodes.get(id)?.name ?? id);
@@ -106,7 +121,7 @@ export class ClusterState {
       device: a.device,
       pid: a.pid,
       restarts: a.restarts,
-      inFlight: a.link?.inFlight ?? 0,
+      inFlight: inFlightOf(a),
       visibleDevices: a.visibleDevices,
       gpuMemoryMiB: a.gpuMemoryMiB,
       stats: a.stats,
@@ -140,3 +155,6 @@ export class ClusterState {
     };
   }
 }
+
+/** The head's link to one actor's socket. */
+export type HeadActorLink = ReplicaLink<ActorToHead>;

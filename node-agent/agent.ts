@@ -70,6 +70,8 @@ export class NodeAgent {
   #reconnect: NodeJS.Timeout | undefined;
   #backoffMs = 250;
   #stopping = false;
+  /** Where this node's actors listen for direct calls from clients (see actors/direct-server.ts). */
+  #dataHost: string | undefined;
   #ledger: ActorLedger | undefined;
   #sampler: GpuSampler | undefined;
 
@@ -116,6 +118,9 @@ export class NodeAgent {
     if (this.#options.token) headers.authorization = `Bearer ${this.#options.token}`;
     const url = new URL('/v1/agent', this.#options.headUrl);
     const ws = new WebSocket(url, clientSocketOptions(headers));
+    // The address this machine reaches the head from is the one its actors take direct calls on:
+    // whoever reaches the head can reach it (a container's or a VM's own address, or loopback).
+    ws.once('upgrade', (res) => (this.#dataHost = res.socket.localAddress?.replace(/^::ffff:(?=\d+\.)/, '') ?? this.#dataHost));
     await new Promise<void>((resolve, reject) => {
       ws.once('open', resolve);
       ws.once('unexpected-response', (_req, res) => {
@@ -213,6 +218,8 @@ export class NodeAgent {
       // Exactly the actor's GPUs; none for CPU actors, so they can never create a CUDA context.
       CUDA_VISIBLE_DEVICES: message.gpus.join(','),
     });
+    if (message.deployment) env.TROUPE_DEPLOYMENT = message.deployment;
+    if (this.#dataHost) env.TROUPE_DATA_HOST = this.#dataHost;
     if (message.threads !== undefined) env.TROUPE_THREADS = String(message.threads);
     if (message.batch) env.TROUPE_BATCH = JSON.stringify(message.batch);
     const actor = new ActorProcess({

@@ -16,6 +16,8 @@ export type { ActorEnv, ActorStats, ActorToHead, CallTiming, HeadToActor } from 
 export { AGENT_LEAVING, AgentToHeadSchema, HeadToAgentSchema, StartActorReplySchema } from './protocol/agent.js';
 export type { AgentToHead, HeadToAgent } from './protocol/agent.js';
 export { ClientToHeadSchema, HeadToClientSchema, RunRefSchema } from './protocol/client.js';
+export { RoutesSchema } from './protocol/routes.js';
+export type { Routes } from './protocol/routes.js';
 export type { ClientToHead, HeadToClient, RunRef } from './protocol/client.js';
 export { ActorToAgentIpcSchema, AgentToActorIpcSchema } from './protocol/health.js';
 export type { ActorToAgentIpc, AgentToActorIpc } from './protocol/health.js';
@@ -34,6 +36,7 @@ export { checkWire, fromWire, mapFromWire, mapToWire, toWire, WireTensorMapSchem
 export type { WireTensor, WireTensorMap } from './tensor/wire.js';
 export { Channel } from './transport/channel.js';
 export { clientSocketOptions } from './transport/socket-options.js';
+export { checkBearer } from './transport/bearer.js';
 export { validateInputs } from './validate-inputs.js';
 export { ACTOR_STATES, ActorViewSchema, ClusterViewSchema, DeploymentViewSchema, NODE_STATES, NodeViewSchema } from './views.js';
 export type { ActorState, ActorView, ClusterView, DeploymentView, NodeState, NodeView } from './views.js';
@@ -66,9 +69,13 @@ export { argmax, combineOutputs, concat, groupOutputs, max, mean, vote } from '.
 export type { BuiltinCombine, CombineGroup } from './graph/combiners.js';
 export { batchSize, chunkBounds, concatRows, sliceRows } from './graph/batch.js';
 export { formatIssues } from './graph/issues.js';
+export { pickReferenced, referenceFailed } from './graph/refs.js';
 export { RunTraceSchema, StepTimingSchema } from './graph/trace.js';
 export type { RunTrace, StepTiming } from './graph/trace.js';
 export { GraphDeploymentViewSchema, GraphViewSchema } from './graph/view.js';
 export type { GraphDeploymentView, GraphView } from './graph/view.js';
 export { FnActorEnvSchema, FnSignatureSchema } from './protocol/fn-actor.js';
 export type { FnActorEnv, FnSignature, StepFn } from './protocol/fn-actor.js';
+export { CallQueue, replicaCallLimit } from './dispatch/call-queue.js';
+export { ReplicaLink } from './dispatch/replica-link.js';
+export type { CallResult, DispatchOptions, QueueTarget, Replica } from './dispatch/call-queue.js';

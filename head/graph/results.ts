@@ -1,4 +1,4 @@
-import { TroupeError } from '../../runtime/index.js';
+import { TroupeError, pickReferenced, referenceFailed } from '../../runtime/index.js';
 import type { RunRef, WireTensor, WireTensorMap } from '../../runtime/index.js';
 
 export interface ResultStoreOptions {
@@ -85,24 +85,14 @@ export class ResultStore {
    * the input's own name. A failed run fails this input with the same code.
    */
   async resolve(input: string, ref: RunRef): Promise<WireTensor> {
-    const label = `input '${input}'`;
     let outputs: WireTensorMap;
     try {
-      outputs = await this.get(ref.run, label);
+      outputs = await this.get(ref.run, `input '${input}'`);
     } catch (err) {
       if (err instanceof TroupeError && err.code === 'TROUPE_ERR_UNKNOWN_RUN') throw err;
-      const code = err instanceof TroupeError ? err.code : 'TROUPE_ERR_INTERNAL';
-      throw new TroupeError(code, `${label} comes from run '${ref.run}', which failed: ${(err as Error).message}`);
+      throw referenceFailed(input, ref, err);
     }
-    const names = Object.keys(outputs);
-    const pick = ref.output ?? (names.length === 1 ? names[0]! : names.includes(input) ? input : undefined);
-    const tensor = pick === undefined ? undefined : outputs[pick];
-    if (!tensor) {
-      const has = names.map((n) => `'${n}'`).join(', ');
-      const hint = ref.output === undefined ? `; pass one with future.output('${names[0] ?? 'name'}')` : '';
-      throw new TroupeError('TROUPE_ERR_BAD_INPUT', `${label} refers to ${ref.output ? `output '${ref.output}' of ` : ''}run '${ref.run}', which has outputs ${has}${hint}`);
-    }
-    return tensor;
+    return pickReferenced(input, ref, outputs);
   }
 
   #drop(id: string): void {

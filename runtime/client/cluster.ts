@@ -15,7 +15,9 @@ import type { RunTrace } from '../graph/trace.js';
 import { GraphDeploymentViewSchema } from '../graph/view.js';
 import type { GraphDeploymentView } from '../graph/view.js';
 import type { RunRef } from '../protocol/client.js';
+import { pickReferenced, referenceFailed } from '../graph/refs.js';
 import { HeadConnection, withRetries } from './connection.js';
+import { DirectRouter } from './router.js';
 import { Future, FutureOutput } from './future.js';
 import type { Outputs } from './future.js';
 
@@ -36,6 +38,14 @@ export interface ConnectOptions {
   retries?: number;
   /** Reconnect (with back-off) when the connection drops (default true). */
   reconnect?: boolean;
+  /**
+   * Send runs of model deployments straight to their replicas (default true): two process hops
+   * instead of four, and the head never touches the tensors. The head still says where the
+   * replicas are and with which limits; graphs, fns, traced runs and runs taking futures of runs
+   * the head holds go through the head. false: every run goes through the head (for a client
+   * that can reach the head but not the nodes, e.g. across NAT).
+   */
+  direct?: boolean;
 }
 
 export interface RunOptions {
@@ -47,6 +57,11 @@ export interface RunOptions {
   trace?: boolean;
   /** Retries of this run on a retryable error (default: the connection's `retries`); all within `timeoutMs`. */
   retries?: number;
+}
+
+interface RunAnswer {
+  outputs: Outputs;
+  trace: RunTrace | undefined;
 }
 
 /** How long past a run's deadline the SDK waits for the head's own deadline error. */
@@ -71,11 +86,13 @@ export interface DeployOptions {
 export class Cluster {
   readonly #conn: HeadConnection;
   readonly #retries: number;
+  readonly #router: DirectRouter | undefined;
 
   /** @internal use {@link connect} */
-  constructor(conn: HeadConnection, retries = 0) {
+  constructor(conn: HeadConnection, retries = 0, router?: DirectRouter) {
     this.#conn = conn;
     this.#retries = retries;
+    this.#router = router;
   }
 
   /** Whether the connection to the head is up now (it reconnects by itself after a drop). */
@@ -109,16 +126,64 @@ export class Cluster {
    * Runs a deployment or a graph on named inputs; returns a future of its named outputs at once.
    * An input may be another run's Future (or `future.output(name)`): the request goes out now and
    * the head feeds that run's result in when it is ready, without a round trip through here.
+   * (A run this client sent to a replica directly is resolved here instead: the head never held it.)
    */
   run(deployment: string, inputs: RunInputs, options: RunOptions = {}): Future<Outputs> {
     const id = newId();
     const tensors: Record<string, Tensor> = {};
     const refs: Record<string, RunRef> = {};
+    const local: [string, RunRef, Future][] = [];
     for (const [name, value] of Object.entries(inputs)) {
-      if (value instanceof Future) refs[name] = { run: value.id };
-      else if (value instanceof FutureOutput) refs[name] = { run: value.run, output: value.output };
-      else tensors[name] = value;
+      const ref = value instanceof Future ? { run: value.id } : value instanceof FutureOutput ? { run: value.run, output: value.output } : undefined;
+      const source = value instanceof Future ? value : value instanceof FutureOutput ? value.source : undefined;
+      if (!ref) tensors[name] = value as Tensor;
+      else if (source?.resolvedHere) local.push([name, ref, source]);
+      else refs[name] = ref;
     }
+    if (local.length === 0) {
+      const { answer, resolvedHere } = this.#send(id, deployment, tensors, refs, options);
+      return new Future(id, answer.then((a) => a.outputs), answer.then((a) => a.trace), resolvedHere);
+    }
+    // Futures of runs sent to replicas directly are awaited here and their tensors sent along.
+    const answer = Promise.all(
+      local.map(async ([name, ref, source]) => {
+        let outputs: Outputs;
+        try {
+          outputs = await source;
+        } catch (err) {
+          throw referenceFailed(name, ref, err);
+        }
+        return [name, pickReferenced(name, ref, outputs)] as const;
+      }),
+    ).then((resolved) => this.#send(id, deployment, { ...tensors, ...Object.fromEntries(resolved) }, refs, options).answer);
+    return new Future(id, answer.then((a) => a.outputs), answer.then((a) => a.trace), true);
+  }
+
+  /** Sends one run, directly to a replica when its deployment has routes, else through the head. */
+  #send(id: string, deployment: string, tensors: Record<string, Tensor>, refs: Record<string, RunRef>, options: RunOptions): { answer: Promise<RunAnswer>; resolvedHere: boolean } {
+    const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs;
+    const policy = { retries: options.retries ?? this.#retries, deadline };
+    const direct = Object.keys(refs).length === 0 && !options.trace && this.#router?.queueFor(deployment) !== undefined;
+    if (direct) {
+      const inputs = mapToWire(tensors);
+      const attempt = () => {
+        const queue = this.#router?.queueFor(deployment);
+        const sent = queue?.submit(inputs, { ...(options.outputs ? { outputs: options.outputs } : {}), ...(deadline !== undefined ? { deadline } : {}) });
+        // No replica takes direct calls any more (all left or unreachable): through the head.
+        return sent
+          ? sent.then(
+              (r): RunAnswer => ({ outputs: mapFromWire(r.outputs, 'output'), trace: undefined }),
+              (err: unknown) => (err instanceof TroupeError && err.code === 'TROUPE_ERR_NOT_READY' ? this.#viaHead(id, deployment, tensors, refs, options, deadline) : Promise.reject(err)),
+            )
+          : this.#viaHead(id, deployment, tensors, refs, options, deadline);
+      };
+      return { answer: withRetries(this.#conn, policy, attempt), resolvedHere: true };
+    }
+    return { answer: withRetries(this.#conn, policy, () => this.#viaHead(id, deployment, tensors, refs, options, deadline)), resolvedHere: false };
+  }
+
+  /** One attempt of a run through the head. */
+  #viaHead(id: string, deployment: string, tensors: Record<string, Tensor>, refs: Record<string, RunRef>, options: RunOptions, deadline: number | undefined): Promise<RunAnswer> {
     // Sent synchronously, so a run that names this one's future always reaches the head after it.
     const message: Omit<Extract<ClientToHead, { type: 'run' }>, 'id'> & { id: string } = {
       type: 'run',
@@ -128,18 +193,12 @@ export class Cluster {
     };
     if (Object.keys(refs).length > 0) message.refs = refs;
     if (options.outputs) message.outputs = options.outputs;
-    if (options.timeoutMs !== undefined) message.timeoutMs = options.timeoutMs;
-    if (options.trace) message.trace = true;
     // The head enforces the deadline and says which step it stopped; this timer is only the
     // backstop for a head that does not answer, so it gives the head's answer time to arrive.
-    // A retry resends the same id (a later run naming this future still finds it) with the time
-    // left; the first attempt goes out synchronously.
-    const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs;
-    const attempt = () => {
-      if (deadline !== undefined) message.timeoutMs = Math.max(1, deadline - Date.now());
-      return this.#conn.request(message, message.timeoutMs === undefined ? undefined : message.timeoutMs + DEADLINE_GRACE_MS);
-    };
-    const answer = withRetries(this.#conn, { retries: options.retries ?? this.#retries, deadline }, attempt).then((raw) => {
+    // A retry resends the same id (a later run naming this future still finds it) with the time left.
+    if (deadline !== undefined) message.timeoutMs = Math.max(1, deadline - Date.now());
+    if (options.trace) message.trace = true;
+    return this.#conn.request(message, message.timeoutMs === undefined ? undefined : message.timeoutMs + DEADLINE_GRACE_MS).then((raw) => {
       const value = raw as { outputs?: unknown; trace?: unknown } | undefined;
       const outputs = WireTensorMapSchema.safeParse(value?.outputs);
       if (!outputs.success) throw new TroupeError('TROUPE_ERR_INTERNAL', 'head sent outputs that are not tensors');
@@ -147,7 +206,6 @@ export class Cluster {
       if (trace && !trace.success) throw new TroupeError('TROUPE_ERR_INTERNAL', 'head sent a malformed trace');
       return { outputs: mapFromWire(outputs.data, 'output'), trace: trace?.data as RunTrace | undefined };
     });
-    return new Future(id, answer.then((a) => a.outputs), answer.then((a) => a.trace));
   }
 
   /** Nodes, deployments and actors as the head sees them now. */
@@ -158,6 +216,7 @@ export class Cluster {
 
   /** Closes the connection (no reconnect after it); calls still waiting reject with TROUPE_ERR_CONNECTION_CLOSED. */
   async close(): Promise<void> {
+    this.#router?.close();
     await this.#conn.close();
   }
 }
@@ -169,10 +228,22 @@ export class Cluster {
  */
 export async function connect(url: string, options: ConnectOptions = {}): Promise<Cluster> {
   const wsUrl = new URL('/v1/client', url.replace(/^http/, 'ws'));
-  const conn = await HeadConnection.open(wsUrl, {
+  let conn: HeadConnection | undefined;
+  const router =
+    options.direct === false
+      ? undefined
+      : new DirectRouter(
+          (deployment) => conn!.request({ type: 'routes', deployment }, 10_000),
+          (loads) => void conn!.request({ type: 'load', loads }, 10_000).catch(() => {}),
+        );
+  conn = await HeadConnection.open(wsUrl, {
     token: options.token ?? process.env.TROUPE_TOKEN,
     connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
     reconnect: options.reconnect ?? true,
+    onPush: (message) => {
+      if (message.type === 'routes') router?.update(message.routes);
+    },
+    onReconnect: () => router?.reconnected(),
   });
-  return new Cluster(conn, options.retries ?? 0);
+  return new Cluster(conn, options.retries ?? 0, router);
 }

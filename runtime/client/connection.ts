@@ -13,6 +13,10 @@ export interface HeadConnectionOptions {
   connectTimeoutMs: number;
   /** Reconnect after the connection drops (default true). */
   reconnect: boolean;
+  /** Messages the head sends unasked (route updates). */
+  onPush?: (message: HeadToClient) => void;
+  /** The connection came back after a drop. */
+  onReconnect?: () => void;
 }
 
 const FIRST_RETRY_MS = 100;
@@ -118,10 +122,10 @@ export class HeadConnection {
   }
 
   #attach(ws: WebSocket): void {
-    // The head only ever answers requests, so there are no unsolicited messages to handle.
+    const reconnected = this.#channel !== undefined;
     const channel: ClientChannel = new Channel<HeadToClient, ClientToHead>(ws, {
       schema: HeadToClientSchema,
-      onMessage: () => {},
+      onMessage: (message) => this.#options.onPush?.(message),
       onClose: (code, reason) => {
         if (this.#channel !== channel) return;
         this.#lastError = `connection closed (${code}${reason ? `: ${reason}` : ''})`;
@@ -132,6 +136,7 @@ export class HeadConnection {
     this.#retryMs = FIRST_RETRY_MS;
     this.#lastError = undefined;
     for (const wake of [...this.#waiters]) wake();
+    if (reconnected) this.#options.onReconnect?.();
   }
 
   #scheduleReconnect(): void {

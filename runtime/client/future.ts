@@ -12,6 +12,8 @@ export class FutureOutput {
     /** The run whose output this is. */
     readonly run: string,
     readonly output: string,
+    /** That run's future, when this client made it. */
+    readonly source?: Future,
   ) {}
 }
 
@@ -27,11 +29,17 @@ export class FutureOutput {
  */
 export class Future<T = Outputs> implements PromiseLike<T> {
   readonly id: string;
+  /**
+   * @internal The run went straight to a replica, so the head does not hold its result: a run
+   * that takes this future gets its tensors from this client.
+   */
+  readonly resolvedHere: boolean;
   readonly #promise: Promise<T>;
   readonly #trace: Promise<RunTrace | undefined>;
 
-  constructor(id: string, promise: Promise<T>, trace: Promise<RunTrace | undefined> = promise.then(() => undefined)) {
+  constructor(id: string, promise: Promise<T>, trace: Promise<RunTrace | undefined> = promise.then(() => undefined), resolvedHere = false) {
     this.id = id;
+    this.resolvedHere = resolvedHere;
     this.#promise = promise;
     this.#trace = trace;
     // A future nobody awaits must not become an unhandled rejection that kills the process.
@@ -52,7 +60,7 @@ export class Future<T = Outputs> implements PromiseLike<T> {
 
   /** A reference to one named output of this run, to pass as an input of another run. */
   output(name: string): FutureOutput {
-    return new FutureOutput(this.id, name);
+    return new FutureOutput(this.id, name, this as Future);
   }
 
   /** The per-step timing trace of a run started with `{ trace: true }` (undefined otherwise). */

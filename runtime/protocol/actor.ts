@@ -39,6 +39,12 @@ export const ActorStatsSchema = z.object({
   computeMs: z.number(),
   queueMs: z.number(),
   queued: z.number(),
+  /** Calls accepted and not yet answered, from the head and from clients calling it directly. */
+  inFlight: z.number().optional(),
+  /** Calls from clients calling directly that succeeded (the head counts the calls it sent itself). */
+  directOk: z.number().optional(),
+  /** Latencies (ms, arrival to answer) of some direct calls since the previous report. */
+  directLatencyMs: z.array(z.number()).max(1024).optional(),
 });
 export type ActorStats = z.infer<typeof ActorStatsSchema>;
 export type HeadToActor = z.infer<typeof HeadToActorSchema>;
@@ -52,6 +58,8 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
     provider: z.string().max(64),
     /** CUDA_VISIBLE_DEVICES as the actor process saw it: proof of its GPU pinning. */
     visibleDevices: z.string().max(256),
+    /** Where SDK clients may call this actor directly, bypassing the head (see direct-server.ts). */
+    direct: z.object({ url: z.string().url().max(512), token: z.string().min(16).max(128) }).optional(),
   }),
   z.object({ type: z.literal('loadFailed'), error: WireErrorSchema }),
   ReplySchema.extend({ value: z.object({ outputs: WireTensorMapSchema, timing: CallTimingSchema.optional() }) }),
@@ -74,5 +82,9 @@ export const ActorEnvSchema = z.object({
   TROUPE_THREADS: z.coerce.number().int().min(1).max(256).optional(),
   /** The deployment's batch spec as JSON. */
   TROUPE_BATCH: z.string().optional(),
+  /** The deployment's name, for error messages of direct calls. */
+  TROUPE_DEPLOYMENT: z.string().max(256).optional(),
+  /** The address to accept direct calls from SDK clients on; absent: calls come only through the head. */
+  TROUPE_DATA_HOST: z.string().min(1).max(255).optional(),
 });
 export type ActorEnv = z.infer<typeof ActorEnvSchema>;

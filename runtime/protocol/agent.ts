@@ -64,6 +64,8 @@ export const HeadToAgentSchema = z.discriminatedUnion('type', [
     type: z.literal('startActor'),
     id: IdSchema,
     actorId: IdSchema,
+    /** The deployment's name, for the actor's own error messages. */
+    deployment: z.string().max(256).optional(),
     secret: z.string().min(8).max(128),
     model: z.string().min(1).max(1024),
     /** Indices of the node's GPUs this actor may see (its CUDA_VISIBLE_DEVICES). */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { WireTensorMapSchema } from '../tensor/wire.js';
 import { FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
+import { RoutesSchema } from './routes.js';
 
 /**
  * An output of an earlier run (a future passed as an input): the run's id and, when the run has
@@ -33,9 +34,21 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
     trace: z.boolean().optional(),
   }),
   z.object({ type: z.literal('describe'), id: IdSchema }),
+  /** The deployment's replicas that take direct calls; the head then pushes `routes` when they change. */
+  z.object({ type: z.literal('routes'), id: IdSchema, deployment: z.string().max(256) }),
+  /**
+   * The calls this client holds for deployments it calls directly (waiting in its own queue, and
+   * sent but unanswered), about every 250 ms while there are any: the autoscaler's view of load
+   * the head does not see (Ray Serve's handles report theirs the same way).
+   */
+  z.object({
+    type: z.literal('load'),
+    id: IdSchema,
+    loads: z.record(z.string().max(256), z.object({ queued: z.number().int().min(0), inFlight: z.number().int().min(0) })),
+  }),
 ]);
 export type ClientToHead = z.infer<typeof ClientToHeadSchema>;
 
-/** head -> SDK client. */
-export const HeadToClientSchema = z.discriminatedUnion('type', [ReplySchema, FailSchema]);
+/** head -> SDK client: answers, and the route updates of deployments the client asked about. */
+export const HeadToClientSchema = z.discriminatedUnion('type', [ReplySchema, FailSchema, z.object({ type: z.literal('routes'), routes: RoutesSchema })]);
 export type HeadToClient = z.infer<typeof HeadToClientSchema>;

@@ -20,6 +20,15 @@ const SPLIT_FRAME = 0xc1;
 /** msgpack ext type of a reference to bytes after the body: u32 offset, u32 length. */
 const EXT_EXTERNAL = 0x54;
 
+/**
+ * External arrays start at multiples of this in the received message (ws hands a fragmented
+ * message over as one fresh buffer), so the receiver can view them as any typed array in place
+ * instead of copying each misaligned one.
+ */
+const PART_ALIGN = 8;
+const ZEROS = new Uint8Array(PART_ALIGN);
+const aligned = (n: number) => Math.ceil(n / PART_ALIGN) * PART_ALIGN;
+
 /** Where the encoder puts large byte arrays while it packs one frame (null: inline everything). */
 let collecting: { parts: Uint8Array[]; bytes: number } | null = null;
 /** The bytes after the body of the frame being decoded. */
@@ -31,6 +40,11 @@ addExtension({
   type: EXT_EXTERNAL,
   pack(value: Uint8Array, allocateForWrite: (size: number) => { target: Uint8Array; position: number }) {
     if (collecting && value.byteLength >= EXTERNAL_BYTES_THRESHOLD) {
+      const pad = aligned(collecting.bytes) - collecting.bytes;
+      if (pad > 0) {
+        collecting.parts.push(ZEROS.subarray(0, pad));
+        collecting.bytes += pad;
+      }
       const { target, position } = allocateForWrite(10);
       const view = new DataView(target.buffer, target.byteOffset + position, 10);
       view.setUint8(0, 0xd7); // fixext 8
@@ -64,8 +78,9 @@ addExtension({
 /**
  * A frame is a msgpack array of messages: senders coalesce what one tick produced. Large byte
  * arrays (tensor data) are not copied into the msgpack body: the frame is sent as parts
- * (`[0xc1, u32 body length, body]`, then each array as it is), which a WebSocket sends as
- * fragments of one message without joining them.
+ * (`[0xc1, u32 body length, body, zeros to a multiple of 8]`, then each array as it is, with
+ * zeros between them to keep each at a multiple of 8), which a WebSocket sends as fragments of
+ * one message without joining them.
  */
 export function encodeFrameParts(messages: readonly unknown[]): Uint8Array[] {
   const gathered = { parts: [] as Uint8Array[], bytes: 0 };
@@ -77,7 +92,7 @@ export function encodeFrameParts(messages: readonly unknown[]): Uint8Array[] {
     collecting = null;
   }
   if (gathered.parts.length === 0) return [body];
-  const head = Buffer.allocUnsafe(5 + body.byteLength);
+  const head = Buffer.alloc(aligned(5 + body.byteLength));
   head[0] = SPLIT_FRAME;
   head.writeUInt32BE(body.byteLength, 1);
   head.set(body, 5);
@@ -96,8 +111,8 @@ export function decodeFrame(bytes: Uint8Array): unknown[] {
     if (bytes[0] === SPLIT_FRAME) {
       if (bytes.byteLength < 5) throw new Error('split frame shorter than its prefix');
       const bodyLength = new DataView(bytes.buffer, bytes.byteOffset, 5).getUint32(1);
-      if (5 + bodyLength > bytes.byteLength) throw new Error(`body of ${bodyLength} bytes beyond the frame`);
-      decodingPayload = bytes.subarray(5 + bodyLength);
+      if (aligned(5 + bodyLength) > bytes.byteLength) throw new Error(`body of ${bodyLength} bytes beyond the frame`);
+      decodingPayload = bytes.subarray(aligned(5 + bodyLength));
       value = packr.unpack(bytes.subarray(5, 5 + bodyLength));
     } else value = packr.unpack(bytes);
   } catch (err) {

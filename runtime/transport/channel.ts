@@ -69,7 +69,7 @@ export class Channel<In extends { type: string }, Out extends { type: string }> 
     this.#outbox.push(message);
     if (!this.#flushScheduled) {
       this.#flushScheduled = true;
-      setImmediate(() => this.#flush());
+      queueMicrotask(() => this.#flush());
     }
   }
 

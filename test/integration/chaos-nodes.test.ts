@@ -13,7 +13,8 @@ import { seededFloats } from '../helpers/tensors.js';
  *   is SUSPECT, then DEAD; its replicas are placed on the other node; when it comes back (SIGCONT)
  *   it rejoins and no duplicate actor survives;
  * - an agent that gets SIGTERM leaves at once and drains its actors (they finish what they hold);
- * - a head that gets SIGTERM finishes the calls it accepted and refuses new ones retryably.
+ * - a head that gets SIGTERM finishes the calls it accepted and refuses new ones retryably, while
+ *   clients calling replicas directly go on being served without it.
  */
 describe('chaos: silent and leaving nodes, graceful shutdown', { timeout: 180_000 }, () => {
   let cluster: TestCluster;
@@ -100,10 +101,13 @@ describe('chaos: silent and leaving nodes, graceful shutdown', { timeout: 180_00
     assert.equal(retryableCount(loadRetrying.outcome), 0, JSON.stringify(loadRetrying.outcome.retryable));
   });
 
-  test('SIGTERM to the head: calls it accepted finish, new ones are refused with a retryable code, then it exits', async () => {
+  test('SIGTERM to the head: calls it accepted finish, new ones are refused with a retryable code, then it exits; direct calls go on', async () => {
     await retrying.deploy({ name: 'slow', model: 'mobilenet.onnx', threads: 1 });
     const image = tensor('float32', [4, 3, 224, 224], seededFloats(4 * 3 * 224 * 224, 77));
-    const accepted = Array.from({ length: 4 }, () => plain.run('slow', { image }));
+    // This client sends every call through the head; `plain` calls replicas directly once it knows them.
+    const viaHead = await connect(cluster.url, { direct: false });
+    await waitFor('plain to call mlp directly', async () => ((await plain.run('mlp', x(0))) && plain.run('mlp', x(1)).resolvedHere) || undefined, 10_000);
+    const accepted = Array.from({ length: 4 }, () => viaHead.run('slow', { image }));
     // All four are in the head (running or queued) before it is told to stop.
     await waitFor('the four calls to be in the head', async () => {
       const d = (await retrying.describe()).deployments.find((v) => v.name === 'slow')!;
@@ -115,6 +119,11 @@ describe('chaos: silent and leaving nodes, graceful shutdown', { timeout: 180_00
     assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled'], String(outcomes.find((o) => o.status === 'rejected')?.reason));
     await waitFor('the head to exit', () => head.process.exitCode !== null, 20_000);
     assert.equal(head.process.exitCode, 0);
-    await assert.rejects(Promise.resolve(plain.run('slow', { image })), (err: unknown) => err instanceof TroupeError && err.retryable);
+    await assert.rejects(Promise.resolve(viaHead.run('slow', { image })), (err: unknown) => err instanceof TroupeError && err.retryable);
+    await viaHead.close();
+    // The data plane does not go through the head: its replicas still answer a direct client.
+    const direct = plain.run('mlp', x(2));
+    assert.ok(direct.resolvedHere, 'sent to a replica directly');
+    assert.equal((await direct).logits!.shape.join(','), '1,10');
   });
 });

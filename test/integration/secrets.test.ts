@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { writeExampleModels } from '../../models/index.js';
-import { connect, tensor } from '../../runtime/index.js';
+import { WebSocket } from 'ws';
+import { connect, decodeFrame, encodeFrame, tensor } from '../../runtime/index.js';
 import type { Cluster } from '../../runtime/index.js';
 import { waitFor } from '../helpers/cluster.js';
 
@@ -29,6 +30,19 @@ function troupe(args: string[], env: NodeJS.ProcessEnv): Proc {
   child.stderr!.on('data', (c: Buffer) => (text += c.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return { child, output: () => text, exited };
+}
+
+/** The direct-call token of `deployment`'s first replica, as the head tells an admitted client. */
+async function directTokenOf(url: string, deployment: string): Promise<string> {
+  const ws = new WebSocket(new URL('/v1/client', url.replace('http', 'ws')), { headers: { authorization: `Bearer ${TOKEN}` } });
+  await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
+  const answer = new Promise<unknown>((resolve) => ws.once('message', (data: Buffer) => resolve(decodeFrame(data)[0])));
+  ws.send(encodeFrame([{ type: 'routes', id: 'r1', deployment }]));
+  const reply = (await answer) as { value: { replicas: { token: string }[] } };
+  ws.close();
+  const token = reply.value.replicas[0]?.token;
+  assert.ok(token && token.length >= 16, 'the replica takes direct calls');
+  return token;
 }
 
 async function stop(p: Proc | undefined): Promise<void> {
@@ -83,6 +97,8 @@ describe('secrets stay secret', { timeout: 120_000 }, () => {
       return text.includes(view.actors[0]!.id) ? text : undefined;
     });
     const secret = (JSON.parse(state) as { actors: { secret: string }[] }).actors[0]!.secret;
+    // The token a replica's direct endpoint wants, which the head hands only to admitted clients.
+    const directToken = await directTokenOf(url, 'mlp');
     const environ = await readFile(`/proc/${view.actors[0]!.pid}/environ`, 'latin1');
 
     await stop(agent);
@@ -91,11 +107,14 @@ describe('secrets stay secret', { timeout: 120_000 }, () => {
     assert.ok(logs.length > 1000, 'debug logs were written');
     assert.ok(!logs.includes(TOKEN), 'the token is in a log line');
     assert.ok(!logs.includes(secret), "an actor's secret is in a log line");
+    assert.ok(!logs.includes(directToken), "a replica's direct-call token is in a log line");
     pages.forEach((page, i) => {
       assert.ok(!page.includes(TOKEN), `the token is on page ${i}`);
       assert.ok(!page.includes(secret), `an actor's secret is on page ${i}`);
+      assert.ok(!page.includes(directToken), `a replica's direct-call token is on page ${i}`);
     });
     assert.ok(!state.includes(TOKEN), 'the token is in the state file');
+    assert.ok(!state.includes(directToken), "a replica's direct-call token is in the state file");
     assert.ok(!environ.includes(TOKEN), "the token is in an actor's environment");
   });
 });

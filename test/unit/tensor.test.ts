@@ -75,6 +75,8 @@ test('large byte arrays travel outside the msgpack body and decode as views; sma
   const [m1, m2] = decodeFrame(frame) as [{ a: Uint8Array; b: Uint8Array; c: string }, { d: Uint8Array }];
   assert.deepEqual([...m1.a], [...big]);
   assert.equal(m1.a.buffer, frame.buffer, 'a view into the received frame');
+  assert.equal((m1.a.byteOffset - frame.byteOffset) % 8, 0, 'at a multiple of 8 in the frame: viewable as any typed array');
+  assert.equal((m2.d.byteOffset - frame.byteOffset) % 8, 0, 'the second array too');
   assert.deepEqual([...m1.b], [1, 2, 3]);
   assert.equal(m1.c, 'x');
   assert.deepEqual([...m2.d], [...big.subarray(5, 50_000)]);

@@ -1,14 +1,22 @@
-import { CallTimingSchema, TroupeError, WireTensorMapSchema } from '../runtime/index.js';
-import type { ActorToHead, CallTiming, Channel, HeadToActor, WireTensorMap } from '../runtime/index.js';
+import { TroupeError } from '../errors.js';
+import { CallTimingSchema } from '../protocol/actor.js';
+import type { CallTiming, HeadToActor } from '../protocol/actor.js';
+import { WireTensorMapSchema } from '../tensor/wire.js';
+import type { WireTensorMap } from '../tensor/wire.js';
+import type { Channel } from '../transport/channel.js';
 
-/** The head's end of one actor's data-plane socket. */
-export class ActorLink {
-  readonly #channel: Channel<ActorToHead, HeadToActor>;
+/**
+ * The caller's end of one socket to an actor: the head's link to each actor it runs calls on, and
+ * an SDK client's direct link to a replica. It counts the calls it has in flight (what the
+ * queues balance on) and turns a lost connection into TROUPE_ERR_ACTOR_DIED, which they retry.
+ */
+export class ReplicaLink<In extends { type: string } = { type: string }> {
+  readonly #channel: Channel<In, HeadToActor>;
   #inFlight = 0;
   #idleWaiters: (() => void)[] = [];
   #terminatedBecause: string | undefined;
 
-  constructor(channel: Channel<ActorToHead, HeadToActor>) {
+  constructor(channel: Channel<In, HeadToActor>) {
     this.#channel = channel;
   }
 

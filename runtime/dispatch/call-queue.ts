@@ -1,0 +1,202 @@
+import { TroupeError } from '../errors.js';
+import type { CallTiming } from '../protocol/actor.js';
+import type { WireTensorMap } from '../tensor/wire.js';
+
+export interface DispatchOptions {
+  outputs?: string[];
+  /** Absolute time (Date.now()) after which the caller no longer wants the answer. */
+  deadline?: number;
+}
+
+export interface CallResult {
+  outputs: WireTensorMap;
+  /** The actor's account of the call (absent if it sent none). */
+  timing: CallTiming | undefined;
+  /** Time the call waited in this queue for a replica with room. */
+  headQueueMs: number;
+}
+
+/** One replica as a queue sees it: a connection that carries calls and counts those unanswered. */
+export interface Replica {
+  readonly inFlight: number;
+  call(inputs: WireTensorMap, outputs: string[] | undefined, timeoutMs: number | undefined): Promise<{ outputs: WireTensorMap; timing: CallTiming | undefined }>;
+}
+
+/** What a queue serves: a deployment's limits and, at any moment, its replicas that take calls. */
+export interface QueueTarget {
+  readonly name: string;
+  readonly maxQueue: number;
+  readonly maxRetries: number;
+  /** Calls one replica may hold (see {@link replicaCallLimit}). */
+  readonly perReplicaLimit: number;
+  /** Replicas that can take a call now. */
+  replicas(): Iterable<Replica>;
+  /** Whether waiting can help: some replica serves or is on its way. */
+  couldServe(): boolean;
+  /** The replicas and their states, for the error when none can serve. */
+  describeReplicas(): string;
+}
+
+/** Calls a replica may hold: a running batch and the next full one, so it never idles between batches. */
+export function replicaCallLimit(maxBatchSize: number): number {
+  return Math.max(2, 2 * maxBatchSize);
+}
+
+interface Pending {
+  inputs: WireTensorMap;
+  options: DispatchOptions;
+  enqueued: number;
+  attempts: number;
+  settled: boolean;
+  inQueue: boolean;
+  timer: NodeJS.Timeout | undefined;
+  resolve: (result: CallResult) => void;
+  reject: (error: TroupeError) => void;
+}
+
+/** A call without a deadline still waits at most this long for a replica. */
+export const MAX_QUEUE_WAIT_MS = 60_000;
+
+/**
+ * The queue for one deployment, run by the head (for HTTP, graph and head-routed calls) and by
+ * each SDK client for the calls it sends straight to replicas. Replicas pull from it: a call is sent only to a READY
+ * replica that has room (one batch running plus one batch forming, so it never idles waiting for
+ * the head), the least loaded first. So a call never waits behind a busy replica while another
+ * is idle, and the router never caps a replica's batch below its batch size (the pitfall of a
+ * too-small max_ongoing_requests in Ray Serve). Past `maxQueue` waiting calls, new calls fail at
+ * once with TROUPE_ERR_OVERLOADED; a call whose deadline passes while waiting is dropped unsent.
+ */
+export class CallQueue {
+  readonly #target: QueueTarget;
+  #queue: Pending[] = [];
+  #head = 0;
+  #waiting = 0;
+
+  constructor(target: QueueTarget) {
+    this.#target = target;
+  }
+
+  /** Calls waiting for a replica. */
+  get queued(): number {
+    return this.#waiting;
+  }
+
+  submit(inputs: WireTensorMap, options: DispatchOptions = {}): Promise<CallResult> {
+    if (this.queued >= this.#target.maxQueue && !this.#replicaWithRoom()) {
+      return Promise.reject(
+        new TroupeError('TROUPE_ERR_OVERLOADED', `deployment '${this.#target.name}' has ${this.queued} calls waiting (maxQueue ${this.#target.maxQueue}); retry later`),
+      );
+    }
+    if (options.deadline !== undefined && options.deadline <= Date.now()) {
+      return Promise.reject(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deployment '${this.#target.name}': deadline passed before the call was sent`));
+    }
+    return new Promise((resolve, reject) => {
+      const call: Pending = { inputs, options, enqueued: Date.now(), attempts: 0, settled: false, inQueue: false, timer: undefined, resolve, reject };
+      // The common case goes straight to a replica: no queue entry, and a timer only for a deadline.
+      const replica = this.#waiting === 0 ? this.#replicaWithRoom() : undefined;
+      if (options.deadline !== undefined) call.timer = setTimeout(() => this.#expire(call), Math.max(0, options.deadline - call.enqueued));
+      if (replica) {
+        this.#send(call, replica);
+        return;
+      }
+      this.#enqueue(call, 'back');
+      this.pump();
+    });
+  }
+
+  /** Sends waiting calls to replicas with room. Called on every change that can make room. */
+  pump(): void {
+    while (this.#waiting > 0) {
+      const replica = this.#replicaWithRoom();
+      if (!replica) break;
+      const call = this.#dequeue();
+      if (call) this.#send(call, replica);
+    }
+    if (this.queued > 0 && !this.#target.couldServe()) {
+      const states = this.#target.describeReplicas();
+      this.failAll(new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${this.#target.name}' has no replica that can serve (${states})`));
+    }
+  }
+
+  /** Rejects every waiting call (the deployment was removed, or cannot serve). */
+  failAll(error: TroupeError): void {
+    for (let call = this.#dequeue(); call; call = this.#dequeue()) this.#settle(call, error);
+    this.#queue = [];
+    this.#head = 0;
+  }
+
+  #enqueue(call: Pending, where: 'front' | 'back'): void {
+    // A call without a deadline still waits at most MAX_QUEUE_WAIT_MS for a replica.
+    call.timer ??= setTimeout(() => this.#expire(call), MAX_QUEUE_WAIT_MS);
+    call.inQueue = true;
+    this.#waiting++;
+    if (where === 'back') this.#queue.push(call);
+    else if (this.#head > 0) this.#queue[--this.#head] = call;
+    else this.#queue.unshift(call);
+  }
+
+  /** The oldest live waiting call; expired ones left in the array are skipped. */
+  #dequeue(): Pending | undefined {
+    while (this.#head < this.#queue.length) {
+      const call = this.#queue[this.#head++]!;
+      if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
+        this.#queue = this.#queue.slice(this.#head);
+        this.#head = 0;
+      }
+      if (!call.inQueue) continue;
+      call.inQueue = false;
+      this.#waiting--;
+      return call;
+    }
+    return undefined;
+  }
+
+  #replicaWithRoom(): Replica | undefined {
+    let best: Replica | undefined;
+    const limit = this.#target.perReplicaLimit;
+    for (const r of this.#target.replicas()) {
+      if (r.inFlight >= limit) continue;
+      if (!best || r.inFlight < best.inFlight) best = r;
+    }
+    return best;
+  }
+
+  #send(call: Pending, replica: Replica): void {
+    call.attempts++;
+    const headQueueMs = Date.now() - call.enqueued;
+    const left = call.options.deadline === undefined ? undefined : call.options.deadline - Date.now();
+    replica.call(call.inputs, call.options.outputs, left).then(
+      ({ outputs, timing }) => {
+        this.#settle(call, undefined, { outputs, timing, headQueueMs });
+        this.pump();
+      },
+      (err: unknown) => {
+        const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
+        // A replica that died or began draining never ran the call; try another one.
+        const retry = (error.code === 'TROUPE_ERR_ACTOR_DIED' || error.code === 'TROUPE_ERR_SHUTTING_DOWN') && call.attempts <= this.#target.maxRetries;
+        if (retry && !call.settled) this.#enqueue(call, 'front');
+        else this.#settle(call, error);
+        this.pump();
+      },
+    );
+  }
+
+  #expire(call: Pending): void {
+    if (call.settled) return;
+    const waited = Date.now() - call.enqueued;
+    const why = call.options.deadline === undefined ? `no replica had room within ${MAX_QUEUE_WAIT_MS} ms` : `deadline passed after ${waited} ms`;
+    this.#settle(call, new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deployment '${this.#target.name}': ${why}`));
+  }
+
+  #settle(call: Pending, error: TroupeError | undefined, result?: CallResult): void {
+    if (call.settled) return;
+    call.settled = true;
+    if (call.inQueue) {
+      call.inQueue = false;
+      this.#waiting--;
+    }
+    clearTimeout(call.timer);
+    if (error) call.reject(error);
+    else call.resolve(result!);
+  }
+}

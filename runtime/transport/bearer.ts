@@ -1,0 +1,15 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/**
+ * Checks `Authorization: Bearer <token>` in constant time (hashing first makes the lengths equal,
+ * so the comparison leaks neither the token nor its length). No configured token: all pass.
+ */
+export function checkBearer(headers: IncomingHttpHeaders, token: string | undefined): boolean {
+  if (!token) return true;
+  const header = headers.authorization;
+  if (typeof header !== 'string' || !header.startsWith('Bearer ')) return false;
+  return timingSafeEqual(digest(header.slice('Bearer '.length)), digest(token));
+}
