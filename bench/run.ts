@@ -19,6 +19,9 @@ import { systemLine } from './lib/system.js';
 import { fmt, loadTable } from './lib/table.js';
 
 const SECONDS = Number(process.env.SECONDS ?? 3);
+/** BENCH_ONLY=mlp,cnn,lifecycle runs those sections only (and then does not rewrite RESULTS.md). */
+const ONLY = process.env.BENCH_ONLY?.split(',');
+const wanted = (section: string) => !ONLY || ONLY.includes(section);
 const CONCURRENCY = [1, 16, 64];
 const out: string[] = [];
 const say = (text: string) => {
@@ -106,24 +109,29 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
     ['SDK, batching maxSize 16', { maxSize: 16, maxDelayMs: 2 }],
   ] as const;
   for (const [label, batch] of configs) {
-    await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 2, batch, maxQueue: 100_000 });
+    await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 2, replicas: 1, batch, maxQueue: 100_000 });
     for (const r of await sdkRuns(client, 'cnn', x, 'image')) rows.push({ label, result: r, ratioTo: floor.best.rowsPerSecond });
   }
   say(loadTable(rows));
   say("\n(ratio: served samples/s over the floor's best-batch samples/s, floor measured at the start of this section)");
 
   // This machine's speed drifts by tens of percent from minute to minute (a shared VM), so the
-  // target figure also comes from alternating the floor and the served load in short windows.
-  await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 2, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
-  const pairs: string[] = [];
-  const ratios: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const f = await measureFloor(cluster.models.mobilenet, cnnInput, best, 2, 2);
-    const r = await closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: 2 });
-    ratios.push(r.rps / f.rowsPerSecond);
-    pairs.push(`${fmt(r.rps, 1)} / ${fmt(f.rowsPerSecond, 1)}`);
+  // target figure also comes from alternating the floor and the served load in short windows:
+  // one replica with both cores' threads, and two replicas of one thread each (Triton's instance
+  // groups: the usual way to fill a CPU's cores with a model that parallelises poorly).
+  say(`\nAlternating windows (2 s each, concurrency 16, batching maxSize ${best}), served / floor (batch ${best}, 2 threads) samples/s:\n`);
+  for (const [replicas, threads] of [[1, 2], [2, 1]] as const) {
+    await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads, replicas, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
+    const pairs: string[] = [];
+    const ratios: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const f = await measureFloor(cluster.models.mobilenet, cnnInput, best, 2, 2);
+      const r = await closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: 2 });
+      ratios.push(r.rps / f.rowsPerSecond);
+      pairs.push(`${fmt(r.rps, 1)} / ${fmt(f.rowsPerSecond, 1)}`);
+    }
+    say(`- ${replicas} replica(s) x ${threads} thread(s): ${pairs.join('; ')}. Median ratio: ${fmt(median(ratios), 2)}x.`);
   }
-  say(`\nAlternating windows (2 s each, batching maxSize ${best}, concurrency 16), served / floor samples/s: ${pairs.join('; ')}. Median ratio: ${fmt(median(ratios), 2)}x.`);
 
   say(`\n### Scale: one replica vs two replicas, 1 intra-op thread each, batching maxSize ${best}, concurrency 16\n`);
   const scale: { label: string; result: LoadResult; ratioTo?: number }[] = [];
@@ -148,13 +156,15 @@ try {
   say('# Benchmark results\n');
   say(systemLine());
   say(`- each load run: ${SECONDS} s closed loop after 0.5 s warm-up; load generator in the same machine (it shares the cores)`);
-  await mlpSection(cluster, client);
-  await cnnSection(cluster, client);
-  say('\n## Start-up and memory\n');
-  say(await measureStartup(cluster, client));
-  say(await measureMemory(cluster, client));
+  if (wanted('mlp')) await mlpSection(cluster, client);
+  if (wanted('cnn')) await cnnSection(cluster, client);
+  if (wanted('lifecycle')) {
+    say('\n## Start-up and memory\n');
+    say(await measureStartup(cluster, client));
+    say(await measureMemory(cluster, client));
+  }
 } finally {
   await client.close();
   await cluster.stop();
 }
-await writeFile(new URL('../../bench/RESULTS.md', import.meta.url), `${out.join('\n')}\n`);
+if (!ONLY) await writeFile(new URL('../../bench/RESULTS.md', import.meta.url), `${out.join('\n')}\n`);

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ERROR_CODES, TroupeError, connect, encodeFrame, tensor, toWire } from '../../runtime/index.js';
-import type { Cluster, ErrorCode } from '../../runtime/index.js';
-import { isAlive, startCluster } from '../helpers/cluster.js';
+import { ERROR_CODES, RoutesSchema, TroupeError, connect, encodeFrame, tensor, toWire } from '../../runtime/index.js';
+import type { Cluster, ErrorCode, Routes } from '../../runtime/index.js';
+import { isAlive, startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { Prng, RawSocket, fuzzFrame, mutateBytes, pack, randomJson } from '../helpers/fuzz.js';
 import { seededFloats } from '../helpers/tensors.js';
@@ -33,7 +33,8 @@ async function rejectsWith(work: PromiseLike<unknown>, code: ErrorCode, message?
  * TROUPE_ERR_* or a socket closed with a reason), then a few thousand random and mutated frames
  * and HTTP bodies from a seeded PRNG (TROUPE_FUZZ_SEED replays a run) against every endpoint a
  * peer can reach: /v1/client, /v1/agent (with the token), /v1/actor (as a real actor, with its
- * secret), and the inference and deployment endpoints. Afterwards every process is the same one
+ * secret), an actor's direct-call endpoint (with the token the head hands clients), and the
+ * inference and deployment endpoints. Afterwards every process is the same one
  * and a valid request succeeds.
  */
 describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () => {
@@ -58,6 +59,16 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     await cluster?.stop();
   });
 
+  /** The routes the head hands an admitted client for `deployment`. */
+  const routesOf = async (deployment: string): Promise<Routes> => {
+    const raw = new RawSocket(`${wsBase}/v1/client`, AUTH, ['reply']);
+    await raw.opened;
+    raw.send(pack([{ type: 'routes', id: 'routes-1', deployment }]), true);
+    const answer = await waitFor('the routes', () => raw.received.find((m) => (m as { id?: string }).id === 'routes-1'), 10_000);
+    raw.close();
+    return RoutesSchema.parse((answer as { value: unknown }).value);
+  };
+
   test('a frame far above the size limit closes its socket with 1009; the head stays up', async () => {
     const raw = new RawSocket(`${wsBase}/v1/client`, AUTH, ['reply']);
     await raw.opened;
@@ -73,8 +84,10 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     await raw.opened;
     const ask = async (message: Record<string, unknown>): Promise<{ code: string; message: string }> => {
       raw.send(encodeFrame([message]), true);
-      await raw.probe(`probe-${String(message.id)}`);
-      const answer = raw.received.find((m) => (m as { id?: unknown }).id === message.id) as { type: string; error?: { code: string; message: string } } | undefined;
+      // Answers come in the order they are ready, not the order asked: wait for this one's.
+      const answer = (await waitFor(`the answer to ${String(message.id)}`, () => raw.received.find((m) => (m as { id?: unknown }).id === message.id), 15_000)) as
+        | { type: string; error?: { code: string; message: string } }
+        | undefined;
       assert.equal(answer?.type, 'fail', JSON.stringify(answer));
       return answer!.error!;
     };
@@ -178,6 +191,7 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     const wire = toWire(x().x);
     const state = JSON.parse(await readFile(join(cluster.dataDir, 'state.json'), 'utf8')) as { actors: { id: string; secret: string }[] };
     const actor = state.actors[0]!;
+    const replica = (await routesOf('mlp')).replicas[0]!;
 
     const endpoints = [
       {
@@ -218,6 +232,18 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
           { type: 'fail', id: 'r2', error: { code: 'TROUPE_ERR_INFERENCE', message: 'x' } },
         ],
       },
+      {
+        // The actor's own endpoint for direct calls from SDK clients, with the token the head hands them.
+        path: '/v1/direct',
+        url: replica.url,
+        headers: { authorization: `Bearer ${replica.token}` },
+        allowed: ['reply'],
+        frames: 500,
+        templates: [
+          { type: 'call', id: 'd1', inputs: { x: wire } },
+          { type: 'call', id: 'd2', inputs: { x: wire }, outputs: ['logits'], timeoutMs: 5000 },
+        ],
+      },
     ];
 
     const problems: string[] = [];
@@ -232,7 +258,7 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
             await Promise.race([socket.closed, new Promise((resolve) => setTimeout(resolve, 5000))]);
             closeCodes.set(socket.closeCode ?? 0, (closeCodes.get(socket.closeCode ?? 0) ?? 0) + 1);
           }
-          socket = new RawSocket(`${wsBase}${ep.path}`, ep.headers, [...ep.allowed]);
+          socket = new RawSocket((ep as { url?: string }).url ?? `${wsBase}${ep.path}`, ep.headers as Record<string, string>, [...ep.allowed]);
           await socket.opened;
         }
         const frame = fuzzFrame(r, ep.templates);
