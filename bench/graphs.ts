@@ -1,6 +1,7 @@
 // Graph overhead: `npm run bench:graphs`. A 3-member ensemble and a 3-step pipeline run as graphs
-// on the head, against the same models called one by one through the runtime from the client
-// (the baseline, measured in the same run), and reported as ratios. Writes bench/RESULTS-graphs.md.
+// on the head, against the same models called one by one from the client (the baseline, measured
+// in the same run) and against one member or step called alone, reported as ratios. Writes
+// bench/RESULTS-graphs.md.
 // Bounded: each load run lasts SECONDS (default 2) after a 0.5 s warm-up.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -45,9 +46,13 @@ async function load(label: string, call: () => PromiseLike<unknown>): Promise<Ro
 
 const cluster = await startCluster({ agents: [['--cpus', '64']] });
 let client: Cluster | undefined;
+let headOnly: Cluster | undefined;
 try {
   client = await connect(cluster.url);
+  // Runs of single models from `c` go straight to replicas; `h` sends everything through the head.
+  headOnly = await connect(cluster.url, { direct: false });
   const c = client;
+  const h = headOnly;
   for (const seed of [1, 2, 3]) await writeFile(join(cluster.modelDir, `member${seed}.onnx`), buildMlp({ seed }).bytes);
   for (const seed of [4, 5]) await writeFile(join(cluster.modelDir, `link${seed}.onnx`), buildMlp({ seed, outputDim: 64 }).bytes);
   const members = [1, 2, 3].map((s) => model(`member${s}`, { path: `member${s}.onnx`, threads: 1 }));
@@ -71,7 +76,12 @@ try {
   });
   const ensParallel = await load('all three at once from the client, mean on the client', async () => clientMean(await Promise.all(memberNames.map((name) => c.run(name, { x })))));
   const ensGraph = await load('ensemble graph on the head', () => c.run('ens', { x }));
-  say(table([ensOneByOne, ensParallel, ensGraph], ensOneByOne));
+  const alone = [];
+  for (const name of memberNames) alone.push(await load(`${name} alone, through the head`, () => h.run(name, { x })));
+  const aloneDirect = await load('member1 alone, straight to its replica', () => c.run('member1', { x }));
+  say(table([ensOneByOne, ensParallel, ensGraph, ...alone, aloneDirect], ensOneByOne));
+  const slowest = Math.max(...alone.map((r) => r.results[0]!.p50Ms));
+  say(`\nAt concurrency 1 the ensemble's p50 is ${fmt(ensGraph.results[0]!.p50Ms / slowest, 2)}x that of its slowest member called alone through the head (${fmt(ensGraph.results[0]!.p50Ms, 3)} vs ${fmt(slowest, 3)} ms), ${fmt(ensGraph.results[0]!.p50Ms / aloneDirect.results[0]!.p50Ms, 2)}x a member called straight to its replica.`);
 
   say('\n## 3-step pipeline\n');
   const chain = ['link4', 'link5', 'member1'];
@@ -80,9 +90,13 @@ try {
     for (const name of chain) input = (await c.run(name, { x: input })).logits!;
     return input;
   });
-  const pipeFutures = await load('futures from the client (all three sent at once, chained on the head)', () => c.run('member1', { x: c.run('link5', { x: c.run('link4', { x }) }) }));
+  const pipeFutures = await load('futures, all three sent at once, chained on the head (direct: false)', () => h.run('member1', { x: h.run('link5', { x: h.run('link4', { x }) }) }));
+  const pipeFuturesHere = await load('futures, runs sent straight to replicas, chained in the client', () => c.run('member1', { x: c.run('link5', { x: c.run('link4', { x }) }) }));
   const pipeGraph = await load('pipeline graph on the head', () => c.run('chain', { x }));
-  say(table([pipeOneByOne, pipeFutures, pipeGraph], pipeOneByOne));
+  const oneStep = await load('one step (link4) alone, through the head', () => h.run('link4', { x }));
+  say(table([pipeOneByOne, pipeFutures, pipeFuturesHere, pipeGraph, oneStep], pipeOneByOne));
+  const perStep = (pipeGraph.results[0]!.p50Ms - oneStep.results[0]!.p50Ms) / 2;
+  say(`\nAt concurrency 1 each step after the first adds ${fmt(perStep, 3)} ms to the pipeline's p50; one call of a step alone through the head takes ${fmt(oneStep.results[0]!.p50Ms, 3)} ms end to end.`);
 
   const trace = await c.run('chain', { x }, { trace: true }).trace();
   say('\nOne traced pipeline run (ms from the start of the run on the head):\n');
@@ -92,5 +106,6 @@ try {
   await writeFile(new URL('../../bench/RESULTS-graphs.md', import.meta.url), `${out.join('\n')}\n`);
 } finally {
   await client?.close();
+  await headOnly?.close();
   await cluster.stop();
 }

@@ -44,8 +44,8 @@ async function sdkRuns(client: Cluster, name: string, x: ReturnType<typeof tenso
   return results;
 }
 
-async function plainHttpServer(modelPath: string): Promise<{ url: string; stop: () => void }> {
-  const script = fileURLToPath(new URL('./baselines/plain-http-server.js', import.meta.url));
+async function plainHttpServer(modelPath: string, baseline = 'plain-http-server'): Promise<{ url: string; stop: () => void }> {
+  const script = fileURLToPath(new URL(`./baselines/${baseline}.js`, import.meta.url));
   const child = spawn(process.execPath, [script, modelPath, 'x', '64', '1'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout }).on('line', (l) => l.startsWith('listening ') && resolve(l.slice(10)));
@@ -68,6 +68,10 @@ async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> 
   for (const c of CONCURRENCY) plainResults.push(await httpLoad({ url: plain.url, method: 'POST', body }, c, SECONDS));
   plain.stop();
   plainResults.forEach((r) => rows.push({ label: 'simplest Node HTTP server, in-process session', result: r, ratioTo: f1.callsPerSecond }));
+  // The least a server with the model in another process can do (bench/baselines/http-relay.ts).
+  const relay = await plainHttpServer(cluster.models.mlp, 'http-relay');
+  rows.push({ label: 'minimal HTTP relay to a model process over WebSocket', result: await httpLoad({ url: relay.url, method: 'POST', body }, 1, SECONDS), ratioTo: f1.callsPerSecond });
+  relay.stop();
 
   for (const [label, batch] of [['SDK over WebSocket, batching off', { maxSize: 1 }], ['SDK over WebSocket, batching maxSize 64', { maxSize: 64 }]] as const) {
     await client.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1, batch, maxQueue: 100_000 });
@@ -89,7 +93,8 @@ async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> 
   const at = (label: string, c: number) => rows.find((r) => r.label.startsWith(label) && r.result.concurrency === c)?.result;
   const sdk1 = at('SDK over WebSocket, batching off', 1);
   const http1 = at('HTTP OIP, binary', 1);
-  say(`\nRuntime overhead at concurrency 1 (p50 end to end minus raw session.run p50): SDK ${fmt((sdk1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms; HTTP binary ${fmt((http1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms.`);
+  const relay1 = at('minimal HTTP relay', 1);
+  say(`\nRuntime overhead at concurrency 1 (p50 end to end minus raw session.run p50): SDK ${fmt((sdk1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms; HTTP binary ${fmt((http1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms; the minimal HTTP relay ${fmt((relay1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms.`);
 }
 
 /** The median of a few numbers. */
