@@ -13,8 +13,12 @@ const NothingSchema = z.object({ type: z.literal('nothing') });
 type Nothing = z.infer<typeof NothingSchema>;
 
 const CONNECT_TIMEOUT_MS = 5000;
-/** How long a replica that left the routes may take to answer the calls it still holds. */
-const LEAVE_GRACE_MS = 30_000;
+/**
+ * How long a replica that left the routes may take to answer the calls it still holds: a draining
+ * one answers them (agents give actors 5 s), one on a node the head declared DEAD may never; its
+ * calls then fail as ACTOR_DIED and the queue retries them on another replica.
+ */
+const LEAVE_GRACE_MS = 10_000;
 
 interface Entry {
   url: string;
@@ -114,6 +118,9 @@ export class DirectDeployment implements QueueTarget {
       return;
     }
     entry.dead = true;
-    void link.whenIdle(LEAVE_GRACE_MS).then(() => link.close('replica left the routes'));
+    void link.whenIdle(LEAVE_GRACE_MS).then(() => {
+      if (link.inFlight === 0) link.close('replica left the routes');
+      else link.terminate(`it left the routes and did not answer within ${LEAVE_GRACE_MS / 1000} s`);
+    });
   }
 }
