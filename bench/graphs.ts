@@ -2,7 +2,7 @@
 // on the head, against the same models called one by one from the client (the baseline, measured
 // in the same run) and against one member or step called alone, reported as ratios. Writes
 // bench/RESULTS-graphs.md.
-// Bounded: each load run lasts SECONDS (default 2) after a 0.5 s warm-up.
+// Bounded: each load run lasts SECONDS (default 2) after an unmeasured warm-up (see bench/lib/load.ts).
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildMlp } from '../models/index.js';
@@ -62,7 +62,7 @@ try {
 
   say('# Graph overhead\n');
   say(systemLine());
-  say(`- each load run: ${SECONDS} s closed loop after 0.5 s warm-up; client, head, agent and actors share the machine's cores`);
+  say(`- each load run: ${SECONDS} s closed loop after an unmeasured warm-up (0.5 s; at concurrency 1, 1 s windows until three p50s agree within 10%, at most 15 s); client, head, agent and actors share the machine's cores`);
   say('- models: the repo MLP (input [1,64] float32, 64-256-256-10; pipeline links 64-256-256-64), one actor each, 1 intra-op thread, batching off');
   say('- command: `npm run bench:graphs` (SECONDS=2 by default)\n');
 

@@ -15,15 +15,35 @@ export function percentile(sorted: Float64Array, q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
+/** Unmeasured seconds before a run at concurrency above 1. */
+const WARMUP_SECONDS = 0.5;
+/** At concurrency 1, warm-up windows of this length until their p50s agree (at most MAX_WARMUP_WINDOWS). */
+const WINDOW_SECONDS = 1;
+const MAX_WARMUP_WINDOWS = 15;
+
+/**
+ * Whether the last three warm-up windows' p50 latencies agree within 10% of their mean: the
+ * stability rule of Triton's perf_analyzer. At concurrency 1 a few hundred calls are not enough
+ * for V8 to optimise every function on the path (a cold HTTP path's p50 halves over its first
+ * ten seconds on this machine), and the figures are meant for a server that has been up.
+ */
+function stable(p50s: number[]): boolean {
+  if (p50s.length < 3) return false;
+  const last = p50s.slice(-3);
+  const mean = (last[0]! + last[1]! + last[2]!) / 3;
+  return last.every((p) => Math.abs(p - mean) <= 0.1 * mean);
+}
+
 /**
  * Closed-loop load: `concurrency` workers each send a request, wait for its answer, and send the
- * next, for `seconds` (after `warmupSeconds` not counted). Bounded in time by construction.
+ * next, for `seconds`, after a warm-up that is not counted (`warmupSeconds`, or by default 0.5 s,
+ * and at concurrency 1 until stable, at most 15 s). Bounded in time by construction.
  */
 export async function closedLoop(
   call: () => PromiseLike<unknown>,
   options: { concurrency: number; seconds: number; warmupSeconds?: number },
 ): Promise<LoadResult> {
-  const latencies: number[] = [];
+  let latencies: number[] = [];
   let errors = 0;
   let measuring = false;
   let stop = false;
@@ -32,28 +52,41 @@ export async function closedLoop(
       const start = performance.now();
       try {
         await call();
-        if (measuring) latencies.push(performance.now() - start);
+        latencies.push(performance.now() - start);
       } catch {
         if (measuring) errors++;
       }
     }
   };
   const workers = Array.from({ length: options.concurrency }, worker);
-  await new Promise((r) => setTimeout(r, (options.warmupSeconds ?? 0.5) * 1000));
+  const sleep = (seconds: number) => new Promise((r) => setTimeout(r, seconds * 1000));
+  if (options.warmupSeconds !== undefined || options.concurrency > 1) await sleep(options.warmupSeconds ?? WARMUP_SECONDS);
+  else {
+    const p50s: number[] = [];
+    while (!stable(p50s) && p50s.length < MAX_WARMUP_WINDOWS) {
+      latencies = [];
+      await sleep(WINDOW_SECONDS);
+      p50s.push(percentile(Float64Array.from(latencies).sort(), 0.5));
+    }
+  }
+  latencies = [];
   measuring = true;
   const begin = performance.now();
-  await new Promise((r) => setTimeout(r, options.seconds * 1000));
+  await sleep(options.seconds);
   measuring = false;
+  // Calls that finish after the window are not counted.
+  const measured = latencies;
+  latencies = [];
   const seconds = (performance.now() - begin) / 1000;
   stop = true;
   await Promise.all(workers);
-  const sorted = Float64Array.from(latencies).sort();
+  const sorted = Float64Array.from(measured).sort();
   return {
     concurrency: options.concurrency,
-    requests: latencies.length,
+    requests: measured.length,
     errors,
     seconds,
-    rps: latencies.length / seconds,
+    rps: measured.length / seconds,
     p50Ms: percentile(sorted, 0.5),
     p90Ms: percentile(sorted, 0.9),
     p99Ms: percentile(sorted, 0.99),
