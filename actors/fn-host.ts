@@ -9,11 +9,11 @@ import {
   mapFromWire,
   mapToWire,
   tensor,
-  toWireError,
   onParentGone,
 } from '../runtime/index.js';
 import type { ActorToAgentIpc, FnActorEnv, FnSignature, StepFn, Tensor } from '../runtime/index.js';
-import { HeadSocket } from './head-socket.js';
+import { joinHead } from './head-socket.js';
+import type { HeadSocket } from './head-socket.js';
 
 /**
  * The entry point of one fn actor: a process that runs one exported function of a module on the
@@ -107,24 +107,14 @@ async function main(): Promise<void> {
     loadError = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
   }
 
-  head = new HeadSocket({
-    headUrl: env.TROUPE_HEAD_URL,
-    actorId: env.TROUPE_ACTOR_ID,
-    secret: env.TROUPE_ACTOR_SECRET,
+  head = joinHead({
+    env,
     log,
-    onRefused: (why) => {
-      log.warn({ actor: env.TROUPE_ACTOR_ID, why }, 'the head does not want this actor any more; exiting');
-      process.exit(EXIT.UNWANTED);
-    },
-    onOpen: (channel) => {
-      if (!loaded) {
-        channel.send({ type: 'loadFailed', error: toWireError(loadError) });
-        process.stderr.write(`${loadError?.message}\n`);
-        setTimeout(() => process.exit(EXIT.LOAD_FAILED), 200);
-        return;
-      }
-      channel.send({ type: 'ready', metadata: loaded.signature, device: 'cpu', provider: 'fn', visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '' });
-    },
+    exitCodes: EXIT,
+    readiness: () =>
+      loaded
+        ? { type: 'ready', metadata: loaded.signature, device: 'cpu', provider: 'fn', visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '' }
+        : (loadError ?? new TroupeError('TROUPE_ERR_MODEL_LOAD', 'the fn did not load')),
     onMessage: (message, channel) => {
       if (!loaded) return;
       if (stopping) {
@@ -156,7 +146,6 @@ async function main(): Promise<void> {
         });
     },
   });
-  head.start();
   if (loaded) log.info({ actor: env.TROUPE_ACTOR_ID, fn: name }, 'fn loaded');
 }
 

@@ -1,6 +1,7 @@
 import { WebSocket } from 'ws';
 import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, Channel, HeadToActorSchema, clientSocketOptions } from '../runtime/index.js';
-import type { ActorToHead, HeadToActor, Logger } from '../runtime/index.js';
+import type { ActorToHead, HeadToActor, Logger, TroupeError } from '../runtime/index.js';
+import { toWireError } from '../runtime/index.js';
 
 type HeadChannel = Channel<HeadToActor, ActorToHead>;
 
@@ -122,4 +123,47 @@ export class HeadSocket {
     this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS);
     this.#timer = setTimeout(() => this.#connect(), delay);
   }
+}
+
+export interface JoinHeadOptions {
+  env: { TROUPE_HEAD_URL: string; TROUPE_ACTOR_ID: string; TROUPE_ACTOR_SECRET: string };
+  log: Logger;
+  /** Exit codes the agent reads: refused by the head, or failed to load. */
+  exitCodes: { UNWANTED: number; LOAD_FAILED: number };
+  /** On each connection: the `ready` message to send, or the error that kept the actor from loading. */
+  readiness: () => Extract<ActorToHead, { type: 'ready' }> | TroupeError;
+  onMessage: HeadSocketOptions['onMessage'];
+}
+
+/**
+ * The head connection every kind of actor keeps: it says `ready` on each connection (a restarted
+ * head adopts the actor that way), or `loadFailed` and exits when loading failed; it exits when
+ * the head refuses its id and secret.
+ */
+export function joinHead(options: JoinHeadOptions): HeadSocket {
+  const { env, log, exitCodes } = options;
+  const head = new HeadSocket({
+    headUrl: env.TROUPE_HEAD_URL,
+    actorId: env.TROUPE_ACTOR_ID,
+    secret: env.TROUPE_ACTOR_SECRET,
+    log,
+    onRefused: (why) => {
+      log.warn({ actor: env.TROUPE_ACTOR_ID, why }, 'the head does not want this actor any more; exiting');
+      process.exit(exitCodes.UNWANTED);
+    },
+    onOpen: (channel) => {
+      const ready = options.readiness();
+      if (!('type' in ready)) {
+        channel.send({ type: 'loadFailed', error: toWireError(ready) });
+        process.stderr.write(`${ready.message}\n`);
+        // Give the frame a moment to leave before exiting.
+        setTimeout(() => process.exit(exitCodes.LOAD_FAILED), 200);
+        return;
+      }
+      channel.send(ready);
+    },
+    onMessage: options.onMessage,
+  });
+  head.start();
+  return head;
 }

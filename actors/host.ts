@@ -9,7 +9,6 @@ import {
   createLogger,
   mapFromWire,
   mapToWire,
-  toWireError,
   onParentGone,
   validateInputs,
 } from '../runtime/index.js';
@@ -17,7 +16,8 @@ import type { ActorEnv, ActorToAgentIpc, ActorToHead, HeadToActor } from '../run
 import { startDirectServer } from './direct-server.js';
 import type { DirectServer } from './direct-server.js';
 import { DirectCallStats } from './direct-stats.js';
-import { HeadSocket } from './head-socket.js';
+import { joinHead } from './head-socket.js';
+import type { HeadSocket } from './head-socket.js';
 import { OnnxModel } from './onnx-model.js';
 import { Batcher } from './batcher.js';
 import type { BatcherOptions } from './batcher.js';
@@ -142,36 +142,24 @@ async function main(): Promise<void> {
   // Totals for the head's counters and metrics, sent only when they changed (and again on each
   // connection: a restarted head starts from none).
   let last = '';
-  head = new HeadSocket({
-    headUrl: env.TROUPE_HEAD_URL,
-    actorId: env.TROUPE_ACTOR_ID,
-    secret: env.TROUPE_ACTOR_SECRET,
+  head = joinHead({
+    env,
     log,
-    onRefused: (why) => {
-      log.warn({ actor: env.TROUPE_ACTOR_ID, why }, 'the head does not want this actor any more; exiting');
-      process.exit(ACTOR_EXIT.UNWANTED);
-    },
-    onOpen: (channel) => {
-      if (!loaded) {
-        channel.send({ type: 'loadFailed', error: toWireError(loadError) });
-        process.stderr.write(`${loadError?.message}\n`);
-        // Give the frame a moment to leave before exiting.
-        setTimeout(() => process.exit(ACTOR_EXIT.LOAD_FAILED), 200);
-        return;
-      }
+    exitCodes: ACTOR_EXIT,
+    readiness: () => {
+      if (!loaded) return loadError ?? new TroupeError('TROUPE_ERR_MODEL_LOAD', 'the model did not load');
       last = '';
-      channel.send({
+      return {
         type: 'ready',
         metadata: loaded.metadata,
         device,
         provider: loaded.provider,
         visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '',
         ...(direct ? { direct: { url: direct.url, token: direct.token } } : {}),
-      });
+      };
     },
     onMessage: (message, channel) => serveCall(message, channel, false),
   });
-  head.start();
   if (!executor) return;
   const batcher = executor;
   setInterval(() => {

@@ -113,16 +113,17 @@ describe('status stream: the live feed of the status page', { timeout: 180_000 }
     assert.equal(known.full, false);
     const x = tensor('float32', [1, 64], seededFloats(64, 1));
     for (let round = 0; round < 10; round++) await Promise.all(Array.from({ length: 8 }, () => client.run('mlp', { x })));
-    // Calls finish in one sample; the actors' batch counters arrive with their next report.
+    // Calls finish in one sample; the actors' batch counters, and the calls the client sent them
+    // directly, arrive with their next report (about once a second).
     const seen = { rps: false, p50: false, batch: false };
-    const last = await stream.until('requests/s, p50 and a batch size for mlp', (s) => {
+    const last = await stream.until('requests/s, p50, a batch size and all 80 calls counted for mlp', (s) => {
       assert.equal(s.full, false);
       assert.ok(s.series.times.length <= 2, `${s.series.times.length} samples in one update: only new ones are sent`);
       for (const column of Object.values(s.series.values)) assert.equal(column.length, s.series.times.length);
       seen.rps ||= s.series.values['rps|mlp']?.some((v) => v !== null && v > 0) ?? false;
       seen.p50 ||= s.series.values['p50|mlp']?.some((v) => v !== null && v > 0) ?? false;
       seen.batch ||= s.series.values['batch|mlp']?.some((v) => v !== null && v >= 1) ?? false;
-      return seen.rps && seen.p50 && seen.batch ? s : undefined;
+      return seen.rps && seen.p50 && seen.batch && s.deployments[0]?.ok === 80 ? s : undefined;
     });
     const mlp = last.deployments[0]!;
     assert.equal(mlp.ok, 80);
