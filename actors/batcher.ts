@@ -60,7 +60,8 @@ export class Batcher {
   readonly #queue: Job[] = [];
   readonly stats: BatcherStats = { calls: 0, batches: 0, rows: 0, expired: 0, failed: 0, computeMs: 0, queueMs: 0 };
   #running = false;
-  #outstanding = 0;
+  /** Calls in the run now going on. */
+  #inRun = 0;
   #wake: (() => void) | undefined;
   #idleWaiters: (() => void)[] = [];
 
@@ -75,13 +76,11 @@ export class Batcher {
 
   /** Calls submitted and not yet settled: queued plus running. */
   get outstanding(): number {
-    return this.#outstanding;
+    return this.#queue.length + this.#inRun;
   }
 
   submit(inputs: Record<string, Tensor>, outputs?: readonly string[], timeoutMs?: number): Promise<{ outputs: Record<string, Tensor>; timing: CallTiming }> {
-    this.#outstanding++;
-    const done = () => void this.#outstanding--;
-    return new Promise<{ outputs: Record<string, Tensor>; timing: CallTiming }>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       const arrived = performance.now();
       const rows = this.#options.batchable && this.#options.maxSize > 1 ? rowsOf(inputs) : null;
       this.#queue.push({
@@ -96,7 +95,7 @@ export class Batcher {
       });
       this.#wake?.();
       if (!this.#running) void this.#drain();
-    }).finally(done);
+    });
   }
 
   /** Resolves once everything submitted so far has run. */
@@ -198,6 +197,7 @@ export class Batcher {
   async #execute(batch: Job[]): Promise<void> {
     const start = performance.now();
     const first = batch[0]!;
+    this.#inRun = batch.length;
     try {
       let outputs: Record<string, Tensor>[];
       if (batch.length === 1) outputs = [await this.#run(first.inputs, first.outputs)];
@@ -220,6 +220,8 @@ export class Batcher {
     } catch (err) {
       this.stats.failed += batch.length;
       for (const job of batch) job.reject(err);
+    } finally {
+      this.#inRun = 0;
     }
   }
 

@@ -238,20 +238,6 @@ export class Controller {
     this.#waiters.settle(d.spec.name, error);
   }
 
-  /**
-   * An actor process joined the data plane, or rejoined it after losing the head (a restart, a
-   * dropped connection); returns its record if the secret is right and the head still wants that
-   * process. A secret is replaced whenever an actor is started anew, so an old process of a
-   * replaced actor is shut out (and exits).
-   */
-  authenticateActor(actorId: string, secret: string): ActorRecord | undefined {
-    const a = this.#state.actors.get(actorId);
-    if (!a || a.secret !== secret || (a.state !== 'STARTING' && a.state !== 'READY')) return undefined;
-    const node = a.nodeId ? this.#state.nodes.get(a.nodeId) : undefined;
-    if (node?.state === 'DEAD') return undefined;
-    return a;
-  }
-
   actorReady(a: ActorRecord, link: HeadActorLink, metadata: ModelMetadata, visibleDevices: string, direct?: ActorRecord['direct']): void {
     const d = this.#state.deployments.get(a.deployment);
     if (!d || (a.state !== 'STARTING' && a.state !== 'READY')) {

@@ -154,3 +154,17 @@ export function describeExit(exit: ActorExitReport): string {
   const how = exit.killedBecause ?? `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`;
   return `${how}${exit.stderrTail ? `: ${lastLines(exit.stderrTail, 5)}` : ''}`;
 }
+
+/**
+ * The record of an actor process that joins the head (or rejoins it after losing the head: a
+ * restart, a dropped connection) if its secret is right and the head still wants that process.
+ * A secret is replaced whenever an actor is started anew, so an old process of a replaced actor
+ * is shut out (and exits).
+ */
+export function joiningActor(state: ClusterState, actorId: string, secret: string): ActorRecord | undefined {
+  const a = state.actors.get(actorId);
+  if (!a || a.secret !== secret || (a.state !== 'STARTING' && a.state !== 'READY')) return undefined;
+  const node = a.nodeId ? state.nodes.get(a.nodeId) : undefined;
+  if (node?.state === 'DEAD') return undefined;
+  return a;
+}

@@ -22,6 +22,7 @@ import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MODEL_BYTES } from './http/context.
 import type { JobOptions } from './http/jobs.js';
 import { DEFAULT_LIVENESS, watchLiveness } from './liveness.js';
 import type { LivenessOptions } from './liveness.js';
+import { joiningActor } from './records.js';
 import { ClusterState } from './state.js';
 import { registerStatusPage } from './status/index.js';
 
@@ -139,7 +140,7 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
     const path = new URL(req.url ?? '/', 'http://head').pathname;
     const address = req.socket.remoteAddress ?? 'unknown';
     if (path === '/v1/actor') {
-      const actor = controller.authenticateActor(String(req.headers[ACTOR_ID_HEADER] ?? ''), String(req.headers[ACTOR_SECRET_HEADER] ?? ''));
+      const actor = joiningActor(state, String(req.headers[ACTOR_ID_HEADER] ?? ''), String(req.headers[ACTOR_SECRET_HEADER] ?? ''));
       if (!actor) return refuse(socket, 401, 'Unauthorized', 'unknown actor or wrong actor secret');
       return accept(req, socket, head, (ws) => serveActor(ws, actor, controller, log));
     }
