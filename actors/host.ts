@@ -17,7 +17,8 @@ import type { DirectServer } from './direct-server.js';
 import { DirectCallStats } from './direct-stats.js';
 import { joinHead } from './head-socket.js';
 import type { HeadSocket } from './head-socket.js';
-import { OnnxModel } from './onnx-model.js';
+import { loadModel } from './load-model.js';
+import type { ServedModel } from './load-model.js';
 import { Batcher } from './batcher.js';
 import type { BatcherOptions } from './batcher.js';
 
@@ -49,7 +50,7 @@ function readEnv(): ActorEnv {
  * Batching applies only to models whose every input and output has a symbolic first dim: for
  * those, rows are independent along axis 0 and can be concatenated and split back.
  */
-function batchOptions(env: ActorEnv, model: OnnxModel): BatcherOptions {
+function batchOptions(env: ActorEnv, model: ServedModel): BatcherOptions {
   const spec = env.TROUPE_BATCH ? BatchSchema.safeParse(JSON.parse(env.TROUPE_BATCH)) : undefined;
   const batch = spec?.success ? spec.data : { maxSize: 1, maxDelayMs: 0 };
   const symbolicFirst = (shape: readonly (number | string)[]) => typeof shape[0] === 'string';
@@ -84,10 +85,10 @@ async function main(): Promise<void> {
   });
 
   const device = env.TROUPE_DEVICE;
-  let model: OnnxModel | undefined;
+  let model: ServedModel | undefined;
   let loadError: TroupeError | undefined;
   try {
-    model = await OnnxModel.load(env.TROUPE_MODEL_PATH, { device, ...(env.TROUPE_THREADS ? { threads: env.TROUPE_THREADS } : {}) });
+    model = await loadModel(env.TROUPE_MODEL_PATH, { device, ...(env.TROUPE_THREADS ? { threads: env.TROUPE_THREADS } : {}) });
   } catch (err) {
     loadError = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
   }

@@ -5,10 +5,9 @@ import { join, resolve } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { TroupeError, newId } from '../runtime/index.js';
+import { TroupeError, newId, resolveModelPath } from '../runtime/index.js';
 import { blobUrl, parseModelRef } from '../runtime/model-ref.js';
 import type { ModelRef } from '../runtime/model-ref.js';
-import { resolveModelPath } from './model-path.js';
 
 /**
  * Where an actor's model file comes from. A deployment's `model` is either a path under the

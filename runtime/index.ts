@@ -59,7 +59,7 @@ export {
   looksLikeGraphDocument,
 } from './graph/schema.js';
 export type { Combine, DataParallelNode, EnsembleNode, FnNode, GraphDocument, GraphNode, ModelNode, PipelineNode, Wiring } from './graph/schema.js';
-export { compileGraph, countSteps } from './graph/compile.js';
+export { compileGraph, countSteps, leavesOf } from './graph/compile.js';
 export type { CompiledGraph, Existing, PlanCombine, PlanDataParallel, PlanEnsemble, PlanLeaf, PlanNode, PlanPipeline } from './graph/compile.js';
 export { fits, inferSignature, inputNames, isDynamic } from './graph/signature.js';
 export type { LeafInfo, Signature } from './graph/signature.js';
@@ -68,6 +68,9 @@ export type { InputSource, WiringContext } from './graph/wiring.js';
 export { argmax, combineOutputs, concat, groupOutputs, max, mean, vote } from './graph/combiners.js';
 export type { BuiltinCombine, CombineGroup } from './graph/combiners.js';
 export { batchSize, chunkBounds, concatRows, sliceRows } from './graph/batch.js';
+export { execute } from './graph/executor.js';
+export { resolveModelPath } from './model-path.js';
+export type { ExecuteOptions, LeafResult, StepCaller } from './graph/executor.js';
 export { formatIssues } from './graph/issues.js';
 export { pickReferenced, referenceFailed } from './graph/refs.js';
 export { RunTraceSchema, StepTimingSchema } from './graph/trace.js';

@@ -4,6 +4,8 @@ import {
   TroupeError,
   compileGraph,
   countSteps,
+  execute,
+  leavesOf,
   formatIssues,
   inferSignature,
   isDynamic,
@@ -19,13 +21,12 @@ import type {
   PlanNode,
   RunTrace,
   Signature,
+  StepCaller,
   WireTensorMap,
 } from '../../runtime/index.js';
 import { runInferenceTimed } from '../inference.js';
 import type { Controller } from '../controller.js';
 import type { ClusterState } from '../state.js';
-import { execute } from './executor.js';
-import type { StepCaller } from './executor.js';
 import { ResultStore } from './results.js';
 import type { ResultStoreOptions } from './results.js';
 
@@ -43,26 +44,6 @@ interface RegisteredGraph {
   steps: number;
   signature: Signature;
   deployments: string[];
-}
-
-function leavesOf(plan: PlanNode, into = new Set<string>()): Set<string> {
-  switch (plan.kind) {
-    case 'model':
-    case 'fn':
-      into.add(plan.name);
-      break;
-    case 'pipeline':
-      for (const s of plan.steps) leavesOf(s, into);
-      break;
-    case 'ensemble':
-      for (const m of plan.members) leavesOf(m, into);
-      if (plan.combine.op === 'fn') into.add(plan.combine.fn.name);
-      break;
-    case 'dataParallel':
-      leavesOf(plan.step, into);
-      break;
-  }
-  return into;
 }
 
 /** Rejects with TROUPE_ERR_DEADLINE_EXCEEDED at `deadline`, whatever `work` is doing. */

@@ -172,3 +172,24 @@ export function countSteps(plan: PlanNode): number {
   };
   return count(plan);
 }
+
+/** The model and fn deployments a plan calls (a combine fn included), each once. */
+export function leavesOf(plan: PlanNode, into = new Set<string>()): Set<string> {
+  switch (plan.kind) {
+    case 'model':
+    case 'fn':
+      into.add(plan.name);
+      break;
+    case 'pipeline':
+      for (const s of plan.steps) leavesOf(s, into);
+      break;
+    case 'ensemble':
+      for (const m of plan.members) leavesOf(m, into);
+      if (plan.combine.op === 'fn') into.add(plan.combine.fn.name);
+      break;
+    case 'dataParallel':
+      leavesOf(plan.step, into);
+      break;
+  }
+  return into;
+}

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { resolveModelPath } from '../../node-agent/model-path.js';
+import { resolveModelPath } from '../../runtime/index.js';
 
 let root: string;
 let dir: string;

@@ -1,20 +1,19 @@
 import { performance } from 'node:perf_hooks';
-import {
-  TroupeError,
-  batchSize,
-  chunkBounds,
-  combineOutputs,
-  concatRows,
-  everything,
-  fromWire,
-  inputNames,
-  sliceRows,
-  sourceOf,
-  toWire,
-} from '../../runtime/index.js';
-import type { LeafInfo, PlanEnsemble, PlanDataParallel, PlanNode, PlanPipeline, RunTrace, StepTiming, WireTensor, WireTensorMap } from '../../runtime/index.js';
+import { TroupeError } from '../errors.js';
+import { fromWire, toWire } from '../tensor/wire.js';
+import type { WireTensor, WireTensorMap } from '../tensor/wire.js';
+import { batchSize, chunkBounds, concatRows, sliceRows } from './batch.js';
+import { combineOutputs } from './combiners.js';
+import type { PlanDataParallel, PlanEnsemble, PlanNode, PlanPipeline } from './compile.js';
+import { inputNames } from './signature.js';
+import type { LeafInfo } from './signature.js';
+import type { RunTrace, StepTiming } from './trace.js';
+import { everything, sourceOf } from './wiring.js';
 
-/** What the executor needs from the head: calls to deployments, and what it knows of them. */
+/**
+ * What the executor needs from where it runs: calls to steps, and what it knows of them. On the
+ * head a call goes to a deployment's replicas; in a graph served by one actor, to a session there.
+ */
 export interface StepCaller {
   /** One call to a model or fn deployment, validated and routed like any run (runInference). */
   call(deployment: string, inputs: WireTensorMap, deadline: number | undefined): Promise<LeafResult>;

@@ -1,0 +1,114 @@
+import { readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { GraphDocumentSchema, TroupeError, compileGraph, execute, formatIssues, fromWire, inferSignature, leavesOf, mapFromWire, mapToWire, resolveModelPath } from '../runtime/index.js';
+import type { GraphDocument, ModelMetadata, PlanNode, StepCaller, Tensor } from '../runtime/index.js';
+import { OnnxModel } from './onnx-model.js';
+import type { LoadOptions } from './onnx-model.js';
+
+/** Model files an actor serves as a graph of models in its own process (see {@link GraphModel}). */
+export const GRAPH_FILE = /\.graph\.json$/i;
+
+function fail(path: string, message: string): TroupeError {
+  return new TroupeError('TROUPE_ERR_MODEL_LOAD', `graph file '${path}': ${message}`);
+}
+
+/** Steps that cannot run in this process: fn steps (they run in fn actors) and options that only a deployment takes. */
+function checkServable(doc: GraphDocument, path: string): void {
+  for (const node of doc.nodes) {
+    if (node.kind === 'fn') throw fail(path, `fn '${node.name}': a graph served by one actor holds model steps only (fn steps run in fn actors; deploy the graph itself for those)`);
+    if (node.kind !== 'model') continue;
+    if (node.model === undefined) throw fail(path, `model '${node.name}' has no model path: every model of a graph served by one actor is loaded from a file next to the graph file`);
+    const options = Object.keys(node).filter((k) => !['kind', 'name', 'model'].includes(k));
+    if (options.length > 0) throw fail(path, `model '${node.name}' has deployment options (${options.join(', ')}); its models share the deployment's replicas, threads and batching, so set those on the deployment`);
+  }
+}
+
+/**
+ * A pipeline or ensemble served by one actor: every model of the graph is a session in this
+ * process, and a run walks the graph with the same executor the head uses, calling the sessions
+ * in place. Each step then costs its inference and nothing else, where a graph run by the head
+ * pays two process hops per step (head to actor and back, each waking a sleeping process); this
+ * is how Triton's ensembles run, inside one server. The deployment is an ordinary model
+ * deployment, so replicas, batching (of whole graph runs), GPUs, direct SDK calls and HTTP work
+ * as for one model. The file is a graph document (`troupe deploy` format) whose model paths are
+ * relative to the file's folder.
+ *
+ * @example
+ * // models/chain.graph.json, deployed as { "name": "chain", "model": "chain.graph.json" }
+ * { "graph": "chain", "nodes": [
+ *   { "kind": "model", "name": "det", "model": "det.onnx" },
+ *   { "kind": "model", "name": "cls", "model": "cls.onnx" },
+ *   { "kind": "pipeline", "name": "chain", "steps": ["det", "cls"] } ] }
+ */
+export class GraphModel {
+  readonly metadata: ModelMetadata;
+  readonly provider: string;
+  readonly #plan: PlanNode;
+  readonly #caller: StepCaller;
+
+  private constructor(plan: PlanNode, models: Map<string, OnnxModel>, metadata: ModelMetadata) {
+    this.#plan = plan;
+    this.metadata = metadata;
+    this.provider = [...models.values()][0]!.provider;
+    this.#caller = {
+      call: async (name, inputs) => {
+        const start = performance.now();
+        const outputs = await models.get(name)!.run(mapFromWire(inputs, 'input'));
+        return { outputs: mapToWire(outputs), queueMs: 0, computeMs: performance.now() - start };
+      },
+      leaf: (name) => ({ kind: 'model', metadata: models.get(name)!.metadata }),
+      replicas: () => 1,
+    };
+  }
+
+  /** Reads and checks the graph file, then loads (and warms up) each model it calls. */
+  static async load(path: string, options: LoadOptions): Promise<GraphModel> {
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (err) {
+      throw fail(path, `cannot read it: ${(err as Error).message}`);
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch (err) {
+      throw fail(path, `not valid JSON: ${(err as Error).message}`);
+    }
+    const parsed = GraphDocumentSchema.safeParse(raw);
+    if (!parsed.success) throw fail(path, formatIssues(parsed.error.issues));
+    checkServable(parsed.data, path);
+    let root: PlanNode;
+    try {
+      root = compileGraph(parsed.data).root;
+    } catch (err) {
+      throw fail(path, (err as Error).message);
+    }
+    const files = new Map(parsed.data.nodes.flatMap((n) => (n.kind === 'model' && n.model !== undefined ? [[n.name, n.model] as const] : [])));
+    const models = new Map<string, OnnxModel>();
+    for (const name of leavesOf(root)) {
+      const file = await resolveModelPath(dirname(path), files.get(name)!, "the graph file's folder").catch((err: Error) => {
+        throw fail(path, `model '${name}': ${err.message}`);
+      });
+      models.set(name, await OnnxModel.load(file, options));
+    }
+    let signature: ReturnType<typeof inferSignature>;
+    try {
+      signature = inferSignature(root, (name) => ({ kind: 'model', metadata: models.get(name)!.metadata }));
+    } catch (err) {
+      throw fail(path, (err as Error).message);
+    }
+    return new GraphModel(root, models, { inputs: signature.inputs ?? [], outputs: signature.outputs ?? [] });
+  }
+
+  async run(inputs: Record<string, Tensor>, outputs?: readonly string[]): Promise<Record<string, Tensor>> {
+    const all = await execute(this.#plan, mapToWire(inputs), this.#caller);
+    const out: Record<string, Tensor> = {};
+    for (const name of outputs?.length ? outputs : Object.keys(all)) {
+      const w = all[name];
+      if (!w) throw new TroupeError('TROUPE_ERR_BAD_INPUT', `graph '${this.#plan.name}' has no output '${name}' (it gives ${Object.keys(all).join(', ')})`);
+      out[name] = fromWire(w, `output '${name}'`);
+    }
+    return out;
+  }
+}

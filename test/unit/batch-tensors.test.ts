@@ -1,0 +1,29 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { concatRows, splitRows } from '../../actors/batch-tensors.js';
+import { decodeFrame, encodeFrame, fromWire, tensor, toWire } from '../../runtime/index.js';
+import type { Tensor } from '../../runtime/index.js';
+
+const rows = (t: Tensor) => [...(t.data as Float32Array)];
+
+test('calls that came in one frame are batched as a view over its bytes, without a copy', () => {
+  const calls = [1, 2, 3].map((k) => toWire(tensor('float32', [1, 4], new Float32Array(4).fill(k))));
+  // As the actor receives them: one frame, each tensor viewed in place (large ones travel after the body).
+  const big = [1, 2, 3].map((k) => toWire(tensor('float32', [1, 8192], new Float32Array(8192).fill(k))));
+  const received = (decodeFrame(encodeFrame(big.map((inputs) => ({ inputs })))) as { inputs: typeof big[0] }[]).map((m) => fromWire(m.inputs, 'x'));
+  const batch = concatRows(received);
+  assert.deepEqual(batch.shape, [3, 8192]);
+  assert.equal((batch.data as Float32Array).buffer, (received[0]!.data as Float32Array).buffer, 'shares the frame buffer');
+  assert.deepEqual([0, 8191, 8192, 16383, 16384, 24575].map((i) => (batch.data as Float32Array)[i]), [1, 1, 2, 2, 3, 3]);
+
+  // Tensors from separate buffers are copied, in order, into a new one.
+  const copied = concatRows(calls.map((w) => fromWire(w, 'x')));
+  assert.deepEqual(copied.shape, [3, 4]);
+  assert.notEqual((copied.data as Float32Array).buffer, (calls[0]!.data as Uint8Array).buffer);
+  assert.deepEqual(rows(copied), [1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]);
+  // Out of order in one buffer is not back to back: copied, not viewed.
+  const whole = new Float32Array([1, 1, 2, 2]);
+  const swapped = concatRows([tensor('float32', [1, 2], whole.subarray(2)), tensor('float32', [1, 2], whole.subarray(0, 2))]);
+  assert.deepEqual(rows(swapped), [2, 2, 1, 1]);
+  assert.deepEqual(splitRows(copied, [1, 2]).map(rows), [[1, 1, 1, 1], [2, 2, 2, 2, 3, 3, 3, 3]]);
+});
