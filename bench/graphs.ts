@@ -1,5 +1,5 @@
 // Graph overhead: `npm run bench:graphs`. A 3-member ensemble and a 3-step pipeline run as graphs
-// on the head, against the same models called one by one from the client (the baseline, measured
+// on the head and as graph files served by one actor, against the same models called one by one from the client (the baseline, measured
 // in the same run) and against one member or step called alone, reported as ratios. Writes
 // bench/RESULTS-graphs.md.
 // Bounded: each load run lasts SECONDS (default 2) after an unmeasured warm-up (see bench/lib/load.ts).
@@ -9,6 +9,7 @@ import { buildMlp } from '../models/index.js';
 import { combineOutputs, connect, ensemble, model, pipeline, tensor } from '../runtime/index.js';
 import type { Cluster, Tensor } from '../runtime/index.js';
 import { startCluster } from '../test/helpers/cluster.js';
+import { measureFloor } from './lib/floor.js';
 import { closedLoop } from './lib/load.js';
 import type { LoadResult } from './lib/load.js';
 import { systemLine } from './lib/system.js';
@@ -58,12 +59,19 @@ try {
   const members = [1, 2, 3].map((s) => model(`member${s}`, { path: `member${s}.onnx`, threads: 1 }));
   await c.deploy(ensemble('ens', members, { combine: 'mean' }));
   await c.deploy(pipeline('chain', [model('link4', { path: 'link4.onnx', threads: 1 }), model('link5', { path: 'link5.onnx', threads: 1 }), model('member1')]));
+  // The same graphs as files served by one actor each (actors/graph-model.ts): steps are sessions in one process.
+  const file = (graph: string, names: string[], composite: Record<string, unknown>) =>
+    JSON.stringify({ graph, nodes: [...names.map((n) => ({ kind: 'model', name: n, model: `${n}.onnx` })), { name: graph, ...composite }] });
+  await writeFile(join(cluster.modelDir, 'ens.graph.json'), file('ens', ['member1', 'member2', 'member3'], { kind: 'ensemble', members: ['member1', 'member2', 'member3'], combine: { op: 'mean' } }));
+  await writeFile(join(cluster.modelDir, 'chain.graph.json'), file('chain', ['link4', 'link5', 'member1'], { kind: 'pipeline', steps: ['link4', 'link5', 'member1'] }));
+  await c.deploy({ name: 'ens1', model: 'ens.graph.json', threads: 1 });
+  await c.deploy({ name: 'chain1', model: 'chain.graph.json', threads: 1 });
   const x = tensor('float32', [1, 64], new Float32Array(64).map((_, i) => Math.sin(i)));
 
   say('# Graph overhead\n');
   say(systemLine());
   say(`- each load run: ${SECONDS} s closed loop after an unmeasured warm-up (0.5 s; at concurrency 1, 1 s windows until three p50s agree within 10%, at most 15 s); client, head, agent and actors share the machine's cores`);
-  say('- models: the repo MLP (input [1,64] float32, 64-256-256-10; pipeline links 64-256-256-64), one actor each, 1 intra-op thread, batching off');
+  say('- models: the repo MLP (input [1,64] float32, 64-256-256-10; pipeline links 64-256-256-64), one actor each, 1 intra-op thread, batching off; the `*.graph.json` rows serve the same models as sessions of one actor (actors/graph-model.ts)');
   say('- command: `npm run bench:graphs` (SECONDS=2 by default)\n');
 
   say('## 3-member ensemble (mean)\n');
@@ -78,10 +86,18 @@ try {
   const ensGraph = await load('ensemble graph on the head', () => c.run('ens', { x }));
   const alone = [];
   for (const name of memberNames) alone.push(await load(`${name} alone, through the head`, () => h.run(name, { x })));
-  const aloneDirect = await load('member1 alone, straight to its replica', () => c.run('member1', { x }));
-  say(table([ensOneByOne, ensParallel, ensGraph, ...alone, aloneDirect], ensOneByOne));
+  const aloneDirect = [];
+  for (const name of memberNames) aloneDirect.push(await load(`${name} alone, straight to its replica`, () => c.run(name, { x })));
+  const ensOneActor = await load('ensemble served by one actor (ens.graph.json), straight to it', () => c.run('ens1', { x }));
+  const ensOneActorHead = await load('ensemble served by one actor (ens.graph.json), through the head', () => h.run('ens1', { x }));
+  say(table([ensOneByOne, ensParallel, ensGraph, ...alone, ...aloneDirect, ensOneActor, ensOneActorHead], ensOneByOne));
   const slowest = Math.max(...alone.map((r) => r.results[0]!.p50Ms));
-  say(`\nAt concurrency 1 the ensemble's p50 is ${fmt(ensGraph.results[0]!.p50Ms / slowest, 2)}x that of its slowest member called alone through the head (${fmt(ensGraph.results[0]!.p50Ms, 3)} vs ${fmt(slowest, 3)} ms), ${fmt(ensGraph.results[0]!.p50Ms / aloneDirect.results[0]!.p50Ms, 2)}x a member called straight to its replica.`);
+  const slowestDirect = Math.max(...aloneDirect.map((r) => r.results[0]!.p50Ms));
+  const p50 = (row: Row) => row.results[0]!.p50Ms;
+  say(`\nAt concurrency 1, against the slowest member called alone by the same path:`);
+  say(`- ensemble graph on the head: ${fmt(p50(ensGraph) / slowest, 2)}x (${fmt(p50(ensGraph), 3)} vs ${fmt(slowest, 3)} ms, through the head)`);
+  say(`- ensemble served by one actor, straight to it: ${fmt(p50(ensOneActor) / slowestDirect, 2)}x (${fmt(p50(ensOneActor), 3)} vs ${fmt(slowestDirect, 3)} ms)`);
+  say(`- ensemble served by one actor, through the head: ${fmt(p50(ensOneActorHead) / slowest, 2)}x (${fmt(p50(ensOneActorHead), 3)} vs ${fmt(slowest, 3)} ms)`);
 
   say('\n## 3-step pipeline\n');
   const chain = ['link4', 'link5', 'member1'];
@@ -94,9 +110,17 @@ try {
   const pipeFuturesHere = await load('futures, runs sent straight to replicas, chained in the client', () => c.run('member1', { x: c.run('link5', { x: c.run('link4', { x }) }) }));
   const pipeGraph = await load('pipeline graph on the head', () => c.run('chain', { x }));
   const oneStep = await load('one step (link4) alone, through the head', () => h.run('link4', { x }));
-  say(table([pipeOneByOne, pipeFutures, pipeFuturesHere, pipeGraph, oneStep], pipeOneByOne));
-  const perStep = (pipeGraph.results[0]!.p50Ms - oneStep.results[0]!.p50Ms) / 2;
-  say(`\nAt concurrency 1 each step after the first adds ${fmt(perStep, 3)} ms to the pipeline's p50; one call of a step alone through the head takes ${fmt(oneStep.results[0]!.p50Ms, 3)} ms end to end.`);
+  const oneStepDirect = await load('one step (link4) alone, straight to its replica', () => c.run('link4', { x }));
+  const pipeOneActor = await load('pipeline served by one actor (chain.graph.json), straight to it', () => c.run('chain1', { x }));
+  const pipeOneActorHead = await load('pipeline served by one actor (chain.graph.json), through the head', () => h.run('chain1', { x }));
+  say(table([pipeOneByOne, pipeFutures, pipeFuturesHere, pipeGraph, oneStep, oneStepDirect, pipeOneActor, pipeOneActorHead], pipeOneByOne));
+  // A single call's overhead: its p50 end to end minus raw session.run's p50 for the same model.
+  const raw = await measureFloor(join(cluster.modelDir, 'link4.onnx'), { name: 'x', shape: (b) => [b, 64] }, 1, 2, 1);
+  const perStep = (row: Row, single: Row) => (p50(row) - p50(single)) / 2;
+  say(`\nAt concurrency 1 (raw session.run of one step: ${fmt(raw.p50Ms, 4)} ms), what each step after the first adds to the pipeline's p50, against one call's overhead by the same path:`);
+  say(`- pipeline graph on the head: ${fmt(perStep(pipeGraph, oneStep), 3)} ms per step; one call through the head: ${fmt(p50(oneStep) - raw.p50Ms, 3)} ms overhead`);
+  say(`- pipeline served by one actor, straight to it: ${fmt(perStep(pipeOneActor, oneStepDirect), 3)} ms per step; one call straight to a replica: ${fmt(p50(oneStepDirect) - raw.p50Ms, 3)} ms overhead`);
+  say(`- pipeline served by one actor, through the head: ${fmt(perStep(pipeOneActorHead, oneStep), 3)} ms per step; one call through the head: ${fmt(p50(oneStep) - raw.p50Ms, 3)} ms overhead`);
 
   const trace = await c.run('chain', { x }, { trace: true }).trace();
   say('\nOne traced pipeline run (ms from the start of the run on the head):\n');
