@@ -1,14 +1,12 @@
 // The benchmark suite: `npm run bench`. Every Troupe figure is measured in the same run as its
 // baseline (raw onnxruntime-node in-process, and the simplest Node HTTP server around it) and
 // reported as a ratio. Writes bench/RESULTS.md. Bounded: each load run lasts SECONDS (default 3).
-import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { connect, tensor } from '../runtime/index.js';
 import type { Cluster } from '../runtime/index.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import type { TestCluster } from '../test/helpers/cluster.js';
+import { baselineServer } from './lib/baseline-server.js';
 import { measureFloor } from './lib/floor.js';
 import type { FloorResult } from './lib/floor.js';
 import { httpLoad, oipRequest } from './lib/http-load.js';
@@ -44,16 +42,6 @@ async function sdkRuns(client: Cluster, name: string, x: ReturnType<typeof tenso
   return results;
 }
 
-async function plainHttpServer(modelPath: string, baseline = 'plain-http-server'): Promise<{ url: string; stop: () => void }> {
-  const script = fileURLToPath(new URL(`./baselines/${baseline}.js`, import.meta.url));
-  const child = spawn(process.execPath, [script, modelPath, 'x', '64', '1'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout }).on('line', (l) => l.startsWith('listening ') && resolve(l.slice(10)));
-    child.once('exit', () => reject(new Error('plain HTTP server exited')));
-  });
-  return { url: `http://127.0.0.1:${port}/`, stop: () => child.kill('SIGTERM') };
-}
-
 async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> {
   say('\n## Small MLP (input [N,64] float32, 64-256-256-10), one actor, 1 intra-op thread\n');
   const floor = await bestFloor(cluster.models.mlp, mlpInput, [1, 8, 32, 128], 1);
@@ -62,14 +50,14 @@ async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> 
   const x = tensor('float32', [1, 64], new Float32Array(64).map((_, i) => Math.sin(i)));
   const rows: { label: string; result: LoadResult; ratioTo?: number }[] = [];
 
-  const plain = await plainHttpServer(cluster.models.mlp);
+  const plain = await baselineServer(cluster.models.mlp, 'plain-http-server');
   const body = Buffer.from((x.data as Float32Array).buffer);
   const plainResults: LoadResult[] = [];
   for (const c of CONCURRENCY) plainResults.push(await httpLoad({ url: plain.url, method: 'POST', body }, c, SECONDS));
   plain.stop();
   plainResults.forEach((r) => rows.push({ label: 'simplest Node HTTP server, in-process session', result: r, ratioTo: f1.callsPerSecond }));
   // The least a server with the model in another process can do (bench/baselines/http-relay.ts).
-  const relay = await plainHttpServer(cluster.models.mlp, 'http-relay');
+  const relay = await baselineServer(cluster.models.mlp, 'http-relay');
   rows.push({ label: 'minimal HTTP relay to a model process over WebSocket', result: await httpLoad({ url: relay.url, method: 'POST', body }, 1, SECONDS), ratioTo: f1.callsPerSecond });
   relay.stop();
 

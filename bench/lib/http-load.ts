@@ -17,6 +17,12 @@ function send(agent: Agent, r: Request): Promise<void> {
   });
 }
 
+/** Sends `request` again at each call, on one kept-alive connection. */
+export function keepAliveCaller(request: Request): { call: () => Promise<void>; close: () => void } {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  return { call: () => send(agent, request), close: () => agent.destroy() };
+}
+
 /**
  * Closed-loop HTTP load: `concurrency` connections, one request in flight each. At concurrency 1
  * the latency is what matters and autocannon reports it in whole milliseconds, so that run uses a
@@ -24,11 +30,11 @@ function send(agent: Agent, r: Request): Promise<void> {
  */
 export async function httpLoad(request: Request, concurrency: number, seconds: number): Promise<LoadResult> {
   if (concurrency === 1) {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const caller = keepAliveCaller(request);
     try {
-      return await closedLoop(() => send(agent, request), { concurrency: 1, seconds });
+      return await closedLoop(caller.call, { concurrency: 1, seconds });
     } finally {
-      agent.destroy();
+      caller.close();
     }
   }
   // A short unmeasured run first, so connection setup and JIT warm-up are not in the figures.
