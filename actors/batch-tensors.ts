@@ -16,12 +16,16 @@ export function batchKey(inputs: Record<string, Tensor>, outputs: readonly strin
   return `${parts.join(';')}|${outputs ? [...outputs].sort().join(',') : '*'}`;
 }
 
-/** Rows a call contributes: its batch dim (all inputs agree on it, or it is not batchable). */
+/**
+ * Rows a call contributes: its batch dim (all inputs agree on it), or null when it cannot be
+ * batched. 4-bit tensors pack two elements a byte, so a call's rows need not end on a byte and
+ * joining them byte by byte would shift every value after an odd one: those calls run alone.
+ */
 export function rowsOf(inputs: Record<string, Tensor>): number | null {
   let rows: number | null = null;
   for (const t of Object.values(inputs)) {
     const first = t.shape[0];
-    if (first === undefined) return null;
+    if (first === undefined || t.dtype === 'int4' || t.dtype === 'uint4') return null;
     if (rows === null) rows = first;
     else if (rows !== first) return null;
   }
@@ -29,11 +33,13 @@ export function rowsOf(inputs: Record<string, Tensor>): number | null {
 }
 
 /**
- * Concatenates same-shaped tensors along axis 0. Calls that came in one frame already lie back to
- * back in its buffer (the codec keeps each tensor at a multiple of 8 bytes, and a row of most
- * models is one too), so a batch of them is one view over those bytes and costs no copy; an image
- * batch is megabytes, and the copy with its allocation was a fifth of a CNN actor's time between
- * runs. Other batches are copied once into a fresh buffer left unzeroed, as every byte is written.
+ * Concatenates same-shaped tensors along axis 0 (never 4-bit ones: see {@link rowsOf}). Large
+ * tensors (16 KB and up) travel after a frame's body, each at a multiple of 8 bytes, so the
+ * single input of calls that came in one frame lies back to back in its buffer when its size is a
+ * multiple of 8 (an image is): a batch of them is one view over those bytes and costs no copy; an
+ * image batch is megabytes, and the copy with its allocation was a fifth of a CNN actor's time
+ * between runs. Other batches are copied once into a fresh buffer left unzeroed, as every byte
+ * of it is written.
  */
 export function concatRows(parts: readonly Tensor[]): Tensor {
   const first = parts[0]!;

@@ -1,12 +1,34 @@
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { GraphDocumentSchema, TroupeError, compileGraph, execute, formatIssues, fromWire, inferSignature, leavesOf, mapFromWire, mapToWire, resolveModelPath } from '../runtime/index.js';
-import type { GraphDocument, ModelMetadata, PlanNode, StepCaller, Tensor } from '../runtime/index.js';
+import type { GraphDocument, LeafInfo, ModelMetadata, PlanNode, StepCaller, Tensor } from '../runtime/index.js';
 import { OnnxModel } from './onnx-model.js';
 import type { LoadOptions } from './onnx-model.js';
 
 /** Model files an actor serves as a graph of models in its own process (see {@link GraphModel}). */
 export const GRAPH_FILE = /\.graph\.json$/i;
+
+/**
+ * Whether some ensemble of the plan joins its members' outputs along axis 0: then a run's output
+ * rows are not its input rows, and runs of several calls could not be split back.
+ */
+function concatsRows(plan: PlanNode, leaf: (name: string) => LeafInfo): boolean {
+  switch (plan.kind) {
+    case 'model':
+    case 'fn':
+      return false;
+    case 'pipeline':
+      return plan.steps.some((s) => concatsRows(s, leaf));
+    case 'dataParallel':
+      return concatsRows(plan.step, leaf);
+    case 'ensemble': {
+      if (plan.members.some((m) => concatsRows(m, leaf))) return true;
+      if (plan.combine.op !== 'concat') return false;
+      const rank = inferSignature(plan.members[0]!, leaf).outputs?.[0]?.shape.length ?? 0;
+      return (plan.combine.axis < 0 ? plan.combine.axis + rank : plan.combine.axis) === 0;
+    }
+  }
+}
 
 function fail(path: string, message: string): TroupeError {
   return new TroupeError('TROUPE_ERR_MODEL_LOAD', `graph file '${path}': ${message}`);
@@ -43,6 +65,7 @@ function checkServable(doc: GraphDocument, path: string): void {
 export class GraphModel {
   readonly metadata: ModelMetadata;
   readonly provider: string;
+  readonly batchable: boolean;
   readonly #plan: PlanNode;
   readonly #caller: StepCaller;
 
@@ -50,13 +73,15 @@ export class GraphModel {
     this.#plan = plan;
     this.metadata = metadata;
     this.provider = [...models.values()][0]!.provider;
+    const leaf = (name: string): LeafInfo => ({ kind: 'model', metadata: models.get(name)!.metadata });
+    this.batchable = !concatsRows(plan, leaf);
     this.#caller = {
       call: async (name, inputs) => {
         const start = performance.now();
         const outputs = await models.get(name)!.run(mapFromWire(inputs, 'input'));
         return { outputs: mapToWire(outputs), queueMs: 0, computeMs: performance.now() - start };
       },
-      leaf: (name) => ({ kind: 'model', metadata: models.get(name)!.metadata }),
+      leaf,
       replicas: () => 1,
     };
   }
@@ -86,26 +111,27 @@ export class GraphModel {
     }
     const files = new Map(parsed.data.nodes.flatMap((n) => (n.kind === 'model' && n.model !== undefined ? [[n.name, n.model] as const] : [])));
     const models = new Map<string, OnnxModel>();
-    for (const name of leavesOf(root)) {
-      const file = await resolveModelPath(dirname(path), files.get(name)!, "the graph file's folder").catch((err: Error) => {
-        throw fail(path, `model '${name}': ${err.message}`);
-      });
-      models.set(name, await OnnxModel.load(file, options));
-    }
-    let signature: ReturnType<typeof inferSignature>;
     try {
-      signature = inferSignature(root, (name) => ({ kind: 'model', metadata: models.get(name)!.metadata }));
+      for (const name of leavesOf(root)) {
+        const file = await resolveModelPath(dirname(path), files.get(name)!, "the graph file's folder").catch((err: Error) => {
+          throw fail(path, `model '${name}': ${err.message}`);
+        });
+        models.set(name, await OnnxModel.load(file, options));
+      }
+      const signature = inferSignature(root, (name) => ({ kind: 'model', metadata: models.get(name)!.metadata }));
+      return new GraphModel(root, models, { inputs: signature.inputs ?? [], outputs: signature.outputs ?? [] });
     } catch (err) {
-      throw fail(path, (err as Error).message);
+      // Sessions already loaded hold memory (GPU memory too) while the actor reports the failure.
+      await Promise.allSettled([...models.values()].map((m) => m.release()));
+      throw err instanceof TroupeError && err.code === 'TROUPE_ERR_MODEL_LOAD' ? err : fail(path, (err as Error).message);
     }
-    return new GraphModel(root, models, { inputs: signature.inputs ?? [], outputs: signature.outputs ?? [] });
   }
 
   async run(inputs: Record<string, Tensor>, outputs?: readonly string[]): Promise<Record<string, Tensor>> {
     const all = await execute(this.#plan, mapToWire(inputs), this.#caller);
     const out: Record<string, Tensor> = {};
     for (const name of outputs?.length ? outputs : Object.keys(all)) {
-      const w = all[name];
+      const w = Object.hasOwn(all, name) ? all[name] : undefined;
       if (!w) throw new TroupeError('TROUPE_ERR_BAD_INPUT', `graph '${this.#plan.name}' has no output '${name}' (it gives ${Object.keys(all).join(', ')})`);
       out[name] = fromWire(w, `output '${name}'`);
     }

@@ -48,13 +48,14 @@ function readEnv(): ActorEnv {
 
 /**
  * Batching applies only to models whose every input and output has a symbolic first dim: for
- * those, rows are independent along axis 0 and can be concatenated and split back.
+ * those, rows are independent along axis 0 and can be concatenated and split back. A graph may
+ * say otherwise (an ensemble that concatenates its members' rows).
  */
 function batchOptions(env: ActorEnv, model: ServedModel): BatcherOptions {
   const spec = env.TROUPE_BATCH ? BatchSchema.safeParse(JSON.parse(env.TROUPE_BATCH)) : undefined;
   const batch = spec?.success ? spec.data : { maxSize: 1, maxDelayMs: 0 };
   const symbolicFirst = (shape: readonly (number | string)[]) => typeof shape[0] === 'string';
-  const batchable = [...model.metadata.inputs, ...model.metadata.outputs].every((t) => symbolicFirst(t.shape));
+  const batchable = model.batchable !== false && [...model.metadata.inputs, ...model.metadata.outputs].every((t) => symbolicFirst(t.shape));
   return { maxSize: batch.maxSize, maxDelayMs: batch.maxDelayMs, preferredSizes: batch.preferredSizes, batchable };
 }
 

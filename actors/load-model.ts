@@ -8,6 +8,8 @@ export interface ServedModel {
   readonly metadata: ModelMetadata;
   /** The onnxruntime execution provider its sessions run on. */
   readonly provider: string;
+  /** False when runs of several calls cannot be split back by rows (see graph-model.ts); else the metadata decides. */
+  readonly batchable?: boolean;
   run(inputs: Record<string, Tensor>, outputs?: readonly string[]): Promise<Record<string, Tensor>>;
 }
 

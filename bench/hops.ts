@@ -37,6 +37,16 @@ async function runAfterSleep(session: ort.InferenceSession, feeds: Record<string
   return [percentile(times, 0.5), percentile(times, 0.9)];
 }
 
+function readable(pid: number): boolean {
+  try {
+    cpuMs(pid);
+    commandLine(pid);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** What kind of Troupe or baseline process `pid` is, from its command line. */
 function role(pid: number): string {
   const args = commandLine(pid).join(' ');
@@ -54,12 +64,13 @@ function role(pid: number): string {
  */
 async function cpuPerCall(call: () => PromiseLike<unknown>): Promise<{ result: LoadResult; cpu: Map<string, number> }> {
   await closedLoop(call, { concurrency: 1, seconds: SECONDS });
-  const pids = [process.pid, ...descendants(process.pid)];
+  // Only the processes that live through the whole run (a process may end while we list them).
+  const pids = [process.pid, ...descendants(process.pid)].filter((p) => readable(p));
   const before = new Map(pids.map((p) => [p, cpuMs(p)]));
   let calls = 0;
   const result = await closedLoop(() => (calls++, call()), { concurrency: 1, seconds: SECONDS });
   const cpu = new Map<string, number>();
-  for (const pid of pids) {
+  for (const pid of pids.filter((p) => readable(p))) {
     const name = pid === process.pid ? 'client' : role(pid);
     if (name === 'other' || name === 'agent') continue;
     cpu.set(name, (cpu.get(name) ?? 0) + ((cpuMs(pid) - before.get(pid)!) / calls) * 1000);

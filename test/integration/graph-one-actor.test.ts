@@ -39,6 +39,8 @@ describe('graphs served by one actor (*.graph.json)', { timeout: 180_000 }, () =
   test('a pipeline file runs every step in one process and gives what the models give one after another', async () => {
     const view = await client.deploy({ name: 'chain1', model: 'chain.graph.json', threads: 1 });
     assert.equal(view.actors.length, 1, 'one actor holds the three models');
+    const deployed = (await client.describe()).deployments.map((d) => d.name);
+    assert.deepEqual(deployed, ['chain1'], 'the steps are not deployments of their own');
     assert.deepEqual(view.metadata, { inputs: [{ name: 'x', dtype: 'float32', shape: ['N', 64] }], outputs: [{ name: 'logits', dtype: 'float32', shape: ['N', 10] }] });
     const x = tensor('float32', [3, 64], seededFloats(3 * 64, 7));
     const out = await client.run('chain1', { x });
@@ -80,6 +82,24 @@ describe('graphs served by one actor (*.graph.json)', { timeout: 180_000 }, () =
       floats(out.logits),
       members[0]!.map((_, k) => Math.fround((members[0]![k]! + members[1]![k]! + members[2]![k]!) / 3)),
     );
+  });
+
+  test('an ensemble that joins its members along the rows is never batched', async () => {
+    await writeFile(join(cluster.modelDir, 'rows.graph.json'), JSON.stringify({ ...VOTE, nodes: [...VOTE.nodes.slice(0, 3), { kind: 'ensemble', name: 'avg', members: ['member11', 'member12', 'member13'], combine: { op: 'concat', axis: 0 } }] }));
+    await client.deploy({ name: 'rows', model: 'rows.graph.json', threads: 1, batch: { maxSize: 8, maxDelayMs: 20 } });
+    const inputs = Array.from({ length: 6 }, (_, i) => tensor('float32', [1, 64], seededFloats(64, 200 + i)));
+    const outs = await Promise.all(inputs.map((x) => client.run('rows', { x })));
+    for (const [i, out] of outs.entries()) {
+      const members: number[] = [];
+      for (const s of [11, 12, 13]) members.push(...floats((await runInProcess(join(cluster.modelDir, `member${s}.onnx`), { x: inputs[i]! })).logits));
+      assert.deepEqual(out.logits!.shape, [3, 10]);
+      assert.deepEqual(floats(out.logits), members, `caller ${i}`);
+    }
+    const stats = await waitFor('the actor to report the 6 calls', async () => {
+      const s = (await client.describe()).deployments.find((d) => d.name === 'rows')!.actors[0]!.stats;
+      return s && s.calls >= 6 ? s : undefined;
+    });
+    assert.equal(stats.batches, stats.calls, 'one run per call');
   });
 
   test('a graph file the actor cannot serve fails the deploy and says why', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { concatRows, splitRows } from '../../actors/batch-tensors.js';
+import { concatRows, rowsOf, splitRows } from '../../actors/batch-tensors.js';
 import { decodeFrame, encodeFrame, fromWire, tensor, toWire } from '../../runtime/index.js';
 import type { Tensor } from '../../runtime/index.js';
 
@@ -26,4 +26,17 @@ test('calls that came in one frame are batched as a view over its bytes, without
   const swapped = concatRows([tensor('float32', [1, 2], whole.subarray(2)), tensor('float32', [1, 2], whole.subarray(0, 2))]);
   assert.deepEqual(rows(swapped), [2, 2, 1, 1]);
   assert.deepEqual(splitRows(copied, [1, 2]).map(rows), [[1, 1, 1, 1], [2, 2, 2, 2, 3, 3, 3, 3]]);
+});
+
+test('int64 calls from one frame are viewed as one batch too; 4-bit calls are never batched', () => {
+  const parts = [5n, 6n].map((k) => toWire(tensor('int64', [1, 4096], new BigInt64Array(4096).fill(k))));
+  const received = (decodeFrame(encodeFrame(parts.map((inputs) => ({ inputs })))) as { inputs: (typeof parts)[0] }[]).map((m) => fromWire(m.inputs, 'x'));
+  const batch = concatRows(received);
+  assert.ok(batch.data instanceof BigInt64Array);
+  assert.equal(batch.data.buffer, (received[0]!.data as BigInt64Array).buffer);
+  assert.deepEqual([batch.data[0], batch.data[4095], batch.data[4096], batch.data[8191]], [5n, 5n, 6n, 6n]);
+
+  assert.equal(rowsOf({ x: tensor('float32', [3, 4], new Float32Array(12)) }), 3);
+  assert.equal(rowsOf({ x: tensor('int4', [3, 3], new Int8Array(5)) }), null, 'rows of 4-bit values need not end on a byte');
+  assert.equal(rowsOf({ x: tensor('float32', [3, 4], new Float32Array(12)), y: tensor('float32', [2, 4], new Float32Array(8)) }), null);
 });
