@@ -57,7 +57,9 @@ function bad(message: string): TroupeError {
  * @example
  * const { root, deployments } = compileGraph(toGraphDocument(vote), (name) => (deployed.has(name) ? 'model' : undefined));
  */
-export function compileGraph(doc: GraphDocument, existing: Existing = () => undefined): CompiledGraph {
+export function compileGraph(doc: GraphDocument, deployed?: Existing): CompiledGraph {
+  // Without `deployed` (a graph file served by one actor) the document is all there is.
+  const existing: Existing = deployed ?? (() => undefined);
   const byName = new Map<string, GraphNode>();
   for (const node of doc.nodes) {
     if (byName.has(node.name)) throw bad(`node '${node.name}' is defined twice`);
@@ -82,7 +84,7 @@ export function compileGraph(doc: GraphDocument, existing: Existing = () => unde
       const where = parent ? `${parent.kind} '${parent.name}' names '${name}'` : `'${name}'`;
       if (kind === 'model' || kind === 'fn') return remember({ kind, name });
       if (kind === 'graph') throw bad(`${where}, a graph deployed separately; put its nodes in this document instead`);
-      throw bad(`${where}, which is neither a node of this graph nor a deployed model or fn`);
+      throw bad(deployed ? `${where}, which is neither a node of this graph nor a deployed model or fn` : `${where}, which is not a node of this graph`);
     }
     stack.push(name);
     const plan = build(node);

@@ -113,7 +113,7 @@ describe('graphs served by one actor (*.graph.json)', { timeout: 180_000 }, () =
     await write('broken.graph.json', '{"graph": ');
     await rejectsWith(client.deploy({ name: 'broken', model: 'broken.graph.json' }), 'TROUPE_ERR_MODEL_LOAD', /broken\.graph\.json': not valid JSON/);
     await write('dangling.graph.json', { graph: 'p', nodes: [{ kind: 'pipeline', name: 'p', steps: ['ghost'] }] });
-    await rejectsWith(client.deploy({ name: 'dangling', model: 'dangling.graph.json' }), 'TROUPE_ERR_MODEL_LOAD', /pipeline 'p' names 'ghost', which is neither a node of this graph/);
+    await rejectsWith(client.deploy({ name: 'dangling', model: 'dangling.graph.json' }), 'TROUPE_ERR_MODEL_LOAD', /pipeline 'p' names 'ghost', which is not a node of this graph/);
     await write('mistyped.graph.json', { graph: 'p', nodes: [...models(['member11', 'link21']), { kind: 'pipeline', name: 'p', steps: ['member11', 'link21'] }] });
     await rejectsWith(client.deploy({ name: 'mistyped', model: 'mistyped.graph.json' }), 'TROUPE_ERR_MODEL_LOAD', /mistyped\.graph\.json'.*link21/);
   });
