@@ -69,11 +69,10 @@ export class GraphModel {
   readonly #plan: PlanNode;
   readonly #caller: StepCaller;
 
-  private constructor(plan: PlanNode, models: Map<string, OnnxModel>, metadata: ModelMetadata) {
+  private constructor(plan: PlanNode, models: Map<string, OnnxModel>, leaf: (name: string) => LeafInfo, metadata: ModelMetadata) {
     this.#plan = plan;
     this.metadata = metadata;
     this.provider = [...models.values()][0]!.provider;
-    const leaf = (name: string): LeafInfo => ({ kind: 'model', metadata: models.get(name)!.metadata });
     this.batchable = !concatsRows(plan, leaf);
     this.#caller = {
       call: async (name, inputs) => {
@@ -118,8 +117,9 @@ export class GraphModel {
         });
         models.set(name, await OnnxModel.load(file, options));
       }
-      const signature = inferSignature(root, (name) => ({ kind: 'model', metadata: models.get(name)!.metadata }));
-      return new GraphModel(root, models, { inputs: signature.inputs ?? [], outputs: signature.outputs ?? [] });
+      const leaf = (name: string): LeafInfo => ({ kind: 'model', metadata: models.get(name)!.metadata });
+      const signature = inferSignature(root, leaf);
+      return new GraphModel(root, models, leaf, { inputs: signature.inputs ?? [], outputs: signature.outputs ?? [] });
     } catch (err) {
       // Sessions already loaded hold memory (GPU memory too) while the actor reports the failure.
       await Promise.allSettled([...models.values()].map((m) => m.release()));

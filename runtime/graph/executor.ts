@@ -30,10 +30,10 @@ export interface ExecuteOptions {
   trace?: RunTrace;
 }
 
-/** A leaf call's outputs, and where its time went when the head and actor could tell. */
+/** A leaf call's outputs, and where its time went when the caller could tell. */
 export interface LeafResult {
   outputs: WireTensorMap;
-  /** Waiting in the head for a replica plus waiting in the actor for its turn. */
+  /** Waiting for a replica plus waiting in the actor for its turn (0 for a session in the same process). */
   queueMs?: number;
   /** Inside the model or fn. */
   computeMs?: number;
