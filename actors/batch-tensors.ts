@@ -1,5 +1,5 @@
 import { DTYPES, elementCount } from '../runtime/index.js';
-import type { NumericDType, Tensor, TypedArray } from '../runtime/index.js';
+import type { BufferPool, NumericDType, Tensor, TypedArray } from '../runtime/index.js';
 
 /**
  * A key that two calls share exactly when they may run in one batch: the same input names, dtypes
@@ -38,27 +38,35 @@ export function rowsOf(inputs: Record<string, Tensor>): number | null {
  * single input of calls that came in one frame lies back to back in its buffer when its size is a
  * multiple of 8 (an image is): a batch of them is one view over those bytes and costs no copy; an
  * image batch is megabytes, and the copy with its allocation was a fifth of a CNN actor's time
- * between runs. Other batches are copied once into a fresh buffer left unzeroed, as every byte
- * of it is written.
+ * between runs. Other batches are copied once into a buffer from `pool`, left unzeroed as every
+ * byte of it is written, and returned as `copy` to be given back once the run is over.
  */
-export function concatRows(parts: readonly Tensor[]): Tensor {
+export function concatRows(parts: readonly Tensor[], pool: BufferPool): { tensor: Tensor; copy?: Buffer } {
   const first = parts[0]!;
-  if (parts.length === 1) return first;
+  if (parts.length === 1) return { tensor: first };
   const rows = parts.reduce((n, t) => n + t.shape[0]!, 0);
   const shape = [rows, ...first.shape.slice(1)];
-  if (first.dtype === 'string') return { dtype: 'string', shape, data: parts.flatMap((t) => t.data as string[]) };
+  if (first.dtype === 'string') return { tensor: { dtype: 'string', shape, data: parts.flatMap((t) => t.data as string[]) } };
   const Ctor = DTYPES[first.dtype as NumericDType].array;
   const count = elementCount(shape);
   const adjacent = backToBack(parts.map((t) => t.data as TypedArray));
-  if (adjacent) return { dtype: first.dtype, shape, data: new Ctor(adjacent.buffer as ArrayBuffer, adjacent.byteOffset, count) as TypedArray };
-  const bytes = Buffer.allocUnsafeSlow(count * Ctor.BYTES_PER_ELEMENT);
-  const out = new Ctor(bytes.buffer, bytes.byteOffset, count) as TypedArray;
+  if (adjacent) return { tensor: { dtype: first.dtype, shape, data: new Ctor(adjacent.buffer as ArrayBuffer, adjacent.byteOffset, count) as TypedArray } };
+  const bytes = pool.take(count * Ctor.BYTES_PER_ELEMENT);
+  const out = new Ctor(bytes.buffer as ArrayBuffer, bytes.byteOffset, count) as TypedArray;
   let offset = 0;
   for (const t of parts) {
     (out as Float32Array).set(t.data as Float32Array, offset);
     offset += (t.data as TypedArray).length;
   }
-  return { dtype: first.dtype, shape, data: out };
+  return { tensor: { dtype: first.dtype, shape, data: out }, copy: bytes };
+}
+
+/** Whether some output's bytes lie in the same memory as some input's (a model that passes an input through). */
+export function sharesMemory(outputs: Record<string, Tensor>, inputs: Record<string, Tensor>): boolean {
+  const held = new Set<ArrayBufferLike>();
+  for (const t of Object.values(inputs)) if (!Array.isArray(t.data)) held.add((t.data as TypedArray).buffer);
+  for (const t of Object.values(outputs)) if (!Array.isArray(t.data) && held.has((t.data as TypedArray).buffer)) return true;
+  return false;
 }
 
 /** Where the arrays start when each begins right where the one before it ends, in one buffer. */

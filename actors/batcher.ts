@@ -1,6 +1,6 @@
-import { TroupeError } from '../runtime/index.js';
+import { TroupeError, sharedBufferPool } from '../runtime/index.js';
 import type { Tensor } from '../runtime/index.js';
-import { batchKey, concatRows, rowsOf, splitRows } from './batch-tensors.js';
+import { batchKey, concatRows, rowsOf, sharesMemory, splitRows } from './batch-tensors.js';
 
 export interface BatcherOptions {
   /** Most rows in one run; 1 runs every call alone. */
@@ -203,8 +203,20 @@ export class Batcher {
       if (batch.length === 1) outputs = [await this.#run(first.inputs, first.outputs)];
       else {
         const inputs: Record<string, Tensor> = {};
-        for (const name of Object.keys(first.inputs)) inputs[name] = concatRows(batch.map((j) => j.inputs[name]!));
-        outputs = this.#split(await this.#run(inputs, first.outputs), batch.map((j) => j.rows!));
+        const copies: Buffer[] = [];
+        for (const name of Object.keys(first.inputs)) {
+          const joined = concatRows(batch.map((j) => j.inputs[name]!), sharedBufferPool);
+          inputs[name] = joined.tensor;
+          if (joined.copy) copies.push(joined.copy);
+        }
+        let result: Record<string, Tensor> | undefined;
+        try {
+          result = await this.#run(inputs, first.outputs);
+        } finally {
+          // The joined inputs are read no more once the run is over (unless an output is one).
+          if (!result || !sharesMemory(result, inputs)) for (const copy of copies) sharedBufferPool.give(copy);
+        }
+        outputs = this.#split(result, batch.map((j) => j.rows!));
       }
       const computeMs = performance.now() - start;
       const rows = batch.reduce((n, j) => n + (j.rows ?? 1), 0);

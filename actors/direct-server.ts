@@ -1,41 +1,81 @@
-import type { IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { WebSocketServer } from 'ws';
-import type { WebSocket } from 'ws';
-import { DEFAULT_MAX_FRAME_BYTES, checkBearer, newSecret } from '../runtime/index.js';
+import { createServer } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
+import { Channel, ClientToReplicaSchema, DEFAULT_MAX_FRAME_BYTES, FrameStream, TroupeError, newSecret, sameSecret } from '../runtime/index.js';
+import type { ActorToHead, ClientToReplica, HeadToActor } from '../runtime/index.js';
 
 export interface DirectServer {
-  /** Where clients connect, e.g. `ws://127.0.0.1:41234/v1/direct`. */
+  /** Where clients connect, e.g. `tcp://127.0.0.1:41234`. */
   readonly url: string;
-  /** The bearer token a client must present; the head hands it only to clients it admitted. */
+  /** The token a client must say hello with; the head hands it only to clients it admitted. */
   readonly token: string;
   close(): void;
 }
+
+/** Serves one call from an admitted client; `release` frees the frame its tensors are views of. */
+export type ServeDirectCall = (call: HeadToActor, channel: Channel<ClientToReplica, ActorToHead>, release: (() => void) | undefined) => void;
+
+/** Until its hello, a connection may send no frame longer than this, and has this long to send it. */
+const HELLO_MAX_BYTES = 4096;
+const HELLO_TIMEOUT_MS = 10_000;
 
 /**
  * The actor's own endpoint for calls from SDK clients, so a call crosses two process hops instead
  * of four and the head never touches its tensors (at 600 KB an image, the head's copies and GC
  * were most of its CPU). The head stays the control plane: it tells admitted clients where each
  * READY replica listens and with which token, and still serves HTTP, graphs and futures.
+ *
+ * It speaks length-prefixed frames over TCP (see runtime/transport/frame-stream.ts) rather than
+ * WebSocket messages: images arrive in reused buffers, read once by the kernel. A connection
+ * first says `hello` with the token (answered `reply`, or `fail` TROUPE_ERR_UNAUTHORIZED and
+ * closed), then sends calls; it may not send a large frame before that.
  */
-export async function startDirectServer(host: string, serve: (ws: WebSocket) => void): Promise<DirectServer> {
+export async function startDirectServer(host: string, serve: ServeDirectCall): Promise<DirectServer> {
   const token = newSecret();
-  const wss = new WebSocketServer({
-    host,
-    port: 0,
-    path: '/v1/direct',
-    maxPayload: DEFAULT_MAX_FRAME_BYTES,
-    perMessageDeflate: false,
-    verifyClient: (info: { req: IncomingMessage }) => checkBearer(info.req.headers, token),
-  });
+  const streams = new Set<FrameStream>();
+  // Paused: nothing is read until the socket is handed to a stream that reads in place.
+  const server: Server = createServer({ pauseOnConnect: true, noDelay: true });
   await new Promise<void>((resolve, reject) => {
-    wss.once('listening', resolve);
-    wss.once('error', reject);
+    server.once('error', reject);
+    server.listen(0, host, () => (server.off('error', reject), resolve()));
   });
-  // After listening, an error (a socket reset mid-handshake) must not take the actor down.
-  wss.on('error', () => {});
-  wss.on('connection', (ws) => serve(ws));
-  const { port } = wss.address() as AddressInfo;
+  // After listening, an error (a socket reset mid-accept) must not take the actor down.
+  server.on('error', () => {});
+  server.on('connection', (socket) => {
+    const stream = FrameStream.adopt(socket, { maxFrameBytes: HELLO_MAX_BYTES, pooled: true });
+    streams.add(stream);
+    let admitted = false;
+    const refuse = (id: string, why: string) => {
+      channel.fail(id, new TroupeError('TROUPE_ERR_UNAUTHORIZED', why));
+      channel.close(1008, why);
+    };
+    const channel: Channel<ClientToReplica, ActorToHead> = new Channel<ClientToReplica, ActorToHead>(stream, {
+      schema: ClientToReplicaSchema,
+      onMessage: (message, release) => {
+        if (admitted && message.type === 'call') return serve(message, channel, release);
+        release?.();
+        if (admitted) return channel.fail(message.id, new TroupeError('TROUPE_ERR_BAD_MESSAGE', 'hello was already said on this connection'));
+        if (message.type !== 'hello') return refuse(message.id, "say 'hello' with the replica's token before calling it");
+        if (!sameSecret(message.token, token)) return refuse(message.id, "wrong token for this replica (ask the head for the replica's routes)");
+        admitted = true;
+        clearTimeout(timer);
+        stream.maxFrameBytes = DEFAULT_MAX_FRAME_BYTES;
+        channel.reply(message.id, {});
+      },
+      onClose: () => {
+        clearTimeout(timer);
+        streams.delete(stream);
+      },
+    });
+    const timer = setTimeout(() => channel.terminate(), HELLO_TIMEOUT_MS);
+  });
+  const { port } = server.address() as AddressInfo;
   const shown = host.includes(':') ? `[${host}]` : host;
-  return { url: `ws://${shown}:${port}/v1/direct`, token, close: () => wss.close() };
+  return {
+    url: `tcp://${shown}:${port}`,
+    token,
+    close: () => {
+      server.close();
+      for (const stream of streams) stream.terminate();
+    },
+  };
 }

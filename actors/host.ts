@@ -2,8 +2,6 @@ import {
   ActorEnvSchema,
   AgentToActorIpcSchema,
   BatchSchema,
-  Channel,
-  HeadToActorSchema,
   TroupeError,
   createLogger,
   mapFromWire,
@@ -11,7 +9,8 @@ import {
   onParentGone,
   validateInputs,
 } from '../runtime/index.js';
-import type { ActorEnv, ActorToAgentIpc, ActorToHead, HeadToActor } from '../runtime/index.js';
+import type { ActorEnv, ActorToAgentIpc, ActorToHead, Channel, HeadToActor } from '../runtime/index.js';
+import { sharesMemory } from './batch-tensors.js';
 import { startDirectServer } from './direct-server.js';
 import type { DirectServer } from './direct-server.js';
 import { DirectCallStats } from './direct-stats.js';
@@ -103,9 +102,10 @@ async function main(): Promise<void> {
    * One call, from the head or from a client calling directly. The head has checked its calls
    * against the model already; a direct call is checked here, with the same messages.
    */
-  const serveCall = (message: HeadToActor, channel: Channel<HeadToActor, ActorToHead>, direct: boolean) => {
-    if (!executor || !loaded) return;
+  const serveCall = (message: HeadToActor, channel: Pick<Channel<HeadToActor, ActorToHead>, 'send' | 'fail'>, direct: boolean, release?: () => void) => {
+    if (!executor || !loaded) return release?.();
     if (stopping) {
+      release?.();
       channel.fail(message.id, new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `actor ${env.TROUPE_ACTOR_ID} is draining`));
       return;
     }
@@ -114,25 +114,25 @@ async function main(): Promise<void> {
     const inputs = mapFromWire(message.inputs, 'input');
     if (direct) validateInputs(deployment, loaded.metadata, message.inputs, message.outputs);
     // The reply goes back on the connection the call came on: if that one is gone, its sender
-    // has already retried the call elsewhere.
+    // has already retried the call elsewhere. Once the call has run, its input bytes (views of
+    // the frame it came in) are read no more, unless an output is one of them.
     executor.submit(inputs, message.outputs, message.timeoutMs).then(
       ({ outputs, timing }) => {
+        if (release && !sharesMemory(outputs, inputs)) release();
         channel.send({ type: 'reply', id: message.id, value: { outputs: mapToWire(outputs), timing } });
         if (direct) directCalls.succeeded(performance.now() - arrived);
       },
-      (err: unknown) => channel.fail(message.id, err),
+      (err: unknown) => {
+        release?.();
+        channel.fail(message.id, err);
+      },
     );
   };
 
   let direct: DirectServer | undefined;
   if (loaded && env.TROUPE_DATA_HOST) {
     try {
-      direct = await startDirectServer(env.TROUPE_DATA_HOST, (ws) => {
-        const channel: Channel<HeadToActor, ActorToHead> = new Channel<HeadToActor, ActorToHead>(ws, {
-          schema: HeadToActorSchema,
-          onMessage: (message) => serveCall(message, channel, true),
-        });
-      });
+      direct = await startDirectServer(env.TROUPE_DATA_HOST, (message, channel, release) => serveCall(message, channel, true, release));
     } catch (err) {
       // Calls still reach this actor through the head; only the shortcut is lost.
       log.warn({ actor: env.TROUPE_ACTOR_ID, host: env.TROUPE_DATA_HOST, err: (err as Error).message }, 'cannot listen for direct calls');

@@ -1,14 +1,14 @@
-import { WebSocket } from 'ws';
 import { z } from 'zod';
 import { CallQueue } from '../dispatch/call-queue.js';
 import type { QueueTarget, Replica } from '../dispatch/call-queue.js';
 import { ReplicaLink } from '../dispatch/replica-link.js';
-import type { HeadToActor } from '../protocol/actor.js';
+import type { ClientToReplica } from '../protocol/actor.js';
+import { DEFAULT_MAX_FRAME_BYTES } from '../protocol/codec.js';
 import type { Routes } from '../protocol/routes.js';
 import { Channel } from '../transport/channel.js';
-import { clientSocketOptions } from '../transport/socket-options.js';
+import { FrameStream } from '../transport/frame-stream.js';
 
-/** An actor sends nothing on a direct socket but answers to calls; anything else is refused. */
+/** An actor sends nothing on a direct stream but answers to hello and calls; anything else is refused. */
 const NothingSchema = z.object({ type: z.literal('nothing') });
 type Nothing = z.infer<typeof NothingSchema>;
 
@@ -23,9 +23,19 @@ const LEAVE_GRACE_MS = 10_000;
 interface Entry {
   url: string;
   link: ReplicaLink<Nothing> | undefined;
-  ws: WebSocket;
+  /** Set once connected, even before the replica said the token is good. */
+  channel: Channel<Nothing, ClientToReplica> | undefined;
   /** The socket closed or never opened: no more calls go here. */
   dead: boolean;
+  /** Aborted when this client lets go of the replica (it left the routes, or the client closed). */
+  dropped: AbortController;
+}
+
+/** Host and port of a replica's `tcp://host:port` address (IPv6 hosts in brackets). */
+function endpointOf(url: string): { host: string; port: number } {
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'tcp:' || !parsed.port) throw new Error(`'${url}' is not a tcp://host:port address`);
+  return { host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(parsed.port) };
 }
 
 /**
@@ -87,13 +97,12 @@ export class DirectDeployment implements QueueTarget {
   }
 
   close(): void {
-    for (const entry of this.#entries.values()) entry.ws.terminate();
+    for (const entry of this.#entries.values()) this.#drop(entry);
     this.#entries.clear();
   }
 
   #open(actor: string, url: string, token: string): void {
-    const ws = new WebSocket(url, { ...clientSocketOptions({ authorization: `Bearer ${token}` }), handshakeTimeout: CONNECT_TIMEOUT_MS });
-    const entry: Entry = { url, link: undefined, ws, dead: false };
+    const entry: Entry = { url, link: undefined, channel: undefined, dead: false, dropped: new AbortController() };
     this.#entries.set(actor, entry);
     const fail = () => {
       if (entry.dead) return;
@@ -101,20 +110,34 @@ export class DirectDeployment implements QueueTarget {
       // Waiting calls go to another replica, or, with none left, back through the head.
       this.queue.pump();
     };
-    ws.once('error', fail);
-    ws.once('unexpected-response', () => (ws.terminate(), fail()));
-    ws.once('open', () => {
-      const channel = new Channel<Nothing, HeadToActor>(ws, { schema: NothingSchema, onMessage: () => {}, onClose: fail });
+    const connecting = async () => {
+      const { host, port } = endpointOf(url);
+      // Replies are handed to callers, who may keep them: their frames are not pooled.
+      const stream = await FrameStream.connect(host, port, { maxFrameBytes: DEFAULT_MAX_FRAME_BYTES, pooled: false, timeoutMs: CONNECT_TIMEOUT_MS, signal: entry.dropped.signal });
+      const channel = new Channel<Nothing, ClientToReplica>(stream, { schema: NothingSchema, onMessage: () => {}, onClose: fail });
+      entry.channel = channel;
+      await channel.request({ type: 'hello', token }, CONNECT_TIMEOUT_MS);
+      if (entry.dropped.signal.aborted || entry.dead) return;
       entry.link = new ReplicaLink(channel);
       this.queue.pump();
+    };
+    connecting().catch(() => {
+      entry.channel?.terminate();
+      fail();
     });
+  }
+
+  /** Closes the replica's socket at once, whatever state it is in. */
+  #drop(entry: Entry): void {
+    entry.dropped.abort();
+    entry.channel?.terminate();
   }
 
   /** A replica that left the routes gets no new calls; its socket closes once it has answered the rest. */
   #retire(entry: Entry): void {
     const link = entry.link;
     if (!link || entry.dead) {
-      entry.ws.terminate();
+      this.#drop(entry);
       return;
     }
     entry.dead = true;

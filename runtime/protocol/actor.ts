@@ -20,6 +20,14 @@ export const HeadToActorSchema = z.discriminatedUnion('type', [
   }),
 ]);
 
+/**
+ * client -> actor on a direct stream (see actors/direct-server.ts): first `hello` with the token
+ * the head handed the client, answered by a `reply`; then calls, as the head sends them.
+ */
+export const DirectHelloSchema = z.object({ type: z.literal('hello'), id: IdSchema, token: z.string().max(256) });
+export const ClientToReplicaSchema = z.discriminatedUnion('type', [DirectHelloSchema, ...HeadToActorSchema.options]);
+export type ClientToReplica = z.infer<typeof ClientToReplicaSchema>;
+
 /** Where one call's time went inside the actor. */
 export const CallTimingSchema = z.object({
   queueMs: z.number(),

@@ -11,5 +11,10 @@ export function checkBearer(headers: IncomingHttpHeaders, token: string | undefi
   if (!token) return true;
   const header = headers.authorization;
   if (typeof header !== 'string' || !header.startsWith('Bearer ')) return false;
-  return timingSafeEqual(digest(header.slice('Bearer '.length)), digest(token));
+  return sameSecret(header.slice('Bearer '.length), token);
+}
+
+/** Whether `given` is `secret`, compared in constant time. */
+export function sameSecret(given: string, secret: string): boolean {
+  return timingSafeEqual(digest(given), digest(secret));
 }

@@ -3,12 +3,19 @@ import type { z } from 'zod';
 import { TroupeError, fromWireError, isErrorCode, toWireError } from '../errors.js';
 import { decodeFrame, encodeFrameParts } from '../protocol/codec.js';
 import type { Fail } from '../protocol/common.js';
+import { asFrameTransport } from './frame-transport.js';
+import type { FrameTransport } from './frame-transport.js';
 
 export interface ChannelOptions<In> {
   /** Schema of every message the peer may send; anything else gets `fail` BAD_MESSAGE. */
   schema: z.ZodType<In>;
-  /** Messages other than replies to our own requests. */
-  onMessage: (message: In) => void;
+  /**
+   * Messages other than replies to our own requests. `release` is given when the message came in
+   * a pooled frame (see frame-stream.ts): call it once nothing reads the message's bytes (its
+   * tensors are views of the frame) any more, and the frame's buffer is reused once every message
+   * in it was released. Not calling it is safe: the buffer is then left to the collector.
+   */
+  onMessage: (message: In, release: (() => void) | undefined) => void;
   onClose?: (code: number, reason: string) => void;
   /** A frame or message the peer sent was refused; it has already been answered. */
   onRefused?: (error: TroupeError) => void;
@@ -22,11 +29,22 @@ interface Pending {
 
 let nextRequestId = 0;
 
+/** `fn`, callable any number of times, run at most once. */
+function once(fn: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
+}
+
 /** Omit that keeps a union a union (plain Omit collapses it to the common keys). */
 type OmitId<T> = T extends unknown ? Omit<T, 'id'> & { id?: string } : never;
 
 /**
- * Message framing over one WebSocket, shared by every Troupe process.
+ * Messages over one frame transport (a WebSocket, or a length-prefixed stream for direct calls),
+ * shared by every Troupe process.
  *
  * - Writes are coalesced: all messages sent in one event-loop turn leave as one frame, so under
  *   load a hop costs one encode and one syscall per turn, not per call.
@@ -36,7 +54,7 @@ type OmitId<T> = T extends unknown ? Omit<T, 'id'> & { id?: string } : never;
  *   socket goes, so no caller waits forever.
  */
 export class Channel<In extends { type: string }, Out extends { type: string }> {
-  readonly #ws: WebSocket;
+  readonly #transport: FrameTransport;
   readonly #options: ChannelOptions<In>;
   readonly #pending = new Map<string, Pending>();
   #outbox: unknown[] = [];
@@ -46,14 +64,14 @@ export class Channel<In extends { type: string }, Out extends { type: string }> 
   /** Settles when the socket has closed, for whatever reason. */
   readonly whenClosed = new Promise<void>((resolve) => (this.#markClosed = resolve));
 
-  constructor(ws: WebSocket, options: ChannelOptions<In>) {
-    this.#ws = ws;
+  constructor(socket: WebSocket | FrameTransport, options: ChannelOptions<In>) {
+    this.#transport = asFrameTransport(socket);
     this.#options = options;
-    ws.binaryType = 'nodebuffer';
-    ws.on('message', (data, isBinary) => this.#onFrame(data as Buffer, isBinary));
-    ws.on('close', (code, reason) => this.#onClose(code, reason.toString()));
-    // 'error' is always followed by 'close'; handling it keeps it from crashing the process.
-    ws.on('error', () => {});
+    this.#transport.start({
+      frame: (bytes, release) => this.#onFrame(bytes, release),
+      refused: (error) => this.#refuse(null, error),
+      closed: (code, reason) => this.#onClose(code, reason),
+    });
   }
 
   get closed(): boolean {
@@ -102,12 +120,12 @@ export class Channel<In extends { type: string }, Out extends { type: string }> 
 
   close(code = 1000, reason = ''): void {
     this.#flush();
-    this.#ws.close(code, reason);
+    this.#transport.close(code, reason);
   }
 
   /** Drops the socket at once: for peers that broke the protocol or a process going down hard. */
   terminate(): void {
-    this.#ws.terminate();
+    this.#transport.terminate();
   }
 
   #flush(): void {
@@ -115,28 +133,27 @@ export class Channel<In extends { type: string }, Out extends { type: string }> 
     if (this.#outbox.length === 0 || this.#closed) return;
     const batch = this.#outbox;
     this.#outbox = [];
-    const parts = encodeFrameParts(batch);
-    // Parts go out as fragments of one WebSocket message: tensor bytes are never joined here.
-    for (let i = 0; i < parts.length; i++) this.#ws.send(parts[i]!, { binary: true, fin: i === parts.length - 1 });
+    this.#transport.send(encodeFrameParts(batch));
   }
 
-  #onFrame(data: Buffer, isBinary: boolean): void {
-    if (!isBinary) {
-      this.#refuse(null, new TroupeError('TROUPE_ERR_BAD_FRAME', 'text frames are not accepted; send binary msgpack frames'));
-      return;
-    }
+  #onFrame(data: Buffer, release: (() => void) | undefined): void {
     let messages: unknown[];
     try {
       messages = decodeFrame(data);
     } catch (err) {
+      release?.();
       this.#refuse(null, err as TroupeError);
       return;
     }
-    for (const raw of messages) this.#onRaw(raw);
+    // The frame's buffer is reused once each of its messages let go of it.
+    let holding = messages.length;
+    const letGo = release && (() => --holding === 0 && release());
+    for (const raw of messages) this.#onRaw(raw, letGo && once(letGo));
   }
 
-  #onRaw(raw: unknown): void {
+  #onRaw(raw: unknown, release: (() => void) | undefined): void {
     const type = (raw as { type?: unknown } | null)?.type;
+    // A reply's value goes to whoever asked, who may keep it: its frame is never reused.
     if (type === 'reply' || type === 'fail') {
       if (this.#settle(raw as { type: string; id: unknown; value?: unknown; error?: unknown })) return;
     }
@@ -146,13 +163,16 @@ export class Channel<In extends { type: string }, Out extends { type: string }> 
       const issue = parsed.error.issues[0];
       const where = issue && issue.path.length > 0 ? ` at '${issue.path.join('.')}'` : '';
       const what = `message${typeof type === 'string' ? ` '${type.slice(0, 64)}'` : ''} is invalid${where}: ${issue?.message ?? 'unknown'}`;
+      release?.();
       this.#refuse(typeof id === 'string' && id.length <= 64 ? id : null, new TroupeError('TROUPE_ERR_BAD_MESSAGE', what));
       return;
     }
     try {
-      this.#options.onMessage(parsed.data);
+      this.#options.onMessage(parsed.data, release);
     } catch (err) {
-      // A handler bug answers this message with an error instead of taking the process down.
+      // A handler that throws is done with the message. A handler bug answers this message with
+      // an error instead of taking the process down.
+      release?.();
       const id = (parsed.data as { id?: unknown }).id;
       this.fail(typeof id === 'string' ? id : null, err);
     }

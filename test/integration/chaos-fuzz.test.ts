@@ -7,6 +7,7 @@ import type { Cluster, ErrorCode, Routes } from '../../runtime/index.js';
 import { isAlive, startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { Prng, RawSocket, fuzzFrame, mutateBytes, pack, randomJson } from '../helpers/fuzz.js';
+import { RawStream } from '../helpers/raw-stream.js';
 import { seededFloats } from '../helpers/tensors.js';
 
 const TOKEN = 'fuzz-token-0123456789';
@@ -232,18 +233,6 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
           { type: 'fail', id: 'r2', error: { code: 'TROUPE_ERR_INFERENCE', message: 'x' } },
         ],
       },
-      {
-        // The actor's own endpoint for direct calls from SDK clients, with the token the head hands them.
-        path: '/v1/direct',
-        url: replica.url,
-        headers: { authorization: `Bearer ${replica.token}` },
-        allowed: ['reply'],
-        frames: 500,
-        templates: [
-          { type: 'call', id: 'd1', inputs: { x: wire } },
-          { type: 'call', id: 'd2', inputs: { x: wire }, outputs: ['logits'], timeoutMs: 5000 },
-        ],
-      },
     ];
 
     const problems: string[] = [];
@@ -258,7 +247,7 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
             await Promise.race([socket.closed, new Promise((resolve) => setTimeout(resolve, 5000))]);
             closeCodes.set(socket.closeCode ?? 0, (closeCodes.get(socket.closeCode ?? 0) ?? 0) + 1);
           }
-          socket = new RawSocket((ep as { url?: string }).url ?? `${wsBase}${ep.path}`, ep.headers as Record<string, string>, [...ep.allowed]);
+          socket = new RawSocket(`${wsBase}${ep.path}`, ep.headers as Record<string, string>, [...ep.allowed]);
           await socket.opened;
         }
         const frame = fuzzFrame(r, ep.templates);
@@ -274,6 +263,39 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     }
     // A socket is only ever closed for a reason ws names: too big (1009), not UTF-8 (1007), or a protocol error (1002).
     for (const code of closeCodes.keys()) assert.ok([1002, 1007, 1009].includes(code), `socket closed with ${code}`);
+
+    // The actor's own endpoint for direct calls from SDK clients (length-prefixed frames over TCP),
+    // after a hello with the token the head hands them. Now and then the framing itself is broken
+    // (an empty frame, a length over the limit, a length and then silence cut short by the next
+    // frame): the replica answers BAD_FRAME and closes that connection, and a new one is opened.
+    const templates = [
+      { type: 'call', id: 'd1', inputs: { x: wire } },
+      { type: 'call', id: 'd2', inputs: { x: wire }, outputs: ['logits'], timeoutMs: 5000 },
+      { type: 'hello', id: 'd3', token: replica.token },
+    ];
+    let stream: RawStream | undefined;
+    let streamCloses = 0;
+    for (let i = 0; i < 500; i++) {
+      if (!stream?.open) {
+        if (stream) {
+          await Promise.race([stream.closed, new Promise((resolve) => setTimeout(resolve, 5000))]);
+          streamCloses++;
+        }
+        stream = new RawStream(replica.url);
+        await stream.opened;
+        const hello = await stream.hello(replica.token);
+        assert.equal(hello?.type, 'reply', 'the replica admits a client with its token');
+      }
+      if (r.next() < 0.03) stream.sendRaw(r.pick([Buffer.alloc(4), Buffer.from([0xff, 0xff, 0xff, 0xff])]));
+      else stream.send(Buffer.from(fuzzFrame(r, templates).data));
+      sent++;
+      if (i % 25 === 24) await stream.probe(`probe-direct-${i}`);
+      problems.push(...stream.problems.splice(0).map((p) => `direct: ${p}`));
+    }
+    await stream?.probe('probe-direct-end');
+    problems.push(...(stream?.problems.splice(0) ?? []).map((p) => `direct: ${p}`));
+    stream?.close();
+    assert.ok(streamCloses > 0, 'broken framing closed some direct connections');
 
     const http: { url: string; method: string; headers: Record<string, string>; body: () => Buffer | string }[] = [];
     const inferJson = JSON.stringify({ id: '7', inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(seededFloats(64, 2)) }] });
@@ -329,7 +351,7 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     const ok = await fetch(`${cluster.url}/v2/models/mlp/infer`, { method: 'POST', body: inferJson, headers: { 'content-type': 'application/json' } });
     assert.equal(ok.status, 200, await ok.clone().text());
     const rssAfter = await rssOf(pids.head);
-    process.stderr.write(`# chaos-fuzz seed ${SEED}: ${sent} frames and bodies; closes ${JSON.stringify([...closeCodes])}; HTTP ${JSON.stringify([...statuses])}; head RSS ${Math.round(rssBefore / 2 ** 20)} -> ${Math.round(rssAfter / 2 ** 20)} MiB\n`);
+    process.stderr.write(`# chaos-fuzz seed ${SEED}: ${sent} frames and bodies; closes ${JSON.stringify([...closeCodes])}; direct streams closed ${streamCloses}; HTTP ${JSON.stringify([...statuses])}; head RSS ${Math.round(rssBefore / 2 ** 20)} -> ${Math.round(rssAfter / 2 ** 20)} MiB\n`);
     // Bounded memory: a few thousand bad inputs must not leave the head holding onto them.
     assert.ok(rssAfter < rssBefore + 256 * 2 ** 20, `head RSS grew from ${rssBefore} to ${rssAfter} bytes`);
   });

@@ -6,6 +6,7 @@ import { Packr } from 'msgpackr';
 import { RoutesSchema, connect, decodeFrame, encodeFrame, tensor, toWire } from '../../runtime/index.js';
 import type { Cluster, Routes } from '../../runtime/index.js';
 import { isAlive, startCluster, waitFor } from '../helpers/cluster.js';
+import { RawStream } from '../helpers/raw-stream.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, floats, rejectsWith, writeGraphModels } from '../helpers/graphs.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
@@ -19,16 +20,6 @@ async function routesOf(url: string, deployment: string): Promise<Routes> {
   const reply = await answer;
   ws.close();
   return RoutesSchema.parse(reply.value);
-}
-
-/** Opens a raw socket to a replica's direct endpoint; resolves with it, or with the HTTP status it was refused with. */
-function openDirect(url: string, token?: string): Promise<WebSocket | number> {
-  const ws = new WebSocket(url, token ? { headers: { authorization: `Bearer ${token}` } } : {});
-  return new Promise((resolve, reject) => {
-    ws.once('open', () => resolve(ws));
-    ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
-    ws.once('error', reject);
-  });
 }
 
 /**
@@ -109,22 +100,50 @@ describe('direct calls from the SDK to replicas', { timeout: 180_000 }, () => {
     const routes = await routesOf(cluster.url, 'm');
     assert.equal(routes.replicas.length, 1);
     const [replica] = routes.replicas;
-    assert.match(replica!.url, /^ws:\/\/127\.0\.0\.1:\d+\/v1\/direct$/, 'listens on the address its node reaches the head from');
-    assert.equal(await openDirect(replica!.url), 401, 'no token: refused');
-    assert.equal(await openDirect(replica!.url, 'x'.repeat(32)), 401, 'wrong token: refused');
-    const ws = await openDirect(replica!.url, replica!.token);
-    assert.ok(ws instanceof WebSocket);
-    const answers: Record<string, unknown>[] = [];
-    ws.on('message', (data: Buffer) => answers.push(...(decodeFrame(data) as Record<string, unknown>[])));
-    ws.send(Buffer.from([0xc1, 0xff, 0x00]));
-    ws.send(new Packr({ useRecords: false }).pack({ type: 'call' }));
-    ws.send(encodeFrame([{ type: 'run', id: 'not-a-call' }]));
-    ws.send(encodeFrame([{ type: 'call', id: 'c1', inputs: { x: { dtype: 'float32', shape: [1, 64], data: new Uint8Array(7) } } }]));
-    ws.send(encodeFrame([{ type: 'call', id: 'c2', inputs: { x: toWire(x) } }]));
-    await waitFor('answers to all five frames', () => answers.length >= 5 || undefined, 10_000);
-    ws.close();
-    const codes = answers.map((m) => (m.type === 'fail' ? (m.error as { code: string }).code : 'reply'));
-    assert.deepEqual(codes, ['TROUPE_ERR_BAD_FRAME', 'TROUPE_ERR_BAD_FRAME', 'TROUPE_ERR_BAD_MESSAGE', 'TROUPE_ERR_BAD_TENSOR', 'reply']);
+    assert.match(replica!.url, /^tcp:\/\/127\.0\.0\.1:\d+$/, 'listens on the address its node reaches the head from');
+    const codeOf = (m: Record<string, unknown> | undefined) => (m?.type === 'fail' ? (m.error as { code: string }).code : m?.type);
+    const bounded = (p: Promise<void>) => Promise.race([p, new Promise((_, reject) => setTimeout(() => reject(new Error('connection not closed')), 10_000))]);
+
+    // No hello: a call is refused and the connection closed.
+    const stranger = new RawStream(replica!.url);
+    await stranger.opened;
+    stranger.send(encodeFrame([{ type: 'call', id: 'c0', inputs: { x: toWire(x) } }]));
+    assert.equal(codeOf(await stranger.answerTo('c0')), 'TROUPE_ERR_UNAUTHORIZED');
+    await bounded(stranger.closed);
+    // A wrong token: the same.
+    const wrong = new RawStream(replica!.url);
+    await wrong.opened;
+    const refused = await wrong.hello('x'.repeat(32));
+    assert.equal(codeOf(refused), 'TROUPE_ERR_UNAUTHORIZED');
+    assert.match((refused!.error as { message: string }).message, /wrong token/);
+    await bounded(wrong.closed);
+    // Before its hello a connection may not make the replica hold a large frame.
+    const big = new RawStream(replica!.url);
+    await big.opened;
+    big.send(Buffer.alloc(1 << 20));
+    await bounded(big.closed);
+    assert.equal(codeOf(big.received[0]), 'TROUPE_ERR_BAD_FRAME');
+    assert.match((big.received[0]!.error as { message: string }).message, /over the limit/);
+
+    // With the token: malformed frames and messages are answered one by one, and the stream goes on.
+    const raw = new RawStream(replica!.url);
+    await raw.opened;
+    assert.equal(codeOf(await raw.hello(replica!.token)), 'reply');
+    raw.send(Buffer.from([0xc1, 0xff, 0x00]));
+    raw.send(new Packr({ useRecords: false }).pack({ type: 'call' }));
+    raw.send(encodeFrame([{ type: 'run', id: 'not-a-call' }]));
+    raw.send(encodeFrame([{ type: 'call', id: 'c1', inputs: { x: { dtype: 'float32', shape: [1, 64], data: new Uint8Array(7) } } }]));
+    raw.send(encodeFrame([{ type: 'hello', id: 'again', token: replica!.token }]));
+    raw.send(encodeFrame([{ type: 'call', id: 'c2', inputs: { x: toWire(x) } }]));
+    await raw.answerTo('c2');
+    assert.deepEqual(raw.received.slice(1).map(codeOf), ['TROUPE_ERR_BAD_FRAME', 'TROUPE_ERR_BAD_FRAME', 'TROUPE_ERR_BAD_MESSAGE', 'TROUPE_ERR_BAD_TENSOR', 'TROUPE_ERR_BAD_MESSAGE', 'reply']);
+    const want = await runInProcess(join(cluster.modelDir, 'member12.onnx'), { x });
+    const reply = raw.received.at(-1) as { value: { outputs: { logits: { data: Uint8Array } } } };
+    assert.deepEqual([...new Float32Array(Uint8Array.from(reply.value.outputs.logits.data).buffer)], floats(want.logits), 'the call after them is served right');
+    // An empty frame breaks the framing: the replica says so and closes that connection only.
+    raw.sendRaw(Buffer.alloc(4));
+    await bounded(raw.closed);
+    assert.equal(codeOf(raw.received.at(-1)), 'TROUPE_ERR_BAD_FRAME');
     const actor = (await client.describe()).deployments.find((d) => d.name === 'm')!.actors[0]!;
     assert.ok(actor.pid && isAlive(actor.pid));
     assert.equal(actor.restarts, 0, 'the replica never crashed');

@@ -73,6 +73,11 @@ describe('status stream: the live feed of the status page', { timeout: 180_000 }
     cluster = await startCluster({ agents: [['--name', 'n1', '--simulate-gpus', '1', '--cpus', '4']] });
     client = await connect(cluster.url);
     await client.deploy({ name: 'mlp', model: 'mlp.onnx', gpus: 0.5, threads: 1, batch: { maxSize: 4, maxDelayMs: 2 } });
+    // The head samples once a second from its start; a deploy can be READY before the first one.
+    // A throwaway stream shows when it has, so the first snapshot under test has history to carry.
+    const probe = new StreamReader(cluster.url);
+    await probe.until('the head to take its first sample', (s) => s.series.times.length > 0);
+    probe.close();
     stream = new StreamReader(cluster.url);
   });
   after(async () => {
