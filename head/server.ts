@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { join, resolve } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -14,7 +15,8 @@ import { Controller } from './controller.js';
 import { ShutdownGate } from './drain.js';
 import { DurableStore } from './durable.js';
 import type { SavedState } from './durable.js';
-import { sendError } from './http/errors.js';
+import { drainingError, sendError } from './http/errors.js';
+import { fastInference } from './http/fast-infer.js';
 import { GraphService } from './graph/service.js';
 import type { ControllerOptions } from './controller-options.js';
 import { registerHttpApi } from './http/api.js';
@@ -97,14 +99,28 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
   const stopLiveness = watchLiveness(state, controller, log, { ...DEFAULT_LIVENESS, ...options.liveness });
   const stopAutoscaler = startAutoscaler(state, controller, log);
 
-  const app = Fastify({ logger: false });
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const inference = fastInference({ state, gate, token: options.token, host, maxBodyBytes, log });
+  const app = Fastify({
+    logger: false,
+    // Inference requests are served ahead of fastify (http/fast-infer.ts); everything else by it.
+    // The server's timeouts are fastify's, which it sets only on servers it makes itself.
+    serverFactory: (handler, settings) => {
+      const timeouts = settings as { keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number };
+      const server = createServer((req, res) => inference(req, res) || handler(req, res));
+      server.keepAliveTimeout = timeouts.keepAliveTimeout;
+      server.requestTimeout = timeouts.requestTimeout;
+      server.setTimeout(timeouts.connectionTimeout);
+      return server;
+    },
+  });
   // While draining, requests that would start work are refused (503, Retry-After); the ones
   // already accepted are counted until their response is done, so the drain waits for them.
   app.addHook('onRequest', (request, reply, done) => {
     if (request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS') return done();
     if (gate.draining) {
       // Answered here: a hook that sends a reply does not call done().
-      void sendError(reply, { status: 503, code: 'TROUPE_ERR_SHUTTING_DOWN', message: `the head is shutting down and takes no new work (${request.method} ${request.url.split('?')[0]!.slice(0, 200)})` });
+      void sendError(reply, drainingError(request.method, request.url));
       return;
     }
     reply.raw.once('close', gate.enter());
@@ -124,7 +140,7 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
     host,
     token: options.token,
     dataDir,
-    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    maxBodyBytes,
     maxModelBytes: options.maxModelBytes ?? DEFAULT_MAX_MODEL_BYTES,
     ...(options.jobs ? { jobOptions: options.jobs } : {}),
   });

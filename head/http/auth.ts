@@ -1,6 +1,8 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { checkBearer, isLoopback } from '../auth.js';
 import { sendError } from './errors.js';
+import type { HttpError } from './errors.js';
 
 /**
  * Who must present the cluster token (`Authorization: Bearer …`) when the head has one:
@@ -21,18 +23,25 @@ export function needsToken(policy: AuthPolicy, token: string | undefined, host: 
 }
 
 /**
+ * The 401 for a request that lacks the token its route's policy asks for, or undefined when it
+ * may go on. `route` is the route's pattern (`/v2/models/:name/infer`), named in the message.
+ */
+export function authError(policy: AuthPolicy, token: string | undefined, host: string, request: { method: string; headers: IncomingHttpHeaders }, route: string): HttpError | undefined {
+  if (!needsToken(policy, token, host) || checkBearer(request.headers, token)) return undefined;
+  const why = request.headers.authorization === undefined ? 'missing cluster token' : 'wrong cluster token';
+  return { status: 401, code: 'TROUPE_ERR_UNAUTHORIZED', message: `${why}: ${request.method} ${route} needs 'Authorization: Bearer <token>'` };
+}
+
+/**
  * An onRequest hook, so an unauthenticated request is refused before its body is read. Routes
  * without a policy count as `write`: forgetting one fails closed.
  */
 export function authHook(token: string | undefined, host: string) {
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  return (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
     const policy = (request.routeOptions.config as Partial<RouteConfig> | undefined)?.auth ?? 'write';
-    if (!needsToken(policy, token, host) || checkBearer(request.headers, token)) return;
-    const why = request.headers.authorization === undefined ? 'missing cluster token' : 'wrong cluster token';
-    await sendError(reply, {
-      status: 401,
-      code: 'TROUPE_ERR_UNAUTHORIZED',
-      message: `${why}: ${request.method} ${request.routeOptions.url ?? request.url} needs 'Authorization: Bearer <token>'`,
-    });
+    const refused = authError(policy, token, host, request, request.routeOptions.url ?? request.url);
+    // A hook that answers does not call done().
+    if (refused) void sendError(reply, refused);
+    else done();
   };
 }

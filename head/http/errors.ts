@@ -20,18 +20,19 @@ function mib(bytes: number): string {
   return `${Math.round((bytes / 2 ** 20) * 10) / 10} MiB`;
 }
 
+/** The error for a body over the head's limit (413). */
+export function bodyTooLarge(bodyLimit: number): TroupeError {
+  return new TroupeError('TROUPE_ERR_BODY_TOO_LARGE', `the request body is larger than this head accepts (${mib(bodyLimit)}; see --max-body-mib)`);
+}
+
 /** Maps a thrown value (ours, fastify's or anything else) to a status, a code and a message. */
 export function toHttpError(err: unknown, bodyLimit: number): HttpError {
-  if (err instanceof TroupeError) return { status: err.status, code: err.code, message: err.message };
   const e = err as { code?: unknown; statusCode?: unknown; message?: unknown };
+  const ours = err instanceof TroupeError ? err : e.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? bodyTooLarge(bodyLimit) : undefined;
+  if (ours) return { status: ours.status, code: ours.code, message: ours.message };
   const message = typeof e.message === 'string' ? e.message : String(err);
-  switch (e.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { status: 413, code: 'TROUPE_ERR_BODY_TOO_LARGE', message: `the request body is larger than this head accepts (${mib(bodyLimit)}; see --max-body-mib)` };
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return { status: 400, code: 'TROUPE_ERR_BAD_REQUEST', message: 'the request body is shorter or longer than its Content-Length' };
-    default:
-      break;
+  if (e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {
+    return { status: 400, code: 'TROUPE_ERR_BAD_REQUEST', message: 'the request body is shorter or longer than its Content-Length' };
   }
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return { status: e.statusCode, code: 'TROUPE_ERR_BAD_REQUEST', message };
@@ -39,17 +40,32 @@ export function toHttpError(err: unknown, bodyLimit: number): HttpError {
   return { status: 500, code: 'TROUPE_ERR_INTERNAL', message };
 }
 
+/** The 503 a draining head answers requests that would start work with. */
+export function drainingError(method: string, url: string): HttpError {
+  return { status: 503, code: 'TROUPE_ERR_SHUTTING_DOWN', message: `the head is shutting down and takes no new work (${method} ${url.split('?')[0]!.slice(0, 200)})` };
+}
+
+/** The headers and JSON body of an error response. */
+export function errorResponse(error: HttpError): { headers: Record<string, string>; body: string } {
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
+  if (ERRORS[error.code].retryable && (error.status === 429 || error.status === 503)) headers['retry-after'] = String(RETRY_AFTER_S);
+  if (error.code === 'TROUPE_ERR_UNAUTHORIZED') headers['www-authenticate'] = 'Bearer';
+  return { headers, body: JSON.stringify({ error: error.message, code: error.code }) };
+}
+
 export function sendError(reply: FastifyReply, error: HttpError): FastifyReply {
-  if (ERRORS[error.code].retryable && (error.status === 429 || error.status === 503)) reply.header('retry-after', String(RETRY_AFTER_S));
-  if (error.code === 'TROUPE_ERR_UNAUTHORIZED') reply.header('www-authenticate', 'Bearer');
-  return reply.code(error.status).type('application/json; charset=utf-8').send({ error: error.message, code: error.code });
+  const { headers, body } = errorResponse(error);
+  return reply.code(error.status).headers(headers).send(body);
+}
+
+/** The error a request failed with, and a log line when it was not one of ours (a bug). */
+export function requestFailed(log: Logger, err: unknown, request: { method?: string | undefined; url?: string | undefined }, bodyLimit: number): HttpError {
+  const error = toHttpError(err, bodyLimit);
+  if (error.status >= 500 && error.code === 'TROUPE_ERR_INTERNAL') log.error({ err, method: request.method, url: request.url }, 'HTTP request failed');
+  return error;
 }
 
 /** The fastify error handler for the API: JSON errors, and a log line for the unexpected ones. */
 export function errorHandler(log: Logger, bodyLimit: number) {
-  return (err: unknown, request: { method: string; url: string }, reply: FastifyReply): FastifyReply => {
-    const error = toHttpError(err, bodyLimit);
-    if (error.status >= 500 && error.code === 'TROUPE_ERR_INTERNAL') log.error({ err, method: request.method, url: request.url }, 'HTTP request failed');
-    return sendError(reply, error);
-  };
+  return (err: unknown, request: { method: string; url: string }, reply: FastifyReply): FastifyReply => sendError(reply, requestFailed(log, err, request, bodyLimit));
 }

@@ -3,11 +3,12 @@ import { z } from 'zod';
 import { TroupeError } from '../../runtime/index.js';
 import type { TensorInfo } from '../../runtime/index.js';
 import { runInference } from '../inference.js';
-import type { DeploymentRecord } from '../state.js';
+import type { ClusterState, DeploymentRecord } from '../state.js';
 import { bodyBuffer, parseJson } from './body.js';
 import type { ApiContext } from './context.js';
 import { HEADER_LENGTH, splitInferBody } from './oip-binary.js';
 import { InferRequestSchema, decodeInferRequest, encodeInferResponse } from './oip-codec.js';
+import type { EncodedResponse } from './oip-codec.js';
 import { datatypeOfDtype, oipShape } from './oip-datatypes.js';
 import { TROUPE_VERSION } from './openapi.js';
 
@@ -37,23 +38,48 @@ const InferResponseSchema = z.object({
   ),
 });
 
-type Params = { name: string; version?: string };
+export type Params = { name: string; version?: string };
 
 function tensorMetadata(t: TensorInfo): z.infer<typeof TensorMetadataSchema> {
   return { name: t.name, datatype: datatypeOfDtype(t.dtype), shape: oipShape(t.shape) };
 }
 
 /** The deployment a URL names, or TROUPE_ERR_UNKNOWN_DEPLOYMENT (404). */
-function modelOf(ctx: ApiContext, params: Params): DeploymentRecord {
-  const d = ctx.state.deployments.get(params.name);
+function modelOf(state: ClusterState, params: Params): DeploymentRecord {
+  const d = state.deployments.get(params.name);
   if (!d) {
-    const known = [...ctx.state.deployments.keys()].map((n) => `'${n}'`).join(', ') || 'none';
+    const known = [...state.deployments.keys()].map((n) => `'${n}'`).join(', ') || 'none';
     throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `unknown model '${params.name}' (deployed: ${known})`);
   }
   if (params.version !== undefined && params.version !== MODEL_VERSION) {
     throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `model '${params.name}' has no version '${params.version}' (versions: ${MODEL_VERSION})`);
   }
   return d;
+}
+
+/**
+ * One inference request, from the model named in the URL, the Inference-Header-Content-Length
+ * header and the body, to the response; throws TroupeError. Shared by the fastify route and the
+ * fast path that serves the same URLs ahead of fastify (fast-infer.ts).
+ */
+export async function inferResponse(state: ClusterState, params: Params, headerLength: string | string[] | undefined, body: Buffer): Promise<EncodedResponse> {
+  const d = modelOf(state, params);
+  const { json, binary } = splitInferBody(body, headerLength);
+  const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the inference request'));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the inference request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`);
+  }
+  const decoded = decodeInferRequest(parsed.data, binary);
+  const outputs = await runInference(state, {
+    deployment: d.spec.name,
+    inputs: decoded.inputs,
+    ...(decoded.outputs ? { outputs: decoded.outputs } : {}),
+    ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
+  });
+  const declared = d.metadata?.outputs.map((o) => o.name) ?? [];
+  const order = decoded.outputs ?? [...declared.filter((n) => n in outputs), ...Object.keys(outputs).filter((n) => !declared.includes(n))];
+  return encodeInferResponse(d.spec.name, parsed.data, outputs, order);
 }
 
 function isReady(d: DeploymentRecord): boolean {
@@ -85,7 +111,7 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
   }));
 
   const metadata = async (request: FastifyRequest) => {
-    const d = modelOf(ctx, request.params as Params);
+    const d = modelOf(state, request.params as Params);
     if (!d.metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `model '${d.spec.name}' has no READY replica yet, so its inputs and outputs are not known`);
     return {
       name: d.spec.name,
@@ -102,23 +128,7 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
     return reply.code(isReady(d) ? 200 : 400).send();
   };
   const infer = async (request: FastifyRequest, reply: FastifyReply) => {
-    const d = modelOf(ctx, request.params as Params);
-    const { json, binary } = splitInferBody(bodyBuffer(request.body), request.headers[HEADER_LENGTH]);
-    const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the inference request'));
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the inference request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`);
-    }
-    const decoded = decodeInferRequest(parsed.data, binary);
-    const outputs = await runInference(state, {
-      deployment: d.spec.name,
-      inputs: decoded.inputs,
-      ...(decoded.outputs ? { outputs: decoded.outputs } : {}),
-      ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
-    });
-    const declared = d.metadata?.outputs.map((o) => o.name) ?? [];
-    const order = decoded.outputs ?? [...declared.filter((n) => n in outputs), ...Object.keys(outputs).filter((n) => !declared.includes(n))];
-    const response = encodeInferResponse(d.spec.name, parsed.data, outputs, order);
+    const response = await inferResponse(state, request.params as Params, request.headers[HEADER_LENGTH], bodyBuffer(request.body));
     if (response.headerLength !== undefined) reply.header('inference-header-content-length', String(response.headerLength));
     return reply.code(200).type(response.contentType).send(response.body);
   };

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { connect, tensor } from '../../runtime/index.js';
 import type { Cluster } from '../../runtime/index.js';
@@ -86,6 +87,38 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
     const nestedBody = fromNested.json as { id?: string; outputs: { data: number[] }[] };
     assert.equal('id' in nestedBody, false, 'no id asked, none returned');
     assert.deepEqual([...Float32Array.from(nestedBody.outputs[0]!.data)], sdkLogits);
+  });
+
+  test('inference under every URL the protocol names, with a query string too; an unknown model or version is a 404', async () => {
+    const body = { inputs: [jsonInput(Array.from(x))] };
+    for (const path of ['/v2/models/mlp/versions/1/infer', '/v2/models/mlp/infer?trace=0']) {
+      const answer = await infer(body, path);
+      assert.equal(answer.status, 200, `${path}: ${answer.body.toString()}`);
+      assert.equal(answer.headers.get('content-length'), String(answer.body.length));
+      assert.deepEqual([...Float32Array.from((answer.json as { outputs: { data: number[] }[] }).outputs[0]!.data)], sdkLogits, path);
+    }
+    assertError(await infer(body, '/v2/models/mlp/versions/2/infer'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /model 'mlp' has no version '2'/);
+    assertError(await infer(body, '/v2/models/nope/infer'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope' \(deployed: 'mlp'\)/);
+    assertError(await infer(body, '/v2/models/m%2Fl%2Fp/infer'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'm\/l\/p'/);
+  });
+
+  test('a body streamed without a length is cut off at the limit with a 413, and the head keeps serving', async () => {
+    const url = new URL(cluster.url);
+    const answer = await new Promise<{ status: number; json: unknown }>((resolve, reject) => {
+      const req = httpRequest({ host: url.hostname, port: url.port, method: 'POST', path: '/v2/models/mlp/infer', timeout: 30_000, headers: { 'content-type': 'application/json' } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown }));
+      });
+      req.on('timeout', () => req.destroy(new Error('no answer within 30 s')));
+      // The head closes the connection after its answer: writes still under way then may fail.
+      req.on('error', (err) => (req.writableEnded ? undefined : reject(err)));
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      for (let i = 0; i < 40; i++) req.write(chunk);
+      req.end();
+    });
+    assertError(answer, 413, 'TROUPE_ERR_BODY_TOO_LARGE', /larger than this head accepts \(1 MiB/);
+    assert.equal((await infer({ inputs: [jsonInput(Array.from(x))] })).status, 200);
   });
 
   test('binary tensor data gives the SDK\'s numbers: binary in and out, binary in JSON out, JSON in binary out', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import Fastify from 'fastify';
-import { needsToken } from '../../head/http/auth.js';
+import { authError, needsToken } from '../../head/http/auth.js';
 import { parseDocument } from '../../head/http/body.js';
 import { errorHandler } from '../../head/http/errors.js';
 import { checkModelName } from '../../head/http/model-store.js';
@@ -29,6 +29,20 @@ describe('HTTP API helpers', () => {
     assert.equal(needsToken('inference', 'secret-token', '0.0.0.0'), true);
     assert.equal(needsToken('inference', 'secret-token', '10.1.2.3'), true);
     assert.equal(needsToken('read', 'secret-token', '0.0.0.0'), false);
+  });
+
+  test('the 401 a request without the right token gets names what is missing and the route', () => {
+    const request = (authorization?: string) => ({ method: 'POST', headers: authorization === undefined ? {} : { authorization } });
+    const route = '/v2/models/:name/infer';
+    assert.equal(authError('inference', 'secret-token', '127.0.0.1', request(), route), undefined, 'inference on loopback is open');
+    assert.equal(authError('inference', 'secret-token', '0.0.0.0', request('Bearer secret-token'), route), undefined);
+    assert.deepEqual(authError('inference', 'secret-token', '0.0.0.0', request(), route), {
+      status: 401,
+      code: 'TROUPE_ERR_UNAUTHORIZED',
+      message: "missing cluster token: POST /v2/models/:name/infer needs 'Authorization: Bearer <token>'",
+    });
+    assert.match(authError('inference', 'secret-token', '10.0.0.1', request('Bearer nope'), route)!.message, /^wrong cluster token: POST/);
+    assert.match(authError('write', 'secret-token', '127.0.0.1', request('secret-token'), '/api/v1/deployments/:name')!.message, /^wrong cluster token: POST \/api\/v1\/deployments\/:name/);
   });
 
   test('model names cannot escape the store', () => {

@@ -1,0 +1,90 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../../runtime/index.js';
+import type { ShutdownGate } from '../drain.js';
+import type { ClusterState } from '../state.js';
+import { authError } from './auth.js';
+import { bodyTooLarge, drainingError, errorResponse, requestFailed } from './errors.js';
+import type { HttpError } from './errors.js';
+import { HEADER_LENGTH } from './oip-binary.js';
+import { inferResponse } from './oip-routes.js';
+import type { Params } from './oip-routes.js';
+
+const INFER_URL = /^\/v2\/models\/([^/?]+)(?:\/versions\/([^/?]+))?\/infer(?:\?.*)?$/;
+
+export interface FastInferenceOptions {
+  state: ClusterState;
+  gate: ShutdownGate;
+  token: string | undefined;
+  host: string;
+  maxBodyBytes: number;
+  log: Logger;
+}
+
+/** The body, whole, or the 413 once it grows past `limit` (the declared length is checked first). */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    if (Number(req.headers['content-length']) > limit) return reject(bodyTooLarge(limit));
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes > limit) {
+        req.removeAllListeners('data');
+        reject(bodyTooLarge(limit));
+      } else chunks.push(chunk);
+    });
+    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes)));
+    req.once('error', reject);
+  });
+}
+
+/**
+ * Serves the Open Inference Protocol's inference endpoint, POST
+ * /v2/models/{name}[/versions/{version}]/infer, on Node's HTTP server ahead of fastify, under the
+ * route's own rules: refused while the head drains (503), the token where inference needs one
+ * (401), bodies up to the limit (413), every error as the API's JSON. Measured at concurrency 1
+ * on the 2-core machine, fastify's routing, hooks, body parser and reply pipeline were about
+ * 45 µs of the head's CPU and 30-60 µs of the p50 of a call whose whole overhead is 0.6 ms. The
+ * fastify route (oip-routes.ts) shares the handler and describes the endpoint in /docs.
+ *
+ * The returned function takes a request and says whether it served it; others go to fastify.
+ */
+export function fastInference(options: FastInferenceOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const { state, gate, token, host, maxBodyBytes, log } = options;
+  return (req, res) => {
+    if (req.method !== 'POST') return false;
+    const match = INFER_URL.exec(req.url ?? '');
+    if (!match) return false;
+    let params: Params;
+    try {
+      params = { name: decodeURIComponent(match[1]!), ...(match[2] ? { version: decodeURIComponent(match[2]) } : {}) };
+    } catch {
+      // A malformed escape: fastify's answer to it stands.
+      return false;
+    }
+    const fail = (error: HttpError) => {
+      const { headers, body } = errorResponse(error);
+      // A refused body is not read on: the connection closes after the answer.
+      if (error.status === 413) headers.connection = 'close';
+      res.writeHead(error.status, headers).end(body);
+    };
+    const route = match[2] ? '/v2/models/:name/versions/:version/infer' : '/v2/models/:name/infer';
+    const refused = gate.draining ? drainingError('POST', req.url!) : authError('inference', token, host, req as { method: string; headers: IncomingMessage['headers'] }, route);
+    if (refused) {
+      fail(refused);
+      return true;
+    }
+    res.once('close', gate.enter());
+    readBody(req, maxBodyBytes)
+      .then((body) => inferResponse(state, params, req.headers[HEADER_LENGTH], body))
+      .then(
+        (response) => {
+          const headers: Record<string, string | number> = { 'content-type': response.contentType, 'content-length': Buffer.byteLength(response.body) };
+          if (response.headerLength !== undefined) headers['inference-header-content-length'] = response.headerLength;
+          res.writeHead(200, headers).end(response.body);
+        },
+        (err: unknown) => fail(requestFailed(log, err, req, maxBodyBytes)),
+      );
+    return true;
+  };
+}
