@@ -154,6 +154,25 @@ export function checkAnswer(message: unknown, allowed: readonly string[]): strin
 }
 
 /**
+ * Decodes a frame a peer sent into `into.received`, and whatever in it is not a proper answer
+ * (see {@link checkAnswer}) into `into.problems`.
+ */
+export function recordAnswers(frame: Uint8Array, peer: string, allowed: readonly string[], into: { received: unknown[]; problems: string[] }): void {
+  let messages: unknown[];
+  try {
+    messages = decodeFrame(frame);
+  } catch (err) {
+    into.problems.push(`undecodable frame from ${peer}: ${(err as Error).message}`);
+    return;
+  }
+  for (const m of messages) {
+    into.received.push(m);
+    const problem = checkAnswer(m, allowed);
+    if (problem) into.problems.push(problem);
+  }
+}
+
+/**
  * A raw WebSocket that records everything the head sends and how it closed. `probe` sends a
  * frame that must be answered with a fail carrying the probe's id, and waits for it (bounded): the
  * head read everything sent before it.
@@ -176,20 +195,7 @@ export class RawSocket {
     this.opened.catch(() => {});
     this.closed = new Promise((resolve) => this.ws.once('close', (code) => ((this.closeCode = code), resolve())));
     this.ws.on('error', () => {});
-    this.ws.on('message', (data: Buffer) => {
-      let messages: unknown[];
-      try {
-        messages = decodeFrame(data);
-      } catch (err) {
-        this.problems.push(`undecodable frame from the head: ${(err as Error).message}`);
-        return;
-      }
-      for (const m of messages) {
-        this.received.push(m);
-        const problem = checkAnswer(m, allowed);
-        if (problem) this.problems.push(problem);
-      }
-    });
+    this.ws.on('message', (data: Buffer) => recordAnswers(data, 'the head', allowed, this));
   }
 
   get open(): boolean {

@@ -1,7 +1,6 @@
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
-import { decodeFrame } from '../../runtime/index.js';
-import { checkAnswer, pack } from './fuzz.js';
+import { pack, recordAnswers } from './fuzz.js';
 
 /** `bytes` as one frame of a length-prefixed stream (big-endian u32 length, then the bytes). */
 export function lengthPrefixed(bytes: Uint8Array): Buffer {
@@ -39,18 +38,7 @@ export class RawStream {
       while (this.#pending.length >= 4 && this.#pending.length >= 4 + this.#pending.readUInt32BE(0)) {
         const frame = this.#pending.subarray(4, 4 + this.#pending.readUInt32BE(0));
         this.#pending = this.#pending.subarray(4 + frame.length);
-        let messages: unknown[];
-        try {
-          messages = decodeFrame(frame);
-        } catch (err) {
-          this.problems.push(`undecodable frame from the replica: ${(err as Error).message}`);
-          continue;
-        }
-        for (const m of messages) {
-          this.received.push(m as Record<string, unknown>);
-          const problem = checkAnswer(m, allowed);
-          if (problem) this.problems.push(problem);
-        }
+        recordAnswers(frame, 'the replica', allowed, this);
       }
     });
   }
