@@ -63,9 +63,15 @@ export function concatRows(parts: readonly Tensor[], pool: BufferPool): { tensor
 
 /** Whether some output's bytes lie in the same memory as some input's (a model that passes an input through). */
 export function sharesMemory(outputs: Record<string, Tensor>, inputs: Record<string, Tensor>): boolean {
-  const held = new Set<ArrayBufferLike>();
-  for (const t of Object.values(inputs)) if (!Array.isArray(t.data)) held.add((t.data as TypedArray).buffer);
-  for (const t of Object.values(outputs)) if (!Array.isArray(t.data) && held.has((t.data as TypedArray).buffer)) return true;
+  // A call has a tensor or two each way: pairs compared in place, nothing allocated per call.
+  for (const name in outputs) {
+    const out = outputs[name]!.data;
+    if (Array.isArray(out)) continue;
+    for (const key in inputs) {
+      const input = inputs[key]!.data;
+      if (!Array.isArray(input) && (input as TypedArray).buffer === (out as TypedArray).buffer) return true;
+    }
+  }
   return false;
 }
 

@@ -31,9 +31,13 @@ export class BufferPool {
     return this.#retainedBytes;
   }
 
-  /** A buffer of exactly `bytes` bytes, not zeroed, starting at offset 0 of its ArrayBuffer. */
+  /**
+   * A buffer of exactly `bytes` bytes, not zeroed. Pooled sizes start at offset 0 of an ArrayBuffer
+   * of their class; small ones come from Node's slab, large ones are plain allocations.
+   */
   take(bytes: number): Buffer {
-    if (bytes < MIN_POOLED_BYTES || bytes > MAX_POOLED_BYTES) return Buffer.allocUnsafeSlow(bytes);
+    if (bytes < MIN_POOLED_BYTES) return Buffer.allocUnsafe(bytes);
+    if (bytes > MAX_POOLED_BYTES) return Buffer.allocUnsafeSlow(bytes);
     const size = classOf(bytes);
     const reused = this.#free.get(size)?.pop();
     if (reused) {

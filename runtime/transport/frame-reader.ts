@@ -88,7 +88,8 @@ export class FrameReader {
       this.handlers?.onError(new TroupeError('TROUPE_ERR_BAD_FRAME', `stream sent ${why}; closing it`));
       return;
     }
-    this.#frame = this.#pool ? this.#pool.take(length) : Buffer.allocUnsafeSlow(length);
+    // Unpooled frames a caller may keep: exact allocations, small ones from Node's slab.
+    this.#frame = this.#pool ? this.#pool.take(length) : Buffer.allocUnsafe(length);
     this.#filled = 0;
   }
 

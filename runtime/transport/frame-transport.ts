@@ -8,7 +8,10 @@ export interface FrameSink {
    * nothing will read the frame's bytes (or views of them) again; not calling it is always safe.
    */
   frame(bytes: Buffer, release: (() => void) | undefined): void;
-  /** Something arrived that is not a frame (a WebSocket text message); the connection stays up. */
+  /**
+   * Something arrived that is not a frame; the channel answers it. A WebSocket text message leaves
+   * the connection up; a stream whose framing broke closes once that answer has gone.
+   */
   refused(error: TroupeError): void;
   /** The connection is gone, for whatever reason; called once. */
   closed(code: number, reason: string): void;
