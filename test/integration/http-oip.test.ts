@@ -147,6 +147,32 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
     assert.deepEqual(floatsOf(splitBinaryAnswer(binaryOut).binary), sdkLogits);
   });
 
+
+  test('large binary bodies, read into reused buffers, 16 at a time with bad ones among them: each answer is its own request\'s', async () => {
+    // 96 rows of 64 floats: 24 KB bodies, which the head reads into buffers from its pool and
+    // gives back after each answer; a buffer handed out twice would mix requests' numbers here.
+    const big = 96;
+    const inputs = Array.from({ length: 48 }, (_, i) => seededFloats(big * 64, 100 + i));
+    const expected = await Promise.all(inputs.map(async (v) => [...((await client.run('mlp', { x: tensor('float32', [big, 64], v) })).logits!.data as Float32Array)]));
+    const answers: number[][] = [];
+    for (let wave = 0; wave < inputs.length; wave += 16) {
+      const batch = inputs.slice(wave, wave + 16).map(async (v, k) => {
+        const bytes = new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+        // Every fourth request declares a shape its bytes do not fill: a 400, its buffer not reused.
+        const shape = k % 4 === 3 ? [big + 1, 64] : [big, 64];
+        const { body, headers } = binaryBody({ inputs: [{ name: 'x', shape, datatype: 'FP32', parameters: { binary_data_size: bytes.length } }], parameters: { binary_data_output: true } }, [bytes]);
+        const answer = await call(cluster.url, 'POST', '/v2/models/mlp/infer', { body, headers });
+        if (k % 4 === 3) {
+          assertError(answer, 400, 'TROUPE_ERR_BAD_TENSOR', /input 'x': float32\[97,64\] needs 24832 bytes, got 24576/);
+          return;
+        }
+        assert.equal(answer.status, 200, answer.body.toString());
+        answers[wave + k] = floatsOf(splitBinaryAnswer(answer).binary);
+      });
+      await Promise.all(batch);
+    }
+    for (let i = 0; i < inputs.length; i++) if (i % 16 % 4 !== 3) assert.deepEqual(answers[i], expected[i], `request ${i}`);
+  });
   test('outputs are honoured: a known one is returned, an unknown one is a 400 naming it', async () => {
     const ok = await infer({ inputs: [jsonInput(Array.from(x))], outputs: [{ name: 'logits' }] });
     assert.deepEqual((ok.json as { outputs: { name: string }[] }).outputs.map((o) => o.name), ['logits']);
