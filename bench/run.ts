@@ -143,6 +143,27 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
     say(`- served ${layoutName(layout)}: ${pairs.join('; ')}. Median ratio: ${fmt(median(ratios), 2)}x.`);
   }
 
+  // The same images by the other paths: through the head over the SDK, and HTTP with binary
+  // tensors (what KServe and Triton clients send), where the head receives and forwards each image.
+  say(`\n### Paths: 2 x 1 thread, batching maxSize ${best}, concurrency 16\n`);
+  await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
+  const viaHead = await connect(cluster.url, { direct: false });
+  const image = x.data as Float32Array;
+  const paths: { label: string; result: LoadResult; ratioTo?: number }[] = [];
+  try {
+    for (const [label, run] of [
+      ['SDK, straight to the replicas', () => closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS })],
+      ['SDK through the head (direct: false)', () => closedLoop(() => viaHead.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS })],
+      ['HTTP OIP, binary tensors', () => httpLoad(oipRequest(`${cluster.url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true), 16, SECONDS)],
+    ] as const) {
+      paths.push({ label, result: await run(), ratioTo: floor.best });
+    }
+  } finally {
+    await viaHead.close();
+  }
+  say(loadTable(paths));
+  say("\n(ratio: served samples/s over the floor's best; through the head, each 600 KB image crosses one more process, which shares the two cores with the models)");
+
   say(`\n### Scale: one replica vs two replicas, 1 intra-op thread each, batching maxSize ${best}, concurrency 16\n`);
   const scale: { label: string; result: LoadResult; ratioTo?: number }[] = [];
   const scaleRatios: number[] = [];
