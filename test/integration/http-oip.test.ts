@@ -149,9 +149,10 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
 
 
   test('large binary bodies, read into reused buffers, 16 at a time with bad ones among them: each answer is its own request\'s', async () => {
-    // 96 rows of 64 floats: 24 KB bodies, which the head reads into buffers from its pool and
-    // gives back after each answer; a buffer handed out twice would mix requests' numbers here.
-    const big = 96;
+    // 320 rows of 64 floats: 80 KB bodies, more than one 64 KB read each, which the head joins into
+    // buffers from its pool and gives back after each answer; a buffer handed out twice would mix
+    // requests' numbers here.
+    const big = 320;
     const inputs = Array.from({ length: 48 }, (_, i) => seededFloats(big * 64, 100 + i));
     const expected = await Promise.all(inputs.map(async (v) => [...((await client.run('mlp', { x: tensor('float32', [big, 64], v) })).logits!.data as Float32Array)]));
     const answers: number[][] = [];
@@ -163,7 +164,7 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
         const { body, headers } = binaryBody({ inputs: [{ name: 'x', shape, datatype: 'FP32', parameters: { binary_data_size: bytes.length } }], parameters: { binary_data_output: true } }, [bytes]);
         const answer = await call(cluster.url, 'POST', '/v2/models/mlp/infer', { body, headers });
         if (k % 4 === 3) {
-          assertError(answer, 400, 'TROUPE_ERR_BAD_TENSOR', /input 'x': float32\[97,64\] needs 24832 bytes, got 24576/);
+          assertError(answer, 400, 'TROUPE_ERR_BAD_TENSOR', /input 'x': float32\[321,64\] needs 82176 bytes, got 81920/);
           return;
         }
         assert.equal(answer.status, 200, answer.body.toString());
