@@ -147,7 +147,6 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
     assert.deepEqual(floatsOf(splitBinaryAnswer(binaryOut).binary), sdkLogits);
   });
 
-
   test('large binary bodies, read into reused buffers, 16 at a time with bad ones among them: each answer is its own request\'s', async () => {
     // 320 rows of 64 floats: 80 KB bodies, more than one 64 KB read each, which the head joins into
     // buffers from its pool and gives back after each answer; a buffer handed out twice would mix
@@ -172,8 +171,9 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
       });
       await Promise.all(batch);
     }
-    for (let i = 0; i < inputs.length; i++) if (i % 16 % 4 !== 3) assert.deepEqual(answers[i], expected[i], `request ${i}`);
+    for (let i = 0; i < inputs.length; i++) if (i % 4 !== 3) assert.deepEqual(answers[i], expected[i], `request ${i}`);
   });
+
   test('outputs are honoured: a known one is returned, an unknown one is a 400 naming it', async () => {
     const ok = await infer({ inputs: [jsonInput(Array.from(x))], outputs: [{ name: 'logits' }] });
     assert.deepEqual((ok.json as { outputs: { name: string }[] }).outputs.map((o) => o.name), ['logits']);
