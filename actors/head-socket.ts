@@ -1,7 +1,17 @@
 import { WebSocket } from 'ws';
-import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, Channel, HeadToActorSchema, clientSocketOptions } from '../runtime/index.js';
-import type { ActorToHead, HeadToActor, Logger, TroupeError } from '../runtime/index.js';
-import { toWireError } from '../runtime/index.js';
+import {
+  ACTOR_ID_HEADER,
+  ACTOR_SECRET_HEADER,
+  Channel,
+  DEFAULT_MAX_FRAME_BYTES,
+  HeadToActorSchema,
+  TroupeError,
+  asFrameTransport,
+  clientSocketOptions,
+  toWireError,
+  upgradeToFrames,
+} from '../runtime/index.js';
+import type { ActorToHead, FrameTransport, HeadToActor, Logger } from '../runtime/index.js';
 
 type HeadChannel = Channel<HeadToActor, ActorToHead>;
 
@@ -12,8 +22,11 @@ export interface HeadSocketOptions {
   log: Logger;
   /** Called on every connection, the first and each reconnection: say `ready` (or `loadFailed`) here. */
   onOpen: (channel: HeadChannel) => void;
-  /** A call; answer it on the channel it came on (a reply sent on a closed one is dropped, and the head has retried the call elsewhere). */
-  onMessage: (message: HeadToActor, channel: HeadChannel) => void;
+  /**
+   * A call; answer it on the channel it came on (a reply sent on a closed one is dropped, and the
+   * head has retried the call elsewhere). `release` frees the pooled frame its tensors are views of.
+   */
+  onMessage: (message: HeadToActor, channel: HeadChannel, release: (() => void) | undefined) => void;
   /** The head refused this actor's id and secret: it was replaced or removed, and this process is not wanted. */
   onRefused: (why: string) => void;
 }
@@ -21,6 +34,36 @@ export interface HeadSocketOptions {
 const FIRST_RETRY_MS = 100;
 const MAX_RETRY_MS = 2000;
 const HANDSHAKE_TIMEOUT_MS = 10_000;
+
+/**
+ * Opens the data-plane connection: over plain HTTP, an upgrade to a length-prefixed frame stream,
+ * so calls' tensors are read in place into pooled buffers (over `ws`, each 600 KB image cost the
+ * actor fresh buffers and full collections); over TLS (`wss:`/`https:`, a terminating proxy in
+ * front of the head), a WebSocket, which such proxies pass. Rejects with TROUPE_ERR_UNAUTHORIZED
+ * when the head refuses the id and secret.
+ */
+function openHeadConnection(url: URL, headers: Record<string, string>): Promise<FrameTransport> {
+  if (url.protocol === 'ws:' || url.protocol === 'http:') {
+    url.protocol = 'http:';
+    return upgradeToFrames(url, headers, { maxFrameBytes: DEFAULT_MAX_FRAME_BYTES, pooled: true, timeoutMs: HANDSHAKE_TIMEOUT_MS });
+  }
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { ...clientSocketOptions(headers), handshakeTimeout: HANDSHAKE_TIMEOUT_MS });
+    const failed = (code: 'TROUPE_ERR_UNAUTHORIZED' | 'TROUPE_ERR_CONNECTION_CLOSED', why: string) => {
+      ws.terminate();
+      reject(new TroupeError(code, why));
+    };
+    ws.once('unexpected-response', (_req, res) =>
+      failed(res.statusCode === 401 ? 'TROUPE_ERR_UNAUTHORIZED' : 'TROUPE_ERR_CONNECTION_CLOSED', `HTTP ${res.statusCode} ${String(res.headers['x-troupe-error'] ?? '')}`.trim()),
+    );
+    ws.once('error', (err) => failed('TROUPE_ERR_CONNECTION_CLOSED', err.message));
+    ws.once('close', () => failed('TROUPE_ERR_CONNECTION_CLOSED', 'closed during the handshake'));
+    ws.once('open', () => {
+      ws.removeAllListeners('close');
+      resolve(asFrameTransport(ws));
+    });
+  });
+}
 
 /**
  * An actor's data-plane connection to the head, kept up for the life of the process. An actor does
@@ -71,46 +114,29 @@ export class HeadSocket {
   #connect(): void {
     if (this.#stopped) return;
     const { headUrl, actorId, secret, log } = this.#options;
-    const ws = new WebSocket(new URL('/v1/actor', headUrl), {
-      ...clientSocketOptions({ [ACTOR_ID_HEADER]: actorId, [ACTOR_SECRET_HEADER]: secret }),
-      handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
-    });
-    let settled = false;
-    const failed = (why: string) => {
-      if (settled) return;
-      settled = true;
-      ws.terminate();
-      this.#retry(why);
-    };
-    ws.once('unexpected-response', (_req, res) => {
-      if (res.statusCode === 401) {
-        settled = true;
-        ws.terminate();
+    openHeadConnection(new URL('/v1/actor', headUrl), { [ACTOR_ID_HEADER]: actorId, [ACTOR_SECRET_HEADER]: secret }).then(
+      (transport) => {
+        if (this.#stopped) return transport.terminate();
+        if (this.#connectedOnce) log.info({ actor: actorId }, 'reconnected to the head');
+        this.#connectedOnce = true;
+        this.#retryMs = FIRST_RETRY_MS;
+        const channel: HeadChannel = new Channel<HeadToActor, ActorToHead>(transport, {
+          schema: HeadToActorSchema,
+          onMessage: (message, release) => this.#options.onMessage(message, channel, release),
+          onClose: (code, reason) => {
+            if (this.#channel === channel) this.#channel = undefined;
+            this.#retry(`connection closed (${code}${reason ? `: ${reason}` : ''})`);
+          },
+        });
+        this.#channel = channel;
+        this.#options.onOpen(channel);
+      },
+      (err: TroupeError) => {
+        if (err.code !== 'TROUPE_ERR_UNAUTHORIZED') return this.#retry(err.message);
         this.#stopped = true;
-        this.#options.onRefused(String(res.headers['x-troupe-error'] ?? 'HTTP 401'));
-        return;
-      }
-      failed(`HTTP ${res.statusCode}`);
-    });
-    ws.once('error', (err) => failed(err.message));
-    ws.once('close', () => failed('closed during the handshake'));
-    ws.once('open', () => {
-      settled = true;
-      ws.removeAllListeners('close');
-      if (this.#connectedOnce) log.info({ actor: actorId }, 'reconnected to the head');
-      this.#connectedOnce = true;
-      this.#retryMs = FIRST_RETRY_MS;
-      const channel: HeadChannel = new Channel<HeadToActor, ActorToHead>(ws, {
-        schema: HeadToActorSchema,
-        onMessage: (message) => this.#options.onMessage(message, channel),
-        onClose: (code, reason) => {
-          if (this.#channel === channel) this.#channel = undefined;
-          this.#retry(`connection closed (${code}${reason ? `: ${reason}` : ''})`);
-        },
-      });
-      this.#channel = channel;
-      this.#options.onOpen(channel);
-    });
+        this.#options.onRefused(err.message);
+      },
+    );
   }
 
   #retry(why: string): void {

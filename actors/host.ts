@@ -157,7 +157,7 @@ async function main(): Promise<void> {
         ...(direct ? { direct: { url: direct.url, token: direct.token } } : {}),
       };
     },
-    onMessage: (message, channel) => serveCall(message, channel, false),
+    onMessage: (message, channel, release) => serveCall(message, channel, false, release),
   });
   if (!executor) return;
   const batcher = executor;

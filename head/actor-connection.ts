@@ -1,15 +1,16 @@
 import { ActorToHeadSchema, Channel, ReplicaLink } from '../runtime/index.js';
-import type { ActorToHead, HeadToActor, Logger } from '../runtime/index.js';
+import type { ActorToHead, FrameTransport, HeadToActor, Logger } from '../runtime/index.js';
 import type { WebSocket } from 'ws';
 import type { Controller } from './controller.js';
 import type { ActorRecord } from './state.js';
 
 /**
- * Serves one actor's data-plane socket, already authenticated by its secret. An actor may open a
- * new socket after losing one (or after a head restart); only the socket that last sent `ready`
- * speaks for it, so reports from an older or stray one are ignored.
+ * Serves one actor's data-plane connection (a frame stream, or a WebSocket through a TLS proxy),
+ * already authenticated by its secret; returns its channel. An actor may open a new connection
+ * after losing one (or after a head restart); only the one that last sent `ready` speaks for it,
+ * so reports from an older or stray one are ignored.
  */
-export function serveActor(ws: WebSocket, actor: ActorRecord, controller: Controller, log: Logger): void {
+export function serveActor(ws: WebSocket | FrameTransport, actor: ActorRecord, controller: Controller, log: Logger): Channel<ActorToHead, HeadToActor> {
   const channel: Channel<ActorToHead, HeadToActor> = new Channel<ActorToHead, HeadToActor>(ws, {
     schema: ActorToHeadSchema,
     onMessage: (message) => {
@@ -32,4 +33,5 @@ export function serveActor(ws: WebSocket, actor: ActorRecord, controller: Contro
     onRefused: (err) => log.warn({ actor: actor.name, err: err.message }, 'actor sent a bad frame'),
   });
   const link = new ReplicaLink<ActorToHead>(channel);
+  return channel;
 }

@@ -5,7 +5,8 @@ import type { Duplex } from 'node:stream';
 import Fastify from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
-import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, DEFAULT_MAX_FRAME_BYTES, TroupeError, createLogger } from '../runtime/index.js';
+import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, DEFAULT_MAX_FRAME_BYTES, TroupeError, acceptFrames, createLogger, wantsFrames } from '../runtime/index.js';
+import type { ActorToHead, Channel, HeadToActor } from '../runtime/index.js';
 import { serveActor } from './actor-connection.js';
 import { serveAgent } from './agent-connection.js';
 import { checkBearer, isLoopback } from './auth.js';
@@ -77,7 +78,9 @@ function refuse(socket: Duplex, status: number, text: string, why: string): void
 
 /**
  * Starts the head: the HTTP API and three WebSocket endpoints on one port. `/v1/agent` for node
- * agents, `/v1/actor` for actors' data-plane sockets, `/v1/client` for SDK clients.
+ * agents, `/v1/actor` for actors' data-plane sockets, `/v1/client` for SDK clients. Actors
+ * upgrade `/v1/actor` to a frame stream (`Upgrade: troupe-frames`) rather than a WebSocket when
+ * they reach the head over plain HTTP; both carry the same messages.
  */
 export async function startHead(options: HeadOptions = {}): Promise<Head> {
   const host = options.host ?? '127.0.0.1';
@@ -147,7 +150,10 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
   // The status page at `/` and its live feed at /api/v1/stream (head/status/).
   registerStatusPage(app, { state, graphs, host, token: options.token });
 
-  const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, perMessageDeflate: false });
+  const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false });
+  // Actors' data-plane connections upgraded to frame streams (the others are WebSockets in wss).
+  const actorStreams = new Set<Channel<ActorToHead, HeadToActor>>();
   const accept = (req: IncomingMessage, socket: Duplex, head: Buffer, serve: (ws: WebSocket) => void) =>
     wss.handleUpgrade(req, socket, head, serve);
 
@@ -158,7 +164,11 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
     if (path === '/v1/actor') {
       const actor = joiningActor(state, String(req.headers[ACTOR_ID_HEADER] ?? ''), String(req.headers[ACTOR_SECRET_HEADER] ?? ''));
       if (!actor) return refuse(socket, 401, 'Unauthorized', 'unknown actor or wrong actor secret');
-      return accept(req, socket, head, (ws) => serveActor(ws, actor, controller, log));
+      if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveActor(ws, actor, controller, log));
+      const channel = serveActor(acceptFrames(socket, head, { maxFrameBytes, pooled: false }), actor, controller, log);
+      actorStreams.add(channel);
+      void channel.whenClosed.then(() => actorStreams.delete(channel));
+      return;
     }
     if (path !== '/v1/agent' && path !== '/v1/client') return refuse(socket, 404, 'Not Found', `no WebSocket endpoint at ${path}`);
     if (!checkBearer(req.headers, options.token)) {
@@ -202,11 +212,17 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
         await new Promise((resolve) => setImmediate(resolve));
         const sockets = [...wss.clients];
         for (const ws of sockets) ws.close(1001, 'head shutting down');
+        const streams = [...actorStreams];
+        for (const channel of streams) channel.close(1001, 'head shutting down');
         await Promise.race([
-          Promise.all(sockets.map((ws) => (ws.readyState === ws.CLOSED ? undefined : new Promise((resolve) => ws.once('close', resolve))))),
+          Promise.all([
+            ...sockets.map((ws) => (ws.readyState === ws.CLOSED ? undefined : new Promise((resolve) => ws.once('close', resolve)))),
+            ...streams.map((channel) => channel.whenClosed),
+          ]),
           new Promise((resolve) => setTimeout(resolve, 1000)),
         ]);
         for (const ws of wss.clients) ws.terminate();
+        for (const channel of actorStreams) channel.terminate();
         wss.close();
         // HTTP requests still open after the drain (a status page's event stream, a slow client)
         // get a second, then their connections are closed: a shutdown must not wait on them.

@@ -85,16 +85,18 @@ export class FrameStream implements FrameTransport {
 
   /**
    * Takes over a socket that a `net.Server` created with `pauseOnConnect: true` accepted (so it
-   * has read nothing yet). Node offers `onread`, the option that reads in place, only to sockets
+   * has read nothing yet), or one just upgraded from HTTP (`leftover`: the bytes its parser read
+   * past the headers). Node offers `onread`, the option that reads in place, only to sockets
    * it connects itself; an accepted socket's handle is moved to a socket made with it, as Node
    * does when it accepts. Where the handle is not there to move, Node's chunks are copied in.
    */
-  static adopt(accepted: Socket, options: FrameStreamOptions): FrameStream {
+  static adopt(accepted: Socket, options: FrameStreamOptions, leftover?: Uint8Array): FrameStream {
     const reader = FrameStream.#newReader(options);
     const internals = accepted as unknown as { _handle?: { readStart?: unknown } | null };
     const handle = internals._handle;
     if (!handle || typeof handle.readStart !== 'function') {
       const stream = new FrameStream(accepted, reader, false);
+      if (leftover?.length) reader.consume(leftover);
       accepted.on('data', (chunk: Buffer) => reader.consume(chunk));
       accepted.resume();
       return stream;
@@ -104,7 +106,10 @@ export class FrameStream implements FrameTransport {
     accepted.destroy();
     const socket = new Socket({ handle, onread: readInPlace(reader), readable: true, writable: true } as SocketConstructorOpts);
     socket.setKeepAlive(true);
-    return new FrameStream(socket, reader, true);
+    const stream = new FrameStream(socket, reader, true);
+    // Bytes read before the hand-over come first; the new socket's first read is still to come.
+    if (leftover?.length) reader.consume(leftover);
+    return stream;
   }
 
   static #newReader(options: FrameStreamOptions): FrameReader {

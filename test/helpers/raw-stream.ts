@@ -10,7 +10,8 @@ export function lengthPrefixed(bytes: Uint8Array): Buffer {
 }
 
 /**
- * A raw client of a replica's direct endpoint (`tcp://host:port`, length-prefixed frames), written
+ * A raw client of a replica's direct endpoint (`tcp://host:port`, length-prefixed frames) or of the
+ * head's actor endpoint upgraded to the same framing, written
  * apart from the runtime's own reader so that a framing bug is not shared by both ends. It records
  * every message the replica sends, and whatever in them is not a proper answer.
  */
@@ -23,18 +24,46 @@ export class RawStream {
   #open = false;
   #pending = Buffer.alloc(0);
 
-  constructor(url: string, allowed: readonly string[] = ['reply']) {
-    const { hostname, port } = new URL(url);
+  /**
+   * `upgrade`: reach the stream through an HTTP upgrade (`Upgrade: troupe-frames`, as actors reach
+   * the head's `/v1/actor`) to `url`'s path, presenting `headers`; `opened` rejects with
+   * `HTTP <status> <x-troupe-error>` when the server answers anything but 101.
+   */
+  constructor(url: string, allowed: readonly string[] = ['reply'], upgrade?: { headers: Record<string, string> }) {
+    const { hostname, port, pathname } = new URL(url);
     this.socket = connect({ host: hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(port) });
+    let switched = upgrade === undefined;
+    let settle: { resolve: () => void; reject: (err: Error) => void };
     this.opened = new Promise((resolve, reject) => {
-      this.socket.once('connect', () => ((this.#open = true), resolve()));
+      settle = { resolve, reject };
       this.socket.once('error', reject);
+    });
+    this.socket.once('connect', () => {
+      if (switched) return ((this.#open = true), settle.resolve());
+      const lines = Object.entries(upgrade!.headers).map(([k, v]) => `${k}: ${v}\r\n`);
+      this.socket.write(`GET ${pathname} HTTP/1.1\r\nhost: ${hostname}\r\nconnection: Upgrade\r\nupgrade: troupe-frames\r\n${lines.join('')}\r\n`);
     });
     this.opened.catch(() => {});
     this.closed = new Promise((resolve) => this.socket.once('close', () => ((this.#open = false), resolve())));
     this.socket.on('error', () => {});
     this.socket.on('data', (chunk: Buffer) => {
       this.#pending = Buffer.concat([this.#pending, chunk]);
+      if (!switched) {
+        const end = this.#pending.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const response = this.#pending.subarray(0, end).toString('latin1');
+        this.#pending = this.#pending.subarray(end + 4);
+        const status = /^HTTP\/1\.1 (\d+)/.exec(response)?.[1];
+        if (status !== '101' || !/^upgrade: troupe-frames$/im.test(response)) {
+          const why = /^x-troupe-error: (.*)$/im.exec(response)?.[1] ?? '';
+          settle.reject(new Error(`HTTP ${status} ${why}`.trim()));
+          this.socket.destroy();
+          return;
+        }
+        switched = true;
+        this.#open = true;
+        settle.resolve();
+      }
       while (this.#pending.length >= 4 && this.#pending.length >= 4 + this.#pending.readUInt32BE(0)) {
         const frame = this.#pending.subarray(4, 4 + this.#pending.readUInt32BE(0));
         this.#pending = this.#pending.subarray(4 + frame.length);

@@ -175,7 +175,7 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     assert.equal(unauth.status, 401);
   });
 
-  test('the WebSocket endpoints refuse a missing token or a wrong actor secret at the upgrade', async () => {
+  test('the WebSocket endpoints and the actor frame-stream upgrade refuse a missing token or a wrong actor secret', async () => {
     for (const [path, headers] of [
       ['/v1/client', {}],
       ['/v1/agent', { authorization: 'Bearer wrong-token-123' }],
@@ -184,6 +184,9 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
       const raw = new RawSocket(`${wsBase}${path}`, headers, []);
       await assert.rejects(raw.opened, /HTTP 401/, path);
     }
+    // Actors upgrade to a frame stream instead; the same secret is checked before the switch.
+    const stranger = new RawStream(`${cluster.url}/v1/actor`, ['call'], { headers: { 'x-troupe-actor-id': 'nobody', 'x-troupe-actor-secret': 'not-the-secret' } });
+    await assert.rejects(stranger.opened, /HTTP 401 unknown actor or wrong actor secret/);
   });
 
   test(`a seeded fuzzer (seed ${SEED}): thousands of random and mutated frames and bodies; every answer is a proper error; nothing exits`, async () => {
@@ -193,6 +196,12 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     const state = JSON.parse(await readFile(join(cluster.dataDir, 'state.json'), 'utf8')) as { actors: { id: string; secret: string }[] };
     const actor = state.actors[0]!;
     const replica = (await routesOf('mlp')).replicas[0]!;
+    const actorHeaders = { 'x-troupe-actor-id': actor.id, 'x-troupe-actor-secret': actor.secret };
+    const actorTemplates = [
+      { type: 'stats', stats: { calls: 1, batches: 1, rows: 1, expired: 0, failed: 0, computeMs: 1, queueMs: 1, queued: 0 } },
+      { type: 'reply', id: 'r1', value: { outputs: { logits: wire } } },
+      { type: 'fail', id: 'r2', error: { code: 'TROUPE_ERR_INFERENCE', message: 'x' } },
+    ];
 
     const endpoints = [
       {
@@ -224,14 +233,10 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
       },
       {
         path: '/v1/actor',
-        headers: { 'x-troupe-actor-id': actor.id, 'x-troupe-actor-secret': actor.secret },
+        headers: actorHeaders,
         allowed: ['call'],
         frames: 500,
-        templates: [
-          { type: 'stats', stats: { calls: 1, batches: 1, rows: 1, expired: 0, failed: 0, computeMs: 1, queueMs: 1, queued: 0 } },
-          { type: 'reply', id: 'r1', value: { outputs: { logits: wire } } },
-          { type: 'fail', id: 'r2', error: { code: 'TROUPE_ERR_INFERENCE', message: 'x' } },
-        ],
+        templates: actorTemplates,
       },
     ];
 
@@ -264,38 +269,65 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     // A socket is only ever closed for a reason ws names: too big (1009), not UTF-8 (1007), or a protocol error (1002).
     for (const code of closeCodes.keys()) assert.ok([1002, 1007, 1009].includes(code), `socket closed with ${code}`);
 
+    /**
+     * `count` random and mutated frames over length-prefixed streams opened by `open`; now and then
+     * the framing itself is broken (an empty frame, a length over the limit, a length and then
+     * silence cut short by the next frame): the far end answers BAD_FRAME and closes that
+     * connection, and a new one is opened. Returns how many connections were closed that way.
+     */
+    const fuzzStream = async (label: string, count: number, open: () => Promise<RawStream>, templates: readonly Record<string, unknown>[]) => {
+      let stream: RawStream | undefined;
+      let closes = 0;
+      for (let i = 0; i < count; i++) {
+        if (!stream?.open) {
+          if (stream) {
+            await Promise.race([stream.closed, new Promise((resolve) => setTimeout(resolve, 5000))]);
+            closes++;
+          }
+          stream = await open();
+        }
+        if (r.next() < 0.03) stream.sendRaw(r.pick([Buffer.alloc(4), Buffer.from([0xff, 0xff, 0xff, 0xff])]));
+        else stream.send(Buffer.from(fuzzFrame(r, templates).data));
+        sent++;
+        if (i % 25 === 24) await stream.probe(`probe-${label}-${i}`);
+        problems.push(...stream.problems.splice(0).map((p) => `${label}: ${p}`));
+      }
+      await stream?.probe(`probe-${label}-end`);
+      problems.push(...(stream?.problems.splice(0) ?? []).map((p) => `${label}: ${p}`));
+      stream?.close();
+      return closes;
+    };
     // The actor's own endpoint for direct calls from SDK clients (length-prefixed frames over TCP),
-    // after a hello with the token the head hands them. Now and then the framing itself is broken
-    // (an empty frame, a length over the limit, a length and then silence cut short by the next
-    // frame): the replica answers BAD_FRAME and closes that connection, and a new one is opened.
-    const templates = [
+    // after a hello with the token the head hands them.
+    const directTemplates = [
       { type: 'call', id: 'd1', inputs: { x: wire } },
       { type: 'call', id: 'd2', inputs: { x: wire }, outputs: ['logits'], timeoutMs: 5000 },
       { type: 'hello', id: 'd3', token: replica.token },
     ];
-    let stream: RawStream | undefined;
-    let streamCloses = 0;
-    for (let i = 0; i < 500; i++) {
-      if (!stream?.open) {
-        if (stream) {
-          await Promise.race([stream.closed, new Promise((resolve) => setTimeout(resolve, 5000))]);
-          streamCloses++;
-        }
-        stream = new RawStream(replica.url);
+    const streamCloses = await fuzzStream(
+      'direct',
+      500,
+      async () => {
+        const stream = new RawStream(replica.url);
         await stream.opened;
-        const hello = await stream.hello(replica.token);
-        assert.equal(hello?.type, 'reply', 'the replica admits a client with its token');
-      }
-      if (r.next() < 0.03) stream.sendRaw(r.pick([Buffer.alloc(4), Buffer.from([0xff, 0xff, 0xff, 0xff])]));
-      else stream.send(Buffer.from(fuzzFrame(r, templates).data));
-      sent++;
-      if (i % 25 === 24) await stream.probe(`probe-direct-${i}`);
-      problems.push(...stream.problems.splice(0).map((p) => `direct: ${p}`));
-    }
-    await stream?.probe('probe-direct-end');
-    problems.push(...(stream?.problems.splice(0) ?? []).map((p) => `direct: ${p}`));
-    stream?.close();
+        assert.equal((await stream.hello(replica.token))?.type, 'reply', 'the replica admits a client with its token');
+        return stream;
+      },
+      directTemplates,
+    );
     assert.ok(streamCloses > 0, 'broken framing closed some direct connections');
+    // The head's actor endpoint upgraded to the same framing, as a real actor with its secret.
+    const actorStreamCloses = await fuzzStream(
+      '/v1/actor frames',
+      500,
+      async () => {
+        const stream = new RawStream(`${cluster.url}/v1/actor`, ['call'], { headers: actorHeaders });
+        await stream.opened;
+        return stream;
+      },
+      actorTemplates,
+    );
+    assert.ok(actorStreamCloses > 0, 'broken framing closed some actor frame streams');
 
     const http: { url: string; method: string; headers: Record<string, string>; body: () => Buffer | string }[] = [];
     const inferJson = JSON.stringify({ id: '7', inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(seededFloats(64, 2)) }] });
@@ -351,7 +383,7 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     const ok = await fetch(`${cluster.url}/v2/models/mlp/infer`, { method: 'POST', body: inferJson, headers: { 'content-type': 'application/json' } });
     assert.equal(ok.status, 200, await ok.clone().text());
     const rssAfter = await rssOf(pids.head);
-    process.stderr.write(`# chaos-fuzz seed ${SEED}: ${sent} frames and bodies; closes ${JSON.stringify([...closeCodes])}; direct streams closed ${streamCloses}; HTTP ${JSON.stringify([...statuses])}; head RSS ${Math.round(rssBefore / 2 ** 20)} -> ${Math.round(rssAfter / 2 ** 20)} MiB\n`);
+    process.stderr.write(`# chaos-fuzz seed ${SEED}: ${sent} frames and bodies; closes ${JSON.stringify([...closeCodes])}; direct streams closed ${streamCloses}, actor frame streams ${actorStreamCloses}; HTTP ${JSON.stringify([...statuses])}; head RSS ${Math.round(rssBefore / 2 ** 20)} -> ${Math.round(rssAfter / 2 ** 20)} MiB\n`);
     // Bounded memory: a few thousand bad inputs must not leave the head holding onto them.
     assert.ok(rssAfter < rssBefore + 256 * 2 ** 20, `head RSS grew from ${rssBefore} to ${rssAfter} bytes`);
   });
