@@ -61,20 +61,6 @@ export function concatRows(parts: readonly Tensor[], pool: BufferPool): { tensor
   return { tensor: { dtype: first.dtype, shape, data: out }, copy: bytes };
 }
 
-/** Whether some output's bytes lie in the same memory as some input's (a model that passes an input through). */
-export function sharesMemory(outputs: Record<string, Tensor>, inputs: Record<string, Tensor>): boolean {
-  // A call has a tensor or two each way: pairs compared in place, nothing allocated per call.
-  for (const name in outputs) {
-    const out = outputs[name]!.data;
-    if (Array.isArray(out)) continue;
-    for (const key in inputs) {
-      const input = inputs[key]!.data;
-      if (!Array.isArray(input) && (input as TypedArray).buffer === (out as TypedArray).buffer) return true;
-    }
-  }
-  return false;
-}
-
 /** Where the arrays start when each begins right where the one before it ends, in one buffer. */
 function backToBack(arrays: readonly TypedArray[]): { buffer: ArrayBufferLike; byteOffset: number } | undefined {
   const first = arrays[0]!;

@@ -1,6 +1,6 @@
-import { TroupeError, sharedBufferPool } from '../runtime/index.js';
+import { TroupeError, sharedBufferPool, sharesMemory } from '../runtime/index.js';
 import type { Tensor } from '../runtime/index.js';
-import { batchKey, concatRows, rowsOf, sharesMemory, splitRows } from './batch-tensors.js';
+import { batchKey, concatRows, rowsOf, splitRows } from './batch-tensors.js';
 
 export interface BatcherOptions {
   /** Most rows in one run; 1 runs every call alone. */

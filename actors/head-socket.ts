@@ -1,17 +1,5 @@
-import { WebSocket } from 'ws';
-import {
-  ACTOR_ID_HEADER,
-  ACTOR_SECRET_HEADER,
-  Channel,
-  DEFAULT_MAX_FRAME_BYTES,
-  HeadToActorSchema,
-  TroupeError,
-  asFrameTransport,
-  clientSocketOptions,
-  toWireError,
-  upgradeToFrames,
-} from '../runtime/index.js';
-import type { ActorToHead, FrameTransport, HeadToActor, Logger } from '../runtime/index.js';
+import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, Channel, DEFAULT_MAX_FRAME_BYTES, HeadToActorSchema, TroupeError, openFrameTransport, toWireError } from '../runtime/index.js';
+import type { ActorToHead, HeadToActor, Logger } from '../runtime/index.js';
 
 type HeadChannel = Channel<HeadToActor, ActorToHead>;
 
@@ -34,36 +22,6 @@ export interface HeadSocketOptions {
 const FIRST_RETRY_MS = 100;
 const MAX_RETRY_MS = 2000;
 const HANDSHAKE_TIMEOUT_MS = 10_000;
-
-/**
- * Opens the data-plane connection: over plain HTTP, an upgrade to a length-prefixed frame stream,
- * so calls' tensors are read in place into pooled buffers (over `ws`, each 600 KB image cost the
- * actor fresh buffers and full collections); over TLS (`wss:`/`https:`, a terminating proxy in
- * front of the head), a WebSocket, which such proxies pass. Rejects with TROUPE_ERR_UNAUTHORIZED
- * when the head refuses the id and secret.
- */
-function openHeadConnection(url: URL, headers: Record<string, string>): Promise<FrameTransport> {
-  if (url.protocol === 'ws:' || url.protocol === 'http:') {
-    url.protocol = 'http:';
-    return upgradeToFrames(url, headers, { maxFrameBytes: DEFAULT_MAX_FRAME_BYTES, pooled: true, timeoutMs: HANDSHAKE_TIMEOUT_MS });
-  }
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { ...clientSocketOptions(headers), handshakeTimeout: HANDSHAKE_TIMEOUT_MS });
-    const failed = (code: 'TROUPE_ERR_UNAUTHORIZED' | 'TROUPE_ERR_CONNECTION_CLOSED', why: string) => {
-      ws.terminate();
-      reject(new TroupeError(code, why));
-    };
-    ws.once('unexpected-response', (_req, res) =>
-      failed(res.statusCode === 401 ? 'TROUPE_ERR_UNAUTHORIZED' : 'TROUPE_ERR_CONNECTION_CLOSED', `HTTP ${res.statusCode} ${String(res.headers['x-troupe-error'] ?? '')}`.trim()),
-    );
-    ws.once('error', (err) => failed('TROUPE_ERR_CONNECTION_CLOSED', err.message));
-    ws.once('close', () => failed('TROUPE_ERR_CONNECTION_CLOSED', 'closed during the handshake'));
-    ws.once('open', () => {
-      ws.removeAllListeners('close');
-      resolve(asFrameTransport(ws));
-    });
-  });
-}
 
 /**
  * An actor's data-plane connection to the head, kept up for the life of the process. An actor does
@@ -114,7 +72,10 @@ export class HeadSocket {
   #connect(): void {
     if (this.#stopped) return;
     const { headUrl, actorId, secret, log } = this.#options;
-    openHeadConnection(new URL('/v1/actor', headUrl), { [ACTOR_ID_HEADER]: actorId, [ACTOR_SECRET_HEADER]: secret }).then(
+    const headers = { [ACTOR_ID_HEADER]: actorId, [ACTOR_SECRET_HEADER]: secret };
+    // Calls arrive in pooled frames, released once they have run (see actors/host.ts).
+    const options = { maxFrameBytes: DEFAULT_MAX_FRAME_BYTES, pooled: true, timeoutMs: HANDSHAKE_TIMEOUT_MS };
+    openFrameTransport(new URL('/v1/actor', headUrl), headers, options).then(
       (transport) => {
         if (this.#stopped) return transport.terminate();
         if (this.#connectedOnce) log.info({ actor: actorId }, 'reconnected to the head');

@@ -7,10 +7,10 @@ import {
   mapFromWire,
   mapToWire,
   onParentGone,
+  sharesMemory,
   validateInputs,
 } from '../runtime/index.js';
 import type { ActorEnv, ActorToAgentIpc, ActorToHead, Channel, HeadToActor } from '../runtime/index.js';
-import { sharesMemory } from './batch-tensors.js';
 import { startDirectServer } from './direct-server.js';
 import type { DirectServer } from './direct-server.js';
 import { DirectCallStats } from './direct-stats.js';

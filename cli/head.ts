@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { startHead } from '../head/index.js';
 import { PortSchema, onShutdown, parseFlags } from './flags.js';
 
-export const HEAD_HELP = `troupe head: run the head (scheduler, HTTP API and WebSocket endpoints)
+export const HEAD_HELP = `troupe head: run the head (scheduler, HTTP API and connection endpoints)
 
   --host HOST     address to listen on (default 127.0.0.1, or TROUPE_HOST)
   --port PORT     port to listen on, 0 for any (default 8470, or TROUPE_PORT)
@@ -17,7 +17,7 @@ export const HEAD_HELP = `troupe head: run the head (scheduler, HTTP API and Web
                          actors that kept running
   --max-body-mib N       largest HTTP request body, e.g. an inference (default 64)
   --max-model-mib N      largest model upload (default 1024)
-  --max-frame-mib N      largest WebSocket frame; a larger one closes its socket (default 256)
+  --max-frame-mib N      largest frame from a peer; a larger one closes its connection (default 256)
   --drain-ms MS          on SIGTERM, how long accepted calls get to finish (default 10000)
   --job-ttl-s S          how long a finished async job's result is kept (default 3600)
   --max-jobs N           finished async jobs kept, at most (default 1000)

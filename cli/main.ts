@@ -8,7 +8,7 @@ import { UP_HELP, upCommand } from './up.js';
 
 const COMMANDS: Record<string, { summary: string; help: string; run: (argv: string[]) => Promise<void> }> = {
   up: { summary: 'start an embedded cluster (head + local agent) with an example model', help: UP_HELP, run: upCommand },
-  head: { summary: 'run the head: scheduler, HTTP API, WebSocket endpoints', help: HEAD_HELP, run: headCommand },
+  head: { summary: 'run the head: scheduler, HTTP API, connection endpoints', help: HEAD_HELP, run: headCommand },
   agent: { summary: 'run a node agent that starts model actors for a head', help: AGENT_HELP, run: agentCommand },
   deploy: { summary: 'create or update a deployment from a JSON or YAML file (HTTP API)', help: DEPLOY_HELP, run: deployCommand },
   status: { summary: 'show nodes, deployments and actors (HTTP API)', help: STATUS_HELP, run: statusCommand },

@@ -1,5 +1,5 @@
-import { Channel, ClientToHeadSchema, ModelDeploymentSchema, TroupeError, looksLikeGraphDocument } from '../runtime/index.js';
-import type { ClientToHead, HeadToClient, Logger } from '../runtime/index.js';
+import { Channel, ClientToHeadSchema, ModelDeploymentSchema, TroupeError, looksLikeGraphDocument, sharesMemory } from '../runtime/index.js';
+import type { ClientToHead, FrameTransport, HeadToClient, Logger } from '../runtime/index.js';
 import type { WebSocket } from 'ws';
 import type { Controller } from './controller.js';
 import type { ShutdownGate } from './drain.js';
@@ -25,18 +25,28 @@ export interface ClientServiceOptions {
   store?: DurableStore | undefined;
 }
 
-/** Serves one SDK client: deploy, undeploy, run, describe; models and graphs alike. */
-export function serveClient(ws: WebSocket, state: ClusterState, controller: Controller, log: Logger, graphs: GraphService, options: ClientServiceOptions = {}): void {
+/**
+ * Serves one SDK client (a frame stream, or a WebSocket through a TLS proxy): deploy, undeploy,
+ * run, describe; models and graphs alike. Returns its channel.
+ */
+export function serveClient(
+  ws: WebSocket | FrameTransport,
+  state: ClusterState,
+  controller: Controller,
+  log: Logger,
+  graphs: GraphService,
+  options: ClientServiceOptions = {},
+): Channel<ClientToHead, HeadToClient> {
   const { gate, store } = options;
   const admit = <T>(what: string, work: () => Promise<T>): Promise<T> => (gate ? gate.run(what, work) : work());
   const channel: Channel<ClientToHead, HeadToClient> = new Channel<ClientToHead, HeadToClient>(ws, {
     schema: ClientToHeadSchema,
-    onMessage: (message) => {
+    onMessage: (message, release) => {
       const answer = (work: Promise<unknown>) =>
         work.then(
           (value) => {
-            if (ws.bufferedAmount > MAX_UNREAD_BYTES) {
-              log.warn({ unreadBytes: ws.bufferedAmount }, 'dropping a client that does not read its answers');
+            if (channel.bufferedBytes > MAX_UNREAD_BYTES) {
+              log.warn({ unreadBytes: channel.bufferedBytes }, 'dropping a client that does not read its answers');
               channel.terminate();
               return;
             }
@@ -44,12 +54,22 @@ export function serveClient(ws: WebSocket, state: ClusterState, controller: Cont
           },
           (err: unknown) => channel.fail(message.id, err),
         );
+      if (message.type !== 'run') release?.();
       switch (message.type) {
-        case 'run':
+        case 'run': {
           // Through the graph service, so every run can be named by a later run's future.
           // The answer is queued before the call counts as done, so a draining head sends it before closing.
-          admit(`run '${message.deployment.slice(0, 64)}'`, () => answer(graphs.run(message))).catch((err: unknown) => channel.fail(message.id, err));
+          // Its frame goes back to the pool once the run succeeded: every actor it went to has
+          // answered, so the bytes sent on have left the process (after a failure they may still
+          // sit in a socket's queue, and the frame is left to the collector).
+          const run = () => {
+            const work = graphs.run(message);
+            if (release) work.then((a) => sharesMemory(a.outputs, message.inputs) || release(), () => {});
+            return answer(work);
+          };
+          admit(`run '${message.deployment.slice(0, 64)}'`, run).catch((err: unknown) => channel.fail(message.id, err));
           return;
+        }
         case 'deploy': {
           if (gate?.draining) {
             answer(admit('deploy', () => Promise.resolve()));
@@ -105,4 +125,5 @@ export function serveClient(ws: WebSocket, state: ClusterState, controller: Cont
     },
     onRefused: (err) => log.debug({ err: err.message }, 'client sent a bad frame'),
   });
+  return channel;
 }

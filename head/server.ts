@@ -6,7 +6,7 @@ import Fastify from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, DEFAULT_MAX_FRAME_BYTES, TroupeError, acceptFrames, createLogger, wantsFrames } from '../runtime/index.js';
-import type { ActorToHead, Channel, HeadToActor } from '../runtime/index.js';
+import type { Channel } from '../runtime/index.js';
 import { serveActor } from './actor-connection.js';
 import { serveAgent } from './agent-connection.js';
 import { checkBearer, isLoopback } from './auth.js';
@@ -37,7 +37,7 @@ export interface HeadOptions {
   token?: string;
   liveness?: Partial<LivenessOptions>;
   controller?: Partial<ControllerOptions>;
-  /** Largest WebSocket frame accepted (default 256 MiB); a larger one closes its socket with 1009. */
+  /** Largest frame accepted (default 256 MiB); a larger one closes its connection (a WebSocket with 1009). */
   maxFrameBytes?: number;
   /**
    * Where the head keeps uploaded models and its durable state (default `.troupe/head` under the
@@ -61,7 +61,7 @@ export interface HeadOptions {
 }
 
 export interface Head {
-  /** http://host:port; the WebSocket endpoints are under ws://host:port/v1/. */
+  /** http://host:port; the connection endpoints (WebSocket or frame-stream upgrades) are under /v1/. */
   readonly url: string;
   readonly state: ClusterState;
   /**
@@ -72,15 +72,18 @@ export interface Head {
   close(): Promise<void>;
 }
 
+/** What shutting down needs of a connection's channel. */
+type ClosableChannel = Pick<Channel<{ type: string }, { type: string }>, 'close' | 'terminate' | 'whenClosed'>;
+
 function refuse(socket: Duplex, status: number, text: string, why: string): void {
   socket.end(`HTTP/1.1 ${status} ${text}\r\nx-troupe-error: ${why}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
 }
 
 /**
- * Starts the head: the HTTP API and three WebSocket endpoints on one port. `/v1/agent` for node
- * agents, `/v1/actor` for actors' data-plane sockets, `/v1/client` for SDK clients. Actors
- * upgrade `/v1/actor` to a frame stream (`Upgrade: troupe-frames`) rather than a WebSocket when
- * they reach the head over plain HTTP; both carry the same messages.
+ * Starts the head: the HTTP API and three connection endpoints on one port. `/v1/agent` for node
+ * agents, `/v1/actor` for actors' data-plane connections, `/v1/client` for SDK clients. Actors and
+ * clients upgrade to a frame stream (`Upgrade: troupe-frames`) rather than a WebSocket when they
+ * reach the head over plain HTTP; both carry the same messages.
  */
 export async function startHead(options: HeadOptions = {}): Promise<Head> {
   const host = options.host ?? '127.0.0.1';
@@ -152,8 +155,16 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
 
   const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false });
-  // Actors' data-plane connections upgraded to frame streams (the others are WebSockets in wss).
-  const actorStreams = new Set<Channel<ActorToHead, HeadToActor>>();
+  // Connections upgraded to frame streams (`Upgrade: troupe-frames`: actors, and SDK clients over
+  // plain HTTP), kept to be closed on shutdown; WebSockets are in wss.clients. A client's calls
+  // arrive in pooled frames, given back once they succeeded (client-connection.ts); an actor's
+  // replies are exact allocations, as their tensors are handed on to callers who may keep them.
+  const streams = new Set<ClosableChannel>();
+  const frames = (socket: Duplex, head: Buffer, pooled: boolean) => acceptFrames(socket, head, { maxFrameBytes, pooled });
+  const track = (channel: ClosableChannel) => {
+    streams.add(channel);
+    void channel.whenClosed.then(() => streams.delete(channel));
+  };
   const accept = (req: IncomingMessage, socket: Duplex, head: Buffer, serve: (ws: WebSocket) => void) =>
     wss.handleUpgrade(req, socket, head, serve);
 
@@ -165,18 +176,16 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
       const actor = joiningActor(state, String(req.headers[ACTOR_ID_HEADER] ?? ''), String(req.headers[ACTOR_SECRET_HEADER] ?? ''));
       if (!actor) return refuse(socket, 401, 'Unauthorized', 'unknown actor or wrong actor secret');
       if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveActor(ws, actor, controller, log));
-      const channel = serveActor(acceptFrames(socket, head, { maxFrameBytes, pooled: false }), actor, controller, log);
-      actorStreams.add(channel);
-      void channel.whenClosed.then(() => actorStreams.delete(channel));
-      return;
+      return track(serveActor(frames(socket, head, false), actor, controller, log));
     }
-    if (path !== '/v1/agent' && path !== '/v1/client') return refuse(socket, 404, 'Not Found', `no WebSocket endpoint at ${path}`);
+    if (path !== '/v1/agent' && path !== '/v1/client') return refuse(socket, 404, 'Not Found', `no connection endpoint at ${path}`);
     if (!checkBearer(req.headers, options.token)) {
       log.warn({ path, address }, 'refused a connection with a missing or wrong token');
       return refuse(socket, 401, 'Unauthorized', 'missing or wrong cluster token');
     }
     if (path === '/v1/agent') return accept(req, socket, head, (ws) => serveAgent(ws, address, state, controller, log));
-    return accept(req, socket, head, (ws) => serveClient(ws, state, controller, log, graphs, { gate, store }));
+    if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveClient(ws, state, controller, log, graphs, { gate, store }));
+    return track(serveClient(frames(socket, head, true), state, controller, log, graphs, { gate, store }));
   });
 
   await app.listen({ host, port: options.port ?? 8470 });
@@ -212,17 +221,17 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
         await new Promise((resolve) => setImmediate(resolve));
         const sockets = [...wss.clients];
         for (const ws of sockets) ws.close(1001, 'head shutting down');
-        const streams = [...actorStreams];
-        for (const channel of streams) channel.close(1001, 'head shutting down');
+        const channels = [...streams];
+        for (const channel of channels) channel.close(1001, 'head shutting down');
         await Promise.race([
           Promise.all([
             ...sockets.map((ws) => (ws.readyState === ws.CLOSED ? undefined : new Promise((resolve) => ws.once('close', resolve)))),
-            ...streams.map((channel) => channel.whenClosed),
+            ...channels.map((channel) => channel.whenClosed),
           ]),
           new Promise((resolve) => setTimeout(resolve, 1000)),
         ]);
         for (const ws of wss.clients) ws.terminate();
-        for (const channel of actorStreams) channel.terminate();
+        for (const channel of streams) channel.terminate();
         wss.close();
         // HTTP requests still open after the drain (a status page's event stream, a slow client)
         // get a second, then their connections are closed: a shutdown must not wait on them.

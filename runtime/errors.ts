@@ -4,7 +4,7 @@
  * same table; test/unit/errors.test.ts keeps the two in step.
  */
 export const ERRORS = {
-  TROUPE_ERR_BAD_FRAME: { status: 400, retryable: false, what: 'A WebSocket frame is not valid msgpack, is text, or is too large.' },
+  TROUPE_ERR_BAD_FRAME: { status: 400, retryable: false, what: 'A frame is not valid msgpack, is text, is empty, or is too large.' },
   TROUPE_ERR_BAD_MESSAGE: { status: 400, retryable: false, what: 'A decoded message does not match the protocol schema.' },
   TROUPE_ERR_BAD_TENSOR: { status: 400, retryable: false, what: 'A tensor is malformed: unknown dtype, bad shape, or data length that contradicts its shape.' },
   TROUPE_ERR_BAD_INPUT: { status: 400, retryable: false, what: "Inputs do not fit the model: unknown or missing input name, wrong dtype or shape." },

@@ -1,9 +1,10 @@
-import { WebSocket } from 'ws';
 import { TroupeError } from '../errors.js';
 import { HeadToClientSchema } from '../protocol/client.js';
 import type { ClientToHead, HeadToClient } from '../protocol/client.js';
 import { Channel } from '../transport/channel.js';
-import { clientSocketOptions } from '../transport/socket-options.js';
+import type { FrameTransport } from '../transport/frame-transport.js';
+import { openFrameTransport } from '../transport/open-transport.js';
+import { DEFAULT_MAX_FRAME_BYTES } from '../protocol/codec.js';
 
 type ClientChannel = Channel<HeadToClient, ClientToHead>;
 type Request = Parameters<ClientChannel['request']>[0];
@@ -22,29 +23,10 @@ export interface HeadConnectionOptions {
 const FIRST_RETRY_MS = 100;
 const MAX_RETRY_MS = 5000;
 
-/** Opens one socket to the head's client endpoint; rejects with a TroupeError saying why not. */
-function openSocket(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<WebSocket> {
-  const ws = new WebSocket(url, clientSocketOptions(headers));
-  return new Promise<WebSocket>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      ws.terminate();
-      reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `could not connect to ${url.href} within ${timeoutMs} ms`));
-    }, timeoutMs);
-    ws.once('open', () => {
-      clearTimeout(timer);
-      resolve(ws);
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      clearTimeout(timer);
-      ws.terminate();
-      const code = res.statusCode === 401 ? 'TROUPE_ERR_UNAUTHORIZED' : 'TROUPE_ERR_CONNECTION_CLOSED';
-      reject(new TroupeError(code, `head refused the connection: HTTP ${res.statusCode} ${res.headers['x-troupe-error'] ?? ''}`.trim()));
-    });
-    ws.once('error', (err) => {
-      clearTimeout(timer);
-      reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `could not connect to ${url.href}: ${err.message}`));
-    });
-  });
+/** Opens one connection to the head's client endpoint; rejects with a TroupeError saying why not. */
+function openSocket(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<FrameTransport> {
+  // Replies are handed to users, who may keep their tensors: exact allocations, not pooled frames.
+  return openFrameTransport(url, headers, { maxFrameBytes: DEFAULT_MAX_FRAME_BYTES, pooled: false, timeoutMs });
 }
 
 /**
@@ -121,7 +103,7 @@ export class HeadConnection {
     clearTimeout(timer);
   }
 
-  #attach(ws: WebSocket): void {
+  #attach(ws: FrameTransport): void {
     const reconnected = this.#channel !== undefined;
     const channel: ClientChannel = new Channel<HeadToClient, ClientToHead>(ws, {
       schema: HeadToClientSchema,

@@ -3,7 +3,7 @@ import { WireTensorMapSchema } from '../tensor/wire.js';
 import { FailSchema, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
 
 /**
- * Actors talk to the head directly over their own WebSocket (the data plane); the node agent
+ * Actors talk to the head directly over their own connection (the data plane); the node agent
  * only supervises them. That saves a decode and an encode per call compared with relaying
  * through the agent (Ray's workers likewise talk directly, the raylet only supervises).
  */
@@ -76,7 +76,7 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
 ]);
 export type ActorToHead = z.infer<typeof ActorToHeadSchema>;
 
-/** Headers an actor presents on its WebSocket upgrade, set by the agent that spawned it. */
+/** Headers an actor presents on its connection's upgrade, set by the agent that spawned it. */
 export const ACTOR_ID_HEADER = 'x-troupe-actor-id';
 export const ACTOR_SECRET_HEADER = 'x-troupe-actor-secret';
 

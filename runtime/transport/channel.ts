@@ -43,7 +43,7 @@ function once(fn: () => void): () => void {
 type OmitId<T> = T extends unknown ? Omit<T, 'id'> & { id?: string } : never;
 
 /**
- * Messages over one frame transport (a WebSocket, or a length-prefixed stream for direct calls),
+ * Messages over one frame transport (a WebSocket, or a length-prefixed stream),
  * shared by every Troupe process.
  *
  * - Writes are coalesced: all messages sent in one event-loop turn leave as one frame, so under
@@ -76,6 +76,11 @@ export class Channel<In extends { type: string }, Out extends { type: string }> 
 
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** Bytes sent on this channel that the peer has not taken yet (see FrameTransport.bufferedBytes). */
+  get bufferedBytes(): number {
+    return this.#transport.bufferedBytes;
   }
 
   get pendingCount(): number {

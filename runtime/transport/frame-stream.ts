@@ -151,6 +151,10 @@ export class FrameStream implements FrameTransport {
     this.#socket.destroy();
   }
 
+  get bufferedBytes(): number {
+    return this.#socket.writableLength;
+  }
+
   /** The framing broke: the peer hears why, then the connection ends (nothing after it is a frame). */
   fail(error: TroupeError): void {
     this.#broken = error;

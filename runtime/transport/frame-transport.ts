@@ -18,8 +18,9 @@ export interface FrameSink {
 }
 
 /**
- * A connection that carries whole frames: a WebSocket (head, agents, SDK to head) or a
- * length-prefixed byte stream (SDK clients calling replicas directly, see frame-stream.ts).
+ * A connection that carries whole frames: a WebSocket (head and agents; actors and SDK clients
+ * behind a TLS proxy) or a length-prefixed byte stream (actors and SDK clients to the head, SDK
+ * clients calling replicas directly; see frame-stream.ts and frames-upgrade.ts).
  */
 export interface FrameTransport {
   /** Starts delivering to `sink`; called once, by the channel that owns the transport. */
@@ -30,6 +31,8 @@ export interface FrameTransport {
   close(code: number, reason: string): void;
   /** Drops the connection at once. */
   terminate(): void;
+  /** Bytes sent but not yet handed to the kernel: grows while the peer does not read. */
+  readonly bufferedBytes: number;
 }
 
 /** A WebSocket as a frame transport: one binary message is one frame. */
@@ -63,6 +66,10 @@ export class WebSocketTransport implements FrameTransport {
 
   terminate(): void {
     this.#ws.terminate();
+  }
+
+  get bufferedBytes(): number {
+    return this.#ws.bufferedAmount;
   }
 }
 

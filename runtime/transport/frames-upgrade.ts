@@ -8,8 +8,8 @@ import type { FrameStreamOptions } from './frame-stream.js';
 
 /**
  * The `Upgrade` token that turns an HTTP connection into a length-prefixed frame stream (see
- * frame-stream.ts): how actors reach the head on its one port without WebSocket framing, so a
- * call's tensors are read in place into pooled buffers, as direct calls from SDK clients are.
+ * frame-stream.ts): how actors and SDK clients reach the head on its one port without WebSocket
+ * framing, so a call's tensors are read in place into pooled buffers, as direct calls are.
  */
 export const FRAMES_UPGRADE = 'troupe-frames';
 

@@ -2,7 +2,7 @@ import type { ClientOptions } from 'ws';
 import { DEFAULT_MAX_FRAME_BYTES } from '../protocol/codec.js';
 
 /**
- * Options for every WebSocket a Troupe process opens (SDK, agents, actors).
+ * Options for every WebSocket a Troupe process opens (agents; SDK clients and actors behind a TLS proxy).
  *
  * Client frames carry a zero mask. Masking exists to stop browsers' traffic from poisoning the
  * caches of HTTP proxies; these peers are not browsers, and with a zero mask `ws` skips masking

@@ -175,7 +175,7 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     assert.equal(unauth.status, 401);
   });
 
-  test('the WebSocket endpoints and the actor frame-stream upgrade refuse a missing token or a wrong actor secret', async () => {
+  test('the WebSocket endpoints and the frame-stream upgrades refuse a missing token or a wrong actor secret', async () => {
     for (const [path, headers] of [
       ['/v1/client', {}],
       ['/v1/agent', { authorization: 'Bearer wrong-token-123' }],
@@ -184,9 +184,11 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
       const raw = new RawSocket(`${wsBase}${path}`, headers, []);
       await assert.rejects(raw.opened, /HTTP 401/, path);
     }
-    // Actors upgrade to a frame stream instead; the same secret is checked before the switch.
+    // Actors and SDK clients upgrade to a frame stream instead; the same checks come before the switch.
     const stranger = new RawStream(`${cluster.url}/v1/actor`, ['call'], { headers: { 'x-troupe-actor-id': 'nobody', 'x-troupe-actor-secret': 'not-the-secret' } });
     await assert.rejects(stranger.opened, /HTTP 401 unknown actor or wrong actor secret/);
+    const tokenless = new RawStream(`${cluster.url}/v1/client`, ['reply'], { headers: {} });
+    await assert.rejects(tokenless.opened, /HTTP 401 missing or wrong cluster token/);
   });
 
   test(`a seeded fuzzer (seed ${SEED}): thousands of random and mutated frames and bodies; every answer is a proper error; nothing exits`, async () => {
@@ -203,22 +205,17 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
       { type: 'fail', id: 'r2', error: { code: 'TROUPE_ERR_INFERENCE', message: 'x' } },
     ];
 
+    const clientTemplates = [
+      { type: 'run', id: 'c1', deployment: 'mlp', inputs: { x: wire } },
+      { type: 'run', id: 'c2', deployment: 'mlp', inputs: { x: wire }, outputs: ['logits'], timeoutMs: 5000, trace: true },
+      { type: 'run', id: 'c3', deployment: 'mlp', inputs: {}, refs: { x: { run: 'c1' } } },
+      { type: 'describe', id: 'c4' },
+      { type: 'deploy', id: 'c5', spec: { name: 'fz', model: 'missing.onnx', replicas: 1 }, wait: false },
+      { type: 'deploy', id: 'c6', spec: { graph: 'fzg', nodes: [{ kind: 'pipeline', name: 'fzg', steps: ['fzg'] }] } },
+      { type: 'undeploy', id: 'c7', name: 'fz' },
+    ];
     const endpoints = [
-      {
-        path: '/v1/client',
-        headers: AUTH,
-        allowed: ['reply'],
-        frames: 1500,
-        templates: [
-          { type: 'run', id: 'c1', deployment: 'mlp', inputs: { x: wire } },
-          { type: 'run', id: 'c2', deployment: 'mlp', inputs: { x: wire }, outputs: ['logits'], timeoutMs: 5000, trace: true },
-          { type: 'run', id: 'c3', deployment: 'mlp', inputs: {}, refs: { x: { run: 'c1' } } },
-          { type: 'describe', id: 'c4' },
-          { type: 'deploy', id: 'c5', spec: { name: 'fz', model: 'missing.onnx', replicas: 1 }, wait: false },
-          { type: 'deploy', id: 'c6', spec: { graph: 'fzg', nodes: [{ kind: 'pipeline', name: 'fzg', steps: ['fzg'] }] } },
-          { type: 'undeploy', id: 'c7', name: 'fz' },
-        ],
-      },
+      { path: '/v1/client', headers: AUTH, allowed: ['reply'], frames: 1500, templates: clientTemplates },
       {
         path: '/v1/agent',
         headers: AUTH,
@@ -328,6 +325,18 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
       actorTemplates,
     );
     assert.ok(actorStreamCloses > 0, 'broken framing closed some actor frame streams');
+    // And the client endpoint so upgraded, as SDK clients reach it over plain HTTP.
+    const clientStreamCloses = await fuzzStream(
+      '/v1/client frames',
+      500,
+      async () => {
+        const stream = new RawStream(`${cluster.url}/v1/client`, ['reply'], { headers: AUTH });
+        await stream.opened;
+        return stream;
+      },
+      clientTemplates,
+    );
+    assert.ok(clientStreamCloses > 0, 'broken framing closed some client frame streams');
 
     const http: { url: string; method: string; headers: Record<string, string>; body: () => Buffer | string }[] = [];
     const inferJson = JSON.stringify({ id: '7', inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(seededFloats(64, 2)) }] });
@@ -383,7 +392,7 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     const ok = await fetch(`${cluster.url}/v2/models/mlp/infer`, { method: 'POST', body: inferJson, headers: { 'content-type': 'application/json' } });
     assert.equal(ok.status, 200, await ok.clone().text());
     const rssAfter = await rssOf(pids.head);
-    process.stderr.write(`# chaos-fuzz seed ${SEED}: ${sent} frames and bodies; closes ${JSON.stringify([...closeCodes])}; direct streams closed ${streamCloses}, actor frame streams ${actorStreamCloses}; HTTP ${JSON.stringify([...statuses])}; head RSS ${Math.round(rssBefore / 2 ** 20)} -> ${Math.round(rssAfter / 2 ** 20)} MiB\n`);
+    process.stderr.write(`# chaos-fuzz seed ${SEED}: ${sent} frames and bodies; closes ${JSON.stringify([...closeCodes])}; frame streams closed: direct ${streamCloses}, actor ${actorStreamCloses}, client ${clientStreamCloses}; HTTP ${JSON.stringify([...statuses])}; head RSS ${Math.round(rssBefore / 2 ** 20)} -> ${Math.round(rssAfter / 2 ** 20)} MiB\n`);
     // Bounded memory: a few thousand bad inputs must not leave the head holding onto them.
     assert.ok(rssAfter < rssBefore + 256 * 2 ** 20, `head RSS grew from ${rssBefore} to ${rssAfter} bytes`);
   });

@@ -66,6 +66,34 @@ describe('direct calls from the SDK to replicas', { timeout: 180_000 }, () => {
     assert.deepEqual(floats((await head).logits), floats(want.logits));
   });
 
+  test('runs through the head arrive in pooled frames, 16 at a time with bad ones among them: each answer is its own run\'s', async () => {
+    // 320 rows of 64 floats: 80 KB runs, each sent in a turn of its own so that it is a frame of
+    // its own, which the head reads into a buffer from its pool and gives back once the run has
+    // succeeded; a buffer given back too soon (while its run waits in a queue or a socket) would
+    // be overwritten by a later run's bytes and mix runs' numbers here.
+    const rows = 320;
+    const inputs = Array.from({ length: 48 }, (_, i) => tensor('float32', [rows, 64], seededFloats(rows * 64, 200 + i)));
+    const expected = await Promise.all(inputs.map(async (t) => floats((await client.run('m', { x: t })).logits)));
+    const answers: number[][] = [];
+    let next = 0;
+    const sender = async () => {
+      for (let i = next++; i < inputs.length; i = next++) {
+        await new Promise((resolve) => setImmediate(resolve));
+        // Every fourth run has rows of the wrong width: refused by the head, its frame not reused.
+        if (i % 4 === 3) {
+          const wrong = tensor('float32', [rows * 2, 32], inputs[i]!.data);
+          await rejectsWith(viaHead.run('m', { x: wrong }), 'TROUPE_ERR_BAD_INPUT', /input 'x': expected float32\[\w+,64\], got float32\[640,32\]/);
+          continue;
+        }
+        const run = viaHead.run('m', { x: inputs[i]! });
+        assert.equal(run.resolvedHere, false);
+        answers[i] = floats((await run).logits);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, sender));
+    for (let i = 0; i < inputs.length; i++) if (i % 4 !== 3) assert.deepEqual(answers[i], expected[i], `run ${i}`);
+  });
+
   test('the routes follow the deployment: after a redeploy the next direct run is answered by the new model', async () => {
     await client.deploy({ name: 'm', model: 'member12.onnx', threads: 1, batch: { maxSize: 8 } });
     const want = await runInProcess(join(cluster.modelDir, 'member12.onnx'), { x });

@@ -1,0 +1,42 @@
+import { WebSocket } from 'ws';
+import { TroupeError } from '../errors.js';
+import type { FrameStreamOptions } from './frame-stream.js';
+import { asFrameTransport } from './frame-transport.js';
+import type { FrameTransport } from './frame-transport.js';
+import { upgradeToFrames } from './frames-upgrade.js';
+import { clientSocketOptions } from './socket-options.js';
+
+/**
+ * Opens a connection to one of the head's endpoints (`/v1/client`, `/v1/actor`). Over plain HTTP
+ * (`http:` or `ws:` URLs) it upgrades to a length-prefixed frame stream, whose frames are read in
+ * place (over `ws`, a 600 KB image arrives as 64 KB chunks gathered into fresh buffers, twice);
+ * over TLS (`https:`/`wss:`, a terminating proxy in front of the head) it opens a WebSocket, which
+ * such proxies pass. Rejects with TROUPE_ERR_UNAUTHORIZED when the head refuses the credentials in
+ * `headers`, with TROUPE_ERR_CONNECTION_CLOSED on anything else or after `timeoutMs`.
+ */
+export function openFrameTransport(url: URL, headers: Record<string, string>, options: FrameStreamOptions & { timeoutMs: number }): Promise<FrameTransport> {
+  if (url.protocol === 'ws:' || url.protocol === 'http:') {
+    const target = new URL(url);
+    target.protocol = 'http:';
+    return upgradeToFrames(target, headers, options);
+  }
+  const ws = new WebSocket(url, { ...clientSocketOptions(headers), maxPayload: options.maxFrameBytes });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => failed('TROUPE_ERR_CONNECTION_CLOSED', `could not connect to ${url.href} within ${options.timeoutMs} ms`), options.timeoutMs);
+    const failed = (code: 'TROUPE_ERR_UNAUTHORIZED' | 'TROUPE_ERR_CONNECTION_CLOSED', why: string) => {
+      clearTimeout(timer);
+      ws.terminate();
+      reject(new TroupeError(code, why));
+    };
+    ws.once('unexpected-response', (_req, res) => {
+      const why = res.headers['x-troupe-error'];
+      const code = res.statusCode === 401 ? 'TROUPE_ERR_UNAUTHORIZED' : 'TROUPE_ERR_CONNECTION_CLOSED';
+      failed(code, `${url.href} refused the connection: HTTP ${res.statusCode}${why ? ` ${String(why)}` : ''}`);
+    });
+    ws.once('error', (err) => failed('TROUPE_ERR_CONNECTION_CLOSED', `could not connect to ${url.href}: ${err.message}`));
+    ws.once('open', () => {
+      clearTimeout(timer);
+      resolve(asFrameTransport(ws));
+    });
+  });
+}
