@@ -39,7 +39,8 @@ export interface TestCluster {
   agents: Child[];
   modelDir: string;
   models: ExampleModelPaths;
-  startAgent(args?: string[]): Promise<Child>;
+  /** Starts one more agent; `headUrl` (default the head's own) is where it, and its actors, reach the head. */
+  startAgent(args?: string[], headUrl?: string): Promise<Child>;
   /**
    * Stops the head (SIGKILL, or SIGTERM for a graceful drain) and starts a new one with the same
    * flags, port and data directory; resolves once it listens. `head` is the new one after.
@@ -63,9 +64,9 @@ export async function startCluster(options: { agents?: string[][]; headArgs?: st
   let head = startChild(['head', '--port', '0', ...dataDir, ...headArgs], /listening on (\S+)/, 20_000, env);
   const url = await head.line;
   const agents: Child[] = [];
-  const startAgent = async (args: string[] = []) => {
+  const startAgent = async (args: string[] = [], headUrl = url) => {
     const stateDir = args.includes('--state-dir') ? [] : ['--state-dir', join(modelDir, `.agent-${agents.length}`)];
-    const agent = startChild(['agent', '--head', url, '--model-dir', modelDir, ...stateDir, ...args], /joined/, 20_000, env);
+    const agent = startChild(['agent', '--head', headUrl, '--model-dir', modelDir, ...stateDir, ...args], /joined/, 20_000, env);
     agents.push(agent);
     await agent.line;
     return agent;
