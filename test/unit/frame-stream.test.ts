@@ -85,6 +85,24 @@ test('the pool keeps at most its limit, and only whole buffers of its own size c
   assert.ok(pool.take(700_000).buffer === taken[1]!.buffer, 'a request takes a kept buffer of its class');
 });
 
+test('the pool lets go of a size class nobody took from for a while, and keeps one in use', async () => {
+  const pool = new BufferPool(8 << 20, 40);
+  const idle = pool.take(1 << 20);
+  const busy = pool.take(64 << 10);
+  pool.give(idle);
+  pool.give(busy);
+  assert.equal(pool.retainedBytes, (1 << 20) + (64 << 10));
+  // Past two sweeps the idle class is gone; the busy one, taken and given back meanwhile, stays.
+  for (let i = 0; i < 6; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const again = pool.take(60_000);
+    assert.ok(again.buffer === busy.buffer, 'the busy class hands out its kept buffer');
+    pool.give(again);
+  }
+  assert.equal(pool.retainedBytes, 64 << 10, 'only the class in use is kept');
+  assert.ok(pool.take(900_000).buffer !== idle.buffer, 'the idle class was let go');
+});
+
 test('an empty or oversized frame stops the reader with BAD_FRAME', () => {
   for (const length of [0, 1025]) {
     const errors: TroupeError[] = [];
