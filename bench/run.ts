@@ -61,7 +61,7 @@ async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> 
   rows.push({ label: 'minimal HTTP relay to a model process over WebSocket', result: await httpLoad({ url: relay.url, method: 'POST', body }, 1, SECONDS), ratioTo: f1.callsPerSecond });
   relay.stop();
 
-  for (const [label, batch] of [['SDK over WebSocket, batching off', { maxSize: 1 }], ['SDK over WebSocket, batching maxSize 64', { maxSize: 64 }]] as const) {
+  for (const [label, batch] of [['SDK straight to the replica, batching off', { maxSize: 1 }], ['SDK straight to the replica, batching maxSize 64', { maxSize: 64 }]] as const) {
     await client.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1, batch, maxQueue: 100_000 });
     for (const r of await sdkRuns(client, 'mlp', x, 'x')) rows.push({ label, result: r, ratioTo: f1.callsPerSecond });
   }
@@ -79,7 +79,7 @@ async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> 
   }
   say(loadTable(rows));
   const at = (label: string, c: number) => rows.find((r) => r.label.startsWith(label) && r.result.concurrency === c)?.result;
-  const sdk1 = at('SDK over WebSocket, batching off', 1);
+  const sdk1 = at('SDK straight to the replica, batching off', 1);
   const http1 = at('HTTP OIP, binary', 1);
   const relay1 = at('minimal HTTP relay', 1);
   say(`\nRuntime overhead at concurrency 1 (p50 end to end minus raw session.run p50): SDK ${fmt((sdk1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms; HTTP binary ${fmt((http1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms; the minimal HTTP relay ${fmt((relay1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms.`);
