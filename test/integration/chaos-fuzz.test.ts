@@ -313,30 +313,21 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
       directTemplates,
     );
     assert.ok(streamCloses > 0, 'broken framing closed some direct connections');
-    // The head's actor endpoint upgraded to the same framing, as a real actor with its secret.
-    const actorStreamCloses = await fuzzStream(
-      '/v1/actor frames',
-      500,
-      async () => {
-        const stream = new RawStream(`${cluster.url}/v1/actor`, ['call'], { headers: actorHeaders });
+    // The head's actor and client endpoints upgraded to the same framing, as actors and SDK clients
+    // reach them over plain HTTP: as a real actor with its secret, and with the cluster token.
+    const upgradedCloses: Record<string, number> = {};
+    for (const [path, allowed, headers, templates] of [
+      ['/v1/actor', ['call'], actorHeaders, actorTemplates],
+      ['/v1/client', ['reply'], AUTH, clientTemplates],
+    ] as const) {
+      const open = async () => {
+        const stream = new RawStream(`${cluster.url}${path}`, allowed, { headers });
         await stream.opened;
         return stream;
-      },
-      actorTemplates,
-    );
-    assert.ok(actorStreamCloses > 0, 'broken framing closed some actor frame streams');
-    // And the client endpoint so upgraded, as SDK clients reach it over plain HTTP.
-    const clientStreamCloses = await fuzzStream(
-      '/v1/client frames',
-      500,
-      async () => {
-        const stream = new RawStream(`${cluster.url}/v1/client`, ['reply'], { headers: AUTH });
-        await stream.opened;
-        return stream;
-      },
-      clientTemplates,
-    );
-    assert.ok(clientStreamCloses > 0, 'broken framing closed some client frame streams');
+      };
+      upgradedCloses[path] = await fuzzStream(`${path} frames`, 500, open, templates);
+      assert.ok(upgradedCloses[path] > 0, `broken framing closed some ${path} frame streams`);
+    }
 
     const http: { url: string; method: string; headers: Record<string, string>; body: () => Buffer | string }[] = [];
     const inferJson = JSON.stringify({ id: '7', inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(seededFloats(64, 2)) }] });
@@ -392,7 +383,7 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     const ok = await fetch(`${cluster.url}/v2/models/mlp/infer`, { method: 'POST', body: inferJson, headers: { 'content-type': 'application/json' } });
     assert.equal(ok.status, 200, await ok.clone().text());
     const rssAfter = await rssOf(pids.head);
-    process.stderr.write(`# chaos-fuzz seed ${SEED}: ${sent} frames and bodies; closes ${JSON.stringify([...closeCodes])}; frame streams closed: direct ${streamCloses}, actor ${actorStreamCloses}, client ${clientStreamCloses}; HTTP ${JSON.stringify([...statuses])}; head RSS ${Math.round(rssBefore / 2 ** 20)} -> ${Math.round(rssAfter / 2 ** 20)} MiB\n`);
+    process.stderr.write(`# chaos-fuzz seed ${SEED}: ${sent} frames and bodies; closes ${JSON.stringify([...closeCodes])}; frame streams closed: direct ${streamCloses}, upgraded ${JSON.stringify(upgradedCloses)}; HTTP ${JSON.stringify([...statuses])}; head RSS ${Math.round(rssBefore / 2 ** 20)} -> ${Math.round(rssAfter / 2 ** 20)} MiB\n`);
     // Bounded memory: a few thousand bad inputs must not leave the head holding onto them.
     assert.ok(rssAfter < rssBefore + 256 * 2 ** 20, `head RSS grew from ${rssBefore} to ${rssAfter} bytes`);
   });
