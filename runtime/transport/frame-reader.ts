@@ -88,8 +88,16 @@ export class FrameReader {
       this.handlers?.onError(new TroupeError('TROUPE_ERR_BAD_FRAME', `stream sent ${why}; closing it`));
       return;
     }
-    // Unpooled frames a caller may keep: exact allocations, small ones from Node's slab.
-    this.#frame = this.#pool ? this.#pool.take(length) : Buffer.allocUnsafe(length);
+    try {
+      // Unpooled frames a caller may keep: exact allocations, small ones from Node's slab.
+      this.#frame = this.#pool ? this.#pool.take(length) : Buffer.allocUnsafe(length);
+    } catch (err) {
+      // A frame's buffer is taken when its length arrives; a process short of memory refuses the
+      // allocation, which must close this stream, not end the process.
+      this.#broken = true;
+      this.handlers?.onError(new TroupeError('TROUPE_ERR_BAD_FRAME', `stream sent a frame of ${length} bytes, which this process cannot allocate (${(err as Error).message}); closing it`));
+      return;
+    }
     this.#filled = 0;
   }
 

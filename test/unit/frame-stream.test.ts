@@ -117,6 +117,22 @@ test('an empty or oversized frame stops the reader with BAD_FRAME', () => {
   }
 });
 
+test('a frame whose buffer cannot be allocated stops the reader with BAD_FRAME instead of throwing', () => {
+  // The allocator refusing, as it does in a process short of memory (here for every size class).
+  class ExhaustedPool extends BufferPool {
+    override take(bytes: number): Buffer {
+      throw new RangeError(`Array buffer allocation failed (${bytes} bytes)`);
+    }
+  }
+  const errors: TroupeError[] = [];
+  const reader = new FrameReader(256 << 20, new ExhaustedPool());
+  reader.handlers = { onFrame: () => assert.fail('no frame'), onError: (e) => errors.push(e) };
+  reader.consume(lengthPrefixed(Buffer.alloc(100_000)));
+  assert.equal(errors.length, 1);
+  assert.equal(errors[0]!.code, 'TROUPE_ERR_BAD_FRAME');
+  assert.match(errors[0]!.message, /frame of 100000 bytes, which this process cannot allocate \(Array buffer allocation failed/);
+});
+
 let server: Server | undefined;
 after(() => server?.close());
 
