@@ -13,6 +13,13 @@ import type { FrameStreamOptions } from './frame-stream.js';
  */
 export const FRAMES_UPGRADE = 'troupe-frames';
 
+/** The cause of an upgrade the server answered with an HTTP status instead of switching. */
+export class UpgradeDeclined extends Error {
+  constructor(readonly httpStatus: number) {
+    super(`upgrade answered with HTTP ${httpStatus}`);
+  }
+}
+
 /** Whether an upgrade request asks for a frame stream (rather than a WebSocket). */
 export function wantsFrames(req: IncomingMessage): boolean {
   return String(req.headers.upgrade ?? '').toLowerCase() === FRAMES_UPGRADE;
@@ -31,7 +38,8 @@ export function acceptFrames(socket: Duplex, head: Buffer, options: FrameStreamO
 /**
  * Client side: asks `url` (http:) to switch to a frame stream, presenting `headers`; resolves with
  * the stream. Rejects with TROUPE_ERR_UNAUTHORIZED when the server answers 401, and with
- * TROUPE_ERR_CONNECTION_CLOSED for any other answer, a socket error, or no answer within `timeoutMs`.
+ * TROUPE_ERR_CONNECTION_CLOSED for any other answer (its cause an {@link UpgradeDeclined}), a
+ * socket error, or no answer within `timeoutMs`.
  */
 export function upgradeToFrames(url: URL, headers: Record<string, string>, options: FrameStreamOptions & { timeoutMs: number }): Promise<FrameStream> {
   return new Promise((resolve, reject) => {
@@ -58,7 +66,8 @@ export function upgradeToFrames(url: URL, headers: Record<string, string>, optio
       req.destroy();
       const why = res.headers['x-troupe-error'];
       const message = `${url.href} refused the upgrade: HTTP ${res.statusCode}${why ? ` ${String(why)}` : ''}`;
-      reject(new TroupeError(res.statusCode === 401 ? 'TROUPE_ERR_UNAUTHORIZED' : 'TROUPE_ERR_CONNECTION_CLOSED', message));
+      const code = res.statusCode === 401 ? 'TROUPE_ERR_UNAUTHORIZED' : 'TROUPE_ERR_CONNECTION_CLOSED';
+      reject(new TroupeError(code, message, { cause: new UpgradeDeclined(res.statusCode ?? 0) }));
     });
     req.once('error', (err) => {
       clearTimeout(timer);

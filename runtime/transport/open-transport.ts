@@ -3,23 +3,34 @@ import { TroupeError } from '../errors.js';
 import type { FrameStreamOptions } from './frame-stream.js';
 import { asFrameTransport } from './frame-transport.js';
 import type { FrameTransport } from './frame-transport.js';
-import { upgradeToFrames } from './frames-upgrade.js';
+import { UpgradeDeclined, upgradeToFrames } from './frames-upgrade.js';
 import { clientSocketOptions } from './socket-options.js';
 
 /**
  * Opens a connection to one of the head's endpoints (`/v1/client`, `/v1/actor`). Over plain HTTP
  * (`http:` or `ws:` URLs) it upgrades to a length-prefixed frame stream, whose frames are read in
  * place (over `ws`, a 600 KB image arrives as 64 KB chunks gathered into fresh buffers, twice);
- * over TLS (`https:`/`wss:`, a terminating proxy in front of the head) it opens a WebSocket, which
- * such proxies pass. Rejects with TROUPE_ERR_UNAUTHORIZED when the head refuses the credentials in
+ * a head from before frame streams answers that upgrade with an HTTP error (400 from `ws`), and the
+ * connection is made again as a WebSocket, so a newer SDK still reaches an older head. Over TLS
+ * (`https:`/`wss:`, a terminating proxy in front of the head) it opens a WebSocket, which such
+ * proxies pass. Rejects with TROUPE_ERR_UNAUTHORIZED when the head refuses the credentials in
  * `headers`, with TROUPE_ERR_CONNECTION_CLOSED on anything else or after `timeoutMs`.
  */
-export function openFrameTransport(url: URL, headers: Record<string, string>, options: FrameStreamOptions & { timeoutMs: number }): Promise<FrameTransport> {
-  if (url.protocol === 'ws:' || url.protocol === 'http:') {
-    const target = new URL(url);
-    target.protocol = 'http:';
-    return upgradeToFrames(target, headers, options);
+export async function openFrameTransport(url: URL, headers: Record<string, string>, options: FrameStreamOptions & { timeoutMs: number }): Promise<FrameTransport> {
+  if (url.protocol !== 'ws:' && url.protocol !== 'http:') return openWebSocket(url, headers, options);
+  const plain = new URL(url);
+  plain.protocol = 'http:';
+  try {
+    return await upgradeToFrames(plain, headers, options);
+  } catch (err) {
+    if (!(err instanceof TroupeError) || err.code !== 'TROUPE_ERR_CONNECTION_CLOSED' || !(err.cause instanceof UpgradeDeclined)) throw err;
+    plain.protocol = 'ws:';
+    return openWebSocket(plain, headers, options);
   }
+}
+
+/** A WebSocket to `url` as a frame transport; rejects as {@link openFrameTransport} does. */
+function openWebSocket(url: URL, headers: Record<string, string>, options: FrameStreamOptions & { timeoutMs: number }): Promise<FrameTransport> {
   const ws = new WebSocket(url, { ...clientSocketOptions(headers), maxPayload: options.maxFrameBytes });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => failed('TROUPE_ERR_CONNECTION_CLOSED', `could not connect to ${url.href} within ${options.timeoutMs} ms`), options.timeoutMs);
