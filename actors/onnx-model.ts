@@ -1,6 +1,9 @@
 import ort from 'onnxruntime-node';
-import { DTYPES, TroupeError, byteLengthOf, isDType } from '../runtime/index.js';
+import { DTYPES, TroupeError, byteLengthOf, disableOrtTelemetryByDefault, isDType } from '../runtime/index.js';
 import type { ModelMetadata, NumericDType, Tensor, TensorInfo } from '../runtime/index.js';
+
+// No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
+disableOrtTelemetryByDefault();
 
 /** Where an actor runs its model. `simulated-gpu` holds a pretend GPU but runs on the CPU provider. */
 export type Device = 'cpu' | 'cuda' | 'simulated-gpu';

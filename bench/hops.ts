@@ -6,7 +6,7 @@
 // Bounded: each load run lasts SECONDS (default 3) after its warm-up (see bench/lib/load.ts).
 import { writeFile } from 'node:fs/promises';
 import ort from 'onnxruntime-node';
-import { connect, tensor } from '../runtime/index.js';
+import { connect, disableOrtTelemetryByDefault, tensor } from '../runtime/index.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import { baselineServer } from './lib/baseline-server.js';
 import { keepAliveCaller, oipRequest } from './lib/http-load.js';
@@ -15,6 +15,9 @@ import type { LoadResult } from './lib/load.js';
 import { commandLine, cpuMs, descendants } from './lib/process-cpu.js';
 import { systemLine } from './lib/system.js';
 import { fmt } from './lib/table.js';
+
+// No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
+disableOrtTelemetryByDefault();
 
 const SECONDS = Number(process.env.SECONDS ?? 3);
 const out: string[] = [];

@@ -8,6 +8,7 @@ export { ERRORS, ERROR_CODES, TroupeError, fromWireError, isErrorCode, toWireErr
 export type { ErrorCode, WireError } from './errors.js';
 export { newId, newSecret } from './ids.js';
 export { onParentGone } from './parent-link.js';
+export { disableOrtTelemetryByDefault } from './ort-telemetry.js';
 export { childNodeArgs } from './profiling.js';
 export { createLogger } from './log.js';
 export type { Logger } from './log.js';

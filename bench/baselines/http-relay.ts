@@ -8,6 +8,10 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import ort from 'onnxruntime-node';
 import { WebSocket, WebSocketServer } from 'ws';
+import { disableOrtTelemetryByDefault } from '../../runtime/index.js';
+
+// No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
+disableOrtTelemetryByDefault();
 
 const [modelPath, inputName, featuresArg, threadsArg, role] = process.argv.slice(2);
 if (!modelPath || !inputName || !featuresArg) {

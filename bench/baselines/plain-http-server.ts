@@ -3,6 +3,10 @@
 // Usage: node plain-http-server.js MODEL INPUT_NAME FEATURES [THREADS]; prints "listening PORT".
 import { createServer } from 'node:http';
 import ort from 'onnxruntime-node';
+import { disableOrtTelemetryByDefault } from '../../runtime/index.js';
+
+// No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
+disableOrtTelemetryByDefault();
 
 const [modelPath, inputName, featuresArg, threadsArg] = process.argv.slice(2);
 if (!modelPath || !inputName || !featuresArg) {

@@ -1,6 +1,10 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import ort from 'onnxruntime-node';
+import { disableOrtTelemetryByDefault } from '../../runtime/index.js';
+
+// No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
+disableOrtTelemetryByDefault();
 
 export interface FloorResult {
   batch: number;

@@ -3,9 +3,12 @@
  * own (simulated) GPU, run as a pipeline; checks the output against the uncut model in-process.
  */
 import ort from 'onnxruntime-node';
-import { tensor } from '../../runtime/index.js';
+import { disableOrtTelemetryByDefault, tensor } from '../../runtime/index.js';
 import { runExample } from '../local-cluster.js';
 import { shardedGraph, writeShardedModels } from './stages.js';
+
+// No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
+disableOrtTelemetryByDefault();
 
 await runExample({ simulateGpus: 2 }, async ({ client, modelDir }) => {
   const models = await writeShardedModels(modelDir);

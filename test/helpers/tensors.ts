@@ -1,5 +1,9 @@
 import ort from 'onnxruntime-node';
+import { disableOrtTelemetryByDefault } from '../../runtime/index.js';
 import type { Tensor } from '../../runtime/index.js';
+
+// No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
+disableOrtTelemetryByDefault();
 
 /** Deterministic pseudo-random floats in [-1, 1), so failures reproduce. */
 export function seededFloats(count: number, seed: number): Float32Array {

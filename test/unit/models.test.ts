@@ -20,6 +20,10 @@ import {
   writeExampleModels,
 } from '../../models/index.js';
 import type { DenseWeights, MlpModel } from '../../models/index.js';
+import { disableOrtTelemetryByDefault } from '../../runtime/index.js';
+
+// No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
+disableOrtTelemetryByDefault();
 
 const open = (model: Uint8Array | string) =>
   typeof model === 'string'
