@@ -6,6 +6,7 @@ import {
   FnSignatureSchema,
   TroupeError,
   createLogger,
+  disableOrtTelemetryByDefault,
   mapFromWire,
   mapToWire,
   tensor,
@@ -23,6 +24,8 @@ import type { HeadSocket } from './head-socket.js';
  * Like a model actor it outlives a lost head connection and rejoins (head-socket.ts).
  */
 const log = createLogger('fn-actor');
+// A user's fn may run onnxruntime itself: no telemetry from it either (see runtime/ort-telemetry.ts).
+disableOrtTelemetryByDefault();
 
 const EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, UNWANTED: 5 } as const;
 
