@@ -11,9 +11,9 @@ export function lengthPrefixed(bytes: Uint8Array): Buffer {
 
 /**
  * A raw client of a replica's direct endpoint (`tcp://host:port`, length-prefixed frames) or of the
- * head's actor endpoint upgraded to the same framing, written
- * apart from the runtime's own reader so that a framing bug is not shared by both ends. It records
- * every message the replica sends, and whatever in them is not a proper answer.
+ * head's actor and client endpoints upgraded to the same framing, written apart from the runtime's
+ * own reader so that a framing bug is not shared by both ends. It records every message the far
+ * end sends, and whatever in them is not a proper answer.
  */
 export class RawStream {
   readonly socket: Socket;
@@ -25,8 +25,8 @@ export class RawStream {
   #pending = Buffer.alloc(0);
 
   /**
-   * `upgrade`: reach the stream through an HTTP upgrade (`Upgrade: troupe-frames`, as actors reach
-   * the head's `/v1/actor`) to `url`'s path, presenting `headers`; `opened` rejects with
+   * `upgrade`: reach the stream through an HTTP upgrade (`Upgrade: troupe-frames`, as actors and
+   * SDK clients reach the head) to `url`'s path, presenting `headers`; `opened` rejects with
    * `HTTP <status> <x-troupe-error>` when the server answers anything but 101.
    */
   constructor(url: string, allowed: readonly string[] = ['reply'], upgrade?: { headers: Record<string, string> }) {
