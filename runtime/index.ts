@@ -42,7 +42,7 @@ export { checkBearer, sameSecret } from './transport/bearer.js';
 export { BufferPool, sharedBufferPool } from './transport/buffer-pool.js';
 export { FrameStream } from './transport/frame-stream.js';
 export type { FrameSink, FrameTransport } from './transport/frame-transport.js';
-export { FRAMES_UPGRADE, acceptFrames, wantsFrames } from './transport/frames-upgrade.js';
+export { acceptFrames, wantsFrames } from './transport/frames-upgrade.js';
 export { openFrameTransport } from './transport/open-transport.js';
 export { validateInputs } from './validate-inputs.js';
 export { ACTOR_STATES, ActorViewSchema, ClusterViewSchema, DeploymentViewSchema, NODE_STATES, NodeViewSchema } from './views.js';
