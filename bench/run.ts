@@ -11,6 +11,7 @@ import { measureFloor, measureFloorApart } from './lib/floor.js';
 import type { FloorInput, FloorResult } from './lib/floor.js';
 import { httpLoad, oipRequest } from './lib/http-load.js';
 import { closedLoop } from './lib/load.js';
+import { socketReplicas } from './lib/socket-replicas.js';
 import type { LoadResult } from './lib/load.js';
 import { measureMemory, measureStartup } from './lib/lifecycle.js';
 import { systemLine } from './lib/system.js';
@@ -113,6 +114,7 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
   const best = floor.batch;
   say(`Floor, raw onnxruntime-node, samples/s by batch size (${LAYOUTS.map(layoutName).map((n) => `${n}`).join(' / ')} processes x intra-op threads, fresh processes running at once): ${floors.map((f) => `batch ${f.batch}: ${f.rows.map((r) => fmt(r, 1)).join(' / ')}`).join('; ')}. Best: batch ${best}, ${fmt(floor.best, 1)} samples/s.\n`);
   const x = tensor('float32', [1, 3, 224, 224], new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i)));
+  const image = x.data as Float32Array;
   const rows: { label: string; result: LoadResult; ratioTo?: number }[] = [];
   // Batching is configured as a user would after looking at the floor: at its best batch size.
   for (const layout of LAYOUTS) {
@@ -129,18 +131,41 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
 
   // This machine's speed drifts by tens of percent from minute to minute (a shared VM), so the
   // target figure also comes from alternating the floor and the served load in short windows.
-  say(`\nAlternating windows (2 s each, concurrency 16, batching maxSize ${best}), served / floor's best layout at batch ${best} (${LAYOUTS.map(layoutName).join(' / ')}) samples/s:\n`);
+  // Between them run bare sockets to bare sessions (bench/baselines/socket-replica.ts), the
+  // simplest server with the model in processes of its own, with each image sent and with the
+  // image already held by the replica: the cost of moving images between processes on these cores.
+  say(`\nAlternating windows (2 s each, concurrency 16, batching maxSize ${best}), samples/s: served by Troupe / by bare socket replicas, ${best} image${best > 1 ? 's' : ''} a frame / the same, the images held by the replica (not sent) / floor's best layout at batch ${best} (${LAYOUTS.map(layoutName).join(' / ')}):\n`);
   for (const layout of LAYOUTS) {
     await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
-    const pairs: string[] = [];
-    const ratios: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const f = await bestLayoutFloor(cluster.models.mobilenet, best, 2);
-      const r = await closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: 2 });
-      ratios.push(r.rps / f.best);
-      pairs.push(`${fmt(r.rps, 1)} / ${fmt(f.best, 1)} (${f.rows.map((v) => fmt(v, 1)).join(' / ')})`);
+    const bare = await socketReplicas(cluster.models.mobilenet, cnnInput.name, cnnInput.shape(1).slice(1), layout.threads, layout.replicas);
+    // The bare client sends the floor's best batch in each frame, as a client batching for itself
+    // would: 16 images in flight, and at least two frames a replica (one running, one waiting).
+    const frames = Math.max(2 * layout.replicas, Math.ceil(16 / best));
+    const batch = new Float32Array(best * image.length);
+    for (let i = 0; i < best; i++) batch.set(image, i * image.length);
+    const windows: string[] = [];
+    const ratios = { served: [] as number[], bare: [] as number[], held: [] as number[], servedToBare: [] as number[] };
+    try {
+      await bare.hold(batch);
+      for (let i = 0; i < 3; i++) {
+        const f = await bestLayoutFloor(cluster.models.mobilenet, best, 2);
+        // Samples per second: frames per second times the images in each.
+        const b = best * (await closedLoop(() => bare.call(batch), { concurrency: frames, seconds: 2 })).rps;
+        const h = best * (await closedLoop(() => bare.call(), { concurrency: frames, seconds: 2 })).rps;
+        const r = await closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: 2 });
+        ratios.served.push(r.rps / f.best);
+        ratios.bare.push(b / f.best);
+        ratios.held.push(h / f.best);
+        ratios.servedToBare.push(r.rps / b);
+        windows.push(`${[r.rps, b, h].map((v) => fmt(v, 1)).join(' / ')} / ${fmt(f.best, 1)} (${f.rows.map((v) => fmt(v, 1)).join(' / ')})`);
+      }
+    } finally {
+      bare.stop();
     }
-    say(`- served ${layoutName(layout)}: ${pairs.join('; ')}. Median ratio: ${fmt(median(ratios), 2)}x.`);
+    say(`- ${layoutName(layout)}: ${windows.join('; ')}.`);
+    say(
+      `  Medians, over the floor: Troupe ${fmt(median(ratios.served), 2)}x; bare sockets ${fmt(median(ratios.bare), 2)}x; bare sockets, image held ${fmt(median(ratios.held), 2)}x. Troupe over bare sockets: ${fmt(median(ratios.servedToBare), 2)}x.`,
+    );
   }
 
   // The same images by the other paths: through the head over the SDK, and HTTP with binary
@@ -148,7 +173,6 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
   say(`\n### Paths: 2 x 1 thread, batching maxSize ${best}, concurrency 16\n`);
   await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
   const viaHead = await connect(cluster.url, { direct: false });
-  const image = x.data as Float32Array;
   const paths: { label: string; result: LoadResult; ratioTo?: number }[] = [];
   try {
     for (const [label, run] of [
