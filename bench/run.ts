@@ -86,6 +86,9 @@ async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> 
   say(`\nRuntime overhead at concurrency 1 (p50 end to end minus raw session.run p50): SDK ${fmt((sdk1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms; HTTP binary ${fmt((http1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms; the minimal HTTP relay ${fmt((relay1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms.`);
 }
 
+/** Alternating windows per layout: enough for a median that one slow window does not move. */
+const WINDOWS = 5;
+
 /** The median of a few numbers. */
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -147,7 +150,7 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
     const ratios = { served: [] as number[], bare: [] as number[], held: [] as number[], servedToBare: [] as number[] };
     try {
       await bare.hold(batch);
-      for (let i = 0; i < 3; i++) {
+      for (let i = 0; i < WINDOWS; i++) {
         const f = await bestLayoutFloor(cluster.models.mobilenet, best, 2);
         // Samples per second: frames per second times the images in each.
         const b = best * (await closedLoop(() => bare.call(batch), { concurrency: frames, seconds: 2 })).rps;
