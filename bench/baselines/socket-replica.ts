@@ -3,21 +3,24 @@
 // input's raw float32 bytes; the answer: the same prefix, then the first output's bytes). An
 // empty frame runs the first input the replica was sent again: the image is then already in the
 // model's process, as shared memory between client and server would have it. No message
-// encoding, validation, batching, routing or metrics. Several of these, one per core,
+// encoding, validation, batching, routing or metrics. Started with a shared-memory region (made
+// by the driver, see bench/shared-memory.ts), a 4-byte frame names a slot of it instead: the row
+// is read where the client wrote it, not sent. Several of these, one per core,
 // driven by the benchmark's own process (bench/lib/socket-replicas.ts), are the ceiling any Node
 // design with the model in other processes can reach with the load generator on the same cores.
-// Usage: node socket-replica.js MODEL INPUT_NAME ROW_SHAPE_JSON THREADS; prints "listening PORT".
+// Usage: node socket-replica.js MODEL INPUT_NAME ROW_SHAPE_JSON THREADS [REGION SLOTS]; prints "listening PORT".
 import { createServer } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import ort from 'onnxruntime-node';
 import { disableOrtTelemetryByDefault } from '../../runtime/index.js';
+import { loadShmAddon } from '../lib/shm-addon.js';
 
 // No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();
 
-const [modelPath, inputName, rowArg, threadsArg] = process.argv.slice(2);
+const [modelPath, inputName, rowArg, threadsArg, regionName, slotsArg] = process.argv.slice(2);
 if (!modelPath || !inputName || !rowArg || !threadsArg) {
-  process.stderr.write('usage: socket-replica MODEL INPUT_NAME ROW_SHAPE_JSON THREADS\n');
+  process.stderr.write('usage: socket-replica MODEL INPUT_NAME ROW_SHAPE_JSON THREADS [REGION SLOTS]\n');
   process.exit(2);
 }
 const row = JSON.parse(rowArg) as number[];
@@ -25,23 +28,37 @@ const rowFloats = row.reduce((a, b) => a * b, 1);
 const session = await ort.InferenceSession.create(modelPath, { graphOptimizationLevel: 'all', intraOpNumThreads: Number(threadsArg), interOpNumThreads: 1 });
 await session.run({ [inputName]: new ort.Tensor('float32', new Float32Array(rowFloats), [1, ...row]) });
 
+/** The shared region's rows, one a slot, when started with one. */
+function sharedRegion(): Float32Array | undefined {
+  if (!regionName) return undefined;
+  const addon = loadShmAddon();
+  if (typeof addon === 'string') throw new Error(addon);
+  return new Float32Array(addon.map(regionName, Number(slotsArg) * rowFloats * 4, false));
+}
+const region = sharedRegion();
+
+/** The first rows this replica was sent, kept for the empty frames. */
+let held: Float32Array | undefined;
+/** A frame's rows, read in place; an empty frame: the first rows this replica was sent. */
+const rowsOf = (frame: Buffer): Float32Array | undefined => {
+  if (frame.length > 0) held ??= new Float32Array(frame.buffer.slice(frame.byteOffset, frame.byteOffset + frame.byteLength));
+  return frame.length > 0 ? new Float32Array(frame.buffer, frame.byteOffset, frame.byteLength / 4) : held;
+};
+
 /** Runs each frame's rows in arrival order, one session.run at a time, and answers on the socket. */
 const serve = (socket: Socket): void => {
   const frames: Buffer[] = [];
   /** Frames already run, kept to receive the next ones of the same size (as Troupe pools them). */
   const spare: Buffer[] = [];
-  let held: Buffer | undefined;
   let running = false;
   const runAll = async () => {
     running = true;
     for (let frame = frames.shift(); frame; frame = frames.shift()) {
-      if (frame.length > 0) held ??= Buffer.from(frame);
-      const input = frame.length > 0 ? frame : held;
-      if (!input) {
+      const x = region && frame.length === 4 ? region.subarray(frame.readUInt32BE(0) * rowFloats).subarray(0, rowFloats) : rowsOf(frame);
+      if (!x) {
         socket.destroy();
         return;
       }
-      const x = new Float32Array(input.buffer, input.byteOffset, input.byteLength / 4);
       const out = await session.run({ [inputName]: new ort.Tensor('float32', x, [x.length / rowFloats, ...row]) });
       const y = Object.values(out)[0]!.data as Float32Array;
       const length = Buffer.alloc(4);

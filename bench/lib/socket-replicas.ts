@@ -3,6 +3,8 @@ import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { nanoid } from 'nanoid';
+import type { ShmAddon } from './shm-addon.js';
 
 /** One bench/baselines/socket-replica process and this process's socket to it. */
 interface Replica {
@@ -10,11 +12,21 @@ interface Replica {
   /** Callers waiting for answers, in the order their frames were sent; given an error if the socket closes. */
   waiting: ((err?: Error) => void)[];
   stop: () => void;
+  /** With shared memory: the region's rows, and its slots not holding a call's input. */
+  region?: Float32Array;
+  freeSlots?: number[];
 }
 
-async function startReplica(modelPath: string, inputName: string, row: number[], threads: number): Promise<Replica> {
+/** Inputs written into POSIX shared memory the replicas map, `slots` rows per replica. */
+export interface SharedInputs {
+  addon: ShmAddon;
+  slots: number;
+}
+
+async function startReplica(modelPath: string, inputName: string, row: number[], threads: number, region?: string, slots?: number): Promise<Replica> {
   const script = fileURLToPath(new URL('../baselines/socket-replica.js', import.meta.url));
-  const child = spawn(process.execPath, [script, modelPath, inputName, JSON.stringify(row), String(threads)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const args = [script, modelPath, inputName, JSON.stringify(row), String(threads), ...(region ? [region, String(slots)] : [])];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const stop = () => void child.kill('SIGTERM');
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('socket-replica did not listen within 30 s')), 30_000);
@@ -53,30 +65,53 @@ export interface SocketReplicas {
  * `threads` intra-op threads, driven from this process: the simplest way to serve a model from
  * processes of its own, next to the floor (no hop) and Troupe. With `hold`, then `call()`, the
  * inputs no longer cross the sockets: what serving the same load would give if images reached
- * the model's process without a copy through the kernel (shared memory).
+ * the model's process without a copy through the kernel. With `shared` (bench/shared-memory.ts),
+ * `call(input)` copies the input into a shared-memory slot the replica reads it from, and sends
+ * only the slot's number: that design change, measured.
  */
-export async function socketReplicas(modelPath: string, inputName: string, row: number[], threads: number, replicas: number): Promise<SocketReplicas> {
-  const started = await Promise.allSettled(Array.from({ length: replicas }, () => startReplica(modelPath, inputName, row, threads)));
+export async function socketReplicas(modelPath: string, inputName: string, row: number[], threads: number, replicas: number, shared?: SharedInputs): Promise<SocketReplicas> {
+  const rowFloats = row.reduce((a, b) => a * b, 1);
+  // Each replica's region is made here, before the replica maps it.
+  const regions = shared ? Array.from({ length: replicas }, () => `/troupe-bench-${nanoid(10)}`) : [];
+  const views = regions.map((name) => new Float32Array(shared!.addon.map(name, shared!.slots * rowFloats * 4, true)));
+  const started = await Promise.allSettled(Array.from({ length: replicas }, (_, i) => startReplica(modelPath, inputName, row, threads, regions[i], shared?.slots)));
   const all = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const stop = () => {
     for (const r of all) {
       r.socket.destroy();
       r.stop();
     }
+    for (const name of regions) shared!.addon.unlink(name);
   };
   const failed = started.find((s) => s.status === 'rejected');
   if (failed) {
     stop();
     throw failed.reason;
   }
+  if (shared) all.forEach((r, i) => Object.assign(r, { region: views[i], freeSlots: Array.from({ length: shared.slots }, (_, slot) => slot) }));
   const send = (replica: Replica, input: Float32Array | undefined) => {
+    // With shared memory, the input is written into a free slot and the frame names the slot.
+    const slot = input && replica.freeSlots ? replica.freeSlots.pop() : undefined;
+    if (input && replica.freeSlots && slot === undefined) return Promise.reject(new Error('every shared-memory slot holds a call: raise slots'));
+    let payload = input && new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+    if (slot !== undefined) {
+      replica.region!.set(input!, slot * rowFloats);
+      payload = new Uint8Array(4);
+      new DataView(payload.buffer).setUint32(0, slot);
+    }
     const length = Buffer.alloc(4);
-    length.writeUInt32BE(input?.byteLength ?? 0);
+    length.writeUInt32BE(payload?.byteLength ?? 0);
     replica.socket.cork();
     replica.socket.write(length);
-    if (input) replica.socket.write(new Uint8Array(input.buffer, input.byteOffset, input.byteLength));
+    if (payload) replica.socket.write(payload);
     replica.socket.uncork();
-    return new Promise<void>((resolve, reject) => replica.waiting.push((err) => (err ? reject(err) : resolve())));
+    return new Promise<void>((resolve, reject) =>
+      replica.waiting.push((err) => {
+        if (slot !== undefined) replica.freeSlots!.push(slot);
+        if (err) reject(err);
+        else resolve();
+      }),
+    );
   };
   return {
     call: (input) => send(all.reduce((a, b) => (b.waiting.length < a.waiting.length ? b : a)), input),
