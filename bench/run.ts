@@ -11,9 +11,9 @@ import { measureFloor, measureFloorApart } from './lib/floor.js';
 import type { FloorInput, FloorResult } from './lib/floor.js';
 import { httpLoad, oipRequest } from './lib/http-load.js';
 import { closedLoop } from './lib/load.js';
-import { socketReplicas } from './lib/socket-replicas.js';
 import type { LoadResult } from './lib/load.js';
 import { measureMemory, measureStartup } from './lib/lifecycle.js';
+import { socketReplicas } from './lib/socket-replicas.js';
 import { systemLine } from './lib/system.js';
 import { fmt, loadTable } from './lib/table.js';
 

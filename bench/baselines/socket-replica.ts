@@ -1,13 +1,12 @@
-// The least a model process can do to serve images sent from another process: one onnxruntime
+// The simplest model process that serves inputs sent from another process: one onnxruntime
 // session behind a TCP socket speaking bare length-prefixed frames (big-endian u32, then the
-// input's raw float32 bytes; the answer: the same prefix, then the first output's bytes). An
-// empty frame runs the first input the replica was sent again: the image is then already in the
-// model's process, as shared memory between client and server would have it. No message
-// encoding, validation, batching, routing or metrics. Started with a shared-memory region (made
-// by the driver, see bench/shared-memory.ts), a 4-byte frame names a slot of it instead: the row
-// is read where the client wrote it, not sent. Several of these, one per core,
-// driven by the benchmark's own process (bench/lib/socket-replicas.ts), are the ceiling any Node
-// design with the model in other processes can reach with the load generator on the same cores.
+// input's raw float32 bytes; the answer: the same prefix, then the first output's bytes), run in
+// arrival order. No message encoding, validation, batching, routing or metrics. Several of these,
+// one per core, driven by the benchmark's own process (bench/lib/socket-replicas.ts), show what
+// moving images between processes costs with the load generator on the same cores. An empty frame
+// runs the first input the replica was sent again (the image is then already in the model's
+// process). Started with a shared-memory region (made by the driver, see bench/shared-memory.ts),
+// a 4-byte frame names a slot of it instead: the row is read where the client wrote it.
 // Usage: node socket-replica.js MODEL INPUT_NAME ROW_SHAPE_JSON THREADS [REGION SLOTS]; prints "listening PORT".
 import { createServer } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';

@@ -55,7 +55,7 @@ async function startReplica(modelPath: string, inputName: string, row: number[],
 export interface SocketReplicas {
   /** Sends `input` to the replica with the fewest unanswered frames; without it, an empty frame: run the input it holds. */
   call(input?: Float32Array): Promise<void>;
-  /** Sends `input` to every replica, which keeps it for the empty frames of `call()`. */
+  /** Sends `input` to every replica, which keeps it for the empty frames of `call()` (without shared memory). */
   hold(input: Float32Array): Promise<void>;
   stop(): void;
 }
