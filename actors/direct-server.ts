@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
-import { Channel, ClientToReplicaSchema, DEFAULT_MAX_FRAME_BYTES, FrameStream, TroupeError, newSecret, sameSecret } from '../runtime/index.js';
+import { Channel, ClientToReplicaSchema, DEFAULT_MAX_FRAME_BYTES, FrameStream, MappedRegions, TroupeError, newSecret, sameSecret, sharedMemoryAddon } from '../runtime/index.js';
 import type { ActorToHead, ClientToReplica, HeadToActor } from '../runtime/index.js';
 
 export interface DirectServer {
@@ -11,7 +11,10 @@ export interface DirectServer {
   close(): void;
 }
 
-/** Serves one call from an admitted client; `release` frees the frame its tensors are views of. */
+/**
+ * Serves one call from an admitted client, its inputs resolved to wire tensors (those the client
+ * put in shared memory are views of its region); `release` frees the frame its tensors are views of.
+ */
 export type ServeDirectCall = (call: HeadToActor, channel: Channel<ClientToReplica, ActorToHead>, release: (() => void) | undefined) => void;
 
 /** Until its hello, a connection may send no frame longer than this, and has this long to send it. */
@@ -27,7 +30,8 @@ const HELLO_TIMEOUT_MS = 10_000;
  * It speaks length-prefixed frames over TCP (see runtime/transport/frame-stream.ts) rather than
  * WebSocket messages: images arrive in reused buffers, read once by the kernel. A connection
  * first says `hello` with the token (answered `reply`, or `fail` TROUPE_ERR_UNAUTHORIZED and
- * closed), then sends calls; it may not send a large frame before that.
+ * closed), then sends calls; it may not send a large frame before that. A client on this host may
+ * also offer shared-memory regions (see runtime/shm/) and name their bytes as inputs.
  */
 export async function startDirectServer(host: string, serve: ServeDirectCall): Promise<DirectServer> {
   const token = newSecret();
@@ -43,6 +47,7 @@ export async function startDirectServer(host: string, serve: ServeDirectCall): P
   server.on('connection', (socket) => {
     const stream = FrameStream.adopt(socket, { maxFrameBytes: HELLO_MAX_BYTES, pooled: true });
     streams.add(stream);
+    const regions = new MappedRegions(sharedMemoryAddon());
     let admitted = false;
     const refuse = (id: string, why: string) => {
       channel.fail(id, new TroupeError('TROUPE_ERR_UNAUTHORIZED', why));
@@ -51,8 +56,23 @@ export async function startDirectServer(host: string, serve: ServeDirectCall): P
     const channel: Channel<ClientToReplica, ActorToHead> = new Channel<ClientToReplica, ActorToHead>(stream, {
       schema: ClientToReplicaSchema,
       onMessage: (message, release) => {
-        if (admitted && message.type === 'call') return serve(message, channel, release);
+        if (admitted && message.type === 'call') {
+          try {
+            return serve({ ...message, inputs: regions.resolve(message.inputs) }, channel, release);
+          } catch (err) {
+            release?.();
+            return channel.fail(message.id, err);
+          }
+        }
         release?.();
+        if (admitted && message.type === 'region') {
+          try {
+            regions.accept(message);
+            return channel.reply(message.id, {});
+          } catch (err) {
+            return channel.fail(message.id, err);
+          }
+        }
         if (admitted) return channel.fail(message.id, new TroupeError('TROUPE_ERR_BAD_MESSAGE', 'hello was already said on this connection'));
         if (message.type !== 'hello') return refuse(message.id, "say 'hello' with the replica's token before calling it");
         if (!sameSecret(message.token, token)) return refuse(message.id, "wrong token for this replica (ask the head for the replica's routes)");

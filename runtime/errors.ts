@@ -32,6 +32,7 @@ export const ERRORS = {
   TROUPE_ERR_FN_FAILED: { status: 500, retryable: false, what: 'A fn step threw, or returned something other than a map of tensors.' },
   TROUPE_ERR_UNKNOWN_JOB: { status: 404, retryable: false, what: 'No async job has that id: never created, or dropped after its retention time or to make room for newer ones.' },
   TROUPE_ERR_RESULT_TOO_LARGE: { status: 507, retryable: false, what: "An async job's result is larger than the head keeps for jobs (--max-job-mib)." },
+  TROUPE_ERR_SHARED_MEMORY: { status: 400, retryable: false, what: "An actor cannot map a shared-memory region a client offered (another host, not a sealed memfd, too small, or the actor lacks the addon), or a call names bytes outside the regions it mapped; the client then sends tensors in frames." },
   TROUPE_ERR_NODE_NAME_TAKEN: { status: 409, retryable: true, what: 'An agent registered under a node name that a connected, healthy agent already has.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 

@@ -1,7 +1,7 @@
 // The public surface of Troupe's runtime: the SDK, and what every process shares.
 // Named exports only, so what users may import is a decision made here.
 export { connect, Cluster } from './client/cluster.js';
-export type { ConnectOptions, DeployOptions, RunInputs, RunOptions } from './client/cluster.js';
+export type { ConnectOptions, DeployOptions, RunInputs, RunOptions, SharedMemoryStats } from './client/cluster.js';
 export { Future, FutureOutput } from './client/future.js';
 export type { Outputs } from './client/future.js';
 export { ERRORS, ERROR_CODES, TroupeError, fromWireError, isErrorCode, toWireError } from './errors.js';
@@ -33,6 +33,11 @@ export { DTYPES, DTYPE_NAMES, byteLengthOf, isDType } from './tensor/dtypes.js';
 export type { DType, NumericDType } from './tensor/dtypes.js';
 export { elementCount, formatShape, tensor } from './tensor/tensor.js';
 export { sharesMemory } from './tensor/shares-memory.js';
+export { sharedMemoryAddon } from './shm/addon.js';
+export type { SharedMemoryAddon } from './shm/addon.js';
+export { MappedRegions } from './shm/mapped-regions.js';
+export { DirectInputsSchema, RegionOfferSchema, SharedTensorRefSchema } from './protocol/shared-memory.js';
+export type { DirectInputs, RegionOffer, SharedTensorRef } from './protocol/shared-memory.js';
 export type { Tensor, TensorData, TypedArray } from './tensor/tensor.js';
 export { checkWire, fromWire, mapFromWire, mapToWire, toWire, WireTensorMapSchema, WireTensorSchema } from './tensor/wire.js';
 export type { WireTensor, WireTensorMap } from './tensor/wire.js';

@@ -17,6 +17,8 @@ import type { GraphDeploymentView } from '../graph/view.js';
 import type { RunRef } from '../protocol/client.js';
 import { pickReferenced, referenceFailed } from '../graph/refs.js';
 import { HeadConnection, withRetries } from './connection.js';
+import { sharedMemoryAddon } from '../shm/addon.js';
+import { DEFAULT_POOL_BYTES, SharedTensorPool } from '../shm/tensor-pool.js';
 import { DirectRouter } from './router.js';
 import { Future, FutureOutput } from './future.js';
 import type { Outputs } from './future.js';
@@ -46,6 +48,26 @@ export interface ConnectOptions {
    * that can reach the head but not the nodes, e.g. across NAT).
    */
   direct?: boolean;
+  /**
+   * With direct runs, put inputs of 64 KiB and more in shared memory that replicas on this host
+   * read in place, instead of sending them through their sockets (default true; measured on
+   * 600 KB images: 0.84x -> 0.94x of onnxruntime's own throughput). Needs the addon `npm run
+   * build` compiles where a C compiler is found (Linux); without it, or for replicas on other
+   * hosts, tensors go in frames. false, or TROUPE_SHARED_MEMORY=0, turns it off.
+   */
+  sharedMemory?: boolean;
+  /** The most bytes of shared memory this client maps for inputs in flight (default 512 MiB); past it, inputs go in frames. */
+  sharedMemoryBytes?: number;
+}
+
+/** This client's shared memory for inputs (see {@link ConnectOptions.sharedMemory}). */
+export interface SharedMemoryStats {
+  /** Why inputs never go through shared memory from this client, if they do not. */
+  off?: string;
+  /** Regions made so far, their bytes together, and inputs placed in them. */
+  regions: number;
+  bytes: number;
+  tensors: number;
 }
 
 export interface RunOptions {
@@ -214,6 +236,12 @@ export class Cluster {
     return ClusterViewSchema.parse(await withRetries(this.#conn, { retries: this.#retries, deadline }, () => this.#conn.request({ type: 'describe' }, 30_000)));
   }
 
+  /** How much of this client's input went through shared memory, or why none can. */
+  get sharedMemory(): SharedMemoryStats {
+    const pool = this.#router?.sharedMemory ?? 'runs do not go to replicas directly (direct: false)';
+    return typeof pool === 'string' ? { off: pool, regions: 0, bytes: 0, tensors: 0 } : pool.stats;
+  }
+
   /** Closes the connection (no reconnect after it); calls still waiting reject with TROUPE_ERR_CONNECTION_CLOSED. */
   async close(): Promise<void> {
     this.#router?.close();
@@ -229,12 +257,15 @@ export class Cluster {
 export async function connect(url: string, options: ConnectOptions = {}): Promise<Cluster> {
   const wsUrl = new URL('/v1/client', url.replace(/^http/, 'ws'));
   let conn: HeadConnection | undefined;
+  const addon = options.sharedMemory === false ? 'turned off (sharedMemory: false)' : sharedMemoryAddon();
+  const sharedMemory = typeof addon === 'string' ? addon : new SharedTensorPool(addon, options.sharedMemoryBytes ?? DEFAULT_POOL_BYTES);
   const router =
     options.direct === false
       ? undefined
       : new DirectRouter(
           (deployment) => conn!.request({ type: 'routes', deployment }, 10_000),
           (loads) => void conn!.request({ type: 'load', loads }, 10_000).catch(() => {}),
+          sharedMemory,
         );
   conn = await HeadConnection.open(wsUrl, {
     token: options.token ?? process.env.TROUPE_TOKEN,

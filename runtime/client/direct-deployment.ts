@@ -5,8 +5,10 @@ import { ReplicaLink } from '../dispatch/replica-link.js';
 import type { ClientToReplica } from '../protocol/actor.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../protocol/codec.js';
 import type { Routes } from '../protocol/routes.js';
+import type { SharedTensorPool } from '../shm/tensor-pool.js';
 import { Channel } from '../transport/channel.js';
 import { FrameStream } from '../transport/frame-stream.js';
+import { SharedMemoryReplica } from './shared-memory-replica.js';
 
 /** An actor sends nothing on a direct stream but answers to hello and calls; anything else is refused. */
 const NothingSchema = z.object({ type: z.literal('nothing') });
@@ -22,7 +24,9 @@ const LEAVE_GRACE_MS = 10_000;
 
 interface Entry {
   url: string;
-  link: ReplicaLink<Nothing> | undefined;
+  link: ReplicaLink<Nothing, ClientToReplica> | undefined;
+  /** What the queue calls: the link, or the link putting large inputs in shared memory. */
+  replica: Replica | undefined;
   /** Set once connected, even before the replica said the token is good. */
   channel: Channel<Nothing, ClientToReplica> | undefined;
   /** The socket closed or never opened: no more calls go here. */
@@ -50,9 +54,12 @@ export class DirectDeployment implements QueueTarget {
   perReplicaLimit = 2;
   readonly queue: CallQueue = new CallQueue(this);
   readonly #entries = new Map<string, Entry>();
+  readonly #sharedMemory: SharedTensorPool | undefined;
 
-  constructor(name: string) {
+  /** `sharedMemory`: this client's regions, offered to each replica (used where it runs on this host). */
+  constructor(name: string, sharedMemory?: SharedTensorPool) {
     this.name = name;
+    this.#sharedMemory = sharedMemory;
   }
 
   /** Whether some replica's socket is open now. */
@@ -84,7 +91,7 @@ export class DirectDeployment implements QueueTarget {
   }
 
   *replicas(): Iterable<Replica> {
-    for (const e of this.#entries.values()) if (e.link && !e.dead) yield e.link;
+    for (const e of this.#entries.values()) if (e.replica && !e.dead) yield e.replica;
   }
 
   couldServe(): boolean {
@@ -102,7 +109,7 @@ export class DirectDeployment implements QueueTarget {
   }
 
   #open(actor: string, url: string, token: string): void {
-    const entry: Entry = { url, link: undefined, channel: undefined, dead: false, dropped: new AbortController() };
+    const entry: Entry = { url, link: undefined, replica: undefined, channel: undefined, dead: false, dropped: new AbortController() };
     this.#entries.set(actor, entry);
     const fail = () => {
       if (entry.dead) return;
@@ -118,7 +125,9 @@ export class DirectDeployment implements QueueTarget {
       entry.channel = channel;
       await channel.request({ type: 'hello', token }, CONNECT_TIMEOUT_MS);
       if (entry.dropped.signal.aborted || entry.dead) return;
-      entry.link = new ReplicaLink(channel);
+      const link = new ReplicaLink<Nothing, ClientToReplica>(channel);
+      entry.link = link;
+      entry.replica = this.#sharedMemory ? new SharedMemoryReplica(link, channel, this.#sharedMemory) : link;
       this.queue.pump();
     };
     connecting().catch(() => {

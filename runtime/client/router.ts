@@ -2,6 +2,7 @@ import { TroupeError } from '../errors.js';
 import type { CallQueue } from '../dispatch/call-queue.js';
 import { RoutesSchema } from '../protocol/routes.js';
 import type { Routes } from '../protocol/routes.js';
+import type { SharedTensorPool } from '../shm/tensor-pool.js';
 import { DirectDeployment } from './direct-deployment.js';
 
 /** Asks the head for a deployment's routes (and subscribes to their changes). */
@@ -26,10 +27,13 @@ export class DirectRouter {
   readonly #asked = new Set<string>();
   #reporter: NodeJS.Timeout | undefined;
   #reportedLoad = false;
+  /** Shared memory for large inputs to replicas on this host, or why every tensor goes in its frame. */
+  readonly sharedMemory: SharedTensorPool | string;
 
-  constructor(ask: AskRoutes, report: ReportLoad) {
+  constructor(ask: AskRoutes, report: ReportLoad, sharedMemory: SharedTensorPool | string) {
     this.#ask = ask;
     this.#report = report;
+    this.sharedMemory = sharedMemory;
   }
 
   /** The client-side queue for `deployment` if a replica takes direct calls now. */
@@ -43,7 +47,7 @@ export class DirectRouter {
   /** Routes from the head, answered or pushed. */
   update(routes: Routes): void {
     let d = this.#deployments.get(routes.deployment);
-    if (!d) this.#deployments.set(routes.deployment, (d = new DirectDeployment(routes.deployment)));
+    if (!d) this.#deployments.set(routes.deployment, (d = new DirectDeployment(routes.deployment, typeof this.sharedMemory === 'string' ? undefined : this.sharedMemory)));
     d.update(routes);
     if (!this.#reporter) {
       this.#reporter = setInterval(() => this.#reportLoad(), REPORT_EVERY_MS);

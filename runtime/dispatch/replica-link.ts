@@ -5,18 +5,21 @@ import { WireTensorMapSchema } from '../tensor/wire.js';
 import type { WireTensorMap } from '../tensor/wire.js';
 import type { Channel } from '../transport/channel.js';
 
+/** What a call carries as inputs on a channel that sends `Out`: wire tensors, or on a direct stream also shared-memory references. */
+type CallInputs<Out> = Out extends { type: 'call'; inputs: infer I } ? I : never;
+
 /**
  * The caller's end of one socket to an actor: the head's link to each actor it runs calls on, and
  * an SDK client's direct link to a replica. It counts the calls it has in flight (what the
  * queues balance on) and turns a lost connection into TROUPE_ERR_ACTOR_DIED, which they retry.
  */
-export class ReplicaLink<In extends { type: string } = { type: string }> {
-  readonly #channel: Channel<In, HeadToActor>;
+export class ReplicaLink<In extends { type: string } = { type: string }, Out extends { type: string } = HeadToActor> {
+  readonly #channel: Channel<In, Out>;
   #inFlight = 0;
   #idleWaiters: (() => void)[] = [];
   #terminatedBecause: string | undefined;
 
-  constructor(channel: Channel<In, HeadToActor>) {
+  constructor(channel: Channel<In, Out>) {
     this.#channel = channel;
   }
 
@@ -30,15 +33,16 @@ export class ReplicaLink<In extends { type: string } = { type: string }> {
   }
 
   /** Sends one call; `timeoutMs` lets the actor drop it unrun if it waits past the deadline. */
-  async call(inputs: WireTensorMap, outputs?: string[], timeoutMs?: number): Promise<{ outputs: WireTensorMap; timing: CallTiming | undefined }> {
+  async call(inputs: CallInputs<Out>, outputs?: string[], timeoutMs?: number): Promise<{ outputs: WireTensorMap; timing: CallTiming | undefined }> {
     this.#inFlight++;
     try {
-      const value = (await this.#channel.request({
+      const call = {
         type: 'call',
         inputs,
         ...(outputs ? { outputs } : {}),
         ...(timeoutMs !== undefined ? { timeoutMs: Math.max(1, timeoutMs) } : {}),
-      })) as { outputs?: unknown; timing?: unknown } | undefined;
+      };
+      const value = (await this.#channel.request(call as unknown as Parameters<Channel<In, Out>['request']>[0])) as { outputs?: unknown; timing?: unknown } | undefined;
       const parsed = WireTensorMapSchema.safeParse(value?.outputs);
       if (!parsed.success) throw new TroupeError('TROUPE_ERR_INTERNAL', 'actor answered without output tensors');
       const timing = CallTimingSchema.safeParse(value?.timing);

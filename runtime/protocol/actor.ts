@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { WireTensorMapSchema } from '../tensor/wire.js';
 import { FailSchema, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
+import { DirectInputsSchema, RegionOfferSchema } from './shared-memory.js';
 
 /**
  * Actors talk to the head directly over their own connection (the data plane); the node agent
@@ -22,10 +23,13 @@ export const HeadToActorSchema = z.discriminatedUnion('type', [
 
 /**
  * client -> actor on a direct stream (see actors/direct-server.ts): first `hello` with the token
- * the head handed the client, answered by a `reply`; then calls, as the head sends them.
+ * the head handed the client, answered by a `reply`; then calls, as the head sends them, except
+ * that a client on the same host may put large inputs in shared memory it offered with `region`
+ * (see shared-memory.ts).
  */
 export const DirectHelloSchema = z.object({ type: z.literal('hello'), id: IdSchema, token: z.string().max(256) });
-export const ClientToReplicaSchema = z.discriminatedUnion('type', [DirectHelloSchema, ...HeadToActorSchema.options]);
+export const DirectCallSchema = HeadToActorSchema.options[0].extend({ inputs: DirectInputsSchema });
+export const ClientToReplicaSchema = z.discriminatedUnion('type', [DirectHelloSchema, DirectCallSchema, RegionOfferSchema]);
 export type ClientToReplica = z.infer<typeof ClientToReplicaSchema>;
 
 /** Where one call's time went inside the actor. */
