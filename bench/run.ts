@@ -137,7 +137,11 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
   // Between them run bare sockets to bare sessions (bench/baselines/socket-replica.ts), the
   // simplest server with the model in processes of its own, with each image sent and with the
   // image already held by the replica: the cost of moving images between processes on these cores.
-  say(`\nAlternating windows (2 s each, concurrency 16, batching maxSize ${best}), samples/s: served by Troupe / by bare socket replicas, ${best} image${best > 1 ? 's' : ''} a frame / the same, the images held by the replica (not sent) / floor's best layout at batch ${best} (${LAYOUTS.map(layoutName).join(' / ')}):\n`);
+  // Troupe is measured twice: as clients on the replicas' host get it (images in shared memory),
+  // and with every image sent in its frame (sharedMemory: false), as a client on another host would.
+  const framed = await connect(cluster.url, { sharedMemory: false });
+  const sharedOff = client.sharedMemory.off;
+  say(`\nAlternating windows (2 s each, concurrency 16, batching maxSize ${best}), samples/s: served by Troupe, images through shared memory${sharedOff ? ` (OFF on this machine: ${sharedOff})` : ''} / Troupe, images in frames / by bare socket replicas, ${best} image${best > 1 ? 's' : ''} a frame / the same, the images held by the replica (not sent) / floor's best layout at batch ${best} (${LAYOUTS.map(layoutName).join(' / ')}):\n`);
   for (const layout of LAYOUTS) {
     await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
     const bare = await socketReplicas(cluster.models.mobilenet, cnnInput.name, cnnInput.shape(1).slice(1), layout.threads, layout.replicas);
@@ -147,7 +151,7 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
     const batch = new Float32Array(best * image.length);
     for (let i = 0; i < best; i++) batch.set(image, i * image.length);
     const windows: string[] = [];
-    const ratios = { served: [] as number[], bare: [] as number[], held: [] as number[], servedToBare: [] as number[] };
+    const ratios = { served: [] as number[], framed: [] as number[], bare: [] as number[], held: [] as number[], servedToBare: [] as number[] };
     try {
       await bare.hold(batch);
       for (let i = 0; i < WINDOWS; i++) {
@@ -156,30 +160,37 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
         const b = best * (await closedLoop(() => bare.call(batch), { concurrency: frames, seconds: 2 })).rps;
         const h = best * (await closedLoop(() => bare.call(), { concurrency: frames, seconds: 2 })).rps;
         const r = await closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: 2 });
+        const rf = await closedLoop(() => framed.run('cnn', { image: x }), { concurrency: 16, seconds: 2 });
         ratios.served.push(r.rps / f.best);
+        ratios.framed.push(rf.rps / f.best);
         ratios.bare.push(b / f.best);
         ratios.held.push(h / f.best);
         ratios.servedToBare.push(r.rps / b);
-        windows.push(`${[r.rps, b, h].map((v) => fmt(v, 1)).join(' / ')} / ${fmt(f.best, 1)} (${f.rows.map((v) => fmt(v, 1)).join(' / ')})`);
+        windows.push(`${[r.rps, rf.rps, b, h].map((v) => fmt(v, 1)).join(' / ')} / ${fmt(f.best, 1)} (${f.rows.map((v) => fmt(v, 1)).join(' / ')})`);
       }
     } finally {
       bare.stop();
     }
     say(`- ${layoutName(layout)}: ${windows.join('; ')}.`);
+    if (framed.sharedMemory.tensors > 0) throw new Error('the client with sharedMemory: false put images in shared memory');
     say(
-      `  Medians, over the floor: Troupe ${fmt(median(ratios.served), 2)}x; bare sockets ${fmt(median(ratios.bare), 2)}x; bare sockets, image held ${fmt(median(ratios.held), 2)}x. Troupe over bare sockets: ${fmt(median(ratios.servedToBare), 2)}x.`,
+      `  Medians, over the floor: Troupe ${fmt(median(ratios.served), 2)}x; Troupe, images in frames ${fmt(median(ratios.framed), 2)}x; bare sockets ${fmt(median(ratios.bare), 2)}x; bare sockets, image held ${fmt(median(ratios.held), 2)}x. Troupe over bare sockets: ${fmt(median(ratios.servedToBare), 2)}x.`,
     );
   }
+
+  await framed.close();
 
   // The same images by the other paths: through the head over the SDK, and HTTP with binary
   // tensors (what KServe and Triton clients send), where the head receives and forwards each image.
   say(`\n### Paths: 2 x 1 thread, batching maxSize ${best}, concurrency 16\n`);
   await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
   const viaHead = await connect(cluster.url, { direct: false });
+  const framedPaths = await connect(cluster.url, { sharedMemory: false });
   const paths: { label: string; result: LoadResult; ratioTo?: number }[] = [];
   try {
     for (const [label, run] of [
       ['SDK, straight to the replicas', () => closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS })],
+      ['SDK, straight to the replicas, images in frames (sharedMemory: false)', () => closedLoop(() => framedPaths.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS })],
       ['SDK through the head (direct: false)', () => closedLoop(() => viaHead.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS })],
       ['HTTP OIP, binary tensors', () => httpLoad(oipRequest(`${cluster.url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true), 16, SECONDS)],
     ] as const) {
@@ -187,6 +198,7 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
     }
   } finally {
     await viaHead.close();
+    await framedPaths.close();
   }
   say(loadTable(paths));
   say("\n(ratio: served samples/s over the floor's best; through the head, each 600 KB image crosses one more process, which shares the two cores with the models)");

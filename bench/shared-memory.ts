@@ -1,17 +1,17 @@
 // The design change the MobileNet 0.9x target would need on this machine, measured before it is
 // built: `npm run bench:shm`, writes bench/RESULTS-shared-memory.md. Two single-threaded model
 // processes (bench/baselines/socket-replica.ts) are sent the same images from this process,
-// 16 in flight, either over their sockets or through POSIX shared memory (the client writes each
+// 16 in flight, either over their sockets or through shared memory (the client writes each
 // image into a slot, one copy, and sends the slot's number), in windows alternating with the
-// floor. Needs a C++ compiler and Node's headers (bench/lib/shm-addon.ts); says so without them.
+// floor. Troupe's clients do the same (runtime/shm/); this shows it without the runtime around it.
+// Needs the addon `npm run build` compiles where a C compiler is found; says so without it.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeExampleModels } from '../models/index.js';
-import { disableOrtTelemetryByDefault } from '../runtime/index.js';
+import { disableOrtTelemetryByDefault, sharedMemoryAddon } from '../runtime/index.js';
 import { measureFloorApart } from './lib/floor.js';
 import { closedLoop } from './lib/load.js';
-import { loadShmAddon } from './lib/shm-addon.js';
 import { socketReplicas } from './lib/socket-replicas.js';
 import { systemLine } from './lib/system.js';
 import { fmt } from './lib/table.js';
@@ -35,7 +35,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 say('# Images through shared memory: the design change, measured\n');
 say(systemLine());
 say(`- model: the repo's MobileNet-v2-shaped CNN, input [1,3,224,224] float32 (588 KiB an image); ${REPLICAS} processes x 1 intra-op thread, one image a run; ${CONCURRENCY} images in flight from one client process; command: \`npm run bench:shm\``);
-const addon = loadShmAddon();
+const addon = sharedMemoryAddon();
 if (typeof addon === 'string') {
   say(`\nNot measured: ${addon}.`);
 } else {

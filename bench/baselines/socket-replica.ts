@@ -5,21 +5,21 @@
 // one per core, driven by the benchmark's own process (bench/lib/socket-replicas.ts), show what
 // moving images between processes costs with the load generator on the same cores. An empty frame
 // runs the first input the replica was sent again (the image is then already in the model's
-// process). Started with a shared-memory region (made by the driver, see bench/shared-memory.ts),
-// a 4-byte frame names a slot of it instead: the row is read where the client wrote it.
-// Usage: node socket-replica.js MODEL INPUT_NAME ROW_SHAPE_JSON THREADS [REGION SLOTS]; prints "listening PORT".
+// process). Started with a shared-memory region (a memfd the driver holds, mapped with Troupe's
+// addon, runtime/shm/; see bench/shared-memory.ts), a 4-byte frame names a slot of it instead: the
+// row is read where the client wrote it.
+// Usage: node socket-replica.js MODEL INPUT_NAME ROW_SHAPE_JSON THREADS [PID FD SLOTS]; prints "listening PORT".
 import { createServer } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import ort from 'onnxruntime-node';
-import { disableOrtTelemetryByDefault } from '../../runtime/index.js';
-import { loadShmAddon } from '../lib/shm-addon.js';
+import { disableOrtTelemetryByDefault, sharedMemoryAddon } from '../../runtime/index.js';
 
 // No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();
 
-const [modelPath, inputName, rowArg, threadsArg, regionName, slotsArg] = process.argv.slice(2);
+const [modelPath, inputName, rowArg, threadsArg, pidArg, fdArg, slotsArg] = process.argv.slice(2);
 if (!modelPath || !inputName || !rowArg || !threadsArg) {
-  process.stderr.write('usage: socket-replica MODEL INPUT_NAME ROW_SHAPE_JSON THREADS [REGION SLOTS]\n');
+  process.stderr.write('usage: socket-replica MODEL INPUT_NAME ROW_SHAPE_JSON THREADS [PID FD SLOTS]\n');
   process.exit(2);
 }
 const row = JSON.parse(rowArg) as number[];
@@ -29,10 +29,10 @@ await session.run({ [inputName]: new ort.Tensor('float32', new Float32Array(rowF
 
 /** The shared region's rows, one a slot, when started with one. */
 function sharedRegion(): Float32Array | undefined {
-  if (!regionName) return undefined;
-  const addon = loadShmAddon();
+  if (!pidArg) return undefined;
+  const addon = sharedMemoryAddon();
   if (typeof addon === 'string') throw new Error(addon);
-  return new Float32Array(addon.map(regionName, Number(slotsArg) * rowFloats * 4, false));
+  return new Float32Array(addon.open(Number(pidArg), Number(fdArg), Number(slotsArg) * rowFloats * 4));
 }
 const region = sharedRegion();
 

@@ -3,8 +3,7 @@ import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { nanoid } from 'nanoid';
-import type { ShmAddon } from './shm-addon.js';
+import type { SharedMemoryAddon } from '../../runtime/index.js';
 
 /** One bench/baselines/socket-replica process and this process's socket to it. */
 interface Replica {
@@ -17,15 +16,15 @@ interface Replica {
   freeSlots?: number[];
 }
 
-/** Inputs written into POSIX shared memory the replicas map, `slots` rows per replica. */
+/** Inputs written into shared memory (memfds this process holds) the replicas map, `slots` rows per replica. */
 export interface SharedInputs {
-  addon: ShmAddon;
+  addon: SharedMemoryAddon;
   slots: number;
 }
 
-async function startReplica(modelPath: string, inputName: string, row: number[], threads: number, region?: string, slots?: number): Promise<Replica> {
+async function startReplica(modelPath: string, inputName: string, row: number[], threads: number, regionFd?: number, slots?: number): Promise<Replica> {
   const script = fileURLToPath(new URL('../baselines/socket-replica.js', import.meta.url));
-  const args = [script, modelPath, inputName, JSON.stringify(row), String(threads), ...(region ? [region, String(slots)] : [])];
+  const args = [script, modelPath, inputName, JSON.stringify(row), String(threads), ...(regionFd !== undefined ? [String(process.pid), String(regionFd), String(slots)] : [])];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const stop = () => void child.kill('SIGTERM');
   const port = await new Promise<number>((resolve, reject) => {
@@ -72,16 +71,15 @@ export interface SocketReplicas {
 export async function socketReplicas(modelPath: string, inputName: string, row: number[], threads: number, replicas: number, shared?: SharedInputs): Promise<SocketReplicas> {
   const rowFloats = row.reduce((a, b) => a * b, 1);
   // Each replica's region is made here, before the replica maps it.
-  const regions = shared ? Array.from({ length: replicas }, () => `/troupe-bench-${nanoid(10)}`) : [];
-  const views = regions.map((name) => new Float32Array(shared!.addon.map(name, shared!.slots * rowFloats * 4, true)));
-  const started = await Promise.allSettled(Array.from({ length: replicas }, (_, i) => startReplica(modelPath, inputName, row, threads, regions[i], shared?.slots)));
+  const regions = shared ? Array.from({ length: replicas }, () => shared.addon.create(shared.slots * rowFloats * 4)) : [];
+  const views = regions.map((region) => new Float32Array(region.buffer));
+  const started = await Promise.allSettled(Array.from({ length: replicas }, (_, i) => startReplica(modelPath, inputName, row, threads, regions[i]?.fd, shared?.slots)));
   const all = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const stop = () => {
     for (const r of all) {
       r.socket.destroy();
       r.stop();
     }
-    for (const name of regions) shared!.addon.unlink(name);
   };
   const failed = started.find((s) => s.status === 'rejected');
   if (failed) {
