@@ -111,9 +111,17 @@ static napi_value Open(napi_env env, napi_callback_info info) {
   }
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, peer_fd);
-  int fd = open(path, O_RDWR | O_CLOEXEC);
-  if (fd < 0) return Throw(env, path);
+  // Checked before opening too: opening a device or a FIFO a peer names could block or act.
   struct stat st;
+  if (stat(path, &st) != 0) return Throw(env, path);
+  if (!S_ISREG(st.st_mode)) {
+    char message[128];
+    snprintf(message, sizeof message, "%s is not a memory region", path);
+    napi_throw_error(env, NULL, message);
+    return NULL;
+  }
+  int fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return Throw(env, path);
   int seals = fcntl(fd, F_GET_SEALS);
   const char* refused = NULL;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) refused = "not a memory region";
