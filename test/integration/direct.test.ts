@@ -1,26 +1,15 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { WebSocket } from 'ws';
 import { Packr } from 'msgpackr';
-import { RoutesSchema, connect, decodeFrame, encodeFrame, tensor, toWire } from '../../runtime/index.js';
-import type { Cluster, Routes } from '../../runtime/index.js';
+import { connect, encodeFrame, tensor, toWire } from '../../runtime/index.js';
+import type { Cluster } from '../../runtime/index.js';
 import { isAlive, startCluster, waitFor } from '../helpers/cluster.js';
 import { RawStream } from '../helpers/raw-stream.js';
+import { routesOf } from '../helpers/routes.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, floats, rejectsWith, writeGraphModels } from '../helpers/graphs.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
-
-/** The routes the head hands a client for `deployment`, asked over a raw socket. */
-async function routesOf(url: string, deployment: string): Promise<Routes> {
-  const ws = new WebSocket(new URL('/v1/client', url.replace('http', 'ws')));
-  await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
-  const answer = new Promise<Record<string, unknown>>((resolve) => ws.once('message', (data: Buffer) => resolve(decodeFrame(data)[0] as Record<string, unknown>)));
-  ws.send(encodeFrame([{ type: 'routes', id: 'r1', deployment }]));
-  const reply = await answer;
-  ws.close();
-  return RoutesSchema.parse(reply.value);
-}
 
 /**
  * SDK clients send runs of model deployments straight to a replica (two process hops instead of

@@ -2,29 +2,18 @@ import assert from 'node:assert/strict';
 import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { WebSocket } from 'ws';
-import { RoutesSchema, connect, decodeFrame, encodeFrame, sharedMemoryAddon, tensor, toWire } from '../../runtime/index.js';
-import type { Cluster, Routes, Tensor } from '../../runtime/index.js';
+import { connect, encodeFrame, sharedMemoryAddon, tensor, toWire } from '../../runtime/index.js';
+import type { Cluster, Tensor } from '../../runtime/index.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, floats, writeGraphModels } from '../helpers/graphs.js';
 import { RawStream } from '../helpers/raw-stream.js';
+import { routesOf } from '../helpers/routes.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 
 /** 320 rows of 64 floats: 80 KiB, over the 64 KiB from which inputs go through shared memory. */
 const ROWS = 320;
 const CALLS = 64;
-
-/** The routes the head hands a client for `deployment`, asked over a raw socket. */
-async function routesOf(url: string, deployment: string): Promise<Routes> {
-  const ws = new WebSocket(new URL('/v1/client', url.replace('http', 'ws')));
-  await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
-  const answer = new Promise<Record<string, unknown>>((resolve) => ws.once('message', (data: Buffer) => resolve(decodeFrame(data)[0] as Record<string, unknown>)));
-  ws.send(encodeFrame([{ type: 'routes', id: 'r1', deployment }]));
-  const reply = await answer;
-  ws.close();
-  return RoutesSchema.parse(reply.value);
-}
 
 /** `count` distinct inputs and what onnxruntime alone answers for each, from one run over all their rows. */
 async function inputsAndAnswers(modelPath: string, count: number, seed: number): Promise<{ inputs: Tensor[]; answers: number[][] }> {
