@@ -65,7 +65,14 @@ export class SharedMemoryReplica<In extends { type: string }> implements Replica
   /** A slot in a region the replica has mapped; none (the input goes in the frame) while one is being offered. */
   #slotFor(bytes: number): SharedSlot | undefined {
     if (this.#refused !== undefined) return undefined;
-    const slot = this.#pool.take(bytes);
+    let slot: SharedSlot | undefined;
+    try {
+      slot = this.#pool.take(bytes);
+    } catch (err) {
+      // The kernel would not make a region (memory limits): this connection's tensors go in frames.
+      this.#refused = `cannot make a region: ${(err as Error).message}`;
+      return undefined;
+    }
     if (!slot || this.#mapped.has(slot.region.id)) return slot;
     this.#pool.give(slot);
     const region = slot.region;
