@@ -9,9 +9,9 @@ import type { Channel } from '../transport/channel.js';
 
 /**
  * A direct connection to a replica that puts a call's large inputs in this client's shared memory
- * instead of the frame, when the replica runs on this host: measured on MobileNet-sized images
- * (600 KB), one copy into a slot instead of two through the kernel's socket buffers took served
- * throughput from 0.84x to 0.94x of onnxruntime alone (bench/RESULTS-shared-memory.md).
+ * instead of the frame, when the replica runs on this host: one copy into a slot instead of two
+ * through the kernel's socket buffers. Measured on MobileNet-sized images (600 KB, 2 replicas on 2
+ * cores): 0.89x of onnxruntime alone in frames, 0.93x through shared memory (bench/RESULTS.md).
  *
  * Each region is offered to the replica once, with the call that first needs it going in its
  * frame meanwhile; the replica maps it (or refuses: another host, no addon), and from its answer
@@ -35,11 +35,6 @@ export class SharedMemoryReplica<In extends { type: string }> implements Replica
 
   get inFlight(): number {
     return this.#link.inFlight;
-  }
-
-  /** Why this connection sends every tensor in frames, if it does. */
-  get refused(): string | undefined {
-    return this.#refused;
   }
 
   call(inputs: WireTensorMap, outputs: string[] | undefined, timeoutMs: number | undefined): Promise<{ outputs: WireTensorMap; timing: CallTiming | undefined }> {
