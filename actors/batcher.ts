@@ -5,8 +5,15 @@ import { batchKey, concatRows, rowsOf, splitRows } from './batch-tensors.js';
 export interface BatcherOptions {
   /** Most rows in one run; 1 runs every call alone. */
   maxSize: number;
-  /** How long the first call of a batch may wait for company. */
+  /** With `waitWhenIdle`, how long the first call of a batch may wait for company; otherwise unused. */
   maxDelayMs: number;
+  /**
+   * The first call of every batch, even one that finds the model idle, waits up to `maxDelayMs`
+   * for company or until its batch is full (Triton's and Ray Serve's policy). Off by default:
+   * then a call that finds the model idle runs at once, and batches form only from the calls
+   * that arrive while the model is busy.
+   */
+  waitWhenIdle?: boolean | undefined;
   preferredSizes?: readonly number[] | undefined;
   /** False for models without a batch axis: they are never batched. */
   batchable: boolean;
@@ -48,11 +55,13 @@ interface Job {
 const yieldToIo = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
- * Dynamic batching inside the actor, closest to the model. `session.run` blocks this thread, so
- * calls that arrive during a run wait in the socket; after each run the batcher yields once to let
- * them in, then takes the oldest call and every compatible call behind it (same input dtypes,
- * non-batch dims and output selection) up to `maxSize` rows, concatenates them along axis 0, runs
- * once and splits the outputs back. Calls whose deadline passed while waiting are dropped unrun.
+ * Dynamic batching inside the actor, closest to the model. A call that finds the model idle runs
+ * at once: batching never costs latency at low load. `session.run` blocks this thread, so calls
+ * that arrive during a run wait in the socket; after each run the batcher yields to let them in,
+ * then takes the oldest call and every compatible call behind it (same input dtypes, non-batch
+ * dims and output selection) up to `maxSize` rows, concatenates them along axis 0, runs once and
+ * splits the outputs back. No timer ever holds a call unless `waitWhenIdle` asks for one. Calls
+ * whose deadline passed while waiting are dropped unrun.
  */
 export class Batcher {
   readonly #run: RunModel;
@@ -106,6 +115,9 @@ export class Batcher {
 
   async #drain(): Promise<void> {
     this.#running = true;
+    // One microtask, not a timer: calls submitted in the same turn (several frames in one socket
+    // read) join the first call's batch, and a lone call still runs before any timer could fire.
+    await Promise.resolve();
     while (this.#queue.length > 0) {
       this.#dropExpired();
       if (this.#queue.length === 0) break;
@@ -123,7 +135,7 @@ export class Batcher {
    * Lets in the calls that arrived while the model ran. They sit in the socket, and one turn of
    * the event loop reads only part of a large backlog (libuv reads about 2 MB a turn: three
    * images), so it yields again while calls keep coming and the next batch is not yet full:
-   * otherwise the batch would go out short, or wait `maxDelayMs` for calls already here.
+   * otherwise the batch would go out short (or, with `waitWhenIdle`, wait for calls already here).
    */
   async #readArrived(): Promise<void> {
     let before: number;
@@ -145,10 +157,13 @@ export class Batcher {
     }
   }
 
-  /** With a delay configured, the first call waits until its batch is full or its delay is up. */
+  /**
+   * Only with `waitWhenIdle`: the first call waits until its batch is full or its delay is up.
+   * By default nothing waits here, so a lone call at low load pays no delay.
+   */
   async #waitForCompany(): Promise<void> {
     const first = this.#queue[0];
-    if (!first || first.rows === null || this.#options.maxDelayMs <= 0) return;
+    if (!this.#options.waitWhenIdle || !first || first.rows === null || this.#options.maxDelayMs <= 0) return;
     const until = first.arrived + this.#options.maxDelayMs;
     while (this.#queue[0] === first && this.#rowsLike(first) < this.#options.maxSize) {
       const left = until - performance.now();

@@ -55,7 +55,7 @@ function batchOptions(env: ActorEnv, model: ServedModel): BatcherOptions {
   const batch = spec?.success ? spec.data : { maxSize: 1, maxDelayMs: 0 };
   const symbolicFirst = (shape: readonly (number | string)[]) => typeof shape[0] === 'string';
   const batchable = model.batchable !== false && [...model.metadata.inputs, ...model.metadata.outputs].every((t) => symbolicFirst(t.shape));
-  return { maxSize: batch.maxSize, maxDelayMs: batch.maxDelayMs, preferredSizes: batch.preferredSizes, batchable };
+  return { maxSize: batch.maxSize, maxDelayMs: batch.maxDelayMs, waitWhenIdle: batch.waitWhenIdle === true, preferredSizes: batch.preferredSizes, batchable };
 }
 
 /** Health messages to the agent over IPC; dropped when there is no agent (run by hand). */

@@ -16,16 +16,23 @@ function toBytes(value: number | string, ctx: z.RefinementCtx): number {
 }
 
 /**
- * Dynamic batching, as Triton's dynamic batcher: calls that wait while the replica is busy form
- * the next batch, concatenated along axis 0 into one `session.run`, outputs split back. The
- * delay timer starts with the first call of a batch; a full batch goes at once.
+ * Dynamic batching: calls that wait while the replica is busy form the next batch, concatenated
+ * along axis 0 into one `session.run`, outputs split back. A call that finds the replica idle
+ * runs at once, so batching costs no latency at low load; unlike Triton's and Ray Serve's
+ * batchers, nothing waits on a timer unless `waitWhenIdle` asks for it.
  */
 export const BatchSchema = z
   .object({
     /** Most rows (sum of the calls' batch dims) in one run; 1 turns batching off. */
     maxSize: z.number().int().min(1).max(65_536),
-    /** How long the first call of a batch may wait for more; 0 batches only what already waits. */
+    /** With `waitWhenIdle`, how long the first call of a batch may wait for more; unused without it. */
     maxDelayMs: z.number().min(0).max(60_000).default(0),
+    /**
+     * The first call of every batch, even one that finds the replica idle, waits up to
+     * `maxDelayMs` for company or until the batch is full (Triton's and Ray Serve's policy):
+     * fuller batches at low load, for up to `maxDelayMs` more latency. Off by default.
+     */
+    waitWhenIdle: z.boolean().optional(),
     /** Sizes to prefer: a batch stops growing at the largest preferred size it can reach. */
     preferredSizes: z.array(z.number().int().min(1).max(65_536)).max(32).optional(),
   })

@@ -33,7 +33,7 @@ describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_0
   });
 
   test('a burst of 64 calls forms batches larger than 1, and every caller gets exactly its own rows', async () => {
-    await client.deploy({ name: 'mlp8', model: 'mlp.onnx', threads: 1, batch: { maxSize: 8, maxDelayMs: 5 } });
+    await client.deploy({ name: 'mlp8', model: 'mlp.onnx', threads: 1, batch: { maxSize: 8 } });
     const inputs = Array.from({ length: 64 }, (_, i) => tensor('float32', [1, 64], seededFloats(64, 1000 + i)));
     const results = await Promise.all(inputs.map((x) => client.run('mlp8', { x })));
     const expected = await runInProcess(cluster.models.mlp, { x: tensor('float32', [64, 64], Float32Array.from(inputs.flatMap((t) => [...(t.data as Float32Array)]))) });
@@ -72,7 +72,7 @@ describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_0
   });
 
   test('calls whose non-batch dims differ are never mixed in one batch', async () => {
-    await client.deploy({ name: 'rowsum', model: 'rowsum.onnx', threads: 1, batch: { maxSize: 16, maxDelayMs: 5 } });
+    await client.deploy({ name: 'rowsum', model: 'rowsum.onnx', threads: 1, batch: { maxSize: 16 } });
     const widths = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? 3 : 5));
     const inputs = widths.map((w, i) => tensor('float32', [2, w], seededFloats(2 * w, 50 + i)));
     const results: Outputs[] = await Promise.all(inputs.map((x) => client.run('rowsum', { x })));
@@ -86,6 +86,31 @@ describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_0
     const [actor] = await settledStats(client, 'rowsum', 40);
     assert.ok(actor!.stats!.batches >= 2, 'two shapes need at least two runs');
     assert.ok(actor!.stats!.batches < 40, 'calls of the same shape were batched');
+  });
+
+  test('a call that finds its replica idle runs at once: maxDelayMs holds no call unless waitWhenIdle asks', async () => {
+    // Sixty seconds of delay: a replica that made a lone call wait for company would miss the deadline.
+    await client.deploy({ name: 'idle', model: 'mlp.onnx', threads: 1, batch: { maxSize: 32, maxDelayMs: 60_000 } });
+    for (let i = 0; i < 5; i++) {
+      const out = await client.run('idle', { x: tensor('float32', [1, 64], seededFloats(64, 300 + i)) }, { timeoutMs: 10_000 });
+      assert.deepEqual(out.logits!.shape, [1, 10]);
+    }
+    const [actor] = await settledStats(client, 'idle', 5);
+    assert.deepEqual([actor!.stats!.batches, actor!.stats!.rows], [5, 5], 'each call ran alone, at once');
+  });
+
+  test('waitWhenIdle: the first call waits for company until its batch is full', async () => {
+    await client.deploy({ name: 'wait4', model: 'mlp.onnx', threads: 1, batch: { maxSize: 4, maxDelayMs: 60_000, waitWhenIdle: true } });
+    let answered = 0;
+    const calls: PromiseLike<Outputs>[] = [];
+    for (let i = 0; i < 4; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(answered, 0, `no call answered before call ${i} was sent`);
+      calls.push(client.run('wait4', { x: tensor('float32', [1, 64], seededFloats(64, 400 + i)) }, { timeoutMs: 20_000 }).then((out) => (answered++, out)));
+    }
+    for (const out of await Promise.all(calls)) assert.deepEqual(out.logits!.shape, [1, 10]);
+    const [actor] = await settledStats(client, 'wait4', 4);
+    assert.deepEqual([actor!.stats!.batches, actor!.stats!.rows], [1, 4], 'the four calls ran as one batch');
   });
 
   test('a full queue fails new calls at once with OVERLOADED; the accepted ones all succeed', async () => {

@@ -1,0 +1,173 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Batcher } from '../../actors/batcher.js';
+import type { BatcherOptions, RunModel } from '../../actors/batcher.js';
+import { tensor } from '../../runtime/index.js';
+import type { Tensor } from '../../runtime/index.js';
+
+/**
+ * A model that echoes its input and, while `hold` is set, keeps each run going until the test
+ * releases it: so a test decides which calls arrive while the model is busy. `runs` holds the
+ * rows of each run, in order.
+ */
+function fakeModel(hold: boolean) {
+  const runs: number[] = [];
+  const pending: (() => void)[] = [];
+  const run: RunModel = async (inputs) => {
+    const x = inputs.x!;
+    runs.push(x.shape[0]!);
+    if (hold) await new Promise<void>((resolve) => pending.push(resolve));
+    return { y: tensor('float32', x.shape, Float32Array.from(x.data as Float32Array)) };
+  };
+  const release = () => {
+    const next = pending.shift();
+    assert.ok(next, 'no run is going on to release');
+    next();
+  };
+  return { run, runs, release };
+}
+
+/** One row (or `rows` rows) filled with `k`, so each caller can check it got its own rows back. */
+const call = (k: number, rows = 1): Record<string, Tensor> => ({ x: tensor('float32', [rows, 4], new Float32Array(4 * rows).fill(k)) });
+const valuesOf = (t: Tensor | undefined) => [...(t!.data as Float32Array)];
+
+/**
+ * Lets the batcher's promise chains settle without letting the event loop turn: no timer, no
+ * I/O and no setImmediate callback can run in here. What started by the end started "at once".
+ */
+async function microtasks(): Promise<void> {
+  for (let i = 0; i < 20; i++) await Promise.resolve();
+}
+
+/** One full turn of the event loop (I/O and check phases), as a call arriving later would see. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Turns the loop until `done`, at most `turns` times: every wait in these tests is bounded. */
+async function until(what: string, done: () => boolean, turns = 1000): Promise<void> {
+  for (let i = 0; i < turns && !done(); i++) await nextTurn();
+  assert.ok(done(), `gave up waiting for ${what}`);
+}
+
+const batcher = (run: RunModel, options: Partial<BatcherOptions>) => new Batcher(run, { maxSize: 32, maxDelayMs: 60_000, batchable: true, ...options });
+
+// A batcher that waited `maxDelayMs` (60 s) for company would fail these within the test timeout.
+describe('Batcher: batching never costs latency at low load', { timeout: 10_000 }, () => {
+  test('a call that finds the model idle runs at once, before any timer or I/O turn, even with maxDelayMs 60 s', async () => {
+    const model = fakeModel(false);
+    const b = batcher(model.run, {});
+    for (let k = 1; k <= 3; k++) {
+      const done = b.submit(call(k));
+      await microtasks();
+      assert.deepEqual(model.runs, Array(k).fill(1), `call ${k} started in the turn it was submitted`);
+      const { outputs, timing } = await done;
+      assert.deepEqual(valuesOf(outputs.y), [k, k, k, k]);
+      assert.equal(timing.batchCalls, 1);
+      await b.whenIdle();
+    }
+    assert.deepEqual(b.stats, { ...b.stats, calls: 3, batches: 3, rows: 3 });
+  });
+
+  test('calls submitted in the same turn as the first (one socket read) join its batch, still without waiting', async () => {
+    const model = fakeModel(false);
+    const b = batcher(model.run, {});
+    const done = [1, 2, 3].map((k) => b.submit(call(k)));
+    await microtasks();
+    assert.deepEqual(model.runs, [3]);
+    const results = await Promise.all(done);
+    results.forEach(({ outputs, timing }, i) => {
+      assert.deepEqual(valuesOf(outputs.y), Array(4).fill(i + 1));
+      assert.equal(timing.batchCalls, 3);
+    });
+  });
+
+  test('calls that arrive while a run is going on form the next batch together, and it goes without waiting to fill', async () => {
+    const model = fakeModel(true);
+    const b = batcher(model.run, {});
+    const first = b.submit(call(1));
+    await microtasks();
+    assert.deepEqual(model.runs, [1]);
+    // Three calls arrive in separate turns while the model is busy; the fourth, two rows.
+    const later = [2, 3, 4].map((k) => b.submit(call(k)));
+    for (let i = 0; i < 3; i++) await nextTurn();
+    later.push(b.submit(call(5, 2)));
+    assert.deepEqual(model.runs, [1], 'nothing else runs while the model is busy');
+    assert.equal(b.queued, 4);
+    model.release();
+    await first;
+    await until('the second run', () => model.runs.length === 2);
+    assert.deepEqual(model.runs, [1, 5], 'the four calls that arrived during the first run, 5 rows of the 32 allowed');
+    model.release();
+    const results = await Promise.all(later);
+    results.forEach(({ outputs, timing }, i) => {
+      assert.deepEqual(valuesOf(outputs.y), Array(4 * (i === 3 ? 2 : 1)).fill(i + 2), `caller ${i + 2} got its own rows`);
+      assert.deepEqual([timing.batchCalls, timing.batchRows], [4, 5]);
+    });
+    await b.whenIdle();
+    // Idle again: the next call runs at once, alone.
+    const again = b.submit(call(6));
+    await microtasks();
+    assert.deepEqual(model.runs, [1, 5, 1]);
+    model.release();
+    await again;
+  });
+
+  test('a backlog larger than maxSize goes out in full batches; preferredSizes still caps a batch at the largest it can reach', async () => {
+    const sized = fakeModel(true);
+    const b = batcher(sized.run, { maxSize: 3 });
+    const calls = [b.submit(call(0))];
+    await microtasks();
+    for (let k = 1; k <= 5; k++) calls.push(b.submit(call(k)));
+    for (let i = 1; i <= 3; i++) {
+      sized.release();
+      await until(`run ${i + 1}`, () => sized.runs.length === i + 1 || b.outstanding === 0);
+    }
+    await Promise.all(calls);
+    assert.deepEqual(sized.runs, [1, 3, 2]);
+
+    const preferred = fakeModel(true);
+    const p = batcher(preferred.run, { maxSize: 8, preferredSizes: [2, 4] });
+    const pcalls = [p.submit(call(0))];
+    await microtasks();
+    for (let k = 1; k <= 5; k++) pcalls.push(p.submit(call(k)));
+    for (let i = 1; i <= 3; i++) {
+      preferred.release();
+      await until(`run ${i + 1}`, () => preferred.runs.length === i + 1 || p.outstanding === 0);
+    }
+    const results = await Promise.all(pcalls);
+    assert.deepEqual(preferred.runs, [1, 4, 1], 'five waiting: a batch of 4 (the largest preferred size reachable), then the one left');
+    results.forEach(({ outputs }, k) => assert.deepEqual(valuesOf(outputs.y), Array(4).fill(k)));
+  });
+
+  test('waitWhenIdle: the first call waits for company until its batch is full', async () => {
+    const model = fakeModel(false);
+    const b = batcher(model.run, { maxSize: 4, waitWhenIdle: true });
+    const done = [b.submit(call(1))];
+    for (let i = 0; i < 5; i++) await nextTurn();
+    assert.deepEqual(model.runs, [], 'the lone first call waits');
+    for (const k of [2, 3]) {
+      done.push(b.submit(call(k)));
+      await nextTurn();
+    }
+    assert.deepEqual(model.runs, [], 'three rows of four: still waiting');
+    done.push(b.submit(call(4)));
+    await until('the full batch', () => model.runs.length === 1, 100);
+    assert.deepEqual(model.runs, [4]);
+    const results = await Promise.all(done);
+    results.forEach(({ outputs, timing }, i) => {
+      assert.deepEqual(valuesOf(outputs.y), Array(4).fill(i + 1));
+      assert.equal(timing.batchCalls, 4);
+    });
+  });
+
+  test('waitWhenIdle: a first call left alone goes when maxDelayMs is up', async () => {
+    const model = fakeModel(false);
+    const b = batcher(model.run, { maxSize: 4, maxDelayMs: 50, waitWhenIdle: true });
+    const done = b.submit(call(1));
+    for (let i = 0; i < 5; i++) await nextTurn();
+    assert.deepEqual(model.runs, []);
+    const { timing } = await done;
+    assert.deepEqual(model.runs, [1]);
+    // The batcher checks the clock before it gives up waiting, so this holds exactly.
+    assert.ok(timing.queueMs >= 50, `waited ${timing.queueMs} ms`);
+  });
+});
