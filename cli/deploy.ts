@@ -4,6 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { DeploymentViewSchema, TroupeError } from '../runtime/index.js';
 import type { DeploymentView } from '../runtime/index.js';
+import { DEFAULT_DEPLOY_TIMEOUT_S, deployTimeoutMessage, pendingActors } from '../runtime/deploy-timeout.js';
 import { parseFlags } from './flags.js';
 import type { FlagSpec } from './flags.js';
 import { DEFAULT_HEAD, HeadUrlSchema, headClient, splitPositionals } from './http-client.js';
@@ -17,7 +18,9 @@ export const DEPLOY_HELP = `troupe deploy FILE: create or update a deployment fr
   --token TOKEN   cluster token (or TROUPE_TOKEN)
   --wait          wait until every replica is READY, showing progress (default)
   --no-wait       return once the head has accepted the deployment
-  --timeout S     give up waiting after S seconds (default 600)
+  --timeout-s S   wait at most S seconds for READY (default ${DEFAULT_DEPLOY_TIMEOUT_S}); past it, print each
+                  actor not READY and why, and exit 1 (the deployment stays and keeps
+                  being placed). --timeout S is its older name.
 `;
 
 const SPEC: FlagSpec = {
@@ -25,8 +28,11 @@ const SPEC: FlagSpec = {
   token: { type: 'string' },
   wait: { type: 'boolean' },
   'no-wait': { type: 'boolean' },
+  'timeout-s': { type: 'string' },
   timeout: { type: 'string' },
 };
+
+const SecondsSchema = z.coerce.number().positive('must be seconds above 0').max(86_400, 'must be at most 86400 seconds');
 
 const Schema = z
   .object({
@@ -34,9 +40,12 @@ const Schema = z
     token: z.string().min(8, 'tokens are at least 8 characters').optional(),
     wait: z.boolean().optional(),
     noWait: z.boolean().optional(),
-    timeout: z.coerce.number().positive('must be above 0').max(86_400).default(600),
+    timeoutS: SecondsSchema.optional(),
+    timeout: SecondsSchema.optional(),
   })
-  .refine((f) => !(f.wait && f.noWait), { message: 'give --wait or --no-wait, not both', path: ['noWait'] });
+  .refine((f) => !(f.wait && f.noWait), { message: 'give --wait or --no-wait, not both', path: ['noWait'] })
+  .refine((f) => f.timeoutS === undefined || f.timeout === undefined, { message: 'give --timeout-s or its older name --timeout, not both', path: ['timeoutS'] })
+  .transform(({ timeout, ...f }) => ({ ...f, timeoutS: f.timeoutS ?? timeout ?? DEFAULT_DEPLOY_TIMEOUT_S }));
 
 /** Every PUT asks the head to wait at most this long, well inside fetch's 300 s header timeout. */
 const PUT_WAIT_S = 120;
@@ -96,14 +105,14 @@ export async function deployCommand(argv: string[]): Promise<void> {
     process.stdout.write(tty ? `\r\x1b[K${line}` : `${line}\n`);
   };
 
-  const deadline = Date.now() + flags.timeout * 1000;
+  const deadline = Date.now() + flags.timeoutS * 1000;
   let settled = false;
   let view: DeploymentView | undefined;
   // The PUT carries the outcome (READY, or the error with its code); polling only shows progress.
   const put = (async () => {
     for (;;) {
-      const waitS = Math.max(1, Math.min(PUT_WAIT_S, Math.ceil((deadline - Date.now()) / 1000)));
-      const answer = await client.request('PUT', `/api/v1/deployments/${name}?wait=${wait}&timeout=${waitS}`, spec);
+      const waitS = Math.max(0.1, Math.min(PUT_WAIT_S, Math.round((deadline - Date.now()) / 100) / 10));
+      const answer = await client.request('PUT', `/api/v1/deployments/${name}?wait=${wait}&timeoutS=${waitS}`, spec);
       view = DeploymentViewSchema.parse(answer.body);
       if (answer.status !== 202 || !wait || Date.now() >= deadline) return answer.status;
     }
@@ -121,6 +130,10 @@ export async function deployCommand(argv: string[]): Promise<void> {
     process.stdout.write(`deployment '${view.name}' accepted: ${progressLine(view)}\n`);
     return;
   }
-  if (status === 202) throw new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deployment '${view.name}' is not READY after ${flags.timeout} s: ${progressLine(view)}`);
+  if (status === 202) {
+    // Each actor on its own line, then the error (stderr, exit 1) naming them all in one message.
+    for (const p of pendingActors(view)) process.stdout.write(`  ${p.actor} ${p.state}${p.node ? ` on ${p.node}` : ''}${p.reason ? `: ${p.reason}` : ''}\n`);
+    throw new TroupeError('TROUPE_ERR_DEPLOY_TIMEOUT', deployTimeoutMessage({ kind: 'deployment', name: view.name }, [view], flags.timeoutS * 1000));
+  }
   process.stdout.write(`deployment '${view.name}' is READY: ${progressLine(view)}\n`);
 }

@@ -1,7 +1,9 @@
 import { Channel, ClientToHeadSchema, ModelDeploymentSchema, TroupeError, looksLikeGraphDocument, sharesMemory } from '../runtime/index.js';
 import type { ClientToHead, FrameTransport, HeadToClient, Logger } from '../runtime/index.js';
 import type { WebSocket } from 'ws';
+import { DEFAULT_DEPLOY_TIMEOUT_S } from '../runtime/deploy-timeout.js';
 import type { Controller } from './controller.js';
+import { boundDeploy } from './deploy-bound.js';
 import type { ShutdownGate } from './drain.js';
 import type { DurableStore } from './durable.js';
 import type { GraphService } from './graph/service.js';
@@ -75,14 +77,13 @@ export function serveClient(
             answer(admit('deploy', () => Promise.resolve()));
             return;
           }
+          // Bounded, so a deploy that cannot be placed answers with why instead of holding the
+          // call open; an SDK that predates timeoutMs gets the default.
+          const timeoutMs = message.timeoutMs ?? DEFAULT_DEPLOY_TIMEOUT_S * 1000;
           if (looksLikeGraphDocument(message.spec)) {
             const doc = message.spec;
-            answer(
-              graphs.deploy(doc).then((view) => {
-                store?.setGraph(view.name, doc);
-                return view;
-              }),
-            );
+            // Kept once it deploys, even if this call stopped waiting for it first.
+            answer(graphs.deploy(doc, { timeoutMs, onDeployed: (view) => store?.setGraph(view.name, doc) }));
             return;
           }
           const name = (message.spec as { name?: unknown } | null)?.name;
@@ -99,7 +100,10 @@ export function serveClient(
           if (message.wait === false) {
             ready.catch(() => {});
             answer(Promise.resolve(state.deploymentView(state.deployments.get(spec.data.name)!)));
-          } else answer(ready);
+          } else answer(boundDeploy(ready, timeoutMs, { kind: 'deployment', name: spec.data.name }, () => {
+            const d = state.deployments.get(spec.data.name);
+            return d ? [state.deploymentView(d)] : [];
+          }));
           return;
         }
         case 'undeploy':

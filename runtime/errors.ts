@@ -34,6 +34,7 @@ export const ERRORS = {
   TROUPE_ERR_RESULT_TOO_LARGE: { status: 507, retryable: false, what: "An async job's result is larger than the head keeps for jobs (--max-job-mib)." },
   TROUPE_ERR_SHARED_MEMORY: { status: 400, retryable: false, what: "An actor cannot map a shared-memory region a client offered (another host, not a sealed memfd, too small, or the actor lacks the addon), or a call names bytes outside the regions it mapped; the client then sends tensors in frames." },
   TROUPE_ERR_NODE_NAME_TAKEN: { status: 409, retryable: true, what: 'An agent registered under a node name that a connected, healthy agent already has.' },
+  TROUPE_ERR_DEPLOY_TIMEOUT: { status: 504, retryable: true, what: "A deploy's wait for READY passed its bound (60 s unless timeoutMs or ?timeoutS says otherwise); the message names each actor not READY and why. The deployment stays and the head keeps placing it; HTTP answers 202 with the same reasons instead." },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -15,9 +15,11 @@ import type {
   CompiledGraph,
   DeploymentView,
   GraphDeploymentView,
+  GraphDocument,
   GraphView,
   LeafInfo,
   Logger,
+  ModelDeployment,
   PlanNode,
   RunTrace,
   Signature,
@@ -27,6 +29,7 @@ import type {
 import { runInferenceTimed } from '../inference.js';
 import type { Controller } from '../controller.js';
 import type { ClusterState } from '../state.js';
+import { boundDeploy } from '../deploy-bound.js';
 import { ResultStore } from './results.js';
 import type { ResultStoreOptions } from './results.js';
 
@@ -122,13 +125,29 @@ export class GraphService {
    * defines and waits for them to be READY, checks the types where tensors connect, then makes
    * the graph and each named sub-graph runnable. A graph refused at the type check leaves its
    * models deployed: they are valid on their own, and a corrected graph reuses them.
+   *
+   * With `timeoutMs`, the returned promise rejects with TROUPE_ERR_DEPLOY_TIMEOUT once that passes,
+   * naming every actor of its deployments not READY and why; the deploy itself goes on, and the
+   * graph becomes runnable when its deployments are READY (then `onDeployed` runs, waited or not).
    */
-  async deploy(raw: unknown): Promise<GraphDeploymentView> {
+  async deploy(raw: unknown, options: { timeoutMs?: number; onDeployed?: (view: GraphDeploymentView) => void } = {}): Promise<GraphDeploymentView> {
     const parsed = GraphDocumentSchema.safeParse(raw);
     if (!parsed.success) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `invalid graph: ${formatIssues(parsed.error.issues)}`);
     const doc = parsed.data;
     const compiled = compileGraph(doc, (name) => this.#existing(name));
     const specs = compiled.deployments.map((node) => this.#deploymentSpec(node));
+    const done = this.#deployCompiled(doc, compiled, specs);
+    if (options.onDeployed) done.then(options.onDeployed, () => {});
+    if (options.timeoutMs === undefined) return done;
+    return boundDeploy(done, options.timeoutMs, { kind: 'graph', name: doc.graph }, () =>
+      specs.flatMap((spec) => {
+        const d = this.#state.deployments.get(spec.name);
+        return d ? [this.#state.deploymentView(d)] : [];
+      }),
+    );
+  }
+
+  async #deployCompiled(doc: GraphDocument, compiled: CompiledGraph, specs: ModelDeployment[]): Promise<GraphDeploymentView> {
     await Promise.all(
       specs.map((spec) =>
         this.#controller.deploy(spec).catch((err: unknown) => {

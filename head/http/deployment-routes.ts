@@ -2,7 +2,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { DeploymentViewSchema, ModelDeploymentSchema, NameSchema, TroupeError, looksLikeGraphDocument } from '../../runtime/index.js';
 import type { DeploymentView } from '../../runtime/index.js';
+import { DEFAULT_DEPLOY_TIMEOUT_S, MAX_DEPLOY_TIMEOUT_S, PendingActorSchema, pendingActors } from '../../runtime/deploy-timeout.js';
 import { formatModelRef, parseModelRef } from '../../runtime/model-ref.js';
+import { DeployTimeoutError, boundDeploy } from '../deploy-bound.js';
 import type { DeploymentRecord } from '../state.js';
 import { bodyBuffer, parseDocument } from './body.js';
 import type { ApiContext } from './context.js';
@@ -14,9 +16,17 @@ import type { ApiContext } from './context.js';
  * PUT) or a path under the agents' `--model-dir`.
  */
 
-const DEFAULT_WAIT_S = 600;
-
 const DeploymentDetailSchema = DeploymentViewSchema.extend({ spec: z.record(z.string(), z.unknown()) });
+
+/** A 202 past the bound: also every actor not READY with its reason, and one message naming them. */
+const DeploymentWaitingSchema = DeploymentDetailSchema.extend({ pending: z.array(PendingActorSchema), message: z.string() });
+
+/** A query value in seconds: a number in (0, MAX_DEPLOY_TIMEOUT_S]; '' and '1e400' are not. */
+const TimeoutSSchema = z
+  .string()
+  .regex(/^\d+(\.\d+)?$/)
+  .transform(Number)
+  .pipe(z.number().positive().max(MAX_DEPLOY_TIMEOUT_S));
 
 function zodSummary(issues: readonly { path: PropertyKey[]; message: string }[]): string {
   return issues.map((i) => (i.path.length ? `${i.path.map(String).join('.')}: ${i.message}` : i.message)).join('; ');
@@ -35,12 +45,24 @@ function deploymentName(request: FastifyRequest): string {
 }
 
 function queryFlags(request: FastifyRequest): { wait: boolean; waitMs: number } {
-  const query = request.query as Record<string, string | undefined>;
-  const wait = query.wait ?? 'true';
+  const query = request.query as Record<string, string | string[] | undefined>;
+  const one = (name: string): string | undefined => {
+    const value = query[name];
+    if (Array.isArray(value)) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?${name} is given ${value.length} times`);
+    return value;
+  };
+  const wait = one('wait') ?? 'true';
   if (!['true', 'false', '1', '0', ''].includes(wait)) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?wait must be true or false, got '${wait.slice(0, 40)}'`);
-  const timeout = query.timeout === undefined ? DEFAULT_WAIT_S : Number(query.timeout);
-  if (!Number.isFinite(timeout) || timeout <= 0 || timeout > 3600) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?timeout must be seconds in (0, 3600], got '${String(query.timeout).slice(0, 40)}'`);
-  return { wait: wait === 'true' || wait === '1' || wait === '', waitMs: timeout * 1000 };
+  // ?timeout is the older name of ?timeoutS, still accepted; both at once would be ambiguous.
+  const [timeoutS, alias] = [one('timeoutS'), one('timeout')];
+  if (timeoutS !== undefined && alias !== undefined) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', 'give ?timeoutS or its older name ?timeout, not both');
+  const name = alias !== undefined ? 'timeout' : 'timeoutS';
+  const given = timeoutS ?? alias;
+  const parsed = given === undefined ? { success: true as const, data: DEFAULT_DEPLOY_TIMEOUT_S } : TimeoutSSchema.safeParse(given);
+  if (!parsed.success) {
+    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?${name} must be seconds in (0, ${MAX_DEPLOY_TIMEOUT_S}], got '${String(given).slice(0, 40)}'`);
+  }
+  return { wait: wait === 'true' || wait === '1' || wait === '', waitMs: parsed.data * 1000 };
 }
 
 /** An uploaded model's name becomes a reference to its bytes; anything else stays a path. */
@@ -66,13 +88,24 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
       url: '/api/v1/deployments/:name',
       tag,
       auth: 'write',
-      summary: 'Create or update a deployment (idempotent); answers once every replica is READY',
+      summary: 'Create or update a deployment (idempotent); answers once every replica is READY, or after ?timeoutS with what is missing',
       description:
         'The body is JSON or YAML; the smallest is {"model": "<uploaded model name or path under the agents\' --model-dir>"}. ' +
-        'A "name" in the body must match the path. 201 when created, 200 when it existed, 202 with ?wait=false or when ?timeout (seconds, default 600) passes first.',
-      query: { wait: 'false: answer at once with 202 (default true)', timeout: 'seconds to wait for READY before answering 202 (default 600)' },
+        'A "name" in the body must match the path. 201 when created, 200 when it existed, 202 at once with ?wait=false. ' +
+        `The wait is bounded: when ?timeoutS (seconds, default ${DEFAULT_DEPLOY_TIMEOUT_S}, at most ${MAX_DEPLOY_TIMEOUT_S}) passes first, the answer is 202 with each actor's state and reason, ` +
+        '"pending" (every actor not READY: PENDING ones say what the scheduler could not find) and a "message" naming them. ' +
+        'The deployment stays and the head keeps placing it; PUT again or GET it to follow. A graph body answers 202 likewise, with "deployments".',
+      query: {
+        wait: 'false: answer at once with 202 (default true)',
+        timeoutS: `seconds to wait for READY before answering 202 with the reasons (default ${DEFAULT_DEPLOY_TIMEOUT_S}, at most ${MAX_DEPLOY_TIMEOUT_S})`,
+        timeout: 'the older name of timeoutS',
+      },
       body: { contentTypes: ['application/json', 'application/yaml'], schema: ModelDeploymentSchema },
-      responses: { 200: { description: 'READY (it existed)', schema: DeploymentDetailSchema }, 201: { description: 'READY (new)', schema: DeploymentDetailSchema }, 202: { description: 'accepted, still deploying', schema: DeploymentDetailSchema } },
+      responses: {
+        200: { description: 'READY (it existed)', schema: DeploymentDetailSchema },
+        201: { description: 'READY (new)', schema: DeploymentDetailSchema },
+        202: { description: 'accepted, still deploying (with ?wait=false: the deployment; past ?timeoutS: also pending and message)', schema: DeploymentWaitingSchema.partial({ pending: true, message: true }) },
+      },
     },
     async (request, reply) => {
       const name = deploymentName(request);
@@ -84,12 +117,17 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
       if (looksLikeGraphDocument(body)) {
         if (body.graph !== name) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the body is graph '${String(body.graph).slice(0, 100)}' but the path names '${name}'`);
         const created = !ctx.graphs.plan(name);
-        const deployed = ctx.graphs.deploy(body);
         if (!wait) {
-          deployed.catch((err: unknown) => log.info({ graph: name, err: (err as Error).message }, 'graph did not deploy'));
+          ctx.graphs.deploy(body).catch((err: unknown) => log.info({ graph: name, err: (err as Error).message }, 'graph did not deploy'));
           return reply.code(202).send({ graph: name, state: 'DEPLOYING' });
         }
-        return reply.code(created ? 201 : 200).send(await deployed);
+        try {
+          return reply.code(created ? 201 : 200).send(await ctx.graphs.deploy(body, { timeoutMs: waitMs }));
+        } catch (err) {
+          if (!(err instanceof DeployTimeoutError)) throw err;
+          const pending = err.views.flatMap(pendingActors);
+          return reply.code(202).send({ graph: name, state: 'DEPLOYING', deployments: err.views, pending, message: err.message });
+        }
       }
       if (body.name !== undefined && body.name !== name) {
         throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the body names deployment '${String(body.name).slice(0, 100)}' but the path names '${name}'`);
@@ -107,13 +145,18 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
         ready.catch((err: unknown) => log.info({ deployment: name, err: (err as Error).message }, 'deployment did not become READY'));
         return reply.code(202).send(current());
       }
-      let timer: NodeJS.Timeout | undefined;
-      const outcome = await Promise.race([
-        ready.then(() => 'ready' as const),
-        new Promise<'waiting'>((resolve) => (timer = setTimeout(() => resolve('waiting'), waitMs))),
-      ]).finally(() => clearTimeout(timer));
-      if (outcome === 'waiting') ready.catch(() => {});
-      return reply.code(outcome === 'waiting' ? 202 : created ? 201 : 200).send(current());
+      try {
+        await boundDeploy(ready, waitMs, { kind: 'deployment', name }, () => {
+          const d = state.deployments.get(name);
+          return d ? [state.deploymentView(d)] : [];
+        });
+      } catch (err) {
+        if (!(err instanceof DeployTimeoutError)) throw err;
+        // Past the bound is not a failure of the request: the deployment was accepted and stays.
+        const view = current();
+        return reply.code(202).send({ ...view, pending: pendingActors(view), message: err.message });
+      }
+      return reply.code(created ? 201 : 200).send(current());
     },
   );
 

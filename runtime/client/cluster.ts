@@ -1,3 +1,4 @@
+import { DEFAULT_DEPLOY_TIMEOUT_S, MAX_DEPLOY_TIMEOUT_S } from '../deploy-timeout.js';
 import { TroupeError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { ClientToHead } from '../protocol/client.js';
@@ -89,8 +90,18 @@ interface RunAnswer {
 /** How long past a run's deadline the SDK waits for the head's own deadline error. */
 const DEADLINE_GRACE_MS = 2000;
 
+/**
+ * How long past a deploy's bound the SDK waits for the head's answer: the head's
+ * TROUPE_ERR_DEPLOY_TIMEOUT names what is missing, a local timer could only say nothing came.
+ */
+const DEPLOY_GRACE_MS = 10_000;
+
 export interface DeployOptions {
-  /** How long to wait for every replica to be READY (default 120 s). */
+  /**
+   * How long the head waits for every replica to be READY (default 60 s, at most 1 h). Past it the
+   * call rejects with TROUPE_ERR_DEPLOY_TIMEOUT naming each actor not READY and why (PENDING: what
+   * the scheduler could not find); the deployment stays and the head keeps placing it.
+   */
   timeoutMs?: number;
   /** false: return at once, with actors as they are (e.g. PENDING with a reason). Default true. */
   wait?: boolean;
@@ -125,17 +136,28 @@ export class Cluster {
   /**
    * Deploys (or updates) one model and resolves once all its replicas are READY; or deploys a
    * graph (built with `pipeline`, `ensemble`, ... or its JSON form): its models and fns, then the
-   * graph itself, checked against their metadata, and runnable by name.
+   * graph itself, checked against their metadata, and runnable by name. Never waits past
+   * `timeoutMs` (default 60 s): then it rejects with TROUPE_ERR_DEPLOY_TIMEOUT saying why.
+   *
+   * @example
+   * try { await cluster.deploy({ name: 'mlp', model: 'mlp.onnx', replicas: 2 }, { timeoutMs: 30_000 }); }
+   * catch (err) { if (err instanceof TroupeError && err.code === 'TROUPE_ERR_DEPLOY_TIMEOUT') console.log(err.message); }
    */
   async deploy(spec: ModelDeploymentInput, options?: DeployOptions): Promise<DeploymentView>;
   async deploy(graph: GraphStep | GraphDocument, options?: DeployOptions): Promise<GraphDeploymentView>;
   async deploy(spec: ModelDeploymentInput | GraphStep | GraphDocument, options: DeployOptions = {}): Promise<DeploymentView | GraphDeploymentView> {
     const wire = isGraphStep(spec) ? spec.toJSON() : spec;
-    const timeoutMs = options.timeoutMs ?? 120_000;
-    // Deploying is declarative (saying it twice changes nothing), so a retry is safe.
-    const value = await withRetries(this.#conn, { retries: this.#retries, deadline: Date.now() + timeoutMs }, () =>
-      this.#conn.request({ type: 'deploy', spec: wire, ...(options.wait === false ? { wait: false } : {}) }, timeoutMs),
-    );
+    const timeoutMs = options.timeoutMs ?? DEFAULT_DEPLOY_TIMEOUT_S * 1000;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_DEPLOY_TIMEOUT_S * 1000) {
+      throw new TroupeError('TROUPE_ERR_BAD_FLAG', `deploy: timeoutMs must be in (0, ${MAX_DEPLOY_TIMEOUT_S * 1000}], got ${timeoutMs}`);
+    }
+    const deadline = Date.now() + timeoutMs;
+    // Deploying is declarative (saying it twice changes nothing), so a retry is safe; it waits
+    // only for what is left of the bound (and a timed-out deploy has none left, so is not retried).
+    const value = await withRetries(this.#conn, { retries: this.#retries, deadline }, () => {
+      const left = Math.max(1, deadline - Date.now());
+      return this.#conn.request({ type: 'deploy', spec: wire, timeoutMs: left, ...(options.wait === false ? { wait: false } : {}) }, left + DEPLOY_GRACE_MS);
+    });
     return looksLikeGraphDocument(wire) ? GraphDeploymentViewSchema.parse(value) : DeploymentViewSchema.parse(value);
   }
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { WireTensorMapSchema } from '../tensor/wire.js';
 import { FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
 import { RoutesSchema } from './routes.js';
+import { MAX_DEPLOY_TIMEOUT_S } from '../deploy-timeout.js';
 
 /**
  * An output of an earlier run (a future passed as an input): the run's id and, when the run has
@@ -18,6 +19,8 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
     spec: z.unknown(),
     /** false: answer at once with the deployment as it is (actors may still be PENDING). */
     wait: z.boolean().optional(),
+    /** How long the head waits for READY before failing with TROUPE_ERR_DEPLOY_TIMEOUT and the reasons (default 60 s). */
+    timeoutMs: z.number().positive().max(MAX_DEPLOY_TIMEOUT_S * 1000).optional(),
   }),
   z.object({ type: z.literal('undeploy'), id: IdSchema, name: NameSchema }),
   z.object({
