@@ -12,7 +12,7 @@ import { baselineServer } from './lib/baseline-server.js';
 import { keepAliveCaller, oipRequest } from './lib/http-load.js';
 import { closedLoop, percentile } from './lib/load.js';
 import type { LoadResult } from './lib/load.js';
-import { commandLine, cpuMs, descendants } from './lib/process-cpu.js';
+import { cpuPerRequest } from './lib/process-cpu.js';
 import { systemLine } from './lib/system.js';
 import { fmt } from './lib/table.js';
 
@@ -40,26 +40,6 @@ async function runAfterSleep(session: ort.InferenceSession, feeds: Record<string
   return [percentile(times, 0.5), percentile(times, 0.9)];
 }
 
-function readable(pid: number): boolean {
-  try {
-    cpuMs(pid);
-    commandLine(pid);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** What kind of Troupe or baseline process `pid` is, from its command line. */
-function role(pid: number): string {
-  const args = commandLine(pid).join(' ');
-  if (args.includes('http-relay')) return args.endsWith(' model') ? 'relay model process' : 'relay server';
-  if (args.includes('actors/host')) return 'actor';
-  if (/main\.js head\b/.test(args)) return 'head';
-  if (/main\.js agent\b/.test(args)) return 'agent';
-  return 'other';
-}
-
 /**
  * A closed loop at concurrency 1, with CPU per call (µs) of this process and of each one below it.
  * One unmeasured loop first, so V8's compiling the path (seconds of it for a cold HTTP path) is not
@@ -67,18 +47,9 @@ function role(pid: number): string {
  */
 async function cpuPerCall(call: () => PromiseLike<unknown>): Promise<{ result: LoadResult; cpu: Map<string, number> }> {
   await closedLoop(call, { concurrency: 1, seconds: SECONDS });
-  // Only the processes that live through the whole run (a process may end while we list them).
-  const pids = [process.pid, ...descendants(process.pid)].filter((p) => readable(p));
-  const before = new Map(pids.map((p) => [p, cpuMs(p)]));
-  let calls = 0;
-  const result = await closedLoop(() => (calls++, call()), { concurrency: 1, seconds: SECONDS });
-  const cpu = new Map<string, number>();
-  for (const pid of pids.filter((p) => readable(p))) {
-    const name = pid === process.pid ? 'client' : role(pid);
-    if (name === 'other' || name === 'agent') continue;
-    cpu.set(name, (cpu.get(name) ?? 0) + ((cpuMs(pid) - before.get(pid)!) / calls) * 1000);
-  }
-  return { result, cpu };
+  const measured = await cpuPerRequest(() => closedLoop(call, { concurrency: 1, seconds: SECONDS }), (r) => r.requests);
+  measured.cpu.delete('agent');
+  return measured;
 }
 
 const cluster = await startCluster({ agents: [['--cpus', '64']] });

@@ -23,6 +23,9 @@ export const HEAD_HELP = `troupe head: run the head (scheduler, HTTP API and con
   --max-jobs N           finished async jobs kept, at most (default 1000)
   --max-job-mib N        bytes of async job results kept, at most (default 256)
   --job-concurrency N    async jobs running at once; the rest wait QUEUED (default 32)
+  --http-workers N       processes beside the head that serve inference-protocol connections
+                         (/v2/...) and call replicas directly (default: one per core, at most
+                         4; 0 serves every request in the head process)
 `;
 
 const Schema = z.object({
@@ -41,6 +44,7 @@ const Schema = z.object({
   maxJobs: z.coerce.number().int('must be a whole number').min(1).max(1_000_000).optional(),
   maxJobMib: z.coerce.number().positive('must be above 0').max(65_536).optional(),
   jobConcurrency: z.coerce.number().int('must be a whole number').min(1).max(10_000).optional(),
+  httpWorkers: z.coerce.number().int('must be a whole number').min(0).max(64).optional(),
 });
 
 export async function headCommand(argv: string[]): Promise<void> {
@@ -63,6 +67,7 @@ export async function headCommand(argv: string[]): Promise<void> {
       'max-jobs': { type: 'string' },
       'max-job-mib': { type: 'string' },
       'job-concurrency': { type: 'string' },
+      'http-workers': { type: 'string' },
     },
     Schema,
   );
@@ -81,6 +86,7 @@ export async function headCommand(argv: string[]): Promise<void> {
     ...(flags.maxModelMib !== undefined ? { maxModelBytes: Math.round(flags.maxModelMib * 2 ** 20) } : {}),
     ...(flags.maxFrameMib !== undefined ? { maxFrameBytes: Math.round(flags.maxFrameMib * 2 ** 20) } : {}),
     ...(flags.drainMs !== undefined ? { drainMs: flags.drainMs } : {}),
+    ...(flags.httpWorkers !== undefined ? { httpWorkers: flags.httpWorkers } : {}),
     jobs: {
       ...(flags.jobTtlS !== undefined ? { ttlMs: Math.round(flags.jobTtlS * 1000) } : {}),
       ...(flags.maxJobs !== undefined ? { maxJobs: flags.maxJobs } : {}),

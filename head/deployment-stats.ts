@@ -18,12 +18,14 @@ export class DeploymentStats {
   #count = 0;
 
   record(durationMs: number, failure?: ErrorCode): void {
-    if (failure) {
-      this.failed.set(failure, (this.failed.get(failure) ?? 0) + 1);
-      return;
-    }
+    if (failure) return this.recordFailures(failure, 1);
     this.ok++;
     this.#latencies[this.#count++ % WINDOW] = durationMs;
+  }
+
+  /** Failures counted elsewhere (a front-door worker reports them in bulk). */
+  recordFailures(code: ErrorCode, count: number): void {
+    this.failed.set(code, (this.failed.get(code) ?? 0) + count);
   }
 
   /**

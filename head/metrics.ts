@@ -20,6 +20,8 @@ export class HeadMetrics {
   readonly #compute: Histogram<'model'>;
   readonly #batch: Histogram<'model'>;
   readonly #children = new Map<string, ModelHistograms>();
+  /** Inference requests the head's front-door workers answered (they report them in bulk). */
+  readonly frontDoorRequests: Counter<'model' | 'outcome'>;
 
   constructor(state: ClusterState) {
     const registers = [this.registry];
@@ -28,6 +30,8 @@ export class HeadMetrics {
     this.#queue = new Histogram({ name: 'troupe_queue_duration_seconds', help: 'Time a request waited for a run: in the head queue plus in the actor queue.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
     this.#compute = new Histogram({ name: 'troupe_compute_duration_seconds', help: 'Duration of the model run (session.run) that served the request.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
     this.#batch = new Histogram({ name: 'troupe_request_batch_size', help: 'Calls in the batch each request was run in.', labelNames: ['model'], buckets: BATCH_BUCKETS, registers });
+
+    this.frontDoorRequests = new Counter({ name: 'troupe_front_door_requests_total', help: "Inference requests answered by the head's front-door worker processes, by outcome (ok or the error code).", labelNames: ['model', 'outcome'], registers });
 
     const deployments = () => [...state.deployments.values()];
     new Counter({

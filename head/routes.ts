@@ -15,6 +15,7 @@ export class RouteBook {
   readonly #deployments: Map<string, DeploymentRecord>;
   readonly #subscribers = new Map<string, Set<ClientChannel>>();
   readonly #sent = new Map<string, string>();
+  readonly #watchers = new Set<() => void>();
   #scheduled = false;
 
   constructor(deployments: Map<string, DeploymentRecord>) {
@@ -55,12 +56,19 @@ export class RouteBook {
     return routes;
   }
 
+  /** Calls `listener` once per microtask turn in which deployments or actors changed; returns the way to stop. */
+  watch(listener: () => void): () => void {
+    this.#watchers.add(listener);
+    return () => this.#watchers.delete(listener);
+  }
+
   /** Something about deployments or actors changed: push the routes that differ from those sent. */
   changed(): void {
-    if (this.#scheduled || this.#subscribers.size === 0) return;
+    if (this.#scheduled || (this.#subscribers.size === 0 && this.#watchers.size === 0)) return;
     this.#scheduled = true;
     queueMicrotask(() => {
       this.#scheduled = false;
+      for (const listener of this.#watchers) listener();
       for (const [name, channels] of this.#subscribers) {
         const routes = this.routesOf(name);
         const text = JSON.stringify(routes);

@@ -1,5 +1,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Duplex } from 'node:stream';
 import Fastify from 'fastify';
@@ -17,7 +19,10 @@ import { ShutdownGate } from './drain.js';
 import { DurableStore } from './durable.js';
 import type { SavedState } from './durable.js';
 import { drainingError, sendError } from './http/errors.js';
+import { FrontDoor } from './front-door/front-door.js';
+import { splitConnections } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
+import { stateBackend } from './http/state-backend.js';
 import { GraphService } from './graph/service.js';
 import type { ControllerOptions } from './controller-options.js';
 import { registerHttpApi } from './http/api.js';
@@ -58,6 +63,12 @@ export interface HeadOptions {
   maxModelBytes?: number;
   /** Async jobs (`POST /api/v1/deployments/{name}/jobs`): retention, bounds, concurrency. */
   jobs?: Partial<JobOptions>;
+  /**
+   * Front-door worker processes that serve connections opening with an inference-protocol request
+   * (`/v2/...`) beside the head, calling replicas directly (head/front-door/). Default: one per
+   * core, at most 4; 0 serves every request in the head process.
+   */
+  httpWorkers?: number;
 }
 
 export interface Head {
@@ -106,7 +117,10 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
   const stopAutoscaler = startAutoscaler(state, controller, log);
 
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const inference = fastInference({ state, gate, token: options.token, host, maxBodyBytes, log });
+  const httpWorkers = options.httpWorkers ?? Math.min(availableParallelism(), 4);
+  let frontDoor: FrontDoor | undefined;
+  let serveHere: ((socket: Socket, head?: Buffer) => void) | undefined;
+  const inference = fastInference({ backend: stateBackend(state), gate, token: options.token, host, maxBodyBytes, log });
   const app = Fastify({
     logger: false,
     // Inference requests are served ahead of fastify (http/fast-infer.ts); everything else by it.
@@ -117,6 +131,7 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
       server.keepAliveTimeout = timeouts.keepAliveTimeout;
       server.requestTimeout = timeouts.requestTimeout;
       server.setTimeout(timeouts.connectionTimeout);
+      if (httpWorkers > 0) serveHere = splitConnections(server, (socket, head) => frontDoor?.take(socket, head) ?? false, server.headersTimeout);
       return server;
     },
   });
@@ -192,7 +207,24 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : options.port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  log.info({ url, stateFile: store?.file }, 'head listening');
+  if (serveHere) {
+    frontDoor = await FrontDoor.start({
+      workers: httpWorkers,
+      state,
+      log,
+      serveHere,
+      settings: {
+        // Workers reach the head on loopback even when it listens on every interface.
+        headUrl: /^(0\.0\.0\.0|::|\[::\])$/.test(host) ? `http://127.0.0.1:${port}` : url,
+        ...(options.token ? { token: options.token } : {}),
+        host,
+        maxBodyBytes,
+        keepAliveTimeoutMs: app.server.keepAliveTimeout,
+        headersTimeoutMs: app.server.headersTimeout,
+      },
+    });
+  }
+  log.info({ url, stateFile: store?.file, httpWorkers }, 'head listening');
   // Graphs come back once the deployments they call are READY again (graphs.deploy waits for them).
   for (const [name, doc] of saved?.graphs ?? []) {
     graphs.deploy(doc).then(
@@ -209,8 +241,10 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
       closing ??= (async () => {
         const drainMs = options.drainMs ?? 10_000;
         log.info({ inFlight: gate.inFlight, drainMs }, 'shutting down: finishing accepted calls, refusing new ones');
-        const { unfinished } = await gate.drain(drainMs);
+        const [{ unfinished }] = await Promise.all([gate.drain(drainMs), frontDoor?.drain(drainMs)]);
         if (unfinished > 0) log.warn({ unfinished, drainMs }, 'calls still unfinished after the drain period; closing anyway');
+        // Before the server closes: it waits for the connections it handed to workers.
+        await frontDoor?.close();
         stopLiveness();
         stopAutoscaler();
         controller.close();

@@ -33,3 +33,43 @@ export function descendants(pid: number): number[] {
 export function commandLine(pid: number): string[] {
   return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
 }
+
+/** Whether `pid` still exists and can be read (a process may end while we list them). */
+export function readable(pid: number): boolean {
+  try {
+    cpuMs(pid);
+    commandLine(pid);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** What kind of Troupe or baseline process `pid` is, from its command line. */
+export function role(pid: number): string {
+  const args = commandLine(pid).join(' ');
+  if (args.includes('http-relay')) return args.endsWith(' model') ? 'relay model process' : 'relay server';
+  if (args.includes('actors/host')) return 'actor';
+  if (args.includes('front-door/worker-main')) return 'front-door worker';
+  if (/main\.js head\b/.test(args)) return 'head';
+  if (/main\.js agent\b/.test(args)) return 'agent';
+  return 'other';
+}
+
+/**
+ * Runs `work` and says how much CPU (microseconds per request, `requests` read from its result)
+ * this process (the load generator) and each kind of process below it used meanwhile.
+ */
+export async function cpuPerRequest<T>(work: () => Promise<T>, requests: (result: T) => number, self = 'client'): Promise<{ result: T; cpu: Map<string, number> }> {
+  const pids = [process.pid, ...descendants(process.pid)].filter((p) => readable(p));
+  const before = new Map(pids.map((p) => [p, cpuMs(p)]));
+  const result = await work();
+  const n = Math.max(1, requests(result));
+  const cpu = new Map<string, number>();
+  for (const pid of pids.filter((p) => readable(p))) {
+    const name = pid === process.pid ? self : role(pid);
+    if (name === 'other') continue;
+    cpu.set(name, (cpu.get(name) ?? 0) + ((cpuMs(pid) - before.get(pid)!) / n) * 1000);
+  }
+  return { result, cpu };
+}

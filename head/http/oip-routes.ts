@@ -2,22 +2,23 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TroupeError } from '../../runtime/index.js';
 import type { TensorInfo } from '../../runtime/index.js';
-import { runInference } from '../inference.js';
-import type { ClusterState, DeploymentRecord } from '../state.js';
-import { bodyBuffer, parseJson } from './body.js';
+import type { DeploymentRecord } from '../state.js';
+import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
-import { HEADER_LENGTH, splitInferBody } from './oip-binary.js';
-import { InferRequestSchema, decodeInferRequest, encodeInferResponse } from './oip-codec.js';
-import type { EncodedResponse } from './oip-codec.js';
+import { MODEL_VERSION } from './infer-backend.js';
+import type { Params } from './infer-backend.js';
+import { inferResponse } from './infer-response.js';
+import { HEADER_LENGTH } from './oip-binary.js';
+import { InferRequestSchema } from './oip-codec.js';
 import { datatypeOfDtype, oipShape } from './oip-datatypes.js';
 import { TROUPE_VERSION } from './openapi.js';
+import { deploymentOf, stateBackend } from './state-backend.js';
 
 /**
  * The Open Inference Protocol (KServe v2) endpoints, where every deployment is a "model" with one
  * version, "1". Health answers carry no body, as the protocol asks: 200 is true, 4xx false.
  */
 
-const MODEL_VERSION = '1';
 export const EXTENSIONS = ['binary_tensor_data'];
 
 const TensorMetadataSchema = z.object({ name: z.string(), datatype: z.string(), shape: z.array(z.number()) });
@@ -38,48 +39,8 @@ const InferResponseSchema = z.object({
   ),
 });
 
-export type Params = { name: string; version?: string };
-
 function tensorMetadata(t: TensorInfo): z.infer<typeof TensorMetadataSchema> {
   return { name: t.name, datatype: datatypeOfDtype(t.dtype), shape: oipShape(t.shape) };
-}
-
-/** The deployment a URL names, or TROUPE_ERR_UNKNOWN_DEPLOYMENT (404). */
-function modelOf(state: ClusterState, params: Params): DeploymentRecord {
-  const d = state.deployments.get(params.name);
-  if (!d) {
-    const known = [...state.deployments.keys()].map((n) => `'${n}'`).join(', ') || 'none';
-    throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `unknown model '${params.name}' (deployed: ${known})`);
-  }
-  if (params.version !== undefined && params.version !== MODEL_VERSION) {
-    throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `model '${params.name}' has no version '${params.version}' (versions: ${MODEL_VERSION})`);
-  }
-  return d;
-}
-
-/**
- * One inference request, from the model named in the URL, the Inference-Header-Content-Length
- * header and the body, to the response; throws TroupeError. Shared by the fastify route and the
- * fast path that serves the same URLs ahead of fastify (fast-infer.ts).
- */
-export async function inferResponse(state: ClusterState, params: Params, headerLength: string | string[] | undefined, body: Buffer): Promise<EncodedResponse> {
-  const d = modelOf(state, params);
-  const { json, binary } = splitInferBody(body, headerLength);
-  const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the inference request'));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the inference request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`);
-  }
-  const decoded = decodeInferRequest(parsed.data, binary);
-  const outputs = await runInference(state, {
-    deployment: d.spec.name,
-    inputs: decoded.inputs,
-    ...(decoded.outputs ? { outputs: decoded.outputs } : {}),
-    ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
-  });
-  const declared = d.metadata?.outputs.map((o) => o.name) ?? [];
-  const order = decoded.outputs ?? [...declared.filter((n) => n in outputs), ...Object.keys(outputs).filter((n) => !declared.includes(n))];
-  return encodeInferResponse(d.spec.name, parsed.data, outputs, order);
 }
 
 function isReady(d: DeploymentRecord): boolean {
@@ -89,6 +50,7 @@ function isReady(d: DeploymentRecord): boolean {
 export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { docs, state } = ctx;
   const tag = 'Open Inference Protocol (v2)';
+  const backend = stateBackend(state);
 
   docs.route(app, { method: 'GET', url: '/v2/health/live', tag, auth: 'read', summary: 'Server live', responses: { 200: { description: 'live (no body)' } } }, async (_req, reply) =>
     reply.code(200).send(),
@@ -111,7 +73,7 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
   }));
 
   const metadata = async (request: FastifyRequest) => {
-    const d = modelOf(state, request.params as Params);
+    const d = deploymentOf(state, request.params as Params);
     if (!d.metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `model '${d.spec.name}' has no READY replica yet, so its inputs and outputs are not known`);
     return {
       name: d.spec.name,
@@ -128,7 +90,7 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
     return reply.code(isReady(d) ? 200 : 400).send();
   };
   const infer = async (request: FastifyRequest, reply: FastifyReply) => {
-    const response = await inferResponse(state, request.params as Params, request.headers[HEADER_LENGTH], bodyBuffer(request.body));
+    const response = await inferResponse(backend, request.params as Params, request.headers[HEADER_LENGTH], bodyBuffer(request.body));
     if (response.headerLength !== undefined) reply.header('inference-header-content-length', String(response.headerLength));
     return reply.code(200).type(response.contentType).send(response.body);
   };

@@ -1,0 +1,135 @@
+// The front door's figures: `npm run bench:front-door`, also part of `npm run bench`. HTTP (the
+// inference protocol, what curl, Triton's and KServe's clients send) against the same baselines
+// in the same run: the simplest Node HTTP server around an in-process session (MLP), and raw
+// onnxruntime-node at its best batch and layout (MobileNet), in alternating windows. The head is
+// measured with its front-door workers (the default) and serving HTTP itself (--http-workers 0).
+// Writes bench/RESULTS-front-door.md. Bounded: each load run lasts SECONDS (default 3).
+import { writeFile } from 'node:fs/promises';
+import { connect } from '../runtime/index.js';
+import { startCluster } from '../test/helpers/cluster.js';
+import type { TestCluster } from '../test/helpers/cluster.js';
+import { baselineServer } from './lib/baseline-server.js';
+import { measureFloor, measureFloorApart } from './lib/floor.js';
+import { httpLoad, oipRequest } from './lib/http-load.js';
+import type { LoadResult } from './lib/load.js';
+import { systemLine } from './lib/system.js';
+import { fmt, loadTable } from './lib/table.js';
+
+const SECONDS = Number(process.env.SECONDS ?? 3);
+const ONLY = process.env.BENCH_ONLY?.split(',');
+const wanted = (section: string) => !ONLY || ONLY.includes(section);
+const WINDOWS = 5;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const out: string[] = [];
+const say = (text: string) => {
+  out.push(text);
+  process.stdout.write(`${text}\n`);
+};
+type Row = { label: string; result: LoadResult; ratioTo?: number };
+
+const mlpX = new Float32Array(64).map((_, i) => Math.sin(i));
+const image = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i));
+
+async function deployMlp(cluster: TestCluster, batch: { maxSize: number }): Promise<void> {
+  const client = await connect(cluster.url);
+  try {
+    await client.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1, batch, maxQueue: 100_000 });
+  } finally {
+    await client.close();
+  }
+}
+
+async function mlpSection(cluster: TestCluster, headOnly: TestCluster): Promise<void> {
+  say('\n## Small MLP (input [1,64] float32), one replica, 1 intra-op thread\n');
+  const f1 = await measureFloor(cluster.models.mlp, { name: 'x', shape: (b) => [b, 64] }, 1, 2, 1);
+  say(`Raw onnxruntime-node in-process, batch 1: ${fmt(f1.callsPerSecond)} calls/s, p50 ${fmt(f1.p50Ms, 4)} ms.\n`);
+  const rows: Row[] = [];
+  const plain = await baselineServer(cluster.models.mlp, 'plain-http-server');
+  const plainRps = new Map<number, number>();
+  try {
+    for (const c of [1, 16, 64, 256]) {
+      const r = await httpLoad({ url: plain.url, method: 'POST', body: Buffer.from(mlpX.buffer) }, c, SECONDS);
+      plainRps.set(c, r.rps);
+      rows.push({ label: 'simplest Node HTTP server, in-process session (raw body)', result: r });
+    }
+  } finally {
+    plain.stop();
+  }
+  const versus = (c: number) => plainRps.get(c) ?? NaN;
+  const oip = (url: string, binary: boolean) => oipRequest(`${url}/v2/models/mlp/infer`, 'x', [1, 64], mlpX, 'logits', binary);
+  for (const [label, maxSize] of [
+    ['batching off', 1],
+    ['batching maxSize 64', 64],
+  ] as const) {
+    await deployMlp(cluster, { maxSize });
+    for (const c of [1, 16, 64, 256]) rows.push({ label: `Troupe HTTP OIP binary, front-door workers, ${label}`, result: await httpLoad(oip(cluster.url, true), c, SECONDS), ratioTo: versus(c) });
+  }
+  for (const c of [16, 64, 256]) rows.push({ label: 'Troupe HTTP OIP JSON, front-door workers, batching maxSize 64', result: await httpLoad(oip(cluster.url, false), c, SECONDS), ratioTo: versus(c) });
+  await deployMlp(headOnly, { maxSize: 64 });
+  for (const c of [1, 16, 64, 256]) rows.push({ label: 'Troupe HTTP OIP binary, served by the head (--http-workers 0), batching maxSize 64', result: await httpLoad(oip(headOnly.url, true), c, SECONDS), ratioTo: versus(c) });
+  say(loadTable(rows).replace('vs floor', 'vs simplest server'));
+  const p50 = (label: string) => rows.find((r) => r.label.endsWith(label) && r.result.concurrency === 1)?.result.p50Ms ?? NaN;
+  say(`\nConcurrency 1, p50: batching maxSize 64 ${fmt(p50('front-door workers, batching maxSize 64'), 3)} ms, batching off ${fmt(p50('front-door workers, batching off'), 3)} ms (difference ${fmt(p50('front-door workers, batching maxSize 64') - p50('front-door workers, batching off'), 3)} ms).`);
+}
+
+const cnnInput = { name: 'image', shape: (b: number) => [b, 3, 224, 224] };
+const LAYOUTS = [
+  { replicas: 1, threads: 2 },
+  { replicas: 2, threads: 1 },
+] as const;
+
+async function bestLayoutFloor(path: string, batch: number, seconds: number): Promise<{ rows: number[]; best: number }> {
+  const rows: number[] = [];
+  for (const l of LAYOUTS) rows.push((await measureFloorApart(path, cnnInput, batch, seconds, l.threads, l.replicas)).rowsPerSecond);
+  return { rows, best: Math.max(...rows) };
+}
+
+async function cnnSection(cluster: TestCluster, headOnly: TestCluster): Promise<void> {
+  say('\n## MobileNet-v2-shaped CNN (input [1,3,224,224], 588 KiB a request), HTTP OIP binary\n');
+  const floors: { batch: number; best: number; rows: number[] }[] = [];
+  for (const batch of [1, 2, 4, 8]) floors.push({ batch, ...(await bestLayoutFloor(cluster.models.mobilenet, batch, 2)) });
+  const floor = floors.reduce((a, b) => (b.best > a.best ? b : a));
+  say(`Floor, raw onnxruntime-node, samples/s (1 process x 2 threads / 2 processes x 1 thread): ${floors.map((f) => `batch ${f.batch}: ${f.rows.map((r) => fmt(r, 1)).join(' / ')}`).join('; ')}. Best batch: ${floor.batch}.\n`);
+  const request = (url: string) => oipRequest(`${url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true);
+  say(`Alternating windows (2 s each; batching maxSize ${floor.batch}): floor's best layout at batch ${floor.batch} / Troupe HTTP at 16 in flight / at 64 in flight / served by the head (--http-workers 0) at 16, samples/s:\n`);
+  for (const layout of LAYOUTS) {
+    const spec = { name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch: { maxSize: floor.batch }, maxQueue: 100_000 };
+    for (const c of [cluster, headOnly]) {
+      const client = await connect(c.url);
+      await client.deploy(spec).finally(() => client.close());
+    }
+    const ratios = { c16: [] as number[], c64: [] as number[], head16: [] as number[] };
+    const windows: string[] = [];
+    for (let i = 0; i < WINDOWS; i++) {
+      const f = await bestLayoutFloor(cluster.models.mobilenet, floor.batch, 2);
+      const r16 = await httpLoad(request(cluster.url), 16, 2);
+      const r64 = await httpLoad(request(cluster.url), 64, 2);
+      const h16 = await httpLoad(request(headOnly.url), 16, 2);
+      ratios.c16.push(r16.rps / f.best);
+      ratios.c64.push(r64.rps / f.best);
+      ratios.head16.push(h16.rps / f.best);
+      windows.push(`${fmt(f.best, 1)} / ${fmt(r16.rps, 1)} / ${fmt(r64.rps, 1)} / ${fmt(h16.rps, 1)}${r16.errors + r64.errors + h16.errors > 0 ? ` (errors ${r16.errors + r64.errors + h16.errors})` : ''}`);
+    }
+    for (const c of [cluster, headOnly]) {
+      const client = await connect(c.url);
+      await client.undeploy('cnn').finally(() => client.close());
+    }
+    say(`- ${layout.replicas} replica${layout.replicas > 1 ? 's' : ''} x ${layout.threads} thread${layout.threads > 1 ? 's' : ''}: ${windows.join('; ')}.`);
+    say(`  Medians over the floor: HTTP, 16 in flight ${fmt(median(ratios.c16), 2)}x; 64 in flight ${fmt(median(ratios.c64), 2)}x; served by the head, 16 in flight ${fmt(median(ratios.head16), 2)}x.`);
+  }
+}
+
+const agents = [['--name', 'bench', '--cpus', '64']];
+const cluster = await startCluster({ agents });
+const headOnly = await startCluster({ agents, headArgs: ['--http-workers', '0'] });
+try {
+  say('# Front door: HTTP against its baselines\n');
+  say(systemLine());
+  say(`- each load run: ${SECONDS} s closed loop after an unmeasured warm-up; load generator (autocannon; undici at concurrency 1) in the same machine, sharing its cores; two clusters up, one with front-door workers (default) and one without`);
+  if (wanted('mlp')) await mlpSection(cluster, headOnly);
+  if (wanted('cnn')) await cnnSection(cluster, headOnly);
+} finally {
+  await cluster.stop();
+  await headOnly.stop();
+}
+if (!ONLY) await writeFile(new URL('../../bench/RESULTS-front-door.md', import.meta.url), `${out.join('\n')}\n`);

@@ -1,0 +1,71 @@
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** Connections whose first request is an inference-protocol POST go to a worker. */
+const FRONT_DOOR_REQUEST = /^POST \/v2\/models\//;
+
+/** The part of libuv's stream handle that stops reading (Node's own `net` uses the same fields). */
+interface StreamHandle {
+  reading: boolean;
+  readStop(): number;
+}
+
+export type HandOff = (socket: Socket, head: Buffer) => boolean;
+
+/**
+ * Reads the first bytes of every connection `server` accepts and offers those that open with an
+ * inference-protocol request to `handOff` (a front-door worker); everything else (the API, the
+ * status page, agents', actors' and clients' upgrades) and whatever no worker takes is served
+ * here as before. A connection stays with the process it went to, so a client's kept-alive
+ * connection is routed once, unless its worker gives it back. The returned function serves a
+ * socket here without the split, after the bytes already read of it: the workers' way to give
+ * back a connection whose next request they do not serve.
+ */
+export function splitConnections(server: Server, handOff: HandOff, firstBytesTimeoutMs: number): (socket: Socket, head?: Buffer) => void {
+  const serve = server.listeners('connection') as ((socket: Socket) => void)[];
+  server.removeAllListeners('connection');
+  const serveHere = (socket: Socket, head?: Buffer) => {
+    if (head) socket.unshift(head);
+    for (const listener of serve) listener.call(server, socket);
+    socket.resume();
+  };
+  server.on('connection', (socket: Socket) => {
+    const dropped = () => socket.destroy();
+    // A client that connects and says nothing is dropped like one that never finishes its headers.
+    const timer = setTimeout(dropped, firstBytesTimeoutMs);
+    socket.once('error', dropped);
+    socket.once('close', () => clearTimeout(timer));
+    socket.once('data', (chunk: Buffer) => {
+      clearTimeout(timer);
+      socket.removeListener('error', dropped);
+      socket.pause();
+      if (FRONT_DOOR_REQUEST.test(chunk.toString('latin1', 0, 16))) {
+        const head = stopReading(socket, chunk);
+        if (handOff(socket, head)) return;
+        return serveHere(socket, head);
+      }
+      serveHere(socket, chunk);
+    });
+  });
+  return serveHere;
+}
+
+/**
+ * Stops the socket reading, so the bytes after `chunk` stay in the kernel and travel with the
+ * file descriptor (a handle sent to another process drops what it reads meanwhile), and returns
+ * `chunk` with anything the stream had buffered behind it. Resuming the socket reads again.
+ */
+function stopReading(socket: Socket, chunk: Buffer): Buffer {
+  const handle = (socket as unknown as { _handle?: StreamHandle })._handle;
+  if (handle) {
+    handle.reading = false;
+    handle.readStop();
+  }
+  const parts = [chunk];
+  const read = socket._read;
+  // Draining the buffer must not start a new read from the handle.
+  socket._read = () => {};
+  for (let part: Buffer | null; (part = socket.read() as Buffer | null) !== null; ) parts.push(part);
+  socket._read = read;
+  return parts.length === 1 ? chunk : Buffer.concat(parts);
+}

@@ -1,0 +1,178 @@
+import { fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { childNodeArgs } from '../../runtime/index.js';
+import type { ErrorCode, Logger } from '../../runtime/index.js';
+import type { ClusterState } from '../state.js';
+import { targetOf } from '../http/state-backend.js';
+import { WorkerToHeadSchema } from './messages.js';
+import type { HeadToWorker, WorkerSettings } from './messages.js';
+
+const WORKER_SCRIPT = fileURLToPath(new URL('./worker-main.js', import.meta.url));
+/** A worker that keeps dying is started again after a back-off that doubles up to this. */
+const MAX_BACKOFF_MS = 5_000;
+
+export interface FrontDoorOptions {
+  workers: number;
+  settings: WorkerSettings;
+  state: ClusterState;
+  log: Logger;
+  /** Serves a socket in the head itself, after `head`, the bytes read of it already. */
+  serveHere: (socket: Socket, head?: Buffer) => void;
+}
+
+interface Worker {
+  child: ChildProcess;
+  ready: boolean;
+  /** Resolves when the worker said it drained, or exited. */
+  drained?: () => void;
+}
+
+/**
+ * The head's front door for inference: worker processes that serve the Open Inference Protocol
+ * on connections the head hands them (connection-split.ts), each calling replicas straight
+ * through an SDK connection of its own, with shared memory for large inputs on this host. HTTP
+ * parsing, body reading and tensor encoding then run on as many cores as there are workers
+ * instead of on the head's one event loop, which stays free for the control plane.
+ *
+ * The head keeps each worker's catalog of deployments current (pushed on every change, asked for
+ * on a miss), restarts a worker that dies (with back-off; its connections are lost, as with any
+ * server process), drains them with itself and stops them by pid.
+ */
+export class FrontDoor {
+  readonly #options: FrontDoorOptions;
+  readonly #workers: Worker[] = [];
+  readonly #stopWatching: () => void;
+  #next = 0;
+  #catalog = '';
+  #closing = false;
+
+  private constructor(options: FrontDoorOptions) {
+    this.#options = options;
+    this.#stopWatching = options.state.routes.watch(() => this.#pushCatalog());
+  }
+
+  static async start(options: FrontDoorOptions): Promise<FrontDoor> {
+    const door = new FrontDoor(options);
+    for (let i = 0; i < options.workers; i++) door.#spawn(i, 0);
+    return door;
+  }
+
+  /** Hands `socket` (whose first bytes, `head`, were read here) to the next ready worker; false if none is. */
+  take(socket: Socket, head: Buffer): boolean {
+    for (let tried = 0; tried < this.#workers.length; tried++) {
+      const worker = this.#workers[this.#next++ % this.#workers.length];
+      if (!worker?.ready || !worker.child.connected) continue;
+      const message = { type: 'connection' as const, head };
+      worker.child.send(message, socket, { keepOpen: false }, (err) => {
+        if (err) socket.destroy();
+      });
+      return true;
+    }
+    return false;
+  }
+
+  /** Tells every worker to finish its accepted requests and refuse new ones; resolves when all did or `timeoutMs` passed. */
+  async drain(timeoutMs: number): Promise<void> {
+    const waits = this.#workers.map(
+      (worker) =>
+        new Promise<void>((resolve) => {
+          if (!worker.child.connected) return resolve();
+          worker.drained = resolve;
+          this.#send(worker, { type: 'drain' });
+        }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(waits), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+  }
+
+  /** Stops every worker: SIGTERM, then SIGKILL after a second. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    this.#stopWatching();
+    const exits = this.#workers.map((worker) => {
+      const { child } = worker;
+      if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 1000);
+      return exited.finally(() => clearTimeout(timer));
+    });
+    await Promise.all(exits);
+  }
+
+  #spawn(slot: number, backoffMs: number): void {
+    const child = fork(WORKER_SCRIPT, [], { serialization: 'advanced', execArgv: childNodeArgs(), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const worker: Worker = { child, ready: false };
+    this.#workers[slot] = worker;
+    const started = Date.now();
+    child.on('message', (raw, handle) => this.#received(worker, raw, handle as Socket | undefined));
+    child.on('error', (err) => this.#options.log.warn({ err: err.message, pid: child.pid }, 'front-door worker error'));
+    child.once('exit', (code, signal) => {
+      worker.ready = false;
+      worker.drained?.();
+      if (this.#closing) return;
+      // A worker that ran a while before dying starts again at once; one that keeps dying waits longer each time.
+      const next = Date.now() - started > 10_000 ? 0 : Math.min(MAX_BACKOFF_MS, Math.max(100, backoffMs * 2));
+      this.#options.log.warn({ pid: child.pid, code, signal, restartInMs: next }, 'front-door worker exited; starting another');
+      setTimeout(() => this.#closing || this.#spawn(slot, next), next).unref();
+    });
+    this.#send(worker, { type: 'init', settings: this.#options.settings });
+  }
+
+  #received(worker: Worker, raw: unknown, socket: Socket | undefined): void {
+    const parsed = WorkerToHeadSchema.safeParse(raw);
+    if (!parsed.success) {
+      this.#options.log.warn({ pid: worker.child.pid, issue: parsed.error.issues[0]?.message }, 'dropped a malformed message from a front-door worker');
+      return;
+    }
+    const message = parsed.data;
+    const { state } = this.#options;
+    switch (message.type) {
+      case 'ready':
+        this.#send(worker, { type: 'catalog', targets: this.#targets() });
+        worker.ready = true;
+        return;
+      case 'lookup': {
+        const d = state.deployments.get(message.name);
+        this.#send(worker, { type: 'target', id: message.id, target: d ? targetOf(d) : null });
+        return;
+      }
+      case 'report':
+        for (const [name, count] of Object.entries(message.served)) state.metrics.frontDoorRequests.inc({ model: name, outcome: 'ok' }, count);
+        for (const [name, codes] of Object.entries(message.failed)) {
+          const stats = state.deployments.get(name)?.stats;
+          for (const [code, count] of Object.entries(codes)) {
+            if (!count) continue;
+            stats?.recordFailures(code as ErrorCode, count);
+            state.metrics.frontDoorRequests.inc({ model: name, outcome: code }, count);
+          }
+        }
+        return;
+      case 'drained':
+        worker.drained?.();
+        return;
+      case 'return':
+        if (socket) this.#options.serveHere(socket, Buffer.from(message.head.buffer, message.head.byteOffset, message.head.byteLength));
+        return;
+    }
+  }
+
+  #targets() {
+    return [...this.#options.state.deployments.values()].map(targetOf);
+  }
+
+  #pushCatalog(): void {
+    const targets = this.#targets();
+    const text = JSON.stringify(targets);
+    if (text === this.#catalog) return;
+    this.#catalog = text;
+    for (const worker of this.#workers) if (worker.ready) this.#send(worker, { type: 'catalog', targets });
+  }
+
+  #send(worker: Worker, message: HeadToWorker): void {
+    if (worker.child.connected) worker.child.send(message, (err) => err && this.#options.log.debug({ err: err.message }, 'front-door worker gone'));
+  }
+}

@@ -1,0 +1,263 @@
+import { STATUS_CODES } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Socket } from 'node:net';
+import type { SocketConstructorOpts } from 'node:net';
+import { HTTPParser } from 'http-parser-js';
+import type { HeaderInfo } from 'http-parser-js';
+import { sharedBufferPool } from '../../runtime/index.js';
+import { bodyTooLarge } from '../http/errors.js';
+import { alignmentPad, answerInference, errorAnswer, headerLengthOf, inferRoute, refusal } from '../http/infer-exchange.js';
+import type { HttpAnswer, InferExchangeOptions, InferRoute } from '../http/infer-exchange.js';
+
+/** Reads shorter than this go through the scratch buffer; longer ones land in the body itself. */
+const SCRATCH_BYTES = 64 * 1024;
+const CONTENT_LENGTH = /^\d{1,15}$/;
+/** The largest request head (request line and headers) read, as Node's HTTP server allows. */
+const MAX_HEAD_BYTES = 16 * 1024;
+// The parser counts every byte of an `execute` that ends between requests towards the next head
+// (and resets its own limit with each request), so a body read in one go would exceed it; heads
+// are measured here instead (MAX_HEAD_BYTES). Only front-door workers load this module.
+HTTPParser.maxHeaderSize = Number.MAX_SAFE_INTEGER;
+
+export interface InPlaceOptions extends InferExchangeOptions {
+  keepAliveTimeoutMs: number;
+  headersTimeoutMs: number;
+  /** Hands the connection back to the head with the bytes read of a request this worker does not serve. */
+  giveBack(socket: Socket, bytes: Buffer): void;
+}
+
+interface Request {
+  route: InferRoute;
+  url: string;
+  headers: IncomingHttpHeaders;
+  keepAlive: boolean;
+  /** A body of declared length, read into its final buffer; or the pieces of a chunked one. */
+  body: Buffer | null;
+  filled: number;
+  pieces: Buffer[] | null;
+  received: number;
+}
+
+/** Node's headers object from the parser's flat [name, value, ...] list. */
+function headersOf(raw: readonly string[]): IncomingHttpHeaders {
+  const headers: Record<string, string> = {};
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    headers[name] = name in headers ? `${headers[name]}, ${raw[i + 1]}` : raw[i + 1]!;
+  }
+  return headers;
+}
+
+/**
+ * One client connection a front-door worker serves: inference requests whose bodies are read by
+ * the kernel straight into the buffer the call is made from (Node's `onread` option, as the frame
+ * streams do: runtime/transport/frame-stream.ts), instead of Node's HTTP server, which hands a
+ * body over in fresh 64 KB chunks to be joined. Request heads are parsed by http-parser-js, which
+ * gives body bytes as views, never copies. Answers leave in request order (pipelining).
+ *
+ * Any request that is not an inference POST with a plain or chunked body (a metadata GET, an
+ * upgrade, an odd Transfer-Encoding) sends the connection back to the head, with every byte read
+ * of that request, once the answers before it are out: the head then serves it, and what follows
+ * on that connection, with Node's own HTTP server.
+ */
+export function serveInPlace(accepted: Socket, head: Buffer, options: InPlaceOptions): void {
+  const internals = accepted as unknown as { _handle?: object | null };
+  const handle = internals._handle;
+  if (!handle) return void accepted.destroy();
+  internals._handle = null;
+  accepted.destroy();
+  new InPlaceConnection(handle, head, options);
+}
+
+class InPlaceConnection {
+  readonly #options: InPlaceOptions;
+  readonly #socket: Socket;
+  readonly #parser = new HTTPParser(HTTPParser.REQUEST);
+  readonly #scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
+  /** The chunk being parsed, its end, and where in it the request now being read began. */
+  #chunk: Buffer = this.#scratch;
+  #chunkEnd = 0;
+  #requestStart = 0;
+  /** Copies of the bytes of a request head that spans reads, kept to give back. */
+  #headParts: Buffer[] = [];
+  #headBytes = 0;
+  #request: Request | null = null;
+  /** The bytes being parsed were read straight into the current body. */
+  #inPlace = false;
+  /** Answers chain in request order; `#owed` counts those not yet written. */
+  #answers: Promise<void> = Promise.resolve();
+  #owed = 0;
+  /** No more requests are parsed on this connection; `#paused`: nor read (it is being given back). */
+  #stopped = false;
+  #paused = false;
+  #ending = false;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(handle: object, head: Buffer, options: InPlaceOptions) {
+    this.#options = options;
+    const onread = { buffer: () => this.#nextBuffer(), callback: (n: number, buffer: Uint8Array) => this.#read(n, buffer) };
+    this.#socket = new Socket({ handle, onread, readable: true, writable: true, allowHalfOpen: true } as SocketConstructorOpts);
+    this.#socket.setNoDelay(true);
+    this.#socket.on('error', () => this.#socket.destroy());
+    this.#socket.on('close', () => clearTimeout(this.#timer));
+    // A client that half-closes gets the answers it is owed, then the connection ends.
+    this.#socket.on('end', () => this.#endAfterAnswers());
+    const parser = this.#parser;
+    parser[HTTPParser.kOnHeadersComplete] = (info: HeaderInfo) => this.#headersComplete(info);
+    parser[HTTPParser.kOnBody] = (chunk: Buffer, offset: number, length: number) => this.#body(chunk, offset, length);
+    parser[HTTPParser.kOnMessageComplete] = () => this.#messageComplete();
+    this.#parse(head, head.length);
+  }
+
+  #nextBuffer(): Uint8Array {
+    const r = this.#request;
+    if (r?.body && r.body.length - r.filled > SCRATCH_BYTES) return r.body.subarray(r.filled);
+    return this.#scratch;
+  }
+
+  #read(n: number, buffer: Uint8Array): boolean {
+    // After a refusal the rest of what the client sends is read and dropped, so that it reads
+    // the answer instead of a reset.
+    if (this.#stopped) return !this.#paused;
+    if (buffer === this.#scratch) this.#parse(this.#scratch, n);
+    else {
+      this.#inPlace = true;
+      this.#parse(buffer as Buffer, n);
+      this.#inPlace = false;
+    }
+    return !this.#paused;
+  }
+
+  #parse(chunk: Buffer, n: number): void {
+    if (this.#request === null && this.#owed === 0) this.#arm(this.#options.headersTimeoutMs);
+    this.#chunk = chunk;
+    this.#chunkEnd = n;
+    this.#requestStart = 0;
+    const result = this.#parser.execute(chunk, 0, n);
+    if (this.#stopped) return;
+    if (result instanceof Error) return void this.#refuse({ status: 400, code: 'TROUPE_ERR_BAD_REQUEST', message: `malformed HTTP request: ${result.message}` });
+    // A request head not complete yet: keep its bytes (the scratch buffer is read into again).
+    if (this.#request === null && this.#requestStart < n) {
+      this.#headBytes += n - this.#requestStart;
+      if (this.#headBytes > MAX_HEAD_BYTES) return void this.#refuse({ status: 431, code: 'TROUPE_ERR_BAD_REQUEST', message: `the request head is larger than ${MAX_HEAD_BYTES} bytes` });
+      this.#headParts.push(Buffer.from(chunk.subarray(this.#requestStart, n)));
+    }
+  }
+
+  /** 1 tells the parser there is no body to read. */
+  #headersComplete(info: HeaderInfo): 0 | 1 {
+    if (this.#stopped) return 1;
+    const headers = headersOf(info.headers);
+    const method = HTTPParser.methods[info.method];
+    const route = inferRoute(method, info.url);
+    const te = headers['transfer-encoding'];
+    const cl = headers['content-length'];
+    const chunked = te?.toLowerCase() === 'chunked' && cl === undefined;
+    const sized = te === undefined && (cl === undefined || CONTENT_LENGTH.test(cl));
+    if (!route || info.upgrade || !(chunked || sized)) {
+      this.#giveBack();
+      return 1;
+    }
+    clearTimeout(this.#timer);
+    const refused = refusal(this.#options, route, info.url, headers);
+    if (refused) return this.#refuse(refused);
+    const length = Number(cl ?? 0);
+    if (length > this.#options.maxBodyBytes) return this.#refuse(bodyTooLarge(this.#options.maxBodyBytes));
+    if (headers.expect?.toLowerCase() === '100-continue') this.#socket.write('HTTP/1.1 100 Continue\r\n\r\n');
+    const body = chunked ? null : length === 0 ? Buffer.alloc(0) : sharedBufferPool.take(alignmentPad(headerLengthOf(headers)) + length).subarray(alignmentPad(headerLengthOf(headers)));
+    this.#request = { route, url: info.url, headers, keepAlive: info.shouldKeepAlive || (!chunked && cl === undefined && info.versionMinor > 0), body, filled: 0, pieces: chunked ? [] : null, received: 0 };
+    this.#headParts = [];
+    this.#headBytes = 0;
+    // No declared length and not chunked: an empty body (parsing on would read to the end of the stream).
+    return cl === undefined && !chunked ? 1 : 0;
+  }
+
+  #body(chunk: Buffer, offset: number, length: number): void {
+    const r = this.#request;
+    if (!r || this.#stopped) return;
+    if (r.body) {
+      if (!this.#inPlace) chunk.copy(r.body, r.filled, offset, offset + length);
+      r.filled += length;
+      return;
+    }
+    r.received += length;
+    if (r.received > this.#options.maxBodyBytes) {
+      this.#refuse(bodyTooLarge(this.#options.maxBodyBytes));
+      return;
+    }
+    r.pieces!.push(Buffer.from(chunk.subarray(offset, offset + length)));
+  }
+
+  #messageComplete(): void {
+    const r = this.#request;
+    this.#request = null;
+    this.#headParts = [];
+    this.#headBytes = 0;
+    this.#requestStart = (this.#parser as unknown as { offset: number }).offset;
+    if (!r || this.#stopped) return;
+    const body = r.body ? { bytes: r.body, pooled: r.body.length > 0 } : { bytes: Buffer.concat(r.pieces!), pooled: false };
+    const leave = this.#options.gate.enter();
+    this.#answer(answerInference(this.#options, r.route, { url: r.url, headers: r.headers }, body).finally(leave), r.keepAlive);
+  }
+
+  /** Answers at once and closes after; the rest of the request is not parsed. */
+  #refuse(error: Parameters<typeof errorAnswer>[0]): 1 {
+    this.#stopped = true;
+    this.#answer(Promise.resolve(errorAnswer(error)), false);
+    // A client that keeps sending after the answer is dropped in the end.
+    this.#arm(this.#options.headersTimeoutMs);
+    return 1;
+  }
+
+  #answer(answer: Promise<HttpAnswer>, keepAlive: boolean): void {
+    this.#owed++;
+    this.#answers = this.#answers
+      .then(() => answer)
+      .then((a) => {
+        this.#owed--;
+        this.#write(a, keepAlive);
+      });
+  }
+
+  #write(answer: HttpAnswer, keepAlive: boolean): void {
+    const socket = this.#socket;
+    if (socket.destroyed || socket.writableEnded) return;
+    const close = !keepAlive || (this.#stopped && !this.#paused) || answer.headers.connection === 'close';
+    let head = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\n`;
+    for (const [name, value] of Object.entries(answer.headers)) if (name !== 'connection' && name !== 'content-length') head += `${name}: ${value}\r\n`;
+    head += `content-length: ${Buffer.byteLength(answer.body)}\r\nconnection: ${close ? 'close' : 'keep-alive'}\r\n\r\n`;
+    socket.cork();
+    socket.write(head, 'latin1');
+    socket.write(answer.body);
+    socket.uncork();
+    if (close) return void socket.end();
+    if (this.#owed === 0 && this.#request === null) {
+      if (this.#ending) socket.end();
+      else this.#arm(this.#options.keepAliveTimeoutMs);
+    }
+  }
+
+  #endAfterAnswers(): void {
+    this.#ending = true;
+    if (this.#owed === 0) this.#socket.end();
+  }
+
+  /** Sends the connection back to the head with the bytes read of the request now being parsed. */
+  #giveBack(): void {
+    const bytes = Buffer.concat([...this.#headParts, this.#chunk.subarray(this.#requestStart, this.#chunkEnd)]);
+    this.#stopped = true;
+    this.#paused = true;
+    clearTimeout(this.#timer);
+    // Bytes not read yet stay in the kernel and travel with the socket.
+    this.#socket.pause();
+    void this.#answers.then(() => {
+      if (!this.#socket.destroyed && !this.#socket.writableEnded) this.#options.giveBack(this.#socket, bytes);
+    });
+  }
+
+  /** Drops a client that stays silent (or keeps a request head open) longer than `ms`. */
+  #arm(ms: number): void {
+    clearTimeout(this.#timer);
+    if (ms > 0) this.#timer = setTimeout(() => this.#socket.destroy(), ms).unref();
+  }
+}

@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { ERROR_CODES, ModelMetadataSchema } from '../../runtime/index.js';
+
+/**
+ * What the head and its front-door workers say over their IPC channel (advanced serialization,
+ * so bytes travel as bytes). Both sides check what they receive: a worker is our own code, but a
+ * message that does not parse must be dropped with a log line, not crash either process.
+ */
+
+export const InferTargetSchema = z.object({ name: z.string(), kind: z.enum(['model', 'fn']), metadata: ModelMetadataSchema.nullable() });
+
+export const WorkerSettingsSchema = z.object({
+  /** The head's own URL, where the worker's SDK connection goes (routes, graphs, fallbacks). */
+  headUrl: z.string().url(),
+  token: z.string().optional(),
+  host: z.string(),
+  maxBodyBytes: z.number().int().positive(),
+  keepAliveTimeoutMs: z.number().int().min(0),
+  headersTimeoutMs: z.number().int().min(0),
+});
+export type WorkerSettings = z.infer<typeof WorkerSettingsSchema>;
+
+export const HeadToWorkerSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('init'), settings: WorkerSettingsSchema }),
+  /** Every deployment the head has now; sent whenever one changes. */
+  z.object({ type: z.literal('catalog'), targets: z.array(InferTargetSchema) }),
+  z.object({ type: z.literal('target'), id: z.number().int(), target: InferTargetSchema.nullable() }),
+  /** Comes with a socket: a connection whose first bytes the head has read already. */
+  z.object({ type: z.literal('connection'), head: z.instanceof(Uint8Array) }),
+  z.object({ type: z.literal('drain') }),
+]);
+export type HeadToWorker = z.infer<typeof HeadToWorkerSchema>;
+
+export const WorkerToHeadSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('ready') }),
+  /** A request named a deployment the worker's catalog lacks (or knows no signature of) yet. */
+  z.object({ type: z.literal('lookup'), id: z.number().int(), name: z.string().max(1024) }),
+  /**
+   * Requests answered since the last report, per deployment: those that succeeded, and those that
+   * failed in the call by code (the actors report the successes' latencies themselves).
+   */
+  z.object({
+    type: z.literal('report'),
+    served: z.record(z.string(), z.number().int().min(0)),
+    failed: z.record(z.string(), z.partialRecord(z.enum(ERROR_CODES as [string, ...string[]]), z.number().int().min(0))),
+  }),
+  z.object({ type: z.literal('drained'), unfinished: z.number().int().min(0) }),
+  /** Comes with a socket: a connection given back with the bytes read of a request the worker does not serve. */
+  z.object({ type: z.literal('return'), head: z.instanceof(Uint8Array) }),
+]);
+export type WorkerToHead = z.infer<typeof WorkerToHeadSchema>;

@@ -1,0 +1,49 @@
+import { findTarget } from '../http/infer-backend.js';
+import type { InferTarget, Params } from '../http/infer-backend.js';
+
+/** How long a worker waits for the head to answer a lookup before it answers the request from what it has. */
+const LOOKUP_TIMEOUT_MS = 5_000;
+
+/**
+ * A front-door worker's copy of the head's deployments: replaced whenever the head pushes a new
+ * one, and asked of the head itself for a name it lacks or knows no signature of yet, so a
+ * request that follows a deploy at once never sees a stale 404.
+ */
+export class WorkerCatalog {
+  readonly #ask: (id: number, name: string) => void;
+  #targets = new Map<string, InferTarget>();
+  readonly #waiting = new Map<number, (target: InferTarget | null) => void>();
+  #nextId = 0;
+
+  constructor(ask: (id: number, name: string) => void) {
+    this.#ask = ask;
+  }
+
+  replace(targets: readonly InferTarget[]): void {
+    this.#targets = new Map(targets.map((t) => [t.name, t]));
+  }
+
+  answered(id: number, target: InferTarget | null): void {
+    this.#waiting.get(id)?.(target);
+    this.#waiting.delete(id);
+  }
+
+  async target(params: Params): Promise<InferTarget> {
+    const known = this.#targets.get(params.name);
+    if (!known?.metadata) {
+      const fresh = await this.#lookup(params.name);
+      if (fresh) this.#targets.set(fresh.name, fresh);
+      else this.#targets.delete(params.name);
+    }
+    return findTarget(params, (name) => this.#targets.get(name), () => this.#targets.keys());
+  }
+
+  #lookup(name: string): Promise<InferTarget | null | undefined> {
+    const id = this.#nextId++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => (this.#waiting.delete(id), resolve(undefined)), LOOKUP_TIMEOUT_MS);
+      this.#waiting.set(id, (target) => (clearTimeout(timer), resolve(target)));
+      this.#ask(id, name);
+    });
+  }
+}

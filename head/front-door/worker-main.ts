@@ -1,0 +1,119 @@
+import type { Socket } from 'node:net';
+import { TroupeError, checkWire, connect, createLogger, isDynamic, mapFromWire, mapToWire, onParentGone, validateInputs } from '../../runtime/index.js';
+import type { Cluster, ErrorCode } from '../../runtime/index.js';
+import { ShutdownGate } from '../drain.js';
+import type { InferenceBackend } from '../http/infer-backend.js';
+import { HeadToWorkerSchema } from './messages.js';
+import type { WorkerSettings, WorkerToHead } from './messages.js';
+import { serveInPlace } from './in-place-connection.js';
+import { WorkerCatalog } from './worker-catalog.js';
+
+/**
+ * A front-door worker process (front-door.ts): serves the inference requests of the connections
+ * the head hands it (in-place-connection.ts), calling replicas through its own SDK connection,
+ * and gives a connection back to the head when a request on it is one the head must serve.
+ */
+const log = createLogger('front-door');
+/** How often the requests answered are reported to the head. */
+const REPORT_EVERY_MS = 500;
+
+const tell = (message: WorkerToHead) => process.connected && process.send?.(message);
+
+const catalog = new WorkerCatalog((id, name) => tell({ type: 'lookup', id, name }));
+const gate = new ShutdownGate();
+const served = new Map<string, number>();
+const failures = new Map<string, Map<ErrorCode, number>>();
+
+/** The same checks the head makes before it queues a call (head/inference.ts), then the SDK's run. */
+function backendOf(cluster: Cluster): InferenceBackend {
+  return {
+    target: (params) => catalog.target(params),
+    async run(request) {
+      const target = await catalog.target({ name: request.deployment });
+      for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
+      if (!target.metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${target.name}' has no READY replica yet`);
+      if (!isDynamic({ kind: target.kind, metadata: target.metadata })) validateInputs(target.name, target.metadata, request.inputs, request.outputs);
+      try {
+        const outputs = await cluster.run(target.name, mapFromWire(request.inputs, 'input'), {
+          ...(request.outputs ? { outputs: request.outputs } : {}),
+          ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {}),
+        });
+        served.set(target.name, (served.get(target.name) ?? 0) + 1);
+        return mapToWire(outputs);
+      } catch (err) {
+        const code = err instanceof TroupeError ? err.code : 'TROUPE_ERR_INTERNAL';
+        let counts = failures.get(target.name);
+        if (!counts) failures.set(target.name, (counts = new Map()));
+        counts.set(code, (counts.get(code) ?? 0) + 1);
+        throw err;
+      }
+    },
+  };
+}
+
+function report(): void {
+  if (served.size === 0 && failures.size === 0) return;
+  const failed = Object.fromEntries([...failures].map(([name, codes]) => [name, Object.fromEntries(codes)]));
+  tell({ type: 'report', served: Object.fromEntries(served), failed });
+  served.clear();
+  failures.clear();
+}
+
+async function serve(settings: WorkerSettings, pending: [Buffer, Socket][]): Promise<void> {
+  const cluster = await connect(settings.headUrl, { ...(settings.token ? { token: settings.token } : {}), connectTimeoutMs: 30_000 });
+  const options = {
+    backend: backendOf(cluster),
+    gate,
+    token: settings.token,
+    host: settings.host,
+    maxBodyBytes: settings.maxBodyBytes,
+    log,
+    keepAliveTimeoutMs: settings.keepAliveTimeoutMs,
+    headersTimeoutMs: settings.headersTimeoutMs,
+    giveBack: (socket: Socket, bytes: Buffer) => {
+      if (!process.connected) return void socket.destroy();
+      process.send!({ type: 'return' as const, head: bytes }, socket, { keepOpen: false }, (err) => err && socket.destroy());
+    },
+  };
+  const accept = (head: Buffer, socket: Socket) => serveInPlace(socket, head, options);
+  for (const [head, socket] of pending.splice(0)) accept(head, socket);
+  setInterval(report, REPORT_EVERY_MS).unref();
+  handleConnection = accept;
+  tell({ type: 'ready' });
+  log.debug({ pid: process.pid }, 'front-door worker ready');
+}
+
+/** Connections that arrive before the worker is serving wait here (the head sends none before `ready`). */
+const early: [Buffer, Socket][] = [];
+let handleConnection = (head: Buffer, socket: Socket): void => void early.push([head, socket]);
+
+onParentGone(() => process.exit(0));
+process.on('SIGTERM', () => process.exit(0));
+process.on('message', (raw: unknown, socket?: Socket) => {
+  const parsed = HeadToWorkerSchema.safeParse(raw);
+  if (!parsed.success) return void log.warn({ issue: parsed.error.issues[0]?.message }, 'dropped a malformed message from the head');
+  const message = parsed.data;
+  switch (message.type) {
+    case 'init':
+      serve(message.settings, early).catch((err: unknown) => {
+        log.error({ err: (err as Error).message }, 'front-door worker could not start');
+        process.exit(1);
+      });
+      return;
+    case 'catalog':
+      return catalog.replace(message.targets);
+    case 'target':
+      return catalog.answered(message.id, message.target);
+    case 'connection': {
+      if (!socket) return;
+      const head = Buffer.from(message.head.buffer, message.head.byteOffset, message.head.byteLength);
+      return handleConnection(head, socket);
+    }
+    case 'drain':
+      void gate.drain(60_000).then(({ unfinished }) => {
+        report();
+        tell({ type: 'drained', unfinished });
+      });
+      return;
+  }
+});

@@ -1,0 +1,39 @@
+import { TroupeError } from '../../runtime/index.js';
+import type { ModelMetadata, WireTensorMap } from '../../runtime/index.js';
+import type { InferenceRequest } from '../inference.js';
+
+/** The only version each deployment has, in the Open Inference Protocol's terms. */
+export const MODEL_VERSION = '1';
+
+export type Params = { name: string; version?: string };
+
+/** What serving an inference needs to know of a deployment: its name, kind and signature. */
+export interface InferTarget {
+  name: string;
+  kind: 'model' | 'fn';
+  /** Null until a replica is READY and has said what it takes. */
+  metadata: ModelMetadata | null;
+}
+
+/**
+ * Where inference requests go: the head's own queue (in the head), or the SDK's direct routes
+ * (in a front-door worker, head/front-door/). Both answer the same requests with the same errors.
+ */
+export interface InferenceBackend {
+  /** The deployment a URL names; throws TROUPE_ERR_UNKNOWN_DEPLOYMENT. */
+  target(params: Params): InferTarget | Promise<InferTarget>;
+  run(request: InferenceRequest): Promise<WireTensorMap>;
+}
+
+/** `params`' deployment, found with `lookup`, or the 404 that names the deployed ones. */
+export function findTarget(params: Params, lookup: (name: string) => InferTarget | undefined, names: () => Iterable<string>): InferTarget {
+  const target = lookup(params.name);
+  if (!target) {
+    const known = [...names()].map((n) => `'${n}'`).join(', ') || 'none';
+    throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `unknown model '${params.name}' (deployed: ${known})`);
+  }
+  if (params.version !== undefined && params.version !== MODEL_VERSION) {
+    throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `model '${params.name}' has no version '${params.version}' (versions: ${MODEL_VERSION})`);
+  }
+  return target;
+}

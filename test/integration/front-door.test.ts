@@ -1,0 +1,269 @@
+import assert from 'node:assert/strict';
+import { Agent, request as httpRequest } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { connect as connectTcp } from 'node:net';
+import type { Socket } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { tensor } from '../../runtime/index.js';
+import { startCluster, waitFor } from '../helpers/cluster.js';
+import type { TestCluster } from '../helpers/cluster.js';
+import { assertError, binaryBody, call } from '../helpers/http.js';
+import { childrenRunning } from '../helpers/processes.js';
+import { runInProcess, seededFloats } from '../helpers/tensors.js';
+
+const WORKER = 'front-door/worker-main';
+
+function floatsOf(bytes: Uint8Array): Float32Array {
+  // Copy first: a slice of a response body need not be 4-byte aligned.
+  return new Float32Array(new Uint8Array(bytes).buffer);
+}
+
+/** The MLP's logits for `rows` rows of `x`, computed by onnxruntime in this process. */
+async function expected(modelPath: string, x: Float32Array, rows: number): Promise<Float32Array> {
+  const out = await runInProcess(modelPath, { x: tensor('float32', [rows, 64], x) });
+  return out.logits!.data as Float32Array;
+}
+
+function assertClose(actual: ArrayLike<number>, wanted: ArrayLike<number>, what: string): void {
+  assert.equal(actual.length, wanted.length, `${what}: length`);
+  for (let i = 0; i < wanted.length; i++) assert.ok(Math.abs(actual[i]! - wanted[i]!) < 1e-5, `${what}: element ${i} is ${actual[i]}, onnxruntime says ${wanted[i]}`);
+}
+
+function binaryRequest(x: Float32Array, rows: number) {
+  return binaryBody(
+    { inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }], outputs: [{ name: 'logits', parameters: { binary_data: true } }] },
+    [new Uint8Array(x.buffer, x.byteOffset, x.byteLength)],
+  );
+}
+
+/**
+ * A POST on a connection of its own: the head hands a connection to a worker by its first
+ * request, and fetch would reuse one that began with another route (then the head serves it).
+ */
+function postFresh(base: string, path: string, body: Buffer | string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer; json: unknown }> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: url.hostname, port: url.port, method: 'POST', path, agent: false, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, timeout: 30_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const bytes = Buffer.concat(chunks);
+        let json: unknown;
+        try {
+          json = JSON.parse(bytes.toString('utf8'));
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: bytes, json });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`POST ${path} timed out`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Requests answered by the front-door workers so far, by outcome, from the head's /metrics. */
+async function frontDoorCount(url: string, outcome = 'ok'): Promise<number> {
+  const text = (await call(url, 'GET', '/metrics')).body.toString();
+  const line = text.split('\n').find((l) => l.startsWith(`troupe_front_door_requests_total{model="mlp",outcome="${outcome}"}`));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+/** Raw HTTP responses off one socket, in order: status, headers and body by Content-Length. */
+function readResponses(socket: Socket, count: number): Promise<{ status: number; headers: Record<string, string>; body: Buffer }[]> {
+  return new Promise((resolve, reject) => {
+    let pending = Buffer.alloc(0);
+    const out: { status: number; headers: Record<string, string>; body: Buffer }[] = [];
+    const timer = setTimeout(() => reject(new Error(`only ${out.length} of ${count} responses within 60 s`)), 60_000);
+    socket.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      for (;;) {
+        const end = pending.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const [statusLine, ...lines] = pending.subarray(0, end).toString('latin1').split('\r\n');
+        const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+        const length = Number(headers['content-length'] ?? 0);
+        if (pending.length < end + 4 + length) return;
+        out.push({ status: Number(statusLine!.split(' ')[1]), headers, body: pending.subarray(end + 4, end + 4 + length) });
+        pending = pending.subarray(end + 4 + length);
+        if (out.length === count) {
+          clearTimeout(timer);
+          resolve(out);
+        }
+      }
+    });
+    socket.on('error', reject);
+  });
+}
+
+describe('front door: inference-protocol connections served by worker processes', { timeout: 170_000 }, () => {
+  let cluster: TestCluster;
+
+  before(async () => {
+    cluster = await startCluster({ headArgs: ['--http-workers', '2', '--max-body-mib', '2'] });
+    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body: JSON.stringify({ model: 'mlp.onnx', threads: 1, batch: { maxSize: 8 } }), headers: { 'content-type': 'application/json' } });
+    assert.equal(put.status, 201, put.body.toString());
+    await waitFor('two front-door workers', async () => (await childrenRunning(cluster.head.process.pid!, WORKER)).length === 2, 30_000);
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  test("workers answer small and large bodies, JSON and binary, with onnxruntime's numbers", async () => {
+    const before = await frontDoorCount(cluster.url);
+    let sent = 0;
+    for (const rows of [1, 3, 1024]) {
+      const x = seededFloats(rows * 64, rows);
+      const want = await expected(cluster.models.mlp, x, rows);
+      const { body, headers } = binaryRequest(x, rows);
+      const binary = await postFresh(cluster.url, '/v2/models/mlp/infer', body, headers);
+      assert.equal(binary.status, 200, binary.body.toString());
+      assertClose(floatsOf(binary.body.subarray(Number(binary.headers['inference-header-content-length']))), want, `binary, ${rows} rows`);
+      const json = await postFresh(cluster.url, '/v2/models/mlp/infer', JSON.stringify({ inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', data: Array.from(x) }] }), { 'content-type': 'application/json' });
+      assert.equal(json.status, 200, json.body.toString());
+      assertClose((json.json as { outputs: { data: number[] }[] }).outputs[0]!.data, want, `JSON, ${rows} rows`);
+      sent += 2;
+    }
+    // The workers, not the head, answered them (they report their counts twice a second).
+    await waitFor('the workers to report what they served', async () => (await frontDoorCount(cluster.url)) >= before + sent, 10_000);
+  });
+
+  test('a kept-alive connection that turns to other routes goes back to the head and keeps working', async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    const send = (method: string, path: string, body?: Buffer, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; body: Buffer; res: IncomingMessage }>((resolve, reject) => {
+        const url = new URL(cluster.url);
+        const req = httpRequest({ host: url.hostname, port: url.port, method, path, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers, timeout: 30_000 }, (res) => {
+          sockets.add(res.socket);
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), res }));
+        });
+        req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
+        req.on('error', reject);
+        req.end(body);
+      });
+    const x = seededFloats(4 * 64, 11);
+    const want = await expected(cluster.models.mlp, x, 4);
+    const { body, headers } = binaryRequest(x, 4);
+    try {
+      const first = await send('POST', '/v2/models/mlp/infer', body, headers);
+      assert.equal(first.status, 200);
+      const meta = await send('GET', '/v2/models/mlp');
+      assert.equal(meta.status, 200, meta.body.toString());
+      assert.equal((JSON.parse(meta.body.toString()) as { name: string }).name, 'mlp');
+      const list = await send('GET', '/api/v1/deployments');
+      assert.equal(list.status, 200);
+      const again = await send('POST', '/v2/models/mlp/infer', body, headers);
+      assert.equal(again.status, 200);
+      const length = Number(again.res.headers['inference-header-content-length']);
+      assertClose(floatsOf(again.body.subarray(length)), want, 'inference after the connection went back to the head');
+      assert.equal(sockets.size, 1, 'one kept-alive connection throughout');
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  test('pipelined requests are answered in order, on one connection', async () => {
+    const url = new URL(cluster.url);
+    const socket = connectTcp(Number(url.port), url.hostname);
+    try {
+      const inputs = [1, 2, 3].map((seed) => seededFloats(64 * seed, seed));
+      const requests = inputs.map((x, i) => {
+        const { body, headers } = binaryRequest(x, i + 1);
+        const head = [`POST /v2/models/mlp/infer HTTP/1.1`, `host: ${url.host}`, `content-length: ${body.length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
+        return Buffer.concat([Buffer.from(`${head}\r\n\r\n`), body]);
+      });
+      const answers = readResponses(socket, 4);
+      // Every request in one write, and a health check behind them that the head answers.
+      socket.write(Buffer.concat([...requests, Buffer.from(`GET /v2/health/live HTTP/1.1\r\nhost: ${url.host}\r\n\r\n`)]));
+      const responses = await answers;
+      for (const [i, x] of inputs.entries()) {
+        const r = responses[i]!;
+        assert.equal(r.status, 200, r.body.toString());
+        const length = Number(r.headers['inference-header-content-length']);
+        assertClose(floatsOf(r.body.subarray(length)), await expected(cluster.models.mlp, x, i + 1), `pipelined request ${i}`);
+      }
+      assert.equal(responses[3]!.status, 200, 'the health check after them');
+    } finally {
+      socket.destroy();
+    }
+  });
+
+  test('chunked bodies, Expect: 100-continue, and the errors the head gives', async () => {
+    const url = new URL(cluster.url);
+    const x = seededFloats(5 * 64, 5);
+    const want = await expected(cluster.models.mlp, x, 5);
+    const { body, headers } = binaryRequest(x, 5);
+    const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+
+    const chunkedSocket = connectTcp(Number(url.port), url.hostname);
+    const chunked = readResponses(chunkedSocket, 1);
+    const half = Math.floor(body.length / 2);
+    chunkedSocket.write(`POST /v2/models/mlp/infer HTTP/1.1\r\nhost: ${url.host}\r\ntransfer-encoding: chunked\r\n${extra}\r\n`);
+    for (const part of [body.subarray(0, half), body.subarray(half)]) chunkedSocket.write(Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n')]));
+    chunkedSocket.write('0\r\n\r\n');
+    const [c] = await chunked;
+    chunkedSocket.destroy();
+    assert.equal(c!.status, 200, c!.body.toString());
+    assertClose(floatsOf(c!.body.subarray(Number(c!.headers['inference-header-content-length']))), want, 'chunked body');
+
+    const expectSocket = connectTcp(Number(url.port), url.hostname);
+    const continued = readResponses(expectSocket, 2);
+    expectSocket.write(`POST /v2/models/mlp/infer HTTP/1.1\r\nhost: ${url.host}\r\nexpect: 100-continue\r\ncontent-length: ${body.length}\r\n${extra}\r\n`);
+    // The body only after the 100 (the reader sees it as a response of its own).
+    const interim = await new Promise<string>((resolve) => expectSocket.once('data', (d: Buffer) => resolve(d.toString('latin1'))));
+    assert.match(interim, /^HTTP\/1\.1 100 Continue\r\n\r\n/);
+    expectSocket.write(body);
+    const final = (await continued).at(-1)!;
+    expectSocket.destroy();
+    assert.equal(final.status, 200, final.body.toString());
+    assertClose(floatsOf(final.body.subarray(Number(final.headers['inference-header-content-length']))), want, 'body sent after 100 Continue');
+
+    assertError(await postFresh(cluster.url, '/v2/models/nope/infer', '{}'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope' \(deployed: 'mlp'\)/);
+    assertError(await postFresh(cluster.url, '/v2/models/mlp/infer', '{"inputs": ['), 400, 'TROUPE_ERR_BAD_REQUEST', /not valid JSON/);
+    assertError(await postFresh(cluster.url, '/v2/models/mlp/infer', Buffer.alloc(3 * 2 ** 20)), 413, 'TROUPE_ERR_BODY_TOO_LARGE', /--max-body-mib/);
+    const wrongShape = binaryRequest(seededFloats(64, 1), 2);
+    assertError(await postFresh(cluster.url, '/v2/models/mlp/infer', wrongShape.body, wrongShape.headers), 400, 'TROUPE_ERR_BAD_TENSOR', /needs 512 bytes, got 256/);
+
+    const garbage = connectTcp(Number(url.port), url.hostname);
+    const refused = readResponses(garbage, 1);
+    garbage.write('POST /v2/models/mlp/infer HTTP/1.1\r\ncontent-length: 12abc\r\n\r\n');
+    const [bad] = await refused;
+    garbage.destroy();
+    assert.ok(bad!.status >= 400 && bad!.status < 500, `a malformed request gets a 4xx, got ${bad!.status}`);
+  });
+
+  test('a request right after a deploy finds the new model', async () => {
+    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp2', { body: JSON.stringify({ model: 'mlp.onnx', threads: 1 }), headers: { 'content-type': 'application/json' } });
+    assert.equal(put.status, 201, put.body.toString());
+    const x = seededFloats(64, 3);
+    const { body, headers } = binaryRequest(x, 1);
+    const answer = await postFresh(cluster.url, '/v2/models/mlp2/infer', body, headers);
+    assert.equal(answer.status, 200, answer.body.toString());
+    assertClose(floatsOf(answer.body.subarray(Number(answer.headers['inference-header-content-length']))), await expected(cluster.models.mlp, x, 1), 'the new deployment');
+    assert.equal((await call(cluster.url, 'DELETE', '/api/v1/deployments/mlp2')).status, 200);
+    assertError(await postFresh(cluster.url, '/v2/models/mlp2/infer', body, headers), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'mlp2'/);
+  });
+
+  test('a worker that dies is replaced, and inference goes on', async () => {
+    const workers = await childrenRunning(cluster.head.process.pid!, WORKER);
+    assert.equal(workers.length, 2);
+    process.kill(workers[0]!, 'SIGKILL');
+    await waitFor('a new worker in the dead one’s place', async () => {
+      const now = await childrenRunning(cluster.head.process.pid!, WORKER);
+      return now.length === 2 && !now.includes(workers[0]!);
+    }, 30_000);
+    const x = seededFloats(64, 9);
+    const want = await expected(cluster.models.mlp, x, 1);
+    const { body, headers } = binaryRequest(x, 1);
+    // Each on a connection of its own, so the head hands them out afresh.
+    for (let i = 0; i < 6; i++) {
+      const answer = await postFresh(cluster.url, '/v2/models/mlp/infer', body, headers);
+      assert.equal(answer.status, 200, answer.body.toString());
+      assertClose(floatsOf(answer.body.subarray(Number(answer.headers['inference-header-content-length']))), want, `after the restart, request ${i}`);
+    }
+  });
+});
