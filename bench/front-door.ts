@@ -5,12 +5,15 @@
 // measured with its front-door workers (the default) and serving HTTP itself (--http-workers 0).
 // Writes bench/RESULTS-front-door.md. Bounded: each load run lasts SECONDS (default 3).
 import { writeFile } from 'node:fs/promises';
-import { connect } from '../runtime/index.js';
+import { connect, tensor } from '../runtime/index.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import type { TestCluster } from '../test/helpers/cluster.js';
 import { baselineServer } from './lib/baseline-server.js';
 import { measureFloor, measureFloorApart } from './lib/floor.js';
 import { httpLoad, oipRequest } from './lib/http-load.js';
+import { closedLoop } from './lib/load.js';
+import { cpuPerRequest } from './lib/process-cpu.js';
+import { socketReplicas } from './lib/socket-replicas.js';
 import type { LoadResult } from './lib/load.js';
 import { systemLine } from './lib/system.js';
 import { fmt, loadTable } from './lib/table.js';
@@ -26,6 +29,13 @@ const say = (text: string) => {
   process.stdout.write(`${text}\n`);
 };
 type Row = { label: string; result: LoadResult; ratioTo?: number };
+
+/** One line of CPU microseconds per request by kind of process, from a run measured with cpuPerRequest. */
+function cpuLine(label: string, measured: { result: LoadResult; cpu: Map<string, number> }): string {
+  const parts = [...measured.cpu].filter(([name, us]) => name !== 'agent' && us >= 0.05).map(([name, us]) => `${name} ${fmt(us, us < 10 ? 1 : 0)}`);
+  const total = [...measured.cpu].filter(([name]) => name !== 'agent').reduce((a, [, us]) => a + us, 0);
+  return `- ${label}, ${fmt(measured.result.rps)} req/s: ${parts.join(', ')} (all ${fmt(total)} µs a request)`;
+}
 
 const mlpX = new Float32Array(64).map((_, i) => Math.sin(i));
 const image = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i));
@@ -68,6 +78,23 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster): Promise<
   await deployMlp(headOnly, { maxSize: 64 });
   for (const c of [1, 16, 64, 256]) rows.push({ label: 'Troupe HTTP OIP binary, served by the head (--http-workers 0), batching maxSize 64', result: await httpLoad(oip(headOnly.url, true), c, SECONDS), ratioTo: versus(c) });
   say(loadTable(rows).replace('vs floor', 'vs simplest server'));
+  // Where the CPU goes at 64 in flight: µs of each kind of process per request ('client' is the
+  // load generator, this process). The two cores are the budget every path shares.
+  say('\nCPU per request at 64 in flight, µs by process (client: the load generator):\n');
+  const plainAgain = await baselineServer(cluster.models.mlp, 'plain-http-server');
+  try {
+    say(cpuLine('simplest Node HTTP server', await cpuPerRequest(() => httpLoad({ url: plainAgain.url, method: 'POST', body: Buffer.from(mlpX.buffer) }, 64, SECONDS), (r) => r.requests)));
+  } finally {
+    plainAgain.stop();
+  }
+  say(cpuLine('Troupe HTTP OIP binary, front-door workers, batching maxSize 64', await cpuPerRequest(() => httpLoad(oip(cluster.url, true), 64, SECONDS), (r) => r.requests)));
+  const sdk = await connect(cluster.url);
+  const x = tensor('float32', [1, 64], mlpX);
+  try {
+    say(cpuLine('Troupe SDK straight to the replica, batching maxSize 64', await cpuPerRequest(() => closedLoop(() => sdk.run('mlp', { x }), { concurrency: 64, seconds: SECONDS }), (r) => r.requests)));
+  } finally {
+    await sdk.close();
+  }
   const p50 = (label: string) => rows.find((r) => r.label.endsWith(label) && r.result.concurrency === 1)?.result.p50Ms ?? NaN;
   say(`\nConcurrency 1, p50: batching maxSize 64 ${fmt(p50('front-door workers, batching maxSize 64'), 3)} ms, batching off ${fmt(p50('front-door workers, batching off'), 3)} ms (difference ${fmt(p50('front-door workers, batching maxSize 64') - p50('front-door workers, batching off'), 3)} ms).`);
 }
@@ -91,31 +118,61 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster): Promise<
   const floor = floors.reduce((a, b) => (b.best > a.best ? b : a));
   say(`Floor, raw onnxruntime-node, samples/s (1 process x 2 threads / 2 processes x 1 thread): ${floors.map((f) => `batch ${f.batch}: ${f.rows.map((r) => fmt(r, 1)).join(' / ')}`).join('; ')}. Best batch: ${floor.batch}.\n`);
   const request = (url: string) => oipRequest(`${url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true);
-  say(`Alternating windows (2 s each; batching maxSize ${floor.batch}): floor's best layout at batch ${floor.batch} / Troupe HTTP at 16 in flight / at 64 in flight / served by the head (--http-workers 0) at 16, samples/s:\n`);
+  say(
+    `Alternating windows (2 s each; batching maxSize ${floor.batch}), samples/s: floor's best layout at batch ${floor.batch} / Troupe HTTP at 16 in flight / at 64 in flight / served by the head (--http-workers 0) at 16 / bare socket replicas at 16, each image sent over a socket (the least any server that receives images over sockets pays on these cores):\n`,
+  );
   for (const layout of LAYOUTS) {
     const spec = { name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch: { maxSize: floor.batch }, maxQueue: 100_000 };
     for (const c of [cluster, headOnly]) {
       const client = await connect(c.url);
       await client.deploy(spec).finally(() => client.close());
     }
-    const ratios = { c16: [] as number[], c64: [] as number[], head16: [] as number[] };
+    const ratios = { c16: [] as number[], c64: [] as number[], head16: [] as number[], bare: [] as number[] };
     const windows: string[] = [];
-    for (let i = 0; i < WINDOWS; i++) {
-      const f = await bestLayoutFloor(cluster.models.mobilenet, floor.batch, 2);
-      const r16 = await httpLoad(request(cluster.url), 16, 2);
-      const r64 = await httpLoad(request(cluster.url), 64, 2);
-      const h16 = await httpLoad(request(headOnly.url), 16, 2);
-      ratios.c16.push(r16.rps / f.best);
-      ratios.c64.push(r64.rps / f.best);
-      ratios.head16.push(h16.rps / f.best);
-      windows.push(`${fmt(f.best, 1)} / ${fmt(r16.rps, 1)} / ${fmt(r64.rps, 1)} / ${fmt(h16.rps, 1)}${r16.errors + r64.errors + h16.errors > 0 ? ` (errors ${r16.errors + r64.errors + h16.errors})` : ''}`);
+    const bare = await socketReplicas(cluster.models.mobilenet, cnnInput.name, cnnInput.shape(1).slice(1), layout.threads, layout.replicas);
+    try {
+      for (let i = 0; i < WINDOWS; i++) {
+        const f = await bestLayoutFloor(cluster.models.mobilenet, floor.batch, 2);
+        const r16 = await httpLoad(request(cluster.url), 16, 2);
+        const r64 = await httpLoad(request(cluster.url), 64, 2);
+        const h16 = await httpLoad(request(headOnly.url), 16, 2);
+        const b16 = await closedLoop(() => bare.call(image), { concurrency: 16, seconds: 2 });
+        ratios.c16.push(r16.rps / f.best);
+        ratios.c64.push(r64.rps / f.best);
+        ratios.head16.push(h16.rps / f.best);
+        ratios.bare.push(b16.rps / f.best);
+        const errors = r16.errors + r64.errors + h16.errors;
+        windows.push(`${[f.best, r16.rps, r64.rps, h16.rps, b16.rps].map((v) => fmt(v, 1)).join(' / ')}${errors > 0 ? ` (errors ${errors})` : ''}`);
+      }
+    } finally {
+      bare.stop();
     }
     for (const c of [cluster, headOnly]) {
       const client = await connect(c.url);
       await client.undeploy('cnn').finally(() => client.close());
     }
     say(`- ${layout.replicas} replica${layout.replicas > 1 ? 's' : ''} x ${layout.threads} thread${layout.threads > 1 ? 's' : ''}: ${windows.join('; ')}.`);
-    say(`  Medians over the floor: HTTP, 16 in flight ${fmt(median(ratios.c16), 2)}x; 64 in flight ${fmt(median(ratios.c64), 2)}x; served by the head, 16 in flight ${fmt(median(ratios.head16), 2)}x.`);
+    say(
+      `  Medians over the floor: HTTP, 16 in flight ${fmt(median(ratios.c16), 2)}x; 64 in flight ${fmt(median(ratios.c64), 2)}x; served by the head, 16 in flight ${fmt(median(ratios.head16), 2)}x; bare socket replicas ${fmt(median(ratios.bare), 2)}x.`,
+    );
+  }
+  // Where the CPU goes, 2 replicas x 1 thread, 16 in flight.
+  const client = await connect(cluster.url);
+  try {
+    await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: floor.batch }, maxQueue: 100_000 });
+    say('\nCPU per image, 2 replicas x 1 thread, 16 in flight, µs by process (client: the load generator):\n');
+    say(cpuLine('Troupe HTTP OIP binary', await cpuPerRequest(() => httpLoad(request(cluster.url), 16, SECONDS), (r) => r.requests)));
+    const x = tensor('float32', [1, 3, 224, 224], image);
+    say(cpuLine('Troupe SDK, images through shared memory', await cpuPerRequest(() => closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS }), (r) => r.requests)));
+    await client.undeploy('cnn');
+  } finally {
+    await client.close();
+  }
+  const bare = await socketReplicas(cluster.models.mobilenet, cnnInput.name, cnnInput.shape(1).slice(1), 1, 2);
+  try {
+    say(cpuLine('bare socket replicas, images sent', await cpuPerRequest(() => closedLoop(() => bare.call(image), { concurrency: 16, seconds: SECONDS }), (r) => r.requests)));
+  } finally {
+    bare.stop();
   }
 }
 

@@ -49,6 +49,8 @@ export function readable(pid: number): boolean {
 export function role(pid: number): string {
   const args = commandLine(pid).join(' ');
   if (args.includes('http-relay')) return args.endsWith(' model') ? 'relay model process' : 'relay server';
+  if (args.includes('plain-http-server')) return 'simplest server';
+  if (args.includes('socket-replica')) return 'bare replica';
   if (args.includes('actors/host')) return 'actor';
   if (args.includes('front-door/worker-main')) return 'front-door worker';
   if (/main\.js head\b/.test(args)) return 'head';
