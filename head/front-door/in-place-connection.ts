@@ -91,6 +91,8 @@ class InPlaceConnection {
   #stopped = false;
   #paused = false;
   #ending = false;
+  /** A request head has begun and is not complete: its time is bounded from its first byte. */
+  #inHead = false;
   #timer: NodeJS.Timeout | undefined;
 
   constructor(handle: object, head: Buffer, options: InPlaceOptions) {
@@ -129,15 +131,22 @@ class InPlaceConnection {
   }
 
   #parse(chunk: Buffer, n: number): void {
-    if (this.#request === null && this.#owed === 0) this.#arm(this.#options.headersTimeoutMs);
+    // Bytes arrived: the connection is not idle (a head keeps the bound it started with).
+    if (!this.#inHead) clearTimeout(this.#timer);
     this.#chunk = chunk;
     this.#chunkEnd = n;
     this.#requestStart = 0;
     const result = this.#parser.execute(chunk, 0, n);
     if (this.#stopped) return;
     if (result instanceof Error) return void this.#refuse({ status: 400, code: 'TROUPE_ERR_BAD_REQUEST', message: `malformed HTTP request: ${result.message}` });
+    // A body being read: a client that stops sending it is dropped after the keep-alive time.
+    if (this.#request !== null) return this.#arm(this.#options.keepAliveTimeoutMs);
     // A request head not complete yet: keep its bytes (the scratch buffer is read into again).
-    if (this.#request === null && this.#requestStart < n) {
+    if (this.#requestStart < n) {
+      if (!this.#inHead) {
+        this.#inHead = true;
+        this.#arm(this.#options.headersTimeoutMs);
+      }
       this.#headBytes += n - this.#requestStart;
       if (this.#headBytes > MAX_HEAD_BYTES) return void this.#refuse({ status: 431, code: 'TROUPE_ERR_BAD_REQUEST', message: `the request head is larger than ${MAX_HEAD_BYTES} bytes` });
       this.#headParts.push(Buffer.from(chunk.subarray(this.#requestStart, n)));
@@ -147,6 +156,8 @@ class InPlaceConnection {
   /** 1 tells the parser there is no body to read. */
   #headersComplete(info: HeaderInfo): 0 | 1 {
     if (this.#stopped) return 1;
+    this.#inHead = false;
+    clearTimeout(this.#timer);
     const headers = headersOf(info.headers);
     const method = HTTPParser.methods[info.method];
     const route = inferRoute(method, info.url);
@@ -158,7 +169,6 @@ class InPlaceConnection {
       this.#giveBack();
       return 1;
     }
-    clearTimeout(this.#timer);
     const refused = refusal(this.#options, route, info.url, headers);
     if (refused) return this.#refuse(refused);
     const length = Number(cl ?? 0);
