@@ -248,6 +248,51 @@ describe('front door: inference-protocol connections served by worker processes'
     assertError(await postFresh(cluster.url, '/v2/models/mlp2/infer', body, headers), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'mlp2'/);
   });
 
+  test('hostile bytes on a worker connection are refused and crash nothing', async () => {
+    const workers = (await childrenRunning(cluster.head.process.pid!, WORKER)).sort();
+    const url = new URL(cluster.url);
+    const start = 'POST /v2/models/mlp/infer HTTP/1.1\r\nhost: x\r\n';
+    const random = Buffer.from(seededFloats(2048, 5).buffer);
+    const hostile: (string | Buffer)[] = [
+      `${start}content-length: -5\r\n\r\n`,
+      `${start}content-length: 99999999999999999999\r\n\r\n`,
+      `${start}content-length: 5\r\ncontent-length: 6\r\n\r\nabcdef`,
+      `${start}transfer-encoding: chunked\r\n\r\nzz\r\nabc\r\n`,
+      `${start}transfer-encoding: chunked\r\n\r\nffffffffffffff\r\nabc`,
+      `${start}transfer-encoding: chunked\r\ncontent-length: 5\r\n\r\n0\r\n\r\n`,
+      `${start}transfer-encoding: gzip, chunked\r\n\r\n0\r\n\r\n`,
+      `${start}no colon on this line\r\n\r\n`,
+      `${start}x-big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      Buffer.concat([Buffer.from(start), random]),
+      `${start}content-length: 100\r\n\r\n{"inputs": [`,
+      `POST /v2/models/%zz/infer HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}`,
+      `${start}content-length: 2\r\n\r\n{}GARBAGE AFTER A WHOLE REQUEST\r\n\r\n`,
+    ];
+    for (const bytes of hostile) {
+      const socket = connectTcp(Number(url.port), url.hostname);
+      socket.on('error', () => {});
+      socket.write(bytes);
+      // Whatever comes back (answers, or a closed connection), within a bound.
+      let received = '';
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 3000);
+        socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+        socket.once('close', () => (clearTimeout(timer), resolve()));
+        socket.once('end', () => (clearTimeout(timer), resolve()));
+      });
+      socket.destroy();
+      for (const [, status] of received.matchAll(/HTTP\/1\.[01] (\d{3})/g)) {
+        assert.match(status!, /^4\d\d$/, `${String(bytes).slice(0, 80)}: answered ${status}`);
+      }
+    }
+    assert.deepEqual((await childrenRunning(cluster.head.process.pid!, WORKER)).sort(), workers, 'no worker died');
+    const x = seededFloats(64, 21);
+    const { body, headers } = binaryRequest(x, 1);
+    const answer = await postFresh(cluster.url, '/v2/models/mlp/infer', body, headers);
+    assert.equal(answer.status, 200, answer.body.toString());
+    assertClose(floatsOf(answer.body.subarray(Number(answer.headers['inference-header-content-length']))), await expected(cluster.models.mlp, x, 1), 'after the hostile bytes');
+  });
+
   test('a worker that dies is replaced, and inference goes on', async () => {
     const workers = await childrenRunning(cluster.head.process.pid!, WORKER);
     assert.equal(workers.length, 2);
