@@ -1,8 +1,8 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 
-/** Connections whose first request is an inference-protocol POST go to a worker. */
-const FRONT_DOOR_REQUEST = /^POST \/v2\/models\//;
+/** Connections whose first request is in the inference protocol (an inference, or a read of health or metadata) go to a worker. */
+const FRONT_DOOR_REQUEST = /^(?:POST \/v2\/models\/|GET \/v2(?:\/| |\?))/;
 
 /** The part of libuv's stream handle that stops reading (Node's own `net` uses the same fields). */
 interface StreamHandle {

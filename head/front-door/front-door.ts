@@ -1,6 +1,7 @@
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import type { Socket } from 'node:net';
+import { createServer } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { childNodeArgs } from '../../runtime/index.js';
 import type { ErrorCode, Logger } from '../../runtime/index.js';
@@ -15,7 +16,7 @@ const MAX_BACKOFF_MS = 5_000;
 
 export interface FrontDoorOptions {
   workers: number;
-  settings: WorkerSettings;
+  settings: Omit<WorkerSettings, 'internalPort'>;
   state: ClusterState;
   log: Logger;
   /** Serves a socket in the head itself, after `head`, the bytes read of it already. */
@@ -43,6 +44,9 @@ interface Worker {
 export class FrontDoor {
   readonly #options: FrontDoorOptions;
   readonly #workers: Worker[] = [];
+  /** Loopback only: where workers relay the protocol's reads (served here, never handed off). */
+  readonly #internal: Server;
+  #internalPort = 0;
   readonly #stopWatching: () => void;
   #next = 0;
   #catalog = '';
@@ -50,11 +54,15 @@ export class FrontDoor {
 
   private constructor(options: FrontDoorOptions) {
     this.#options = options;
+    this.#internal = createServer((socket) => options.serveHere(socket));
     this.#stopWatching = options.state.routes.watch(() => this.#pushCatalog());
   }
 
   static async start(options: FrontDoorOptions): Promise<FrontDoor> {
     const door = new FrontDoor(options);
+    await new Promise<void>((resolve, reject) => door.#internal.once('error', reject).listen(0, '127.0.0.1', resolve));
+    const address = door.#internal.address();
+    door.#internalPort = typeof address === 'object' && address ? address.port : 0;
     for (let i = 0; i < options.workers; i++) door.#spawn(i, 0);
     return door;
   }
@@ -88,7 +96,7 @@ export class FrontDoor {
     clearTimeout(timer);
   }
 
-  /** Stops every worker: SIGTERM, then SIGKILL after a second. */
+  /** Stops every worker (SIGTERM, then SIGKILL after a second) and the internal port. */
   async close(): Promise<void> {
     this.#closing = true;
     this.#stopWatching();
@@ -101,6 +109,7 @@ export class FrontDoor {
       return exited.finally(() => clearTimeout(timer));
     });
     await Promise.all(exits);
+    this.#internal.close();
   }
 
   #spawn(slot: number, backoffMs: number): void {
@@ -119,7 +128,7 @@ export class FrontDoor {
       this.#options.log.warn({ pid: child.pid, code, signal, restartInMs: next }, 'front-door worker exited; starting another');
       setTimeout(() => this.#closing || this.#spawn(slot, next), next).unref();
     });
-    this.#send(worker, { type: 'init', settings: this.#options.settings });
+    this.#send(worker, { type: 'init', settings: { ...this.#options.settings, internalPort: this.#internalPort } });
   }
 
   #received(worker: Worker, raw: unknown, socket: Socket | undefined): void {

@@ -12,6 +12,8 @@ import type { HttpAnswer, InferExchangeOptions, InferRoute } from '../http/infer
 /** Reads shorter than this go through the scratch buffer; longer ones land in the body itself. */
 const SCRATCH_BYTES = 64 * 1024;
 const CONTENT_LENGTH = /^\d{1,15}$/;
+/** GETs of the inference protocol (health, server and model metadata) are relayed to the head; the connection stays. */
+const RELAYED = /^\/v2(?:\/|$|\?)/;
 /** The largest request head (request line and headers) read, as Node's HTTP server allows. */
 const MAX_HEAD_BYTES = 16 * 1024;
 // The parser counts every byte of an `execute` that ends between requests towards the next head
@@ -22,6 +24,8 @@ HTTPParser.maxHeaderSize = Number.MAX_SAFE_INTEGER;
 export interface InPlaceOptions extends InferExchangeOptions {
   keepAliveTimeoutMs: number;
   headersTimeoutMs: number;
+  /** The head's answer to a GET of the inference protocol (health, metadata), asked on its internal port. */
+  relay(url: string, headers: IncomingHttpHeaders): Promise<HttpAnswer>;
   /** Hands the connection back to the head with the bytes read of a request this worker does not serve. */
   giveBack(socket: Socket, bytes: Buffer): void;
 }
@@ -55,10 +59,11 @@ function headersOf(raw: readonly string[]): IncomingHttpHeaders {
  * body over in fresh 64 KB chunks to be joined. Request heads are parsed by http-parser-js, which
  * gives body bytes as views, never copies. Answers leave in request order (pipelining).
  *
- * Any request that is not an inference POST with a plain or chunked body (a metadata GET, an
- * upgrade, an odd Transfer-Encoding) sends the connection back to the head, with every byte read
- * of that request, once the answers before it are out: the head then serves it, and what follows
- * on that connection, with Node's own HTTP server.
+ * A GET of the inference protocol's reads (health, metadata) is relayed to the head and its answer
+ * passed on. Any other request that is not an inference POST with a plain or chunked body (another
+ * route, an upgrade, an odd Transfer-Encoding) sends the connection back to the head, with every
+ * byte read of that request, once the answers before it are out: the head then serves it, and
+ * what follows on that connection, with Node's own HTTP server.
  */
 export function serveInPlace(accepted: Socket, head: Buffer, options: InPlaceOptions): void {
   const internals = accepted as unknown as { _handle?: object | null };
@@ -165,6 +170,12 @@ class InPlaceConnection {
     const cl = headers['content-length'];
     const chunked = te?.toLowerCase() === 'chunked' && cl === undefined;
     const sized = te === undefined && (cl === undefined || CONTENT_LENGTH.test(cl));
+    if (method === 'GET' && RELAYED.test(info.url) && !info.upgrade && te === undefined && (cl === undefined || cl === '0')) {
+      this.#headParts = [];
+      this.#headBytes = 0;
+      this.#answer(this.#options.relay(info.url, headers), info.shouldKeepAlive);
+      return 1;
+    }
     if (!route || info.upgrade || !(chunked || sized)) {
       this.#giveBack();
       return 1;

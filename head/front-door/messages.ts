@@ -15,6 +15,8 @@ export const WorkerSettingsSchema = z.object({
   token: z.string().optional(),
   host: z.string(),
   maxBodyBytes: z.number().int().positive(),
+  /** A loopback port where the head serves requests relayed by a worker (no hand-off there). */
+  internalPort: z.number().int().min(1).max(65_535),
   keepAliveTimeoutMs: z.number().int().min(0),
   headersTimeoutMs: z.number().int().min(0),
 });

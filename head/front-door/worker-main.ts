@@ -6,6 +6,7 @@ import type { InferenceBackend } from '../http/infer-backend.js';
 import { HeadToWorkerSchema } from './messages.js';
 import type { WorkerSettings, WorkerToHead } from './messages.js';
 import { serveInPlace } from './in-place-connection.js';
+import { relayToHead } from './relay.js';
 import { WorkerCatalog } from './worker-catalog.js';
 
 /**
@@ -70,6 +71,7 @@ async function serve(settings: WorkerSettings, pending: [Buffer, Socket][]): Pro
     log,
     keepAliveTimeoutMs: settings.keepAliveTimeoutMs,
     headersTimeoutMs: settings.headersTimeoutMs,
+    relay: relayToHead(settings.internalPort),
     giveBack: (socket: Socket, bytes: Buffer) => {
       if (!process.connected) return void socket.destroy();
       process.send!({ type: 'return' as const, head: bytes }, socket, { keepOpen: false }, (err) => err && socket.destroy());

@@ -166,6 +166,44 @@ describe('front door: inference-protocol connections served by worker processes'
     }
   });
 
+  test("health and metadata first, then inference, on one connection (as Triton's clients do): the worker keeps it", async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const url = new URL(cluster.url);
+    const sockets = new Set<unknown>();
+    const send = (method: string, path: string, body?: Buffer, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; body: Buffer; res: IncomingMessage }>((resolve, reject) => {
+        const req = httpRequest({ host: url.hostname, port: url.port, method, path, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers, timeout: 30_000 }, (res) => {
+          sockets.add(res.socket);
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), res }));
+        });
+        req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
+        req.on('error', reject);
+        req.end(body);
+      });
+    const before = await frontDoorCount(cluster.url);
+    try {
+      assert.equal((await send('GET', '/v2/health/live')).status, 200);
+      assert.equal((await send('GET', '/v2/models/mlp/ready')).status, 200);
+      const meta = await send('GET', '/v2/models/mlp');
+      assert.equal(meta.status, 200);
+      assert.deepEqual((JSON.parse(meta.body.toString()) as { inputs: unknown[] }).inputs, [{ name: 'x', datatype: 'FP32', shape: [-1, 64] }]);
+      assert.equal((await send('GET', '/v2/models/nope')).status, 404);
+      const x = seededFloats(2 * 64, 17);
+      const { body, headers } = binaryRequest(x, 2);
+      for (let i = 0; i < 3; i++) {
+        const answer = await send('POST', '/v2/models/mlp/infer', body, headers);
+        assert.equal(answer.status, 200, answer.body.toString());
+        assertClose(floatsOf(answer.body.subarray(Number(answer.res.headers['inference-header-content-length']))), await expected(cluster.models.mlp, x, 2), `inference ${i}`);
+      }
+      assert.equal(sockets.size, 1, 'one kept-alive connection throughout');
+    } finally {
+      agent.destroy();
+    }
+    await waitFor('the worker to report the three inferences', async () => (await frontDoorCount(cluster.url)) >= before + 3, 10_000);
+  });
+
   test('pipelined requests are answered in order, on one connection', async () => {
     const url = new URL(cluster.url);
     const socket = connectTcp(Number(url.port), url.hostname);
