@@ -87,7 +87,7 @@ try {
     ['HTTP OIP, binary tensors', binary.call],
     ['HTTP OIP, JSON tensors', json.call],
   ];
-  const roles = ['client', 'relay server', 'relay model process', 'head', 'actor'];
+  const roles = ['client', 'relay server', 'relay model process', 'head', 'front-door worker', 'actor'];
   say(`| path | p50 ms | ${roles.map((r) => `${r} µs`).join(' | ')} |\n| --- | ---: | ${roles.map(() => '---:').join(' | ')} |`);
   for (const [label, call] of paths) {
     const { result, cpu } = await cpuPerCall(call);
