@@ -95,6 +95,27 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster): Promise<
   } finally {
     await sdk.close();
   }
+  // The batching policy (actors/batcher.ts): a call that finds its replica idle runs at once. The
+  // old policy, the first call of a batch waiting up to maxDelayMs for company, is still there as
+  // batch.waitWhenIdle: measured in the same run, over the SDK, to compare the two.
+  say('\nBatching policy, SDK straight to the replica (maxSize 64), req/s and p50:\n');
+  const policyRows: Row[] = [];
+  const policyClient = await connect(cluster.url);
+  const px = tensor('float32', [1, 64], mlpX);
+  try {
+    for (const [label, batch] of [
+      ['runs at once when idle (default), maxDelayMs 2', { maxSize: 64, maxDelayMs: 2 }],
+      ['waits for company (waitWhenIdle), maxDelayMs 2', { maxSize: 64, maxDelayMs: 2, waitWhenIdle: true }],
+      ['batching off', { maxSize: 1 }],
+    ] as const) {
+      await policyClient.deploy({ name: 'policy', model: 'mlp.onnx', threads: 1, batch, maxQueue: 100_000 });
+      for (const c of [1, 64]) policyRows.push({ label, result: await closedLoop(() => policyClient.run('policy', { x: px }), { concurrency: c, seconds: SECONDS }) });
+    }
+    await policyClient.undeploy('policy');
+  } finally {
+    await policyClient.close();
+  }
+  say(loadTable(policyRows));
   const p50 = (label: string) => rows.find((r) => r.label.endsWith(label) && r.result.concurrency === 1)?.result.p50Ms ?? NaN;
   say(`\nConcurrency 1, p50: batching maxSize 64 ${fmt(p50('front-door workers, batching maxSize 64'), 3)} ms, batching off ${fmt(p50('front-door workers, batching off'), 3)} ms (difference ${fmt(p50('front-door workers, batching maxSize 64') - p50('front-door workers, batching off'), 3)} ms).`);
 }
