@@ -9,7 +9,8 @@ import { connect, tensor } from '../runtime/index.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import type { TestCluster } from '../test/helpers/cluster.js';
 import { baselineServer } from './lib/baseline-server.js';
-import { measureFloor, measureFloorApart } from './lib/floor.js';
+import { LAYOUTS, bestLayoutFloor, cnnInput } from './lib/cnn-floor.js';
+import { measureFloor } from './lib/floor.js';
 import { httpLoad, oipRequest } from './lib/http-load.js';
 import { closedLoop } from './lib/load.js';
 import { cpuPerRequest } from './lib/process-cpu.js';
@@ -118,18 +119,6 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster): Promise<
   say(loadTable(policyRows));
   const p50 = (label: string) => rows.find((r) => r.label.endsWith(label) && r.result.concurrency === 1)?.result.p50Ms ?? NaN;
   say(`\nConcurrency 1, p50: batching maxSize 64 ${fmt(p50('front-door workers, batching maxSize 64'), 3)} ms, batching off ${fmt(p50('front-door workers, batching off'), 3)} ms (difference ${fmt(p50('front-door workers, batching maxSize 64') - p50('front-door workers, batching off'), 3)} ms).`);
-}
-
-const cnnInput = { name: 'image', shape: (b: number) => [b, 3, 224, 224] };
-const LAYOUTS = [
-  { replicas: 1, threads: 2 },
-  { replicas: 2, threads: 1 },
-] as const;
-
-async function bestLayoutFloor(path: string, batch: number, seconds: number): Promise<{ rows: number[]; best: number }> {
-  const rows: number[] = [];
-  for (const l of LAYOUTS) rows.push((await measureFloorApart(path, cnnInput, batch, seconds, l.threads, l.replicas)).rowsPerSecond);
-  return { rows, best: Math.max(...rows) };
 }
 
 async function cnnSection(cluster: TestCluster, headOnly: TestCluster): Promise<void> {

@@ -7,7 +7,8 @@ import type { Cluster } from '../runtime/index.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import type { TestCluster } from '../test/helpers/cluster.js';
 import { baselineServer } from './lib/baseline-server.js';
-import { measureFloor, measureFloorApart } from './lib/floor.js';
+import { LAYOUTS, bestLayoutFloor, cnnInput, layoutName } from './lib/cnn-floor.js';
+import { measureFloor } from './lib/floor.js';
 import type { FloorInput, FloorResult } from './lib/floor.js';
 import { httpLoad, oipRequest } from './lib/http-load.js';
 import { closedLoop } from './lib/load.js';
@@ -29,7 +30,6 @@ const say = (text: string) => {
 };
 
 const mlpInput = { name: 'x', shape: (b: number) => [b, 64] };
-const cnnInput = { name: 'image', shape: (b: number) => [b, 3, 224, 224] };
 
 async function bestFloor(path: string, input: FloorInput, batches: number[], threads?: number): Promise<{ all: FloorResult[]; best: FloorResult }> {
   const all: FloorResult[] = [];
@@ -91,20 +91,6 @@ const WINDOWS = 5;
 
 /** The median of a few numbers. */
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-/** The layouts the CNN is served and floored in on this machine's cores: one process with both, or one per core. */
-const LAYOUTS = [
-  { replicas: 1, threads: 2 },
-  { replicas: 2, threads: 1 },
-] as const;
-const layoutName = (l: { replicas: number; threads: number }) => `${l.replicas} x ${l.threads} thread${l.threads > 1 ? 's' : ''}`;
-
-/** The better of the two raw layouts at `batch`, each in fresh processes (see measureFloorApart). */
-async function bestLayoutFloor(path: string, batch: number, seconds: number): Promise<{ rows: number[]; best: number }> {
-  const rows: number[] = [];
-  for (const l of LAYOUTS) rows.push((await measureFloorApart(path, cnnInput, batch, seconds, l.threads, l.replicas)).rowsPerSecond);
-  return { rows, best: Math.max(...rows) };
-}
 
 async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> {
   say('\n## MobileNet-v2-shaped CNN (input [N,3,224,224])\n');

@@ -63,6 +63,26 @@ function postFresh(base: string, path: string, body: Buffer | string, headers: R
   });
 }
 
+/** Requests over one kept-alive connection (an agent with one socket), and the sockets they used. */
+function keptAlive(base: string): { send: (method: string, path: string, body?: Buffer, headers?: Record<string, string>) => Promise<{ status: number; body: Buffer; res: IncomingMessage }>; sockets: Set<unknown>; close: () => void } {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const url = new URL(base);
+  const sockets = new Set<unknown>();
+  const send = (method: string, path: string, body?: Buffer, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; body: Buffer; res: IncomingMessage }>((resolve, reject) => {
+      const req = httpRequest({ host: url.hostname, port: url.port, method, path, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers, timeout: 30_000 }, (res) => {
+        sockets.add(res.socket);
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), res }));
+      });
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
+      req.on('error', reject);
+      req.end(body);
+    });
+  return { send, sockets, close: () => agent.destroy() };
+}
+
 /** Requests answered by the front-door workers so far, by outcome, from the head's /metrics. */
 async function frontDoorCount(url: string, outcome = 'ok'): Promise<number> {
   const text = (await call(url, 'GET', '/metrics')).body.toString();
@@ -130,21 +150,7 @@ describe('front door: inference-protocol connections served by worker processes'
   });
 
   test('a kept-alive connection that turns to other routes goes back to the head and keeps working', async () => {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const sockets = new Set<unknown>();
-    const send = (method: string, path: string, body?: Buffer, headers: Record<string, string> = {}) =>
-      new Promise<{ status: number; body: Buffer; res: IncomingMessage }>((resolve, reject) => {
-        const url = new URL(cluster.url);
-        const req = httpRequest({ host: url.hostname, port: url.port, method, path, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers, timeout: 30_000 }, (res) => {
-          sockets.add(res.socket);
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), res }));
-        });
-        req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
-        req.on('error', reject);
-        req.end(body);
-      });
+    const { send, sockets, close } = keptAlive(cluster.url);
     const x = seededFloats(4 * 64, 11);
     const want = await expected(cluster.models.mlp, x, 4);
     const { body, headers } = binaryRequest(x, 4);
@@ -162,26 +168,12 @@ describe('front door: inference-protocol connections served by worker processes'
       assertClose(floatsOf(again.body.subarray(length)), want, 'inference after the connection went back to the head');
       assert.equal(sockets.size, 1, 'one kept-alive connection throughout');
     } finally {
-      agent.destroy();
+      close();
     }
   });
 
   test("health and metadata first, then inference, on one connection (as Triton's clients do): the worker keeps it", async () => {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const url = new URL(cluster.url);
-    const sockets = new Set<unknown>();
-    const send = (method: string, path: string, body?: Buffer, headers: Record<string, string> = {}) =>
-      new Promise<{ status: number; body: Buffer; res: IncomingMessage }>((resolve, reject) => {
-        const req = httpRequest({ host: url.hostname, port: url.port, method, path, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers, timeout: 30_000 }, (res) => {
-          sockets.add(res.socket);
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), res }));
-        });
-        req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
-        req.on('error', reject);
-        req.end(body);
-      });
+    const { send, sockets, close } = keptAlive(cluster.url);
     const before = await frontDoorCount(cluster.url);
     try {
       assert.equal((await send('GET', '/v2/health/live')).status, 200);
@@ -199,7 +191,7 @@ describe('front door: inference-protocol connections served by worker processes'
       }
       assert.equal(sockets.size, 1, 'one kept-alive connection throughout');
     } finally {
-      agent.destroy();
+      close();
     }
     await waitFor('the worker to report the three inferences', async () => (await frontDoorCount(cluster.url)) >= before + 3, 10_000);
   });
