@@ -14,7 +14,7 @@ export const HEAD_HELP = `troupe head: run the head (scheduler, HTTP API and con
   --data-dir DIR         where uploaded models and the head's state (deployments, graphs,
                          running actors, in state.json) are kept (default .troupe/head); a head
                          restarted on the same DIR brings its deployments back and adopts the
-                         actors that kept running
+                         actors that kept running; one head per DIR (it holds DIR/head.lock)
   --max-body-mib N       largest HTTP request body, e.g. an inference (default 64)
   --max-model-mib N      largest model upload (default 1024)
   --max-frame-mib N      largest frame from a peer; a larger one closes its connection (default 256)

@@ -2,6 +2,7 @@ import { AGENT_LEAVING, AgentToHeadSchema, Channel, TroupeError, newId } from '.
 import type { AgentToHead, HeadToAgent, Logger } from '../runtime/index.js';
 import type { WebSocket } from 'ws';
 import type { Controller } from './controller.js';
+import { FIRST_MESSAGE_TIMEOUT_MS, FirstMessageBound } from './first-message.js';
 import type { ClusterState, NodeRecord } from './state.js';
 
 /**
@@ -9,11 +10,14 @@ import type { ClusterState, NodeRecord } from './state.js';
  * that reconnects under the same name keeps its identity; the actors it still runs are adopted
  * if the head still wants them there (also after a head restart), and stopped otherwise.
  */
-export function serveAgent(ws: WebSocket, address: string, state: ClusterState, controller: Controller, log: Logger): void {
+export function serveAgent(ws: WebSocket, address: string, state: ClusterState, controller: Controller, log: Logger, firstMessageTimeoutMs = FIRST_MESSAGE_TIMEOUT_MS): void {
   let node: NodeRecord | undefined;
+  // An agent registers at once; a connection that never does holds a socket for nothing.
+  const bound = new FirstMessageBound(firstMessageTimeoutMs, () => log.info({ address }, 'closing an agent connection that never registered'));
   const channel: Channel<AgentToHead, HeadToAgent> = new Channel<AgentToHead, HeadToAgent>(ws, {
     schema: AgentToHeadSchema,
     onMessage: (message) => {
+      bound.heard();
       switch (message.type) {
         case 'register': {
           const existing = [...state.nodes.values()].find((n) => n.name === message.name);
@@ -69,6 +73,7 @@ export function serveAgent(ws: WebSocket, address: string, state: ClusterState, 
           return;
       }
     },
+    onRefused: () => bound.heard(),
     onClose: (_code, reason) => {
       if (!node || node.channel !== channel) return;
       node.channel = undefined;
@@ -84,4 +89,5 @@ export function serveAgent(ws: WebSocket, address: string, state: ClusterState, 
       log.warn({ node: node.name }, 'node connection closed');
     },
   });
+  bound.watch(channel);
 }

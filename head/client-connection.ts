@@ -6,6 +6,7 @@ import type { Controller } from './controller.js';
 import { boundDeploy } from './deploy-bound.js';
 import type { ShutdownGate } from './drain.js';
 import type { DurableStore } from './durable.js';
+import { FIRST_MESSAGE_TIMEOUT_MS, FirstMessageBound } from './first-message.js';
 import type { GraphService } from './graph/service.js';
 import type { ClusterState } from './state.js';
 
@@ -25,6 +26,8 @@ export interface ClientServiceOptions {
   gate?: ShutdownGate;
   /** Keeps deployed graph documents across a head restart. */
   store?: DurableStore | undefined;
+  /** A connection that says nothing (not even `hello`) for this long is closed (default 10 s). */
+  firstMessageTimeoutMs?: number | undefined;
 }
 
 /**
@@ -41,9 +44,12 @@ export function serveClient(
 ): Channel<ClientToHead, HeadToClient> {
   const { gate, store } = options;
   const admit = <T>(what: string, work: () => Promise<T>): Promise<T> => (gate ? gate.run(what, work) : work());
+  const timeoutMs = options.firstMessageTimeoutMs ?? FIRST_MESSAGE_TIMEOUT_MS;
+  const bound = new FirstMessageBound(timeoutMs, () => log.info({ timeoutMs }, 'closing a client connection that said nothing'));
   const channel: Channel<ClientToHead, HeadToClient> = new Channel<ClientToHead, HeadToClient>(ws, {
     schema: ClientToHeadSchema,
     onMessage: (message, release) => {
+      bound.heard();
       const answer = (work: Promise<unknown>) =>
         work.then(
           (value) => {
@@ -115,6 +121,9 @@ export function serveClient(
           }
           answer(controller.undeploy(message.name).then(() => ({})));
           return;
+        case 'hello':
+          channel.reply(message.id, {});
+          return;
         case 'describe':
           channel.reply(message.id, { ...state.view(), graphs: graphs.views() });
           return;
@@ -127,7 +136,11 @@ export function serveClient(
           return;
       }
     },
-    onRefused: (err) => log.debug({ err: err.message }, 'client sent a bad frame'),
+    onRefused: (err) => {
+      bound.heard();
+      log.debug({ err: err.message }, 'client sent a bad frame');
+    },
   });
+  bound.watch(channel);
   return channel;
 }

@@ -1,4 +1,4 @@
-import { newId, newSecret } from '../runtime/index.js';
+import { newId, newSecret, sameSecret } from '../runtime/index.js';
 import type { HeadToAgent, ModelDeployment } from '../runtime/index.js';
 import { DeploymentStats } from './deployment-stats.js';
 import { Dispatcher } from './dispatcher.js';
@@ -163,7 +163,8 @@ export function describeExit(exit: ActorExitReport): string {
  */
 export function joiningActor(state: ClusterState, actorId: string, secret: string): ActorRecord | undefined {
   const a = state.actors.get(actorId);
-  if (!a || a.secret !== secret || (a.state !== 'STARTING' && a.state !== 'READY')) return undefined;
+  // Constant time: a byte-by-byte compare would let a caller find the secret by timing.
+  if (!a || !sameSecret(secret, a.secret) || (a.state !== 'STARTING' && a.state !== 'READY')) return undefined;
   const node = a.nodeId ? state.nodes.get(a.nodeId) : undefined;
   if (node?.state === 'DEAD') return undefined;
   return a;

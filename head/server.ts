@@ -16,6 +16,9 @@ import { serveClient } from './client-connection.js';
 import { startAutoscaler } from './autoscaler.js';
 import { Controller } from './controller.js';
 import { ShutdownGate } from './drain.js';
+import { lockDataDir } from './data-dir-lock.js';
+import type { DataDirLock } from './data-dir-lock.js';
+import { FIRST_MESSAGE_TIMEOUT_MS } from './first-message.js';
 import { DurableStore } from './durable.js';
 import type { SavedState } from './durable.js';
 import { drainingError, sendError } from './http/errors.js';
@@ -69,6 +72,8 @@ export interface HeadOptions {
    * core, at most 4; 0 serves every request in the head process.
    */
   httpWorkers?: number;
+  /** How long a client or agent connection may say nothing before it is closed (default 10 s). */
+  firstMessageTimeoutMs?: number;
 }
 
 export interface Head {
@@ -97,16 +102,27 @@ function refuse(socket: Duplex, status: number, text: string, why: string): void
  * reach the head over plain HTTP; both carry the same messages.
  */
 export async function startHead(options: HeadOptions = {}): Promise<Head> {
+  const dataDir = resolve(options.dataDir ?? join('.troupe', 'head'));
+  // Only a head that keeps its state in the directory needs it to itself (head/data-dir-lock.ts).
+  const lock = (options.persistState ?? options.dataDir !== undefined) ? await lockDataDir(dataDir) : undefined;
+  try {
+    return await runHead(options, dataDir, lock);
+  } catch (err) {
+    await lock?.release();
+    throw err;
+  }
+}
+
+async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock | undefined): Promise<Head> {
   const host = options.host ?? '127.0.0.1';
   if (!isLoopback(host) && !options.token) {
     throw new TroupeError('TROUPE_ERR_BAD_FLAG', `refusing to listen on ${host} without a cluster token: set TROUPE_TOKEN or --token`);
   }
   const log = createLogger('head');
   const state = new ClusterState();
-  const dataDir = resolve(options.dataDir ?? join('.troupe', 'head'));
   let store: DurableStore | undefined;
   let saved: SavedState | undefined;
-  if (options.persistState ?? options.dataDir !== undefined) ({ store, saved } = await DurableStore.open(dataDir, log));
+  if (lock) ({ store, saved } = await DurableStore.open(dataDir, log));
   const controller = new Controller(state, log, options.controller, store);
   // Before anything listens: an actor that reconnects at once must find its record.
   if (saved) controller.restore(saved);
@@ -180,6 +196,8 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
     streams.add(channel);
     void channel.whenClosed.then(() => streams.delete(channel));
   };
+  const firstMessageTimeoutMs = options.firstMessageTimeoutMs ?? FIRST_MESSAGE_TIMEOUT_MS;
+  const clientOptions = { gate, store, firstMessageTimeoutMs };
   const accept = (req: IncomingMessage, socket: Duplex, head: Buffer, serve: (ws: WebSocket) => void) =>
     wss.handleUpgrade(req, socket, head, serve);
 
@@ -198,9 +216,9 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
       log.warn({ path, address }, 'refused a connection with a missing or wrong token');
       return refuse(socket, 401, 'Unauthorized', 'missing or wrong cluster token');
     }
-    if (path === '/v1/agent') return accept(req, socket, head, (ws) => serveAgent(ws, address, state, controller, log));
-    if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveClient(ws, state, controller, log, graphs, { gate, store }));
-    return track(serveClient(frames(socket, head, true), state, controller, log, graphs, { gate, store }));
+    if (path === '/v1/agent') return accept(req, socket, head, (ws) => serveAgent(ws, address, state, controller, log, firstMessageTimeoutMs));
+    if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveClient(ws, state, controller, log, graphs, clientOptions));
+    return track(serveClient(frames(socket, head, true), state, controller, log, graphs, clientOptions));
   });
 
   await app.listen({ host, port: options.port ?? 8470 });
@@ -249,6 +267,8 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
         stopAutoscaler();
         controller.close();
         await store?.close();
+        // The last write is on disk: the next head may take the directory.
+        await lock?.release();
         // Let the last answers leave (replies are coalesced into one write per turn), then close
         // every socket with a handshake, so those answers arrive before the close; a peer that
         // does not answer the handshake within a second is dropped.

@@ -114,6 +114,10 @@ export class HeadConnection {
         this.#scheduleReconnect();
       },
     });
+    // At once: the head closes a connection that has said nothing within its bound (10 s), and a
+    // client may well sit idle longer than that. A head that predates hello answers it with a
+    // BAD_MESSAGE fail, which changes nothing.
+    channel.request({ type: 'hello' }, 30_000).catch(() => {});
     this.#channel = channel;
     this.#retryMs = FIRST_RETRY_MS;
     this.#lastError = undefined;

@@ -13,6 +13,8 @@ export type RunRef = z.infer<typeof RunRefSchema>;
 
 /** SDK client -> head. Every message is a request: the head answers with `reply` or `fail`. */
 export const ClientToHeadSchema = z.discriminatedUnion('type', [
+  /** The first message on every connection: the head closes one that says nothing for 10 s. */
+  z.object({ type: z.literal('hello'), id: IdSchema }),
   z.object({
     type: z.literal('deploy'),
     id: IdSchema,

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { startChild, stopChild } from '../../cli/children.js';
+import { startHead } from '../../head/index.js';
+import { TroupeError } from '../../runtime/index.js';
+
+const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
+const env = { ...process.env, TROUPE_LOG_LEVEL: 'warn' };
+
+/** The pid of a process that has already exited (and been reaped). */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', '']);
+  await new Promise((resolve) => child.once('exit', resolve));
+  return child.pid!;
+}
+
+/** One head per data directory: a second one refuses, naming the first; a dead one's lock is taken over. */
+describe('the data directory lock', { timeout: 60_000 }, () => {
+  let root: string;
+  before(async () => (root = await mkdtemp(join(tmpdir(), 'troupe-lock-'))));
+  after(() => rm(root, { recursive: true, force: true }));
+
+  test('a second `troupe head` on the same --data-dir exits non-zero, naming the first head and the dir', async () => {
+    const dir = join(root, 'two-heads');
+    const first = startChild(['head', '--port', '0', '--data-dir', dir, '--http-workers', '0'], /listening on (\S+)/, 20_000, env);
+    try {
+      await first.line;
+      assert.equal((await readFile(join(dir, 'head.lock'), 'utf8')).trim(), String(first.process.pid));
+      const second = spawnSync(process.execPath, [CLI, 'head', '--port', '0', '--data-dir', dir, '--http-workers', '0'], { encoding: 'utf8', timeout: 20_000, env });
+      assert.equal(second.status, 1, second.stderr);
+      assert.match(second.stderr, /TROUPE_ERR_DATA_DIR_LOCKED/);
+      assert.match(second.stderr, new RegExp(`pid ${first.process.pid}\\b`));
+      assert.ok(second.stderr.includes(dir), second.stderr);
+      assert.equal(first.process.exitCode, null, 'the first head runs on');
+    } finally {
+      await stopChild(first, 10_000);
+    }
+    assert.equal(existsSync(join(dir, 'head.lock')), false, 'a clean close removes the lock');
+  });
+
+  test('a stale lock (its pid is gone) is taken over', async () => {
+    const dir = join(root, 'stale');
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'head.lock'), `${await deadPid()}\n`);
+    const head = startChild(['head', '--port', '0', '--data-dir', dir, '--http-workers', '0'], /listening on (\S+)/, 20_000, env);
+    try {
+      await head.line;
+      assert.equal((await readFile(join(dir, 'head.lock'), 'utf8')).trim(), String(head.process.pid));
+    } finally {
+      await stopChild(head, 10_000);
+    }
+  });
+
+  test('in one process too: a second in-process head on the dir is refused until the first closes', async () => {
+    const dir = join(root, 'in-process');
+    const first = await startHead({ port: 0, dataDir: dir, httpWorkers: 0 });
+    try {
+      await assert.rejects(startHead({ port: 0, dataDir: dir, httpWorkers: 0 }), (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_DATA_DIR_LOCKED' && err.message.includes(`pid ${process.pid}`));
+    } finally {
+      await first.close();
+    }
+    const again = await startHead({ port: 0, dataDir: dir, httpWorkers: 0 });
+    await again.close();
+  });
+});
