@@ -5,6 +5,7 @@ import type { ActorExitReport, ControllerOptions, RunningActorReport } from './c
 import type { DurableStore, SavedState } from './durable.js';
 import { ReadyWaiters } from './ready-waiters.js';
 import { describeExit, freeReplicaIndex, needsNewActors, newActorRecord, newDeployment, restoredActorRecord, returnToPending, snapshotState, startActorMessage } from './records.js';
+import { isRefusal, refusalOutcome, refusedError } from './refused-deploy.js';
 import { place } from './scheduler.js';
 import type { HeadActorLink, ActorRecord, ClusterState, DeploymentRecord, NodeRecord } from './state.js';
 
@@ -119,9 +120,25 @@ export class Controller {
     return stop;
   }
 
-  /** Creates or updates a deployment; resolves when every replica is READY. */
+  /**
+   * Creates or updates a deployment; resolves when every replica is READY. A deploy refused for
+   * what it asks (see refused-deploy.ts) changes nothing: a new deployment is removed again, an
+   * update goes back to the spec it replaced, and the state file says so before the caller hears.
+   */
   deploy(spec: ModelDeployment): Promise<DeploymentView> {
     const existing = this.#state.deployments.get(spec.name);
+    const previous = existing?.spec ?? null;
+    const d = this.#apply(spec, existing);
+    this.#log.info({ deployment: spec.name, replicas: spec.replicas, model: spec.model }, 'deployment changed');
+    this.#state.events.add('deployment-changed', `${spec.name}: ${spec.replicas} replica(s) of ${spec.model}`);
+    const done = this.#waiters.wait(spec.name, previous);
+    this.schedule();
+    this.#checkReady(d);
+    return done;
+  }
+
+  /** Makes `spec` what deployment `spec.name` wants: actors added, replaced or retired to match. */
+  #apply(spec: ModelDeployment, existing: DeploymentRecord | undefined): DeploymentRecord {
     if (existing && needsNewActors(existing.spec, spec)) {
       // A different model or resource shape needs new actors; retire all the old ones.
       for (const a of existing.actors) this.#retire(a);
@@ -137,25 +154,50 @@ export class Controller {
     for (const a of live.slice(spec.replicas)) this.#retire(a);
     d.actors = d.actors.filter((a) => a.state !== 'DRAINING');
     this.#dirty();
-    this.#log.info({ deployment: spec.name, replicas: spec.replicas, model: spec.model }, 'deployment changed');
-    this.#state.events.add('deployment-changed', `${spec.name}: ${spec.replicas} replica(s) of ${spec.model}`);
-    const done = this.#waiters.wait(spec.name);
-    this.schedule();
-    this.#checkReady(d);
-    return done;
+    return d;
+  }
+
+  /**
+   * The deploys waiting on `d` fail with `error`. A refusal is undone first, and the answer waits
+   * until the state file no longer holds what was refused, so a crash right after it cannot bring
+   * that back.
+   */
+  #deployFailed(d: DeploymentRecord, error: TroupeError): void {
+    const name = d.spec.name;
+    const before = this.#waiters.before(name);
+    if (before === undefined || !isRefusal(error)) return this.#waiters.settle(name, error);
+    const settle = this.#waiters.take(name);
+    const outcome = refusalOutcome(before, d.spec);
+    if (before && outcome !== 'unchanged') {
+      // The replicas that failed go; the spec that was in force is placed again.
+      for (const a of d.actors.filter((x) => x.state === 'DEAD')) this.#state.actors.delete(a.id);
+      d.actors = d.actors.filter((a) => a.state !== 'DEAD');
+      this.#apply(before, d);
+      this.schedule();
+    }
+    const refused = refusedError(error, name, before, outcome);
+    if (outcome === 'removed') void this.#forget(d, refused);
+    this.#log.warn({ deployment: name, code: error.code }, refused.message);
+    this.#state.events.add('deployment-refused', refused.message);
+    void (this.#store?.flush() ?? Promise.resolve()).then(() => settle(refused));
   }
 
   /** Stops a deployment's actors (each finishes its in-flight calls first) and forgets it. */
   async undeploy(name: string): Promise<void> {
     const d = this.#state.deployments.get(name);
     if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${name}'`);
-    this.#state.deployments.delete(name);
-    this.#dirty();
     const removed = new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `deployment '${name}' was removed`);
     this.#waiters.settle(name, removed);
-    d.dispatcher.failAll(removed);
-    this.#state.metrics.forget(name);
     this.#state.events.add('deployment-removed', `${name} removed; draining ${d.actors.length} actor(s)`);
+    await this.#forget(d, removed);
+  }
+
+  /** Removes a deployment: queued calls fail with `why`, its actors drain and stop. */
+  async #forget(d: DeploymentRecord, why: TroupeError): Promise<void> {
+    this.#state.deployments.delete(d.spec.name);
+    this.#dirty();
+    d.dispatcher.failAll(why);
+    this.#state.metrics.forget(d.spec.name);
     await Promise.all(d.actors.map((a) => this.#retire(a)));
     this.schedule();
   }
@@ -235,7 +277,7 @@ export class Controller {
     d.unhealthy = error.message;
     this.#log.warn({ actor: a.name, code: error.code, reason: error.message }, 'actor failed to start');
     this.#state.events.add('actor-dead', `${a.name} failed to start: ${error.message}`);
-    this.#waiters.settle(d.spec.name, error);
+    this.#deployFailed(d, error);
   }
 
   actorReady(a: ActorRecord, link: HeadActorLink, metadata: ModelMetadata, visibleDevices: string, direct?: ActorRecord['direct']): void {
@@ -372,7 +414,7 @@ export class Controller {
       const d = this.#state.deployments.get(a.deployment);
       if (d) {
         d.unhealthy = `${a.name} is DEAD: ${a.reason}`;
-        this.#waiters.settle(d.spec.name, new TroupeError(code, d.unhealthy));
+        this.#deployFailed(d, new TroupeError(code, d.unhealthy));
       }
       this.#log.error({ actor: a.name, cause }, 'actor is DEAD');
       this.#state.events.add('actor-dead', `${a.name} DEAD: ${a.reason}`);

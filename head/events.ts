@@ -11,6 +11,7 @@ export type EventKind =
   | 'actor-dead'
   | 'deployment-changed'
   | 'deployment-removed'
+  | 'deployment-refused'
   | 'scaled';
 
 export interface ClusterEvent {

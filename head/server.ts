@@ -33,6 +33,7 @@ import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MODEL_BYTES } from './http/context.
 import type { JobOptions } from './http/jobs.js';
 import { DEFAULT_LIVENESS, watchLiveness } from './liveness.js';
 import type { LivenessOptions } from './liveness.js';
+import { serverReadiness } from './readiness.js';
 import { joiningActor } from './records.js';
 import { ClusterState } from './state.js';
 import { registerStatusPage } from './status/index.js';
@@ -165,9 +166,10 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/metrics', async (_req, reply) => reply.type(state.metrics.registry.contentType).send(await state.metrics.registry.metrics()));
+  // The same answer as /v2/health/ready (head/readiness.ts), with the status probes expect.
   app.get('/readyz', async (_req, reply) => {
-    const alive = [...state.nodes.values()].filter((n) => n.state === 'ALIVE').length;
-    return reply.code(alive > 0 ? 200 : 503).send({ status: alive > 0 ? 'ready' : 'no node alive', nodes: alive });
+    const readiness = serverReadiness(state, gate.draining);
+    return reply.code(readiness.ready ? 200 : 503).send({ status: readiness.ready ? 'ready' : 'not ready', ...readiness });
   });
   registerHttpApi(app, {
     state,
@@ -179,6 +181,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     dataDir,
     maxBodyBytes,
     maxModelBytes: options.maxModelBytes ?? DEFAULT_MAX_MODEL_BYTES,
+    draining: () => gate.draining,
     ...(options.jobs ? { jobOptions: options.jobs } : {}),
   });
   // The status page at `/` and its live feed at /api/v1/stream (head/status/).

@@ -18,7 +18,7 @@ import { ApiDocs } from './openapi.js';
  * (`{"error", "code"}`), unknown paths included. Call once, before the app listens.
  *
  * @example
- * registerHttpApi(app, { state, controller, graphs, log, host, token, dataDir, maxBodyBytes, maxModelBytes });
+ * registerHttpApi(app, { state, controller, graphs, log, host, token, dataDir, maxBodyBytes, maxModelBytes, draining: () => gate.draining });
  */
 export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): void {
   app.setNotFoundHandler((request, reply) =>
@@ -28,7 +28,10 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
   // One scope for the whole API, so its hooks, error handler and body parsers stay out of the
   // routes other parts of the head register.
   void app.register(async (api) => {
-    const ctx: ApiContext = { ...options, store: await ModelStore.open(options.dataDir, options.log), docs: new ApiDocs(), jobs: new JobStore(options.jobOptions) };
+    // The store keeps the blobs deployments run, and refuses to delete a model one uses.
+    const deployed = () => [...options.state.deployments.values()].map((d) => ({ deployment: d.spec.name, model: d.spec.model }));
+    const store = await ModelStore.open(options.dataDir, options.log, deployed);
+    const ctx: ApiContext = { ...options, store, docs: new ApiDocs(), jobs: new JobStore(options.jobOptions) };
     api.addHook('onRequest', authHook(options.token, options.host));
     api.setErrorHandler(errorHandler(options.log, options.maxBodyBytes));
 

@@ -25,6 +25,8 @@ export interface HttpApiOptions {
   maxBodyBytes: number;
   /** Largest model upload. */
   maxModelBytes: number;
+  /** Whether the head is draining: it is then not ready (head/readiness.ts). */
+  draining: () => boolean;
   /** Async jobs: retention, bounds and concurrency (defaults in jobs.ts). */
   jobOptions?: Partial<JobOptions>;
 }

@@ -94,7 +94,9 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
         'A "name" in the body must match the path. 201 when created, 200 when it existed, 202 at once with ?wait=false. ' +
         `The wait is bounded: when ?timeoutS (seconds, default ${DEFAULT_DEPLOY_TIMEOUT_S}, at most ${MAX_DEPLOY_TIMEOUT_S}) passes first, the answer is 202 with each actor's state and reason, ` +
         '"pending" (every actor not READY: PENDING ones say what the scheduler could not find) and a "message" naming them. ' +
-        'The deployment stays and the head keeps placing it; PUT again or GET it to follow. A graph body answers 202 likewise, with "deployments".',
+        'The deployment stays and the head keeps placing it; PUT again or GET it to follow. A graph body answers 202 likewise, with "deployments". ' +
+        'A 4xx changes nothing: a deploy refused for its spec, path, model file or fn reference (even once an actor tried to load it) leaves no deployment it created, ' +
+        'and puts back the spec an update replaced; the message says which.',
       query: {
         wait: 'false: answer at once with 202 (default true)',
         timeoutS: `seconds to wait for READY before answering 202 with the reasons (default ${DEFAULT_DEPLOY_TIMEOUT_S}, at most ${MAX_DEPLOY_TIMEOUT_S})`,

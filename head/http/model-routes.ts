@@ -8,8 +8,8 @@ import type { ApiContext } from './context.js';
 import { ModelRecordSchema, checkModelName } from './model-store.js';
 
 /**
- * Model uploads (`PUT /api/v1/models/{name}` with the .onnx bytes as the body, any content type)
- * and the blob endpoint agents fetch uploaded models from, by hash, with the cluster token.
+ * Model uploads (`PUT /api/v1/models/{name}` with the .onnx bytes as the body, any content type),
+ * their deletion, and the blob endpoint agents fetch uploaded models from, by hash, with the cluster token.
  */
 export function registerModelRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { docs, store } = ctx;
@@ -55,6 +55,23 @@ export function registerModelRoutes(app: FastifyInstance, ctx: ApiContext): void
       const record = store.get(name);
       if (!record) throw new TroupeError('TROUPE_ERR_UNKNOWN_MODEL', `no uploaded model named '${name}'`);
       return record;
+    },
+  );
+
+  docs.route(
+    app,
+    {
+      method: 'DELETE',
+      url: '/api/v1/models/:name',
+      tag,
+      auth: 'write',
+      summary: 'Delete an uploaded model; its bytes go once no other model name and no deployment uses them',
+      description: '409 TROUPE_ERR_MODEL_IN_USE, naming them, while a deployment was deployed from this name: delete or redeploy those first.',
+      responses: { 200: { description: 'deleted', schema: z.object({ name: z.string(), sha256: z.string(), deleted: z.literal(true) }) } },
+    },
+    async (request) => {
+      const record = await store.delete(nameOf(request));
+      return { name: record.name, sha256: record.sha256, deleted: true as const };
     },
   );
 

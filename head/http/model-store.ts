@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import type { Readable } from 'node:stream';
@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import { NameSchema, TroupeError, newId } from '../../runtime/index.js';
 import type { Logger } from '../../runtime/index.js';
+import { parseModelRef } from '../../runtime/model-ref.js';
 import { TensorInfoSchema } from '../../runtime/protocol/common.js';
 import { inspectOnnx } from './onnx-inspect.js';
 
@@ -19,7 +20,20 @@ import { inspectOnnx } from './onnx-inspect.js';
  *
  * Uploads stream to a temporary file while being hashed and counted, are checked by parsing them
  * as ONNX, and only then are renamed into place, so a blob that exists is complete and valid.
+ *
+ * A blob is kept while a model name or a deployment refers to it: deployments run a model by its
+ * hash, so a re-uploaded name leaves the old bytes to the deployments still running them (agents
+ * fetch them again to restart a replica). A blob nothing refers to any more is removed when a
+ * model is deleted or a name is re-uploaded with other bytes.
  */
+
+/** A deployment's `model`, as the store reads it to find the uploaded models it uses. */
+export interface DeployedModel {
+  deployment: string;
+  model: string;
+}
+
+const BLOB_FILE = /^([0-9a-f]{64})\.onnx$/;
 
 export const ModelRecordSchema = z.object({
   name: z.string(),
@@ -52,16 +66,21 @@ export class ModelStore {
   readonly #root: string;
   readonly #log: Logger;
   readonly #index = new Map<string, ModelRecord>();
+  readonly #deployed: () => Iterable<DeployedModel>;
   #saving: Promise<void> = Promise.resolve();
+  /** Changes that pair a blob file with the index (commit an upload, delete, sweep) run one at a time. */
+  #exclusive: Promise<unknown> = Promise.resolve();
 
-  private constructor(root: string, log: Logger) {
+  private constructor(root: string, log: Logger, deployed: () => Iterable<DeployedModel>) {
     this.#root = root;
     this.#log = log;
+    this.#deployed = deployed;
   }
 
-  static async open(dataDir: string, log: Logger): Promise<ModelStore> {
+  /** `deployed` lists every deployment's model, read whenever the store must know what is in use. */
+  static async open(dataDir: string, log: Logger, deployed: () => Iterable<DeployedModel> = () => []): Promise<ModelStore> {
     // Directories are made on the first upload: a head nobody uploads to writes nothing.
-    const store = new ModelStore(join(dataDir, 'models'), log);
+    const store = new ModelStore(join(dataDir, 'models'), log, deployed);
     const text = await readFile(join(store.#root, 'index.json'), 'utf8').catch(() => undefined);
     if (text !== undefined) {
       let raw: unknown;
@@ -85,9 +104,9 @@ export class ModelStore {
     return this.#index.get(name);
   }
 
-  /** The blob file of a hash some uploaded model has, or undefined. */
+  /** The blob file of a hash some uploaded model or deployment has, or undefined. */
   async blob(sha256: string): Promise<{ path: string; bytes: number } | undefined> {
-    if (![...this.#index.values()].some((r) => r.sha256 === sha256)) return undefined;
+    if (!this.#referenced().has(sha256)) return undefined;
     const path = join(this.#root, 'blobs', `${sha256}.onnx`);
     const info = await stat(path).catch(() => undefined);
     return info?.isFile() ? { path, bytes: info.size } : undefined;
@@ -117,17 +136,78 @@ export class ModelStore {
       const sha256 = hash.digest('hex');
       const summary = inspectOnnx(await readFile(tmp), `model '${name}'`);
       const blob = join(this.#root, 'blobs', `${sha256}.onnx`);
-      if (await stat(blob).catch(() => undefined)) await rm(tmp, { force: true });
-      else await rename(tmp, blob);
-      const created = !this.#index.has(name);
-      const record: ModelRecord = { name, sha256, bytes, uploadedAt: new Date().toISOString(), ...summary };
-      this.#index.set(name, record);
-      await this.#saveIndex();
+      // One at a time with sweeps: a sweep must not remove a blob this upload found and is about to name.
+      const { record, created, replaced } = await this.#alone(async () => {
+        if (await stat(blob).catch(() => undefined)) await rm(tmp, { force: true });
+        else await rename(tmp, blob);
+        const old = this.#index.get(name);
+        const record: ModelRecord = { name, sha256, bytes, uploadedAt: new Date().toISOString(), ...summary };
+        this.#index.set(name, record);
+        await this.#saveIndex();
+        return { record, created: old === undefined, replaced: old !== undefined && old.sha256 !== sha256 };
+      });
       this.#log.info({ model: name, sha256, bytes }, 'model uploaded');
+      if (replaced) await this.#sweep();
       return { record, created };
     } finally {
       await rm(tmp, { force: true });
     }
+  }
+
+  /** Deployments that use model `name` (deployed from that name, whatever bytes it has now). */
+  usersOf(name: string): string[] {
+    return [...this.#deployed()].filter((d) => parseModelRef(d.model)?.name === name).map((d) => d.deployment).sort();
+  }
+
+  /**
+   * Forgets model `name` and removes the blobs nothing refers to any more. A model a deployment
+   * uses is refused with TROUPE_ERR_MODEL_IN_USE, naming the deployments.
+   */
+  async delete(name: string): Promise<ModelRecord> {
+    const record = this.#index.get(name);
+    if (!record) throw new TroupeError('TROUPE_ERR_UNKNOWN_MODEL', `no uploaded model named '${name}'`);
+    const users = this.usersOf(name);
+    if (users.length > 0) {
+      throw new TroupeError('TROUPE_ERR_MODEL_IN_USE', `model '${name}' is used by deployment(s) ${users.map((u) => `'${u}'`).join(', ')}; delete or redeploy them first`);
+    }
+    await this.#alone(async () => {
+      this.#index.delete(name);
+      await this.#saveIndex();
+    });
+    this.#log.info({ model: name, sha256: record.sha256 }, 'model deleted');
+    await this.#sweep();
+    return record;
+  }
+
+  /** Hashes something still refers to: a model name, or a deployment running an uploaded model. */
+  #referenced(): Set<string> {
+    const hashes = new Set([...this.#index.values()].map((r) => r.sha256));
+    for (const d of this.#deployed()) {
+      const ref = parseModelRef(d.model);
+      if (ref) hashes.add(ref.sha256);
+    }
+    return hashes;
+  }
+
+  /** Removes every blob file nothing refers to. Only files named like blobs: nothing else is ours to remove. */
+  #sweep(): Promise<void> {
+    return this.#alone(async () => {
+      const dir = join(this.#root, 'blobs');
+      const files = await readdir(dir).catch(() => [] as string[]);
+      const keep = this.#referenced();
+      for (const file of files) {
+        const sha256 = BLOB_FILE.exec(file)?.[1];
+        if (!sha256 || keep.has(sha256)) continue;
+        await rm(join(dir, file), { force: true });
+        this.#log.info({ sha256 }, 'removed a blob no model or deployment uses');
+      }
+    });
+  }
+
+  #alone<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#exclusive.then(work, work);
+    this.#exclusive = run.catch(() => undefined);
+    return run;
   }
 
   /** Index writes are serialised and atomic (write, then rename), so a crash leaves the old or the new one. */

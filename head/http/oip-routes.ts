@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TroupeError } from '../../runtime/index.js';
 import type { TensorInfo } from '../../runtime/index.js';
+import { serverReadiness } from '../readiness.js';
 import type { DeploymentRecord } from '../state.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
@@ -16,11 +17,14 @@ import { deploymentOf, stateBackend } from './state-backend.js';
 
 /**
  * The Open Inference Protocol (KServe v2) endpoints, where every deployment is a "model" with one
- * version, "1". Health answers carry no body, as the protocol asks: 200 is true, 4xx false.
+ * version, "1". Health answers carry no body, as the protocol asks: 200 is true, 4xx false; only a
+ * server that is not ready says why, in a small JSON body the protocol leaves room for.
  */
 
 export const EXTENSIONS = ['binary_tensor_data'];
 
+/** The one health answer with a body: a person reading it learns what to fix. */
+const NotReadySchema = z.object({ ready: z.literal(false), reason: z.string() });
 const TensorMetadataSchema = z.object({ name: z.string(), datatype: z.string(), shape: z.array(z.number()) });
 const ServerMetadataSchema = z.object({ name: z.string(), version: z.string(), extensions: z.array(z.string()) });
 const ModelMetadataSchema = z.object({
@@ -58,11 +62,18 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   docs.route(
     app,
-    { method: 'GET', url: '/v2/health/ready', tag, auth: 'read', summary: 'Server ready: a node is alive and every deployment is READY', responses: { 200: { description: 'ready (no body)' }, 400: { description: 'not ready (no body)' } } },
+    {
+      method: 'GET',
+      url: '/v2/health/ready',
+      tag,
+      auth: 'read',
+      summary: 'Server ready: a node is alive and the head is not shutting down (each model says its own at /v2/models/{name}/ready)',
+      responses: { 200: { description: 'ready (no body)' }, 400: { description: 'not ready, and why', schema: NotReadySchema } },
+    },
     async (_req, reply) => {
-      const alive = [...state.nodes.values()].some((n) => n.state === 'ALIVE');
-      const allReady = [...state.deployments.values()].every((d) => state.deploymentView(d).state === 'READY');
-      return reply.code(alive && allReady ? 200 : 400).send();
+      const readiness = serverReadiness(state, ctx.draining());
+      if (readiness.ready) return reply.code(200).send();
+      return reply.code(400).send({ ready: false, reason: readiness.reason });
     },
   );
 

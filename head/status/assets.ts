@@ -47,7 +47,8 @@ export class StatusAssets {
     const cached = this.#cache.get(name);
     if (cached) return cached;
     const app = APP_FILE.exec(name);
-    const file = app ? join(here, 'client', app[1]!) : FIXED[name]?.();
+    // Own keys only: `__proto__`, `constructor` or `toString` are on every object, and are no asset.
+    const file = app ? join(here, 'client', app[1]!) : Object.hasOwn(FIXED, name) ? FIXED[name]!() : undefined;
     if (!file) return undefined;
     let body: Buffer;
     try {
@@ -56,7 +57,8 @@ export class StatusAssets {
       if (app && (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;
     }
-    const asset = { body, type: TYPES[file.slice(file.lastIndexOf('.'))] ?? 'application/octet-stream' };
+    const ext = file.slice(file.lastIndexOf('.'));
+    const asset = { body, type: Object.hasOwn(TYPES, ext) ? TYPES[ext]! : 'application/octet-stream' };
     this.#cache.set(name, asset);
     return asset;
   }

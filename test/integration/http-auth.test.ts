@@ -35,6 +35,7 @@ describe('HTTP: the cluster token', { timeout: 120_000 }, () => {
     const onnx = await readFile(cluster.models.cnn);
     assertError(await call(cluster.url, 'PUT', '/api/v1/models/cnn', { body: onnx, headers: { 'content-type': 'application/octet-stream' } }), 401, 'TROUPE_ERR_UNAUTHORIZED', /missing cluster token/);
     assertError(await call(cluster.url, 'GET', `/api/v1/blobs/${'0'.repeat(64)}`), 401, 'TROUPE_ERR_UNAUTHORIZED', /missing cluster token/);
+    assertError(await call(cluster.url, 'DELETE', '/api/v1/models/cnn'), 401, 'TROUPE_ERR_UNAUTHORIZED', /missing cluster token/);
     assert.equal(((await call(cluster.url, 'GET', '/api/v1/deployments')).json as { deployments: unknown[] }).deployments.length, 0, 'nothing was deployed');
 
     const ok = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body, headers: bearer(TOKEN) });

@@ -95,7 +95,8 @@ describe('HTTP: deployments, cluster, docs, and the deploy/status CLI', { timeou
     assertError(await put('gone', JSON.stringify({ model: 'missing.onnx' })), 400, 'TROUPE_ERR_MODEL_PATH', /model 'missing.onnx' not found/);
     assertError(await call(cluster.url, 'GET', '/api/v1/deployments/nope'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no deployment named 'nope'/);
     assertError(await call(cluster.url, 'DELETE', '/api/v1/deployments/nope'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no deployment named 'nope'/);
-    for (const name of ['esc', 'gone']) assert.equal((await call(cluster.url, 'DELETE', `/api/v1/deployments/${name}`)).status, 200);
+    // A refused deploy leaves nothing behind.
+    for (const name of ['esc', 'gone']) assert.equal((await call(cluster.url, 'GET', `/api/v1/deployments/${name}`)).status, 404, name);
     assert.equal((await get('mlp')).state, 'READY', 'the good deployment is untouched');
   });
 

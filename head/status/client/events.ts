@@ -18,6 +18,7 @@ const LABELS: Record<string, string> = {
   'actor-dead': 'actor dead',
   'deployment-changed': 'deployment',
   'deployment-removed': 'undeployed',
+  'deployment-refused': 'deploy refused',
   scaled: 'scaling',
 };
 
