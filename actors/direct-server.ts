@@ -20,6 +20,8 @@ export type ServeDirectCall = (call: HeadToActor, channel: Channel<ClientToRepli
 /** Until its hello, a connection may send no frame longer than this, and has this long to send it. */
 const HELLO_MAX_BYTES = 4096;
 const HELLO_TIMEOUT_MS = 10_000;
+/** Open client connections at once; one past it is closed as it arrives (each holds buffers and a region map). */
+const MAX_CONNECTIONS = 4096;
 
 /**
  * The actor's own endpoint for calls from SDK clients, so a call crosses two process hops instead
@@ -38,6 +40,7 @@ export async function startDirectServer(host: string, serve: ServeDirectCall): P
   const streams = new Set<FrameStream>();
   // Paused: nothing is read until the socket is handed to a stream that reads in place.
   const server: Server = createServer({ pauseOnConnect: true, noDelay: true });
+  server.maxConnections = MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, host, () => (server.off('error', reject), resolve()));

@@ -11,6 +11,8 @@ export const AGENT_HELP = `troupe agent: run a node agent that starts model acto
                               address the agent's connection comes from)
   --model-dir DIR             directory deployments name models in (default: current directory)
   --cpus N                    CPUs to offer the scheduler (default: all cores)
+  --max-actors N              most actor processes on this node (default: 8 per CPU of --cpus)
+  --memory-mib MIB            host memory to offer the scheduler (default: the machine's total)
   --simulate-gpus N           pretend this machine has N GPUs (actors run on CPU)
   --simulated-gpu-memory MIB  memory of each simulated GPU (default 16384)
   --token TOKEN               cluster token (or TROUPE_TOKEN)
@@ -34,6 +36,8 @@ const Schema = z.object({
   modelDir: z.string().min(1).default(process.cwd()),
   moduleDir: z.string().min(1).optional(),
   cpus: z.coerce.number().positive('must be above 0').max(4096).optional(),
+  maxActors: z.coerce.number().int('must be a whole number').min(1).max(100_000).optional(),
+  memoryMib: z.coerce.number().int('must be a whole number').min(1).max(1 << 30).optional(),
   simulateGpus: z.coerce.number().int('must be a whole number').min(0).max(64).optional(),
   simulatedGpuMemory: z.coerce.number().int().positive().optional(),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
@@ -56,6 +60,8 @@ export async function agentCommand(argv: string[]): Promise<void> {
       'model-dir': { type: 'string' },
       'module-dir': { type: 'string' },
       cpus: { type: 'string' },
+      'max-actors': { type: 'string' },
+      'memory-mib': { type: 'string' },
       'simulate-gpus': { type: 'string' },
       'simulated-gpu-memory': { type: 'string' },
       token: { type: 'string' },
@@ -76,6 +82,8 @@ export async function agentCommand(argv: string[]): Promise<void> {
     ...(flags.name ? { name: flags.name } : {}),
     ...(flags.advertise ? { advertise: flags.advertise } : {}),
     ...(flags.cpus !== undefined ? { cpus: flags.cpus } : {}),
+    ...(flags.maxActors !== undefined ? { maxActors: flags.maxActors } : {}),
+    ...(flags.memoryMib !== undefined ? { memoryBytes: flags.memoryMib * 2 ** 20 } : {}),
     ...(flags.simulateGpus !== undefined ? { simulateGpus: flags.simulateGpus } : {}),
     ...(flags.simulatedGpuMemory !== undefined ? { simulatedGpuMemoryMiB: flags.simulatedGpuMemory } : {}),
     ...(token ? { token } : {}),

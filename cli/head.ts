@@ -23,6 +23,7 @@ export const HEAD_HELP = `troupe head: run the head (scheduler, HTTP API and con
   --max-jobs N           finished async jobs kept, at most (default 1000)
   --max-job-mib N        bytes of async job results kept, at most (default 256)
   --job-concurrency N    async jobs running at once; the rest wait QUEUED (default 32)
+  --max-connections N    open TCP connections the head accepts at once; more are closed (default 10000)
   --http-workers N       processes beside the head that serve inference-protocol connections
                          (/v2/...) and call replicas directly (default: one per core, at most
                          4; 0 serves every request in the head process)
@@ -44,6 +45,7 @@ const Schema = z.object({
   maxJobs: z.coerce.number().int('must be a whole number').min(1).max(1_000_000).optional(),
   maxJobMib: z.coerce.number().positive('must be above 0').max(65_536).optional(),
   jobConcurrency: z.coerce.number().int('must be a whole number').min(1).max(10_000).optional(),
+  maxConnections: z.coerce.number().int('must be a whole number').min(1).max(1_000_000).optional(),
   httpWorkers: z.coerce.number().int('must be a whole number').min(0).max(64).optional(),
 });
 
@@ -67,6 +69,7 @@ export async function headCommand(argv: string[]): Promise<void> {
       'max-jobs': { type: 'string' },
       'max-job-mib': { type: 'string' },
       'job-concurrency': { type: 'string' },
+      'max-connections': { type: 'string' },
       'http-workers': { type: 'string' },
     },
     Schema,
@@ -86,6 +89,7 @@ export async function headCommand(argv: string[]): Promise<void> {
     ...(flags.maxModelMib !== undefined ? { maxModelBytes: Math.round(flags.maxModelMib * 2 ** 20) } : {}),
     ...(flags.maxFrameMib !== undefined ? { maxFrameBytes: Math.round(flags.maxFrameMib * 2 ** 20) } : {}),
     ...(flags.drainMs !== undefined ? { drainMs: flags.drainMs } : {}),
+    ...(flags.maxConnections !== undefined ? { maxConnections: flags.maxConnections } : {}),
     ...(flags.httpWorkers !== undefined ? { httpWorkers: flags.httpWorkers } : {}),
     jobs: {
       ...(flags.jobTtlS !== undefined ? { ttlMs: Math.round(flags.jobTtlS * 1000) } : {}),

@@ -11,6 +11,8 @@ export interface ControllerOptions {
    * agent to reconnect and list them before they are placed anew.
    */
   adoptGraceMs: number;
+  /** The size of a deployment's model file where the head knows it, for the default memory reservation. */
+  modelBytes?: (model: string) => number | undefined;
 }
 
 export const DEFAULT_CONTROLLER_OPTIONS: ControllerOptions = { maxRestarts: 5, restartWindowMs: 600_000, drainMs: 10_000, adoptGraceMs: 15_000 };

@@ -7,6 +7,7 @@ import { ReadyWaiters } from './ready-waiters.js';
 import { describeExit, freeReplicaIndex, needsNewActors, newActorRecord, newDeployment, restoredActorRecord, returnToPending, snapshotState, startActorMessage } from './records.js';
 import { isRefusal, refusalOutcome, refusedError } from './refused-deploy.js';
 import { place } from './scheduler.js';
+import { reservedMemoryBytes } from './memory-estimate.js';
 import type { HeadActorLink, ActorRecord, ClusterState, DeploymentRecord, NodeRecord } from './state.js';
 
 /**
@@ -34,6 +35,11 @@ export class Controller {
     store?.track(() => snapshotState(this.#state));
   }
 
+  /** Host memory each replica of `spec` reserves: its own `memory`, else an estimate from its model. */
+  #reserve(spec: ModelDeployment): number {
+    return reservedMemoryBytes(spec, spec.kind === 'fn' ? undefined : this.#options.modelBytes?.(spec.model));
+  }
+
   /** Specs or actors changed: the store coalesces state-file writes, the route book client pushes. */
   #dirty(): void {
     this.#store?.markDirty();
@@ -49,7 +55,7 @@ export class Controller {
    */
   restore(saved: SavedState): void {
     for (const spec of saved.deployments) {
-      const d = newDeployment(spec);
+      const d = newDeployment(spec, this.#reserve(spec));
       this.#state.deployments.set(spec.name, d);
       for (const s of saved.actors.filter((x) => x.deployment === spec.name).slice(0, spec.replicas)) {
         const a = restoredActorRecord(s);
@@ -145,8 +151,9 @@ export class Controller {
       existing.actors = [];
       existing.metadata = null;
     }
-    const d: DeploymentRecord = existing ?? newDeployment(spec);
+    const d: DeploymentRecord = existing ?? newDeployment(spec, this.#reserve(spec));
     d.spec = spec;
+    d.memoryReserved = this.#reserve(spec);
     d.unhealthy = null;
     this.#state.deployments.set(spec.name, d);
     const live = d.actors.filter((a) => a.state !== 'DEAD');
@@ -208,7 +215,7 @@ export class Controller {
       for (const a of d.actors) {
         if (a.state !== 'PENDING') continue;
         const placement = place(
-          { cpus: d.spec.cpus, gpus: d.spec.gpus, memoryBytes: d.spec.memory ?? 0 },
+          { cpus: d.spec.cpus, gpus: d.spec.gpus, memoryBytes: d.memoryReserved },
           d.spec.name,
           this.#state.nodes.values(),
           this.#state.actors.values(),

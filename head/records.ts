@@ -20,8 +20,8 @@ export function needsNewActors(old: ModelDeployment, next: ModelDeployment): boo
   );
 }
 
-export function newDeployment(spec: ModelDeployment): DeploymentRecord {
-  const d = { spec, actors: [], metadata: null, unhealthy: null, stats: new DeploymentStats() } as unknown as DeploymentRecord;
+export function newDeployment(spec: ModelDeployment, memoryReserved: number): DeploymentRecord {
+  const d = { spec, actors: [], metadata: null, unhealthy: null, stats: new DeploymentStats(), memoryReserved } as unknown as DeploymentRecord;
   d.dispatcher = new Dispatcher(d);
   return d;
 }
@@ -58,7 +58,7 @@ export function newActorRecord(d: DeploymentRecord, replica: number): ActorRecor
     link: undefined,
     visibleDevices: null,
     gpuMemoryMiB: null,
-    memoryBytes: d.spec.memory ?? 0,
+    memoryBytes: d.memoryReserved,
     stats: null,
     usage: null,
   };

@@ -1,3 +1,4 @@
+import { maxActorsOf } from '../runtime/index.js';
 import type { ActorRecord, NodeRecord } from './state.js';
 
 export interface ResourceRequest {
@@ -16,6 +17,8 @@ export type Placement =
 export interface NodeUsage {
   cpusUsed: number;
   memoryUsed: number;
+  /** Actor processes placed on the node (STARTING, READY or DRAINING), held against its --max-actors. */
+  actors: number;
   /** Used fraction per GPU index. */
   gpuUsed: Map<number, number>;
   /** Actor names holding each GPU, for PENDING reasons a person can act on. */
@@ -25,12 +28,15 @@ export interface NodeUsage {
 
 const EPSILON = 1e-9;
 
+const mib = (bytes: number) => Math.max(0, Math.round(bytes / 2 ** 20));
+
 export function usageOf(node: NodeRecord, actors: Iterable<ActorRecord>, deployment: string): NodeUsage {
-  const usage: NodeUsage = { cpusUsed: 0, memoryUsed: 0, gpuUsed: new Map(), gpuHolders: new Map(), sameDeployment: 0 };
+  const usage: NodeUsage = { cpusUsed: 0, memoryUsed: 0, actors: 0, gpuUsed: new Map(), gpuHolders: new Map(), sameDeployment: 0 };
   for (const a of actors) {
     if (a.nodeId !== node.id || a.state === 'DEAD' || a.state === 'PENDING') continue;
     usage.cpusUsed += a.cpus;
     usage.memoryUsed += a.memoryBytes;
+    usage.actors++;
     if (a.deployment === deployment) usage.sameDeployment++;
     for (const g of a.gpus) {
       usage.gpuUsed.set(g, (usage.gpuUsed.get(g) ?? 0) + a.gpuShare);
@@ -52,11 +58,19 @@ function pickGpus(node: NodeRecord, usage: NodeUsage, gpus: number): number[] | 
   return whole.length >= gpus ? whole.slice(0, gpus) : null;
 }
 
+/** The node's actor cap is reached: a process more would exceed what its --max-actors allows. */
+function atActorCap(node: NodeRecord, usage: NodeUsage): boolean {
+  return usage.actors >= maxActorsOf(node.resources);
+}
+
 function describeShortage(node: NodeRecord, usage: NodeUsage, req: ResourceRequest): string {
+  if (atActorCap(node, usage)) return `node ${node.name} holds its ${maxActorsOf(node.resources)} actors (--max-actors)`;
   const cpusFree = node.resources.cpus - usage.cpusUsed;
   if (cpusFree + EPSILON < req.cpus) return `${node.name} has ${cpusFree} of ${node.resources.cpus} CPUs free`;
   const memFree = node.resources.memoryBytes - usage.memoryUsed;
-  if (memFree < (req.memoryBytes ?? 0)) return `${node.name} has ${(memFree / 2 ** 30).toFixed(1)} GiB of memory free`;
+  if (memFree < (req.memoryBytes ?? 0)) {
+    return `${node.name} has ${mib(memFree)} MiB of ${mib(node.resources.memoryBytes)} MiB memory free, a replica reserves ${mib(req.memoryBytes ?? 0)} MiB`;
+  }
   if (node.resources.gpus.length === 0) return `${node.name} has no GPU`;
   const holders = [...new Set([...usage.gpuHolders.values()].flat())];
   const freeWhole = node.resources.gpus.filter((g) => (usage.gpuUsed.get(g.index) ?? 0) < EPSILON).length;
@@ -85,7 +99,9 @@ export function place(
   for (const node of alive) {
     const usage = usageOf(node, actorList, deployment);
     const cpusOk =
-      node.resources.cpus - usage.cpusUsed + EPSILON >= req.cpus && node.resources.memoryBytes - usage.memoryUsed >= (req.memoryBytes ?? 0);
+      !atActorCap(node, usage) &&
+      node.resources.cpus - usage.cpusUsed + EPSILON >= req.cpus &&
+      node.resources.memoryBytes - usage.memoryUsed >= (req.memoryBytes ?? 0);
     const gpus = req.gpus > 0 ? pickGpus(node, usage, req.gpus) : [];
     if (cpusOk && gpus) candidates.push({ node, gpus, usage });
     else shortages.push(describeShortage(node, usage, req));

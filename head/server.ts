@@ -17,6 +17,7 @@ import { startAutoscaler } from './autoscaler.js';
 import { Controller } from './controller.js';
 import { ShutdownGate } from './drain.js';
 import { lockDataDir } from './data-dir-lock.js';
+import { headModelBytes } from './memory-estimate.js';
 import type { DataDirLock } from './data-dir-lock.js';
 import { FIRST_MESSAGE_TIMEOUT_MS } from './first-message.js';
 import { DurableStore } from './durable.js';
@@ -75,7 +76,14 @@ export interface HeadOptions {
   httpWorkers?: number;
   /** How long a client or agent connection may say nothing before it is closed (default 10 s). */
   firstMessageTimeoutMs?: number;
+  /**
+   * Open TCP connections accepted at once (default 10,000); one past it is closed as it arrives.
+   * Without a cap, idle sockets took the head to its process's file-descriptor limit.
+   */
+  maxConnections?: number;
 }
+
+export const DEFAULT_MAX_CONNECTIONS = 10_000;
 
 export interface Head {
   /** http://host:port; the connection endpoints (WebSocket or frame-stream upgrades) are under /v1/. */
@@ -124,7 +132,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   let store: DurableStore | undefined;
   let saved: SavedState | undefined;
   if (lock) ({ store, saved } = await DurableStore.open(dataDir, log));
-  const controller = new Controller(state, log, options.controller, store);
+  const controller = new Controller(state, log, { modelBytes: headModelBytes(dataDir), ...options.controller }, store);
   // Before anything listens: an actor that reconnects at once must find its record.
   if (saved) controller.restore(saved);
   const gate = new ShutdownGate();
@@ -145,6 +153,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     serverFactory: (handler, settings) => {
       const timeouts = settings as { keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number };
       const server = createServer((req, res) => inference(req, res) || handler(req, res));
+      // Node closes a socket accepted past this count before any byte of it is read.
+      server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
       server.keepAliveTimeout = timeouts.keepAliveTimeout;
       server.requestTimeout = timeouts.requestTimeout;
       server.setTimeout(timeouts.connectionTimeout);

@@ -84,6 +84,8 @@ export interface DeploymentRecord {
   /** Calls waiting for a replica with room. */
   dispatcher: Dispatcher;
   stats: DeploymentStats;
+  /** Host memory each new replica reserves: the spec's, or an estimate (head/memory-estimate.ts). */
+  memoryReserved: number;
 }
 
 /**

@@ -7,6 +7,7 @@ import {
   HeadToAgentSchema,
   TroupeError,
   createLogger,
+  defaultMaxActors,
 } from '../runtime/index.js';
 import type { AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/index.js';
 import { join } from 'node:path';
@@ -41,6 +42,10 @@ export interface AgentOptions {
   simulatedGpuMemoryMiB?: number;
   /** CPUs offered to the scheduler (default: all cores). */
   cpus?: number;
+  /** Most actor processes the head places here (default: 8 per offered CPU). */
+  maxActors?: number;
+  /** Host memory offered to the scheduler, in bytes (default: the machine's total). */
+  memoryBytes?: number;
   heartbeatMs?: number;
   /** Actor health checks (ping interval, idle timeout, longest allowed inference). */
   health?: Partial<HealthOptions>;
@@ -110,7 +115,13 @@ export class NodeAgent {
   }
 
   #resources(): NodeResources {
-    return { cpus: this.#options.cpus ?? osCpus().length, memoryBytes: totalmem(), gpus: this.#gpus };
+    const cpus = this.#options.cpus ?? osCpus().length;
+    return {
+      cpus,
+      memoryBytes: this.#options.memoryBytes ?? totalmem(),
+      maxActors: this.#options.maxActors ?? defaultMaxActors(cpus),
+      gpus: this.#gpus,
+    };
   }
 
   async #connect(): Promise<void> {

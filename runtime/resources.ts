@@ -27,6 +27,21 @@ export type GpuProcess = z.infer<typeof GpuProcessSchema>;
 export const NodeResourcesSchema = z.object({
   cpus: z.number().positive(),
   memoryBytes: z.number().nonnegative(),
+  /** Most actor processes the node runs at once (`--max-actors`); absent: {@link defaultMaxActors}. */
+  maxActors: z.number().int().positive().max(100_000).optional(),
   gpus: z.array(GpuSchema).max(64),
 });
 export type NodeResources = z.infer<typeof NodeResourcesSchema>;
+
+/** Actors allowed per CPU when a node names no `--max-actors`: each is a process of ~100 MB. */
+export const ACTORS_PER_CPU = 8;
+
+/** A node's actor cap when it names none: 8 per CPU it offers, at least 1. */
+export function defaultMaxActors(cpus: number): number {
+  return Math.max(1, Math.floor(cpus * ACTORS_PER_CPU));
+}
+
+/** The actor cap a node's resources give (its own, or the default for its CPUs). */
+export function maxActorsOf(resources: NodeResources): number {
+  return resources.maxActors ?? defaultMaxActors(resources.cpus);
+}

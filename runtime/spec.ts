@@ -53,6 +53,9 @@ export const AutoscaleSchema = z
   .strict();
 export type AutoscaleSpec = z.output<typeof AutoscaleSchema>;
 
+/** The smallest `cpus` a replica may ask for: a twentieth of a core, so 20 replicas per CPU at most. */
+export const MIN_REPLICA_CPUS = 0.05;
+
 /**
  * What a user asks for when deploying one model. `model` is a path under the agent's model
  * directory. `gpus` may be a fraction (0.5 shares a device) or a whole number of devices.
@@ -65,7 +68,11 @@ export const ModelDeploymentSchema = z
     kind: z.enum(['model', 'fn']).optional(),
     replicas: z.number().int().min(0).max(256).default(1),
     gpus: z.number().min(0).max(64).default(0),
-    cpus: z.number().positive().max(1024).default(1),
+    /**
+     * CPUs each replica holds. At least MIN_REPLICA_CPUS: a tiny share (0.01, or 1e-300) let one
+     * 2-CPU node start hundreds of actor processes of ~100 MB each.
+     */
+    cpus: z.number().min(MIN_REPLICA_CPUS, `must be at least ${MIN_REPLICA_CPUS} (the smallest CPU share a replica may hold)`).max(1024).default(1),
     /** Host memory each replica needs, in bytes or with a unit ('512Mi', '2Gi', '1.5GB'). */
     memory: z.union([z.number().int().nonnegative(), z.string()]).transform(toBytes).optional(),
     /** `spread` replicas over nodes, then GPUs (default), or `pack` them onto the busiest node that fits. */

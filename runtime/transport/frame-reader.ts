@@ -9,6 +9,14 @@ export const LENGTH_PREFIX_BYTES = 4;
  */
 const IN_PLACE_MIN_BYTES = 64 * 1024;
 const SCRATCH_BYTES = 64 * 1024;
+/**
+ * A frame's buffer is first at most this long, and grows {@link GROW_FACTOR}-fold as its bytes
+ * arrive: a peer that declares 255 MiB and sends nothing must not make this process hold 255 MiB.
+ * Frames up to this size (600 KB images, the common case) still get their whole buffer at once;
+ * a longer one is copied about a third of its length more in all (1 + 1/4 + 1/16 ...).
+ */
+const FIRST_PART_BYTES = 1024 * 1024;
+const GROW_FACTOR = 4;
 
 /** Where a reader's frames go; set by the stream that owns it, which exists only after its socket. */
 export interface FrameReaderHandlers {
@@ -33,7 +41,9 @@ export class FrameReader {
   readonly #scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
   readonly #length = Buffer.alloc(LENGTH_PREFIX_BYTES);
   #lengthFilled = 0;
+  /** The frame being read: its buffer so far (shorter than `#expected` while it grows), and its length. */
   #frame: Buffer | null = null;
+  #expected = 0;
   #filled = 0;
   #broken = false;
 
@@ -44,7 +54,8 @@ export class FrameReader {
 
   /** Where the socket's next read should land: the rest of a long frame, or the scratch buffer. */
   nextBuffer(): Uint8Array {
-    const frame = this.#frame;
+    let frame = this.#frame;
+    if (frame && this.#filled === frame.length) frame = this.#grow();
     if (frame && frame.length - this.#filled >= IN_PLACE_MIN_BYTES) return frame.subarray(this.#filled);
     return this.#scratch;
   }
@@ -56,14 +67,14 @@ export class FrameReader {
       return;
     }
     this.#filled += n;
-    if (this.#filled === this.#frame!.length) this.#deliver();
+    if (this.#filled === this.#expected) this.#deliver();
   }
 
   /** Bytes that arrived in a buffer of their own (sockets Node reads into fresh chunks). */
   consume(chunk: Uint8Array): void {
     let at = 0;
     while (at < chunk.length && !this.#broken) {
-      const frame = this.#frame;
+      let frame = this.#frame;
       if (!frame) {
         const n = Math.min(LENGTH_PREFIX_BYTES - this.#lengthFilled, chunk.length - at);
         this.#length.set(chunk.subarray(at, at + n), this.#lengthFilled);
@@ -72,11 +83,13 @@ export class FrameReader {
         if (this.#lengthFilled === LENGTH_PREFIX_BYTES) this.#begin(this.#length.readUInt32BE(0));
         continue;
       }
+      if (this.#filled === frame.length) frame = this.#grow();
+      if (!frame) return;
       const n = Math.min(frame.length - this.#filled, chunk.length - at);
       frame.set(chunk.subarray(at, at + n), this.#filled);
       this.#filled += n;
       at += n;
-      if (this.#filled === frame.length) this.#deliver();
+      if (this.#filled === this.#expected) this.#deliver();
     }
   }
 
@@ -88,17 +101,33 @@ export class FrameReader {
       this.handlers?.onError(new TroupeError('TROUPE_ERR_BAD_FRAME', `stream sent ${why}; closing it`));
       return;
     }
+    this.#expected = length;
+    this.#filled = 0;
+    this.#frame = this.#take(Math.min(length, FIRST_PART_BYTES));
+  }
+
+  /** The frame's buffer, grown to hold more of its bytes (the last step is exactly its length). */
+  #grow(): Buffer | null {
+    const part = this.#frame!;
+    const next = this.#take(Math.min(this.#expected, part.length * GROW_FACTOR));
+    if (next) {
+      next.set(part.subarray(0, this.#filled));
+      this.#pool?.give(part);
+    }
+    this.#frame = next;
+    return next;
+  }
+
+  #take(bytes: number): Buffer | null {
     try {
       // Unpooled frames a caller may keep: exact allocations, small ones from Node's slab.
-      this.#frame = this.#pool ? this.#pool.take(length) : Buffer.allocUnsafe(length);
+      return this.#pool ? this.#pool.take(bytes) : Buffer.allocUnsafe(bytes);
     } catch (err) {
-      // A frame's buffer is taken when its length arrives; a process short of memory refuses the
-      // allocation, which must close this stream, not end the process.
+      // A process short of memory refuses the allocation, which must close this stream, not end the process.
       this.#broken = true;
-      this.handlers?.onError(new TroupeError('TROUPE_ERR_BAD_FRAME', `stream sent a frame of ${length} bytes, which this process cannot allocate (${(err as Error).message}); closing it`));
-      return;
+      this.handlers?.onError(new TroupeError('TROUPE_ERR_BAD_FRAME', `stream sent a frame of ${this.#expected} bytes, which this process cannot allocate (${(err as Error).message}); closing it`));
+      return null;
     }
-    this.#filled = 0;
   }
 
   #deliver(): void {
