@@ -13,6 +13,7 @@ import {
   onParentGone,
 } from '../runtime/index.js';
 import type { ActorToAgentIpc, FnActorEnv, FnSignature, StepFn, Tensor } from '../runtime/index.js';
+import { withShownPath } from '../runtime/model-path.js';
 import { joinHead } from './head-socket.js';
 import type { HeadSocket } from './head-socket.js';
 
@@ -107,7 +108,10 @@ async function main(): Promise<void> {
   try {
     loaded = await load(env);
   } catch (err) {
-    loadError = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
+    const full = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
+    // The absolute path stays in this machine's log; the head and its caller see the path as named.
+    log.warn({ code: full.code, module: env.TROUPE_FN_MODULE }, full.message);
+    loadError = withShownPath(full, env.TROUPE_FN_MODULE, env.TROUPE_SHOWN_PATH);
   }
 
   head = joinHead({

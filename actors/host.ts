@@ -16,6 +16,7 @@ import type { DirectServer } from './direct-server.js';
 import { DirectCallStats } from './direct-stats.js';
 import { joinHead } from './head-socket.js';
 import type { HeadSocket } from './head-socket.js';
+import { withShownPath } from '../runtime/model-path.js';
 import { loadModel } from './load-model.js';
 import type { ServedModel } from './load-model.js';
 import { Batcher } from './batcher.js';
@@ -90,7 +91,10 @@ async function main(): Promise<void> {
   try {
     model = await loadModel(env.TROUPE_MODEL_PATH, { device, ...(env.TROUPE_THREADS ? { threads: env.TROUPE_THREADS } : {}) });
   } catch (err) {
-    loadError = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
+    const full = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
+    // The absolute path stays in this machine's log; the head and its caller see the path as named.
+    log.warn({ code: full.code, model: env.TROUPE_MODEL_PATH }, full.message);
+    loadError = withShownPath(full, env.TROUPE_MODEL_PATH, env.TROUPE_SHOWN_PATH);
   }
 
   const loaded = model;

@@ -16,7 +16,9 @@ export const AGENT_HELP = `troupe agent: run a node agent that starts model acto
   --simulate-gpus N           pretend this machine has N GPUs (actors run on CPU)
   --simulated-gpu-memory MIB  memory of each simulated GPU (default 16384)
   --token TOKEN               cluster token (or TROUPE_TOKEN)
-  --module-dir DIR            directory fn steps name their modules in (default: current directory)
+  --module-dir DIR            directory fn steps name their modules in; without it the agent runs
+                              no fn steps (they run arbitrary code: see docs/security.md).
+                              node_modules/, dot-folders and paths leading out are refused
   --state-dir DIR             where the agent records the actors it runs, to kill orphans on restart
   --nvidia-smi PATH           nvidia-smi to run (default: from PATH)
   --heartbeat-ms MS           heartbeat interval (default 1000)

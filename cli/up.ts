@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { writeExampleModels } from '../models/index.js';
 import { connect, tensor } from '../runtime/index.js';
@@ -11,6 +12,8 @@ export const UP_HELP = `troupe up: an embedded cluster (head + one local agent) 
   --port PORT         head port, 0 for any (default 8470, or TROUPE_PORT)
   --data-dir DIR      where example models (DIR/models) and uploads (DIR/head) go (default ./.troupe)
   --simulate-gpus N   give the local agent N simulated GPUs (default 0)
+
+The local agent runs fn steps from the compiled examples' folder only (e.g. 'ensemble/steps.js#standardize').
 `;
 
 const Schema = z.object({
@@ -18,6 +21,9 @@ const Schema = z.object({
   dataDir: z.string().min(1).default('.troupe'),
   simulateGpus: z.coerce.number().int('must be a whole number').min(0).max(64).default(0),
 });
+
+/** The compiled examples (dist/examples/): the only modules fn steps of `troupe up` may name. */
+export const EXAMPLES_DIR = fileURLToPath(new URL('../examples/', import.meta.url));
 
 /** A deterministic sample row, so the printed result is the same on every machine. */
 function sampleInput(): Tensor {
@@ -43,7 +49,8 @@ export async function upCommand(argv: string[]): Promise<void> {
   for (const c of children) void c.exited.then(() => !stopping && process.kill(process.pid, 'SIGTERM'));
 
   const url = await head.line;
-  const agentArgs = ['agent', '--head', url, '--name', 'local', '--model-dir', modelDir];
+  // fn steps are opt-in code: the embedded agent offers the examples' steps and nothing else.
+  const agentArgs = ['agent', '--head', url, '--name', 'local', '--model-dir', modelDir, '--module-dir', EXAMPLES_DIR];
   if (flags.simulateGpus > 0) agentArgs.push('--simulate-gpus', String(flags.simulateGpus));
   const agent = startChild(agentArgs, /joined/, 30_000);
   children.push(agent);

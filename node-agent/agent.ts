@@ -35,7 +35,10 @@ export interface AgentOptions {
   advertise?: string;
   /** Deployments name model files relative to this directory; nothing outside it is opened. */
   modelDir: string;
-  /** fn steps name modules (`path#export`) relative to this directory; default: the working directory. */
+  /**
+   * fn steps name modules (`path#export`) relative to this directory. No default: fn steps run
+   * arbitrary code, so an agent offers them only when told where its modules are.
+   */
   moduleDir?: string;
   /** Pretend this node has N GPUs (for machines without one); actors run on the CPU provider. */
   simulateGpus?: number;
@@ -215,8 +218,14 @@ export class NodeAgent {
     if (this.#stopping) throw new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `agent ${this.name} is shutting down`);
     if (this.#actors.has(message.actorId)) return this.#actors.get(message.actorId)!.pid;
     // A fn actor runs a module from --module-dir (actors/fn-host); a model actor loads an ONNX file.
-    const fn = message.kind === 'fn' ? await resolveFnRef(this.#options.moduleDir ?? process.cwd(), message.fn ?? message.model) : undefined;
-    const modelPath = fn ? undefined : await resolveModel(this.#options, message.model);
+    const named = message.kind === 'fn' ? (message.fn ?? message.model) : message.model;
+    // Refusals name the path as the deploy gave it; the directories stay in this agent's log.
+    const refused = (err: unknown): never => {
+      this.#log.warn({ actor: message.actorId, named, modelDir: this.#options.modelDir, moduleDir: this.#options.moduleDir ?? null }, `refused: ${(err as Error).message}`);
+      throw err;
+    };
+    const fn = message.kind === 'fn' ? await resolveFnRef(this.#options.moduleDir, named).catch(refused) : undefined;
+    const modelPath = fn ? undefined : await resolveModel(this.#options, message.model).catch(refused);
     const simulated = message.gpus.length > 0 && message.gpus.every((i) => this.#gpus.find((g) => g.index === i)?.simulated);
     const env: Record<string, string> = {};
     for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== 'TROUPE_TOKEN') env[key] = value;
@@ -225,6 +234,7 @@ export class NodeAgent {
       TROUPE_ACTOR_ID: message.actorId,
       TROUPE_ACTOR_SECRET: message.secret,
       ...(fn ? { TROUPE_FN_MODULE: fn.path, TROUPE_FN_EXPORT: fn.exportName } : { TROUPE_MODEL_PATH: modelPath }),
+      TROUPE_SHOWN_PATH: fn ? named.slice(0, named.lastIndexOf('#')) : named,
       TROUPE_DEVICE: message.gpus.length === 0 ? 'cpu' : simulated ? 'simulated-gpu' : 'cuda',
       // Exactly the actor's GPUs; none for CPU actors, so they can never create a CUDA context.
       CUDA_VISIBLE_DEVICES: message.gpus.join(','),

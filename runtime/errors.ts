@@ -37,6 +37,7 @@ export const ERRORS = {
   TROUPE_ERR_DEPLOY_TIMEOUT: { status: 504, retryable: true, what: "A deploy's wait for READY passed its bound (60 s unless timeoutMs or ?timeoutS says otherwise); the message names each actor not READY and why. The deployment stays and the head keeps placing it; HTTP answers 202 with the same reasons instead." },
   TROUPE_ERR_DATA_DIR_LOCKED: { status: 409, retryable: false, what: "Another head, still running, holds the data directory's lock (`<dataDir>/head.lock`, its pid inside); the message names that pid and the directory. A lock whose pid is gone is taken over." },
   TROUPE_ERR_MODEL_IN_USE: { status: 409, retryable: false, what: 'An uploaded model cannot be deleted while a deployment uses it; the message names the deployments.' },
+  TROUPE_ERR_NO_MODULE_DIR: { status: 400, retryable: false, what: 'A fn step was deployed to an agent started without --module-dir: fn steps are opt-in code, and such an agent runs none.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

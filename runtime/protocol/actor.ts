@@ -90,6 +90,8 @@ export const ActorEnvSchema = z.object({
   TROUPE_ACTOR_ID: IdSchema,
   TROUPE_ACTOR_SECRET: z.string().min(8).max(128),
   TROUPE_MODEL_PATH: z.string().min(1),
+  /** The model as the deploy named it: error messages show this, never the absolute path. */
+  TROUPE_SHOWN_PATH: z.string().max(1000).optional(),
   TROUPE_DEVICE: z.enum(['cpu', 'cuda', 'simulated-gpu']),
   TROUPE_THREADS: z.coerce.number().int().min(1).max(256).optional(),
   /** The deployment's batch spec as JSON. */

@@ -13,6 +13,8 @@ export const FnActorEnvSchema = z.object({
   TROUPE_ACTOR_SECRET: z.string().min(8).max(128),
   /** Absolute path of the module, already resolved inside the agent's --module-dir. */
   TROUPE_FN_MODULE: z.string().min(1),
+  /** The module as the deploy named it: error messages show this, never the absolute path. */
+  TROUPE_SHOWN_PATH: z.string().max(1000).optional(),
   TROUPE_FN_EXPORT: z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/),
 });
 export type FnActorEnv = z.infer<typeof FnActorEnvSchema>;

@@ -14,6 +14,11 @@ before(async () => {
   await writeFile(join(dir, 'steps', 'prep.js'), 'export const prep = () => ({});');
   await writeFile(join(root, 'outside.js'), 'export const x = 1;');
   await symlink(join(root, 'outside.js'), join(dir, 'link.js'));
+  for (const hidden of ['node_modules/pkg', '.git/hooks']) {
+    await mkdir(join(dir, hidden), { recursive: true });
+    await writeFile(join(dir, hidden, 'index.js'), 'export const x = () => ({});');
+  }
+  await symlink(join(dir, 'node_modules', 'pkg', 'index.js'), join(dir, 'steps', 'pkg.js'));
 });
 after(() => rm(root, { recursive: true, force: true }));
 
@@ -25,10 +30,24 @@ test('a module inside the module directory resolves, .ts to the compiled .js bes
 test('anything that leads outside the directory is refused with TROUPE_ERR_MODEL_PATH', async () => {
   const refused = (ref: string, message: RegExp) =>
     assert.rejects(resolveFnRef(dir, ref), (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_MODEL_PATH' && message.test(err.message));
-  await refused('../outside.js#x', /is outside the agent's module directory/);
+  await refused('../outside.js#x', /^fn module '..\/outside.js' is outside the agent's module directory$/);
   await refused(`${join(root, 'outside.js')}#x`, /is outside/);
   await refused('link.js#x', /links outside the agent's module directory/);
   await refused('steps/missing.js#x', /not found/);
   await refused('steps/prep.js', /is not 'path\/to\/module.js#exportName'/);
   await refused('steps/prep.js#not-an-identifier', /is not 'path\/to\/module.js#exportName'/);
+  await refused('node_modules/pkg/index.js#x', /is in 'node_modules', which fn steps may not use/);
+  await refused('.git/hooks/index.js#x', /is in '.git'/);
+  await refused('steps/../.git/hooks/index.js#x', /is in '.git'/);
+  await refused('steps/pkg.js#x', /links into node_modules\/ or a dot-folder/);
+});
+
+test('messages never name the module directory', async () => {
+  for (const ref of ['../outside.js#x', 'link.js#x', 'steps/missing.js#x', 'node_modules/pkg/index.js#x']) {
+    await assert.rejects(resolveFnRef(dir, ref), (err: Error) => !err.message.includes(root));
+  }
+});
+
+test('an agent without a module directory runs no fn steps: TROUPE_ERR_NO_MODULE_DIR', async () => {
+  await assert.rejects(resolveFnRef(undefined, 'steps/prep.js#prep'), (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_NO_MODULE_DIR' && /no module directory.*--module-dir DIR/.test(err.message));
 });

@@ -3,7 +3,8 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { resolveModelPath } from '../../runtime/index.js';
+import { TroupeError, resolveModelPath } from '../../runtime/index.js';
+import { withShownPath } from '../../runtime/model-path.js';
 
 let root: string;
 let dir: string;
@@ -32,4 +33,16 @@ test('paths and symlinks that lead outside the model directory are refused with 
   await refused('link.onnx', /links outside the agent's model directory/);
   await refused('.', /is outside/);
   await refused('missing.onnx', /not found/);
+});
+
+test('refusals name the path as given, never the directory; withShownPath hides an actor\'s absolute path', async () => {
+  for (const path of ['../secret.onnx', 'link.onnx', 'missing.onnx']) {
+    await assert.rejects(resolveModelPath(dir, path), (err: Error) => !err.message.includes(root));
+  }
+  const full = join(dir, 'sub', 'm.onnx');
+  const err = new TroupeError('TROUPE_ERR_MODEL_LOAD', `cannot load '${full}': Load model from ${full} failed, member ${join(dir, 'sub', 'a.onnx')}`);
+  const shown = withShownPath(err, full, 'sub/m.onnx');
+  assert.equal(shown.code, 'TROUPE_ERR_MODEL_LOAD');
+  assert.equal(shown.message, "cannot load 'sub/m.onnx': Load model from sub/m.onnx failed, member sub/a.onnx");
+  assert.equal(withShownPath(err, full, undefined), err);
 });
