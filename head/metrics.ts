@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CallResult } from '../runtime/index.js';
+import { headLoopDelay } from './event-loop.js';
 import type { ClusterState } from './state.js';
 
 type ModelHistograms = [Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>];
@@ -34,6 +35,16 @@ export class HeadMetrics {
     this.frontDoorRequests = new Counter({ name: 'troupe_front_door_requests_total', help: "Inference requests answered by the head's front-door worker processes, by outcome (ok or the error code).", labelNames: ['model', 'outcome'], registers });
 
     const deployments = () => [...state.deployments.values()];
+    headLoopDelay(); // start measuring now, not at the first scrape
+    new Gauge({
+      name: 'troupe_head_event_loop_delay_seconds', help: "How late the head's event loop ran, over the last 10 s window: p50, p99 and max.", labelNames: ['stat'], registers,
+      collect() {
+        const d = headLoopDelay();
+        this.set({ stat: 'p50' }, d.p50Ms / 1000);
+        this.set({ stat: 'p99' }, d.p99Ms / 1000);
+        this.set({ stat: 'max' }, d.maxMs / 1000);
+      },
+    });
     new Counter({
       name: 'troupe_inference_count', help: 'Successful inference requests.', labelNames: ['model'], registers,
       collect() { this.reset(); for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.ok); },

@@ -38,6 +38,8 @@ export const ERRORS = {
   TROUPE_ERR_DATA_DIR_LOCKED: { status: 409, retryable: false, what: "Another head, still running, holds the data directory's lock (`<dataDir>/head.lock`, its pid inside); the message names that pid and the directory. A lock whose pid is gone is taken over." },
   TROUPE_ERR_MODEL_IN_USE: { status: 409, retryable: false, what: 'An uploaded model cannot be deleted while a deployment uses it; the message names the deployments.' },
   TROUPE_ERR_NO_MODULE_DIR: { status: 400, retryable: false, what: 'A fn step was deployed to an agent started without --module-dir: fn steps are opt-in code, and such an agent runs none.' },
+  TROUPE_ERR_SPEC_TOO_LARGE: { status: 413, retryable: false, what: 'A deployment body is larger or more complex than a spec needs (256 KiB; YAML of at most 2,000 lines and flow items); the message names the bound. Specs are a few KB; the bounds keep parsing off the critical path of serving.' },
+  TROUPE_ERR_TOO_MANY_ELEMENTS: { status: 413, retryable: false, what: 'An inference request declares or carries more tensor elements than the head accepts per request (16M), or its JSON "data" holds more than 4M values (send larger tensors as binary data); refused before the JSON is parsed.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

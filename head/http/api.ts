@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ClusterViewSchema } from '../../runtime/index.js';
 import { authHook } from './auth.js';
-import { acceptBuffers, acceptStreams } from './body.js';
+import { acceptBuffers, acceptSpecBuffers, acceptStreams } from './body.js';
 import type { ApiContext, HttpApiOptions } from './context.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
 import { errorHandler, sendError } from './errors.js';
@@ -38,7 +38,6 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
     await api.register(async (scope) => {
       acceptBuffers(scope, options.maxBodyBytes);
       registerOipRoutes(scope, ctx);
-      registerDeploymentRoutes(scope, ctx);
       registerJobRoutes(scope, ctx);
       ctx.docs.route(
         scope,
@@ -48,6 +47,12 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
       const openapi = async () => ctx.docs.document();
       ctx.docs.route(scope, { method: 'GET', url: '/docs', tag: 'Docs', auth: 'read', summary: 'This OpenAPI 3.1 description (JSON)', responses: { 200: { description: 'OpenAPI document' } } }, openapi);
       scope.get('/docs/openapi.json', { config: { auth: 'read' } }, openapi);
+    });
+
+    // Specs are a few KB: their own small bound, so a hostile one cannot hold the event loop.
+    await api.register(async (scope) => {
+      acceptSpecBuffers(scope);
+      registerDeploymentRoutes(scope, ctx);
     });
 
     // Uploads stream straight to disk instead of being buffered whole.

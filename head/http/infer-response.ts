@@ -2,6 +2,7 @@ import { TroupeError } from '../../runtime/index.js';
 import { parseJson } from './body.js';
 import type { InferenceBackend, Params } from './infer-backend.js';
 import { splitInferBody } from './oip-binary.js';
+import { checkInferJson } from './oip-json-scan.js';
 import { InferRequestSchema, decodeInferRequest, encodeInferResponse } from './oip-codec.js';
 import type { EncodedResponse } from './oip-codec.js';
 
@@ -13,6 +14,7 @@ import type { EncodedResponse } from './oip-codec.js';
 export async function inferResponse(backend: InferenceBackend, params: Params, headerLength: string | string[] | undefined, body: Buffer): Promise<EncodedResponse> {
   const target = await backend.target(params);
   const { json, binary } = splitInferBody(body, headerLength);
+  checkInferJson(json, target);
   const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the inference request'));
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;

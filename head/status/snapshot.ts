@@ -1,4 +1,5 @@
 import type { GraphView, PlanNode } from '../../runtime/index.js';
+import { headLoopDelay } from '../event-loop.js';
 import type { ActorRecord, ClusterState, NodeRecord } from '../state.js';
 import type { StatusActor, StatusDeployment, StatusGpu, StatusGraph, StatusNode, StatusSnapshot } from './client/protocol.js';
 import { graphDag } from './dag.js';
@@ -139,5 +140,6 @@ export function buildSnapshot(
     deployments,
     actors: actorViews,
     graphs: topLevel(graphs),
+    headLoopDelay: headLoopDelay(),
   };
 }

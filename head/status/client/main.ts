@@ -44,13 +44,15 @@ function renderSummary(s: StatusSnapshot): void {
   const ready = s.actors.filter((a) => a.state === 'READY').length;
   const troubled = s.actors.filter((a) => a.state === 'DEAD' || a.state === 'RESTARTING' || a.state === 'PENDING').length;
   const rps = s.deployments.reduce((sum, d) => sum + d.rps, 0);
+  const loop = s.headLoopDelay;
   setHtml(
     byId('summary'),
     html`<span class="chip"><b>${alive}</b>/${s.nodes.length} nodes alive</span>
       <span class="chip"><b>${gpus.length}</b> GPU${gpus.length === 1 ? '' : 's'}${simulated > 0 ? ` (${simulated} simulated)` : ''}</span>
       <span class="chip${troubled > 0 ? ' chip-warn' : ''}"><b>${ready}</b>/${s.actors.length} actors ready</span>
       <span class="chip"><b>${s.deployments.length}</b> deployment${s.deployments.length === 1 ? '' : 's'} · <b>${s.graphs.length}</b> graph${s.graphs.length === 1 ? '' : 's'}</span>
-      <span class="chip"><b>${fmtNumber(rps)}</b> req/s</span>`,
+      <span class="chip"><b>${fmtNumber(rps)}</b> req/s</span>
+      <span class="chip${loop.p99Ms > 100 ? ' chip-warn' : ''}" title="how late the head's event loop ran over the last 10 s: p50 / p99 / max">head loop delay <b>${fmtNumber(loop.p99Ms)}</b> ms p99 · ${fmtNumber(loop.maxMs)} max</span>`,
   );
 }
 

@@ -146,6 +146,8 @@ export interface StatusSnapshot {
   deployments: StatusDeployment[];
   actors: StatusActor[];
   graphs: StatusGraph[];
+  /** How late the head's event loop ran over its last 10 s window (ms): a stall shows here first. */
+  headLoopDelay: { p50Ms: number; p99Ms: number; maxMs: number };
   series: StatusSeries;
   events: StatusEvent[];
 }
