@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import {
   ActorEnvSchema,
   AgentToActorIpcSchema,
@@ -59,6 +60,15 @@ function batchOptions(env: ActorEnv, model: ServedModel): BatcherOptions {
   return { maxSize: batch.maxSize, maxDelayMs: batch.maxDelayMs, waitWhenIdle: batch.waitWhenIdle === true, preferredSizes: batch.preferredSizes, batchable };
 }
 
+/** A file's size, or undefined when it cannot be read (the head then keeps its base estimate). */
+function fileSize(path: string): number | undefined {
+  try {
+    return statSync(path).size;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Health messages to the agent over IPC; dropped when there is no agent (run by hand). */
 function tell(message: ActorToAgentIpc): void {
   if (process.connected) process.send?.(message);
@@ -98,6 +108,7 @@ async function main(): Promise<void> {
   }
 
   const loaded = model;
+  const modelBytes = loaded ? fileSize(env.TROUPE_MODEL_PATH) : undefined;
   if (loaded) executor = new Batcher((inputs, outputs) => loaded.run(inputs, outputs), batchOptions(env, loaded));
   const deployment = env.TROUPE_DEPLOYMENT ?? env.TROUPE_ACTOR_ID;
   const directCalls = new DirectCallStats();
@@ -159,6 +170,7 @@ async function main(): Promise<void> {
         provider: loaded.provider,
         visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '',
         ...(direct ? { direct: { url: direct.url, token: direct.token } } : {}),
+        ...(modelBytes !== undefined ? { modelBytes } : {}),
       };
     },
     onMessage: (message, channel, release) => serveCall(message, channel, false, release),

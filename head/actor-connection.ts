@@ -16,7 +16,7 @@ export function serveActor(ws: WebSocket | FrameTransport, actor: ActorRecord, c
     onMessage: (message) => {
       switch (message.type) {
         case 'ready':
-          controller.actorReady(actor, link, message.metadata, message.visibleDevices, message.direct);
+          controller.actorReady(actor, link, message.metadata, message.visibleDevices, message.direct, message.modelBytes);
           return;
         case 'loadFailed':
           // Only an actor still loading can fail to load; a serving one never says so.

@@ -24,6 +24,8 @@ export class Controller {
   readonly #store: DurableStore | undefined;
   /** Actors whose process is known to run already (restored, or reconnecting): their `ready` is a rejoin. */
   readonly #rejoining = new WeakSet<ActorRecord>();
+  /** Model files' sizes as their actors reported them, by the spec's `model` (paths the head cannot see). */
+  readonly #modelBytesSeen = new Map<string, number>();
   /** When each actor's data-plane socket last closed, so a stale grace timer can tell. */
   readonly #disconnectedSince = new WeakMap<ActorRecord, number>();
 
@@ -37,7 +39,7 @@ export class Controller {
 
   /** Host memory each replica of `spec` reserves: its own `memory`, else an estimate from its model. */
   #reserve(spec: ModelDeployment): number {
-    return reservedMemoryBytes(spec, spec.kind === 'fn' ? undefined : this.#options.modelBytes?.(spec.model));
+    return reservedMemoryBytes(spec, spec.kind === 'fn' ? undefined : (this.#options.modelBytes?.(spec.model) ?? this.#modelBytesSeen.get(spec.model)));
   }
 
   /** Specs or actors changed: the store coalesces state-file writes, the route book client pushes. */
@@ -287,7 +289,7 @@ export class Controller {
     this.#deployFailed(d, error);
   }
 
-  actorReady(a: ActorRecord, link: HeadActorLink, metadata: ModelMetadata, visibleDevices: string, direct?: ActorRecord['direct']): void {
+  actorReady(a: ActorRecord, link: HeadActorLink, metadata: ModelMetadata, visibleDevices: string, direct?: ActorRecord['direct'], modelBytes?: number): void {
     const d = this.#state.deployments.get(a.deployment);
     if (!d || (a.state !== 'STARTING' && a.state !== 'READY')) {
       link.close('not wanted');
@@ -304,6 +306,13 @@ export class Controller {
     a.state = 'READY';
     a.reason = null;
     d.metadata = metadata;
+    // A model named by a path on the agent's disk reserved the base alone until one replica said
+    // how large it is: later replicas, and this one, reserve the estimate from then on.
+    if (d.spec.memory === undefined && modelBytes !== undefined && d.spec.kind !== 'fn') {
+      this.#modelBytesSeen.set(d.spec.model, modelBytes);
+      d.memoryReserved = Math.max(d.memoryReserved, reservedMemoryBytes(d.spec, modelBytes));
+      a.memoryBytes = Math.max(a.memoryBytes, d.memoryReserved);
+    }
     this.#log.info({ actor: a.name, node: this.#state.nodeName(a.nodeId) ?? a.awaitingNode, device: a.device, pid: a.pid, rejoined }, 'actor ready');
     this.#state.events.add(
       rejoined ? 'actor-rejoined' : 'actor-ready',

@@ -72,6 +72,8 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
     visibleDevices: z.string().max(256),
     /** Where SDK clients may call this actor directly, bypassing the head (see direct-server.ts). */
     direct: z.object({ url: z.string().url().max(512), token: z.string().min(16).max(128) }).optional(),
+    /** The model file's size: the head's memory estimate for replicas of a model it cannot see (a path on the agent's disk). */
+    modelBytes: z.number().int().min(0).optional(),
   }),
   z.object({ type: z.literal('loadFailed'), error: WireErrorSchema }),
   ReplySchema.extend({ value: z.object({ outputs: WireTensorMapSchema, timing: CallTimingSchema.optional() }) }),

@@ -70,6 +70,18 @@ describe('bounded resources: what does not fit stays PENDING with the reason', {
     for (const a of pending) assert.match(a.reason ?? '', /small has 50 MiB of 350 MiB memory free, a replica reserves 100 MiB/);
   });
 
+  test("a model named by its path reserves its file's estimate once a replica said its size", async () => {
+    // mobilenet.onnx is 13.3 MiB: a replica reserves 100 + 2 x 13.3 = 127 MiB once that is known.
+    // Before, 300 MiB held three replicas at the base 100 MiB each; now two.
+    const c = await cluster({ agents: [['--name', 'small', '--cpus', '4', '--memory-mib', '300']] });
+    const spec = { model: 'mobilenet.onnx', cpus: 0.1, threads: 1 };
+    await deployExpecting(c, 'big', { ...spec, replicas: 1 }, 1);
+    const actors = await deployExpecting(c, 'big', { ...spec, replicas: 3 }, 2);
+    const pending = actors.filter((a) => a.state === 'PENDING');
+    assert.equal(pending.length, 1, JSON.stringify(actors));
+    assert.match(pending[0]!.reason ?? '', /a replica reserves 127 MiB/);
+  });
+
   test('a head with --max-connections 20 closes the 21st connection, keeps the first 20, and serves again once they close', async () => {
     const c = await cluster({ agents: [], headArgs: ['--max-connections', '20', '--http-workers', '0'] });
     const { hostname, port } = new URL(c.url);
