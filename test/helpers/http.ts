@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
+import type { Agent, IncomingHttpHeaders } from 'node:http';
 
 export interface HttpAnswer {
   status: number;
@@ -27,28 +28,48 @@ export async function call(base: string, method: string, path: string, options: 
   return { status: response.status, headers: response.headers, body, json };
 }
 
-/** A request whose path is sent exactly as given (fetch would normalise `..` away). */
-export function rawCall(base: string, method: string, path: string, body?: Buffer): Promise<{ status: number; json: unknown }> {
+/** An answer read by node:http: status, headers, body, and the body parsed as JSON where it is JSON. */
+export interface NodeAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  json: unknown;
+  socket: unknown;
+}
+
+/**
+ * One request with node:http, path sent exactly as given (fetch would normalise `..` away), on
+ * `agent` (a kept-alive pool; false: a connection of its own, the default), bounded in time.
+ */
+export function nodeCall(base: string, method: string, path: string, options: { body?: string | Buffer; headers?: Record<string, string>; agent?: Agent | false; timeoutMs?: number } = {}): Promise<NodeAnswer> {
   const url = new URL(base);
+  const { body } = options;
+  const length = body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) };
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: url.hostname, port: url.port, method, path, timeout: 30_000, headers: body ? { 'content-length': String(body.length) } : {} }, (res) => {
+    const req = httpRequest({ host: url.hostname, port: url.port, method, path, agent: options.agent ?? false, headers: { ...options.headers, ...length }, timeout: options.timeoutMs ?? 30_000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
+        const bytes = Buffer.concat(chunks);
         let json: unknown;
         try {
-          json = JSON.parse(text);
+          json = JSON.parse(bytes.toString('utf8'));
         } catch {
           json = undefined;
         }
-        resolve({ status: res.statusCode ?? 0, json });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: bytes, json, socket: res.socket });
       });
     });
     req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/** A request whose path is sent exactly as given (fetch would normalise `..` away). */
+export async function rawCall(base: string, method: string, path: string, body?: Buffer): Promise<{ status: number; json: unknown }> {
+  const { status, json } = await nodeCall(base, method, path, body === undefined ? {} : { body });
+  return { status, json };
 }
 
 /** Asserts an error answer: the status, a JSON body `{ error, code }` and a message naming the problem. */

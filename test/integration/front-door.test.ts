@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
-import { Agent, request as httpRequest } from 'node:http';
-import type { IncomingMessage } from 'node:http';
+import { Agent } from 'node:http';
 import { connect as connectTcp } from 'node:net';
 import type { Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { tensor } from '../../runtime/index.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
-import { assertError, binaryBody, call } from '../helpers/http.js';
+import { assertError, binaryBody, call, nodeCall } from '../helpers/http.js';
+import type { NodeAnswer } from '../helpers/http.js';
 import { childrenRunning } from '../helpers/processes.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 
@@ -40,46 +40,19 @@ function binaryRequest(x: Float32Array, rows: number) {
  * A POST on a connection of its own: the head hands a connection to a worker by its first
  * request, and fetch would reuse one that began with another route (then the head serves it).
  */
-function postFresh(base: string, path: string, body: Buffer | string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer; json: unknown }> {
-  const url = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: url.hostname, port: url.port, method: 'POST', path, agent: false, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, timeout: 30_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const bytes = Buffer.concat(chunks);
-        let json: unknown;
-        try {
-          json = JSON.parse(bytes.toString('utf8'));
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: bytes, json });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`POST ${path} timed out`)));
-    req.on('error', reject);
-    req.end(body);
-  });
+function postFresh(base: string, path: string, body: Buffer | string, headers: Record<string, string> = {}): Promise<NodeAnswer> {
+  return nodeCall(base, 'POST', path, { body, headers });
 }
 
 /** Requests over one kept-alive connection (an agent with one socket), and the sockets they used. */
-function keptAlive(base: string): { send: (method: string, path: string, body?: Buffer, headers?: Record<string, string>) => Promise<{ status: number; body: Buffer; res: IncomingMessage }>; sockets: Set<unknown>; close: () => void } {
+function keptAlive(base: string): { send: (method: string, path: string, body?: Buffer, headers?: Record<string, string>) => Promise<NodeAnswer>; sockets: Set<unknown>; close: () => void } {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const url = new URL(base);
   const sockets = new Set<unknown>();
-  const send = (method: string, path: string, body?: Buffer, headers: Record<string, string> = {}) =>
-    new Promise<{ status: number; body: Buffer; res: IncomingMessage }>((resolve, reject) => {
-      const req = httpRequest({ host: url.hostname, port: url.port, method, path, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers, timeout: 30_000 }, (res) => {
-        sockets.add(res.socket);
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), res }));
-      });
-      req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
-      req.on('error', reject);
-      req.end(body);
-    });
+  const send = async (method: string, path: string, body?: Buffer, headers: Record<string, string> = {}) => {
+    const answer = await nodeCall(base, method, path, { ...(body === undefined ? {} : { body }), headers, agent });
+    sockets.add(answer.socket);
+    return answer;
+  };
   return { send, sockets, close: () => agent.destroy() };
 }
 
@@ -164,7 +137,7 @@ describe('front door: inference-protocol connections served by worker processes'
       assert.equal(list.status, 200);
       const again = await send('POST', '/v2/models/mlp/infer', body, headers);
       assert.equal(again.status, 200);
-      const length = Number(again.res.headers['inference-header-content-length']);
+      const length = Number(again.headers['inference-header-content-length']);
       assertClose(floatsOf(again.body.subarray(length)), want, 'inference after the connection went back to the head');
       assert.equal(sockets.size, 1, 'one kept-alive connection throughout');
     } finally {
@@ -187,7 +160,7 @@ describe('front door: inference-protocol connections served by worker processes'
       for (let i = 0; i < 3; i++) {
         const answer = await send('POST', '/v2/models/mlp/infer', body, headers);
         assert.equal(answer.status, 200, answer.body.toString());
-        assertClose(floatsOf(answer.body.subarray(Number(answer.res.headers['inference-header-content-length']))), await expected(cluster.models.mlp, x, 2), `inference ${i}`);
+        assertClose(floatsOf(answer.body.subarray(Number(answer.headers['inference-header-content-length']))), await expected(cluster.models.mlp, x, 2), `inference ${i}`);
       }
       assert.equal(sockets.size, 1, 'one kept-alive connection throughout');
     } finally {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
-import { assertError, call } from '../helpers/http.js';
+import { assertError, call, nodeCall } from '../helpers/http.js';
 import { childrenRunning } from '../helpers/processes.js';
 
 /**
@@ -21,27 +21,7 @@ type Answer = { status: number; json: unknown };
 type Send = (method: string, path: string, body?: Buffer | string, headers?: Record<string, string>) => Promise<Answer>;
 
 function sender(base: string, agent: Agent | false): Send {
-  const url = new URL(base);
-  return (method, path, body, headers = {}) =>
-    new Promise((resolve, reject) => {
-      const length = body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) };
-      const req = httpRequest({ host: url.hostname, port: url.port, method, path, agent, headers: { ...headers, ...length }, timeout: 60_000 }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          let json: unknown;
-          try {
-            json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-          } catch {
-            json = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, json });
-        });
-      });
-      req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
-      req.on('error', reject);
-      req.end(body);
-    });
+  return (method, path, body, headers = {}) => nodeCall(base, method, path, { ...(body === undefined ? {} : { body }), headers, agent, timeoutMs: 60_000 });
 }
 
 const normalBody = JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from({ length: 64 }, (_, i) => i / 64) }] });
