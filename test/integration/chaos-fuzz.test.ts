@@ -191,6 +191,58 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     await assert.rejects(tokenless.opened, /HTTP 401 missing or wrong cluster token/);
   });
 
+  test(`the hardening classes, seeded (seed ${SEED}): spec bombs, element bombs, tiny shares, hostile paths; each refused with its code, nothing kept, nothing exits`, async () => {
+    const r = new Prng(SEED + 1);
+    const put = (name: string, body: string, type = 'application/json') =>
+      fetch(`${cluster.url}/api/v1/deployments/${name}?timeoutS=30`, { method: 'PUT', body, headers: { 'content-type': type, ...AUTH }, signal: AbortSignal.timeout(60_000) });
+    const infer = (body: string) => fetch(`${cluster.url}/v2/models/mlp/infer`, { method: 'POST', body, headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(60_000) });
+    const refused = async (res: Response, codes: readonly ErrorCode[], what: string) => {
+      const body = (await res.json().catch(() => ({}))) as { code?: ErrorCode; error?: string };
+      assert.ok(res.status >= 400 && res.status < 500, `${what}: ${res.status} ${JSON.stringify(body)}`);
+      assert.ok(body.code !== undefined && codes.includes(body.code), `${what}: ${body.code} ${body.error}`);
+    };
+    const classes: (() => Promise<void>)[] = [
+      // A spec of thousands of keys (the yaml parser's duplicate check is quadratic).
+      async () => {
+        const keys = 2_500 + r.int(60_000);
+        const yaml = `model: mlp.onnx\n${Array.from({ length: keys }, (_, i) => `k${i}: ${i}`).join('\n')}\n`;
+        await refused(await put('fz-yaml', yaml, 'application/yaml'), ['TROUPE_ERR_SPEC_TOO_LARGE', 'TROUPE_ERR_BODY_TOO_LARGE'], `${keys}-key YAML`);
+      },
+      // Declared shapes far beyond any model, or data of the wrong kind and count.
+      async () => {
+        const shape = [2 ** (20 + r.int(30)), 64];
+        await refused(await infer(JSON.stringify({ inputs: [{ name: 'x', shape, datatype: 'FP32', data: [] }] })), ['TROUPE_ERR_TOO_MANY_ELEMENTS', 'TROUPE_ERR_BAD_INPUT', 'TROUPE_ERR_BAD_TENSOR'], `shape ${shape}`);
+      },
+      async () => {
+        const count = 2_000 + r.int(100_000);
+        const body = `{"inputs":[{"name":"x","shape":[1,64],"datatype":"BYTES","data":[${Array(count).fill('""').join(',')}]}]}`;
+        await refused(await infer(body), ['TROUPE_ERR_BAD_TENSOR', 'TROUPE_ERR_BAD_INPUT', 'TROUPE_ERR_TOO_MANY_ELEMENTS', 'TROUPE_ERR_BODY_TOO_LARGE'], `${count} BYTES strings`);
+      },
+      // CPU shares too small to bound how many actors a node starts.
+      async () => {
+        const cpus = r.pick([1e-300, 1e-9, 0.001, 0.01, 0.049]);
+        await refused(await put('fz-cpus', JSON.stringify({ model: 'mlp.onnx', cpus })), ['TROUPE_ERR_BAD_SPEC'], `cpus ${cpus}`);
+      },
+      // Paths out of the model directory, and fn references on an agent without a module directory.
+      async () => {
+        const model = r.pick(['../mlp.onnx', '/etc/passwd', '.troupe/x.onnx', 'node_modules/x.onnx', '..%2Fmlp.onnx']);
+        await refused(await put('fz-path', JSON.stringify({ model })), ['TROUPE_ERR_MODEL_PATH', 'TROUPE_ERR_BAD_SPEC', 'TROUPE_ERR_UNKNOWN_MODEL'], `model ${model}`);
+      },
+      async () => {
+        const ref = r.pick(['node_modules/zod/index.js#z', '../../etc/passwd#f', '.git/hooks/x.js#f', 'steps.js#standardize']);
+        const graph = { graph: 'fz-fn', nodes: [{ kind: 'pipeline', name: 'fz-fn', steps: [{ kind: 'fn', name: 'fz-fn-step', fn: ref }] }] };
+        await refused(await put('fz-fn', JSON.stringify(graph)), ['TROUPE_ERR_NO_MODULE_DIR', 'TROUPE_ERR_MODEL_PATH', 'TROUPE_ERR_BAD_SPEC'], `fn ${ref}`);
+      },
+    ];
+    for (let i = 0; i < 30; i++) await r.pick(classes)();
+    const list = (await (await fetch(`${cluster.url}/api/v1/deployments`, { headers: AUTH })).json()) as { name: string }[] | { deployments: { name: string }[] };
+    const names = (Array.isArray(list) ? list : list.deployments).map((d) => d.name);
+    assert.deepEqual(names, ['mlp'], 'nothing refused was kept');
+    assert.equal((await fetch(`${cluster.url}/v2/health/ready`)).status, 200, 'the server stays ready');
+    for (const [role, pid] of Object.entries(pids)) assert.ok(isAlive(pid), `${role} (pid ${pid}) is still running`);
+    assert.equal((await infer(JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(seededFloats(64, 1)) }] }))).status, 200);
+  });
+
   test(`a seeded fuzzer (seed ${SEED}): thousands of random and mutated frames and bodies; every answer is a proper error; nothing exits`, async () => {
     const r = new Prng(SEED);
     const rssBefore = await rssOf(pids.head);
