@@ -1,6 +1,5 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -25,6 +24,7 @@ import type { SavedState } from './durable.js';
 import { drainingError, sendError } from './http/errors.js';
 import { FrontDoor } from './front-door/front-door.js';
 import { splitConnections } from './front-door/connection-split.js';
+import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
 import { stateBackend } from './http/state-backend.js';
 import { GraphService } from './graph/service.js';
@@ -144,7 +144,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const httpWorkers = options.httpWorkers ?? Math.min(availableParallelism(), 4);
   let frontDoor: FrontDoor | undefined;
-  let serveHere: ((socket: Socket, head?: Buffer) => void) | undefined;
+  let split: ConnectionSplit | undefined;
   const inference = fastInference({ backend: stateBackend(state), gate, token: options.token, host, maxBodyBytes, log });
   const app = Fastify({
     logger: false,
@@ -158,7 +158,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       server.keepAliveTimeout = timeouts.keepAliveTimeout;
       server.requestTimeout = timeouts.requestTimeout;
       server.setTimeout(timeouts.connectionTimeout);
-      if (httpWorkers > 0) serveHere = splitConnections(server, (socket, head) => frontDoor?.take(socket, head) ?? false, server.headersTimeout);
+      if (httpWorkers > 0) split = splitConnections(server, (socket, head) => frontDoor?.take(socket, head) ?? false, server.headersTimeout);
       return server;
     },
   });
@@ -238,12 +238,12 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : options.port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  if (serveHere) {
+  if (split) {
     frontDoor = await FrontDoor.start({
       workers: httpWorkers,
       state,
       log,
-      serveHere,
+      serveHere: split.serveHere,
       settings: {
         // Workers reach the head on loopback even when it listens on every interface.
         headUrl: /^(0\.0\.0\.0|::|\[::\])$/.test(host) ? `http://127.0.0.1:${port}` : url,
@@ -274,8 +274,10 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
         log.info({ inFlight: gate.inFlight, drainMs }, 'shutting down: finishing accepted calls, refusing new ones');
         const [{ unfinished }] = await Promise.all([gate.drain(drainMs), frontDoor?.drain(drainMs)]);
         if (unfinished > 0) log.warn({ unfinished, drainMs }, 'calls still unfinished after the drain period; closing anyway');
-        // Before the server closes: it waits for the connections it handed to workers.
+        // Before the server closes: it waits for the connections it handed to workers, and for
+        // those still to say their first bytes.
         await frontDoor?.close();
+        split?.dropWaiting();
         stopLiveness();
         stopAutoscaler();
         controller.close();

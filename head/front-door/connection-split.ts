@@ -12,16 +12,22 @@ interface StreamHandle {
 
 export type HandOff = (socket: Socket, head: Buffer) => boolean;
 
+export interface ConnectionSplit {
+  /** Serves a socket here without the split, after `head`, the bytes already read of it. */
+  serveHere(socket: Socket, head?: Buffer): void;
+  /** Closes the connections still waiting for their first bytes (the HTTP server does not know them yet). */
+  dropWaiting(): void;
+}
+
 /**
  * Reads the first bytes of every connection `server` accepts and offers those that open with an
  * inference-protocol request to `handOff` (a front-door worker); everything else (the API, the
  * status page, agents', actors' and clients' upgrades) and whatever no worker takes is served
  * here as before. A connection stays with the process it went to, so a client's kept-alive
- * connection is routed once, unless its worker gives it back. The returned function serves a
- * socket here without the split, after the bytes already read of it: the workers' way to give
- * back a connection whose next request they do not serve.
+ * connection is routed once, unless its worker gives it back (`serveHere`).
  */
-export function splitConnections(server: Server, handOff: HandOff, firstBytesTimeoutMs: number): (socket: Socket, head?: Buffer) => void {
+export function splitConnections(server: Server, handOff: HandOff, firstBytesTimeoutMs: number): ConnectionSplit {
+  const waiting = new Set<Socket>();
   const serve = server.listeners('connection') as ((socket: Socket) => void)[];
   server.removeAllListeners('connection');
   const serveHere = (socket: Socket, head?: Buffer) => {
@@ -33,10 +39,12 @@ export function splitConnections(server: Server, handOff: HandOff, firstBytesTim
     const dropped = () => socket.destroy();
     // A client that connects and says nothing is dropped like one that never finishes its headers.
     const timer = setTimeout(dropped, firstBytesTimeoutMs);
+    waiting.add(socket);
     socket.once('error', dropped);
-    socket.once('close', () => clearTimeout(timer));
+    socket.once('close', () => (clearTimeout(timer), waiting.delete(socket)));
     socket.once('data', (chunk: Buffer) => {
       clearTimeout(timer);
+      waiting.delete(socket);
       socket.removeListener('error', dropped);
       socket.pause();
       if (FRONT_DOOR_REQUEST.test(chunk.toString('latin1', 0, 16))) {
@@ -47,7 +55,12 @@ export function splitConnections(server: Server, handOff: HandOff, firstBytesTim
       serveHere(socket, chunk);
     });
   });
-  return serveHere;
+  return {
+    serveHere,
+    dropWaiting: () => {
+      for (const socket of waiting) socket.destroy();
+    },
+  };
 }
 
 /**

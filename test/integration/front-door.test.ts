@@ -315,3 +315,23 @@ describe('front door: inference-protocol connections served by worker processes'
     }
   });
 });
+
+describe('front door: shutting down', { timeout: 60_000 }, () => {
+  test('a connection that never sends a byte does not hold up the head’s exit', async () => {
+    const cluster = await startCluster({ headArgs: ['--http-workers', '1'] });
+    try {
+      const url = new URL(cluster.url);
+      const silent = connectTcp(Number(url.port), url.hostname);
+      silent.on('error', () => {});
+      await new Promise<void>((resolve) => silent.once('connect', () => resolve()));
+      const exited = cluster.head.exited;
+      cluster.head.process.kill('SIGTERM');
+      // The head waits 60 s for a connection's first bytes; its shutdown must not.
+      const outcome = await Promise.race([exited.then(() => 'exited'), new Promise((resolve) => setTimeout(() => resolve('still running'), 20_000))]);
+      silent.destroy();
+      assert.equal(outcome, 'exited');
+    } finally {
+      await cluster.stop();
+    }
+  });
+});
