@@ -21,6 +21,7 @@ import { HeadConnection, withRetries } from './connection.js';
 import { sharedMemoryAddon } from '../shm/addon.js';
 import { DEFAULT_POOL_BYTES, SharedTensorPool } from '../shm/tensor-pool.js';
 import { DirectRouter } from './router.js';
+import { asTensor } from './run-input.js';
 import { Future, FutureOutput } from './future.js';
 import type { Outputs } from './future.js';
 
@@ -180,7 +181,7 @@ export class Cluster {
     for (const [name, value] of Object.entries(inputs)) {
       const ref = value instanceof Future ? { run: value.id } : value instanceof FutureOutput ? { run: value.run, output: value.output } : undefined;
       const source = value instanceof Future ? value : value instanceof FutureOutput ? value.source : undefined;
-      if (!ref) tensors[name] = value as Tensor;
+      if (!ref) tensors[name] = asTensor(name, value);
       else if (source?.resolvedHere) local.push([name, ref, source]);
       else refs[name] = ref;
     }
