@@ -7,7 +7,10 @@ import { ReadyWaiters } from './ready-waiters.js';
 import { describeExit, freeReplicaIndex, needsNewActors, newActorRecord, newDeployment, restoredActorRecord, returnToPending, snapshotState, startActorMessage } from './records.js';
 import { isRefusal, refusalOutcome, refusedError } from './refused-deploy.js';
 import { place } from './scheduler.js';
-import { reservedMemoryBytes } from './memory-estimate.js';
+import { adoptListed } from './adoption.js';
+import { MemoryReservations } from './memory-estimate.js';
+import { recordCrash } from './restart-policy.js';
+import { retireActor } from './retire.js';
 import type { HeadActorLink, ActorRecord, ClusterState, DeploymentRecord, NodeRecord } from './state.js';
 
 /**
@@ -24,8 +27,7 @@ export class Controller {
   readonly #store: DurableStore | undefined;
   /** Actors whose process is known to run already (restored, or reconnecting): their `ready` is a rejoin. */
   readonly #rejoining = new WeakSet<ActorRecord>();
-  /** Model files' sizes as their actors reported them, by the spec's `model` (paths the head cannot see). */
-  readonly #modelBytesSeen = new Map<string, number>();
+  readonly #memory: MemoryReservations;
   /** When each actor's data-plane socket last closed, so a stale grace timer can tell. */
   readonly #disconnectedSince = new WeakMap<ActorRecord, number>();
 
@@ -33,13 +35,9 @@ export class Controller {
     this.#state = state;
     this.#log = log;
     this.#options = { ...DEFAULT_CONTROLLER_OPTIONS, ...options };
+    this.#memory = new MemoryReservations(this.#options.modelBytes);
     this.#store = store;
     store?.track(() => snapshotState(this.#state));
-  }
-
-  /** Host memory each replica of `spec` reserves: its own `memory`, else an estimate from its model. */
-  #reserve(spec: ModelDeployment): number {
-    return reservedMemoryBytes(spec, spec.kind === 'fn' ? undefined : (this.#options.modelBytes?.(spec.model) ?? this.#modelBytesSeen.get(spec.model)));
   }
 
   /** Specs or actors changed: the store coalesces state-file writes, the route book client pushes. */
@@ -57,7 +55,7 @@ export class Controller {
    */
   restore(saved: SavedState): void {
     for (const spec of saved.deployments) {
-      const d = newDeployment(spec, this.#reserve(spec));
+      const d = newDeployment(spec, this.#memory.reserve(spec));
       this.#state.deployments.set(spec.name, d);
       for (const s of saved.actors.filter((x) => x.deployment === spec.name).slice(0, spec.replicas)) {
         const a = restoredActorRecord(s);
@@ -89,30 +87,12 @@ export class Controller {
   }
 
   /**
-   * A node agent (re)registered, listing the actors it still runs. Those this head placed on it,
-   * or restored from its state file for a node of that name, are kept (adopted); every other one
-   * is a duplicate or a leftover, and its id is returned to be stopped. Actors the head thinks run
+   * A node agent (re)registered, listing the actors it still runs: those this head knows there are
+   * kept or adopted, the others returned to be stopped (adoption.ts). Actors the head thinks run
    * there that the agent does not list died while it was away.
    */
   nodeRegistered(node: NodeRecord, running: readonly RunningActorReport[]): string[] {
-    const stop: string[] = [];
-    const listed = new Set<string>();
-    for (const r of running) {
-      const a = this.#state.actors.get(r.actorId);
-      const live = a !== undefined && (a.state === 'STARTING' || a.state === 'READY');
-      if (live && a.nodeId === node.id) {
-        listed.add(a.id);
-        a.pid = r.pid;
-      } else if (live && a.nodeId === null && a.awaitingNode === node.name) {
-        listed.add(a.id);
-        a.nodeId = node.id;
-        a.pid = r.pid;
-        a.awaitingNode = null;
-        if (a.state === 'STARTING') a.reason = 'adopted after a head restart; waiting for it to rejoin';
-        this.#log.info({ actor: a.name, node: node.name, pid: r.pid }, 'adopted a running actor');
-        this.#state.events.add('actor-adopted', `${a.name} adopted on ${node.name} (pid ${r.pid})`);
-      } else stop.push(r.actorId);
-    }
+    const { listed, stop } = adoptListed(this.#state, node, running, this.#log);
     for (const a of [...this.#state.actors.values()]) {
       if (listed.has(a.id)) continue;
       if (a.nodeId === node.id && (a.state === 'STARTING' || a.state === 'READY')) {
@@ -153,9 +133,9 @@ export class Controller {
       existing.actors = [];
       existing.metadata = null;
     }
-    const d: DeploymentRecord = existing ?? newDeployment(spec, this.#reserve(spec));
+    const d: DeploymentRecord = existing ?? newDeployment(spec, this.#memory.reserve(spec));
     d.spec = spec;
-    d.memoryReserved = this.#reserve(spec);
+    d.memoryReserved = this.#memory.reserve(spec);
     d.unhealthy = null;
     this.#state.deployments.set(spec.name, d);
     const live = d.actors.filter((a) => a.state !== 'DEAD');
@@ -306,13 +286,7 @@ export class Controller {
     a.state = 'READY';
     a.reason = null;
     d.metadata = metadata;
-    // A model named by a path on the agent's disk reserved the base alone until one replica said
-    // how large it is: later replicas, and this one, reserve the estimate from then on.
-    if (d.spec.memory === undefined && modelBytes !== undefined && d.spec.kind !== 'fn') {
-      this.#modelBytesSeen.set(d.spec.model, modelBytes);
-      d.memoryReserved = Math.max(d.memoryReserved, reservedMemoryBytes(d.spec, modelBytes));
-      a.memoryBytes = Math.max(a.memoryBytes, d.memoryReserved);
-    }
+    this.#memory.reported(d, a, modelBytes);
     this.#log.info({ actor: a.name, node: this.#state.nodeName(a.nodeId) ?? a.awaitingNode, device: a.device, pid: a.pid, rejoined }, 'actor ready');
     this.#state.events.add(
       rejoined ? 'actor-rejoined' : 'actor-ready',
@@ -417,16 +391,10 @@ export class Controller {
   /** `code`: what a deploy waiting on this actor fails with if it gives up (default ACTOR_DIED). */
   #crashed(a: ActorRecord, cause: string, code: ErrorCode = 'TROUPE_ERR_ACTOR_DIED'): void {
     this.#dirty();
-    a.awaitingNode = null;
     // Waiting calls fail now if no replica is left that could ever serve them.
     queueMicrotask(() => this.#state.deployments.get(a.deployment)?.dispatcher.pump());
-    const now = Date.now();
-    a.recentCrashes = [...a.recentCrashes.filter((t) => now - t < this.#options.restartWindowMs), now];
-    a.nodeId = null;
-    a.gpus = [];
-    if (a.recentCrashes.length > this.#options.maxRestarts) {
-      a.state = 'DEAD';
-      a.reason = `${cause}; gave up after ${this.#options.maxRestarts} restarts in ${Math.round(this.#options.restartWindowMs / 1000)} s`;
+    const outcome = recordCrash(a, cause, this.#options);
+    if (outcome.dead) {
       const d = this.#state.deployments.get(a.deployment);
       if (d) {
         d.unhealthy = `${a.name} is DEAD: ${a.reason}`;
@@ -436,13 +404,9 @@ export class Controller {
       this.#state.events.add('actor-dead', `${a.name} DEAD: ${a.reason}`);
       return;
     }
-    a.state = 'RESTARTING';
-    a.reason = cause;
-    a.restarts++;
-    const delay = Math.min(100 * 2 ** (a.recentCrashes.length - 1), 30_000);
-    this.#log.warn({ actor: a.name, cause, restartInMs: delay, restarts: a.restarts }, 'actor crashed; restarting');
-    this.#state.events.add('actor-crashed', `${a.name} ${cause.split('\n')[0]}; restart ${a.restarts} in ${delay} ms`);
-    this.#later(delay, () => {
+    this.#log.warn({ actor: a.name, cause, restartInMs: outcome.delayMs, restarts: a.restarts }, 'actor crashed; restarting');
+    this.#state.events.add('actor-crashed', `${a.name} ${cause.split('\n')[0]}; restart ${a.restarts} in ${outcome.delayMs} ms`);
+    this.#later(outcome.delayMs, () => {
       if (a.state !== 'RESTARTING') return;
       a.state = 'PENDING';
       a.reason = 'waiting for placement after a restart';
@@ -450,28 +414,9 @@ export class Controller {
     });
   }
 
-  /** Takes an actor out of service; it finishes in-flight calls, then its process stops. */
+  /** Takes an actor out of service; it finishes in-flight calls, then its process stops (retire.ts). */
   #retire(a: ActorRecord): Promise<void> {
-    const node = a.nodeId ? this.#state.nodes.get(a.nodeId) : undefined;
-    if (!node?.channel || a.state === 'PENDING' || a.state === 'RESTARTING' || a.state === 'DEAD') {
-      this.#state.actors.delete(a.id);
-      return Promise.resolve();
-    }
-    // The router only picks READY replicas, so DRAINING takes no new calls; the ones it holds
-    // finish before the process is told to stop.
-    this.#dirty();
-    a.state = 'DRAINING';
-    a.reason = 'finishing in-flight calls before stopping';
-    const started = Date.now();
-    return (a.link?.whenIdle(this.#options.drainMs) ?? Promise.resolve())
-      .then(() => {
-        const graceMs = Math.max(1000, this.#options.drainMs - (Date.now() - started));
-        return node.channel?.request({ type: 'stopActor', actorId: a.id, graceMs }, graceMs + 5000);
-      })
-      .then(
-        () => undefined,
-        () => undefined,
-      );
+    return retireActor(this.#state, a, this.#options.drainMs, () => this.#dirty());
   }
 
   #checkReady(d: DeploymentRecord): void {

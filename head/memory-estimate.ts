@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseModelRef } from '../runtime/model-ref.js';
 import type { ModelDeployment } from '../runtime/index.js';
+import type { ActorRecord, DeploymentRecord } from './state.js';
 
 /**
  * What one actor process holds before its model: Node, onnxruntime and their buffers come to
@@ -36,4 +37,30 @@ export function headModelBytes(dataDir: string): (model: string) => number | und
       return undefined;
     }
   };
+}
+
+/**
+ * The reservation each deployment's replicas make: the spec's `memory`, or the estimate from the
+ * model's size, known at once for uploads (`headBytes`) and, for a path on an agent's disk, once
+ * one replica reported its file's size (remembered per model across updates).
+ */
+export class MemoryReservations {
+  readonly #headBytes: ((model: string) => number | undefined) | undefined;
+  readonly #reported = new Map<string, number>();
+
+  constructor(headBytes?: (model: string) => number | undefined) {
+    this.#headBytes = headBytes;
+  }
+
+  reserve(spec: ModelDeployment): number {
+    return reservedMemoryBytes(spec, spec.kind === 'fn' ? undefined : (this.#headBytes?.(spec.model) ?? this.#reported.get(spec.model)));
+  }
+
+  /** A replica of `d` said its model file's size: it, and later replicas, reserve the estimate from then on. */
+  reported(d: DeploymentRecord, a: ActorRecord, modelBytes: number | undefined): void {
+    if (d.spec.memory !== undefined || modelBytes === undefined || d.spec.kind === 'fn') return;
+    this.#reported.set(d.spec.model, modelBytes);
+    d.memoryReserved = Math.max(d.memoryReserved, reservedMemoryBytes(d.spec, modelBytes));
+    a.memoryBytes = Math.max(a.memoryBytes, d.memoryReserved);
+  }
 }
