@@ -1,5 +1,5 @@
 // Where a call's time goes at concurrency 1: `npm run bench:hops`, writes bench/RESULTS-hops.md.
-// Three measurements behind the README's account of the targets this machine does not meet:
+// Three measurements behind docs/performance.md's account of the targets this machine does not meet:
 // what a session.run costs right after its thread slept, how much CPU each process spends per
 // call on each path (from /proc, so every process is seen, not only the profiled one), and what
 // calling a process that was idle costs compared with one kept busy.

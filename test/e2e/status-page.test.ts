@@ -239,7 +239,7 @@ describe('the status page, in Chromium, against a real cluster', { timeout: 300_
     assert.equal(await page.evaluate('typeof window.__statusTest'), 'object', 'the page was not reloaded');
   });
 
-  test('saves a screenshot for the README', async () => {
+  test('saves a screenshot for docs/observability.md', async () => {
     // Let the charts fill with a few more seconds of traffic after the reconnect.
     await new Promise((r) => setTimeout(r, 6000));
     await inPage(page, 'the requests/s line', `${colouredPixels('rps')} > 40`);

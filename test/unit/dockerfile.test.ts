@@ -103,7 +103,7 @@ describe('container images', () => {
     const runtime = checkCommon('Dockerfile.gpu', stages);
     assert.match(runtime.from, /^nvidia\/cuda:12\.[\d.]+-cudnn-runtime-/);
     const runs = stages.flatMap((s) => exec(s, 'RUN')).join(' && ');
-    assert.match(runs, /ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules\/onnxruntime-node\/script\/install\.js/, 'as the README says for GPU hosts');
+    assert.match(runs, /ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules\/onnxruntime-node\/script\/install\.js/, 'as docs/operations.md says for GPU hosts');
     assert.ok(exec(runtime, 'COPY').some((c) => /--from=\S+ \/usr\/local\/bin\/node /.test(c)), 'node comes from the official image');
     assert.match(exec(runtime, 'ENV').join(' '), /NVIDIA_DRIVER_CAPABILITIES=compute,utility/, 'the agent needs nvidia-smi (utility)');
     assert.equal(json(runtime, 'CMD')[0], 'agent');
