@@ -28,13 +28,17 @@ export class WorkerCatalog {
     this.#waiting.delete(id);
   }
 
-  async target(params: Params): Promise<InferTarget> {
-    const known = this.#targets.get(params.name);
-    if (!known?.metadata) {
-      const fresh = await this.#lookup(params.name);
+  /** At once from the catalog when it knows the name and its signature; else after asking the head. */
+  target(params: Params): InferTarget | Promise<InferTarget> {
+    if (this.#targets.get(params.name)?.metadata) return this.#find(params);
+    return this.#lookup(params.name).then((fresh) => {
       if (fresh) this.#targets.set(fresh.name, fresh);
-      else this.#targets.delete(params.name);
-    }
+      else if (fresh === null) this.#targets.delete(params.name);
+      return this.#find(params);
+    });
+  }
+
+  #find(params: Params): InferTarget {
     return findTarget(params, (name) => this.#targets.get(name), () => this.#targets.keys());
   }
 

@@ -30,6 +30,7 @@ function backendOf(cluster: Cluster): InferenceBackend {
   return {
     target: (params) => catalog.target(params),
     async run(request) {
+      // inferResponse looked the deployment up a moment ago: known, this answers at once.
       const target = await catalog.target({ name: request.deployment });
       for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
       if (!target.metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${target.name}' has no READY replica yet`);
