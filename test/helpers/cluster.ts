@@ -5,6 +5,7 @@ import { startChild, stopChild } from '../../cli/children.js';
 import type { Child } from '../../cli/children.js';
 import { writeExampleModels } from '../../models/index.js';
 import type { ExampleModelPaths } from '../../models/index.js';
+import { childEnv } from './env.js';
 
 /** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
 export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000, everyMs = 50): Promise<T> {
@@ -57,7 +58,7 @@ export interface TestCluster {
 export async function startCluster(options: { agents?: string[][]; headArgs?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<TestCluster> {
   const modelDir = await mkdtemp(join(tmpdir(), 'troupe-test-'));
   const models = await writeExampleModels(modelDir);
-  const env = { ...process.env, TROUPE_LOG_LEVEL: process.env.TROUPE_LOG_LEVEL ?? 'warn', ...options.env };
+  const env = childEnv(options.env);
   // Each cluster keeps its durable state in its own folder: tests must never see each other's.
   const headArgs = options.headArgs ?? [];
   const dataDir = headArgs.includes('--data-dir') ? [] : ['--data-dir', join(modelDir, '.head')];

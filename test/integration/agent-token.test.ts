@@ -8,12 +8,13 @@ import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import { TroupeError, connect } from '../../runtime/index.js';
 import { isAlive, waitFor } from '../helpers/cluster.js';
+import { childEnv } from '../helpers/env.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
 /** A troupe process with both output streams captured. */
 function troupe(args: string[]): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TROUPE_LOG_LEVEL: 'info' } });
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv({}, 'info') });
   let out = '';
   let err = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));

@@ -10,7 +10,7 @@ import type { TestCluster } from '../helpers/cluster.js';
 import { Prng } from '../helpers/fuzz.js';
 import { call } from '../helpers/http.js';
 
-const SEED = Number(process.env.TROUPE_FUZZ_SEED ?? 20240611);
+const SEED = Number(process.env.TROUPE_TEST_FUZZ_SEED ?? 20240611);
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
 interface Answer {

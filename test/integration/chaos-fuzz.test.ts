@@ -11,7 +11,7 @@ import { RawStream } from '../helpers/raw-stream.js';
 import { seededFloats } from '../helpers/tensors.js';
 
 const TOKEN = 'fuzz-token-0123456789';
-const SEED = Number(process.env.TROUPE_FUZZ_SEED ?? 20240611);
+const SEED = Number(process.env.TROUPE_TEST_FUZZ_SEED ?? 20240611);
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 /** Resident memory of a process, from /proc (bytes). */
@@ -32,7 +32,7 @@ async function rejectsWith(work: PromiseLike<unknown>, code: ErrorCode, message?
 /**
  * No input, however malformed, takes a process down. Named cases first (each must get its own
  * TROUPE_ERR_* or a socket closed with a reason), then a few thousand random and mutated frames
- * and HTTP bodies from a seeded PRNG (TROUPE_FUZZ_SEED replays a run) against every endpoint a
+ * and HTTP bodies from a seeded PRNG (TROUPE_TEST_FUZZ_SEED replays a run) against every endpoint a
  * peer can reach: /v1/client, /v1/agent (with the token), /v1/actor (as a real actor, with its
  * secret), an actor's direct-call endpoint (with the token the head hands clients), and the
  * inference and deployment endpoints. Afterwards every process is the same one

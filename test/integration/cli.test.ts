@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { waitFor } from '../helpers/cluster.js';
+import { childEnv } from '../helpers/env.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
@@ -57,7 +58,7 @@ describe('CLI', { timeout: 120_000 }, () => {
     test(`troupe up serves a sample inference, and ${signal} to its process group leaves no troupe process behind`, async () => {
       const cwd = await mkdtemp(join(tmpdir(), 'troupe-up-'));
       // detached: a process group of its own, as a shell gives a foreground job.
-      const up = spawn(process.execPath, [CLI, 'up', '--port', '0'], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TROUPE_LOG_LEVEL: 'warn' } });
+      const up = spawn(process.execPath, [CLI, 'up', '--port', '0'], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
       let stdout = '';
       up.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
       up.stderr.resume();

@@ -9,9 +9,10 @@ import { after, before, describe, test } from 'node:test';
 import { startChild, stopChild } from '../../cli/children.js';
 import { startHead } from '../../head/index.js';
 import { TroupeError } from '../../runtime/index.js';
+import { childEnv } from '../helpers/env.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
-const env = { ...process.env, TROUPE_LOG_LEVEL: 'warn' };
+const env = childEnv();
 
 /** The pid of a process that has already exited (and been reaped). */
 async function deadPid(): Promise<number> {

@@ -9,6 +9,7 @@ import type { Cluster, DeploymentView } from '../../runtime/index.js';
 import { startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { assertError, call } from '../helpers/http.js';
+import { childEnv } from '../helpers/env.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -18,7 +19,7 @@ type Waiting = DeploymentView & { spec: Record<string, unknown>; pending?: Pendi
 
 function troupe(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { timeout: 60_000, env: { ...process.env, TROUPE_LOG_LEVEL: 'warn' } }, (err, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], { timeout: 60_000, env: childEnv() }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
     });
   });

@@ -13,6 +13,7 @@ import { startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, floats } from '../helpers/graphs.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
+import { childEnv } from '../helpers/env.js';
 
 const run = promisify(execFile);
 const example = (name: string) => fileURLToPath(new URL(`../../examples/${name}/main.js`, import.meta.url));
@@ -91,7 +92,7 @@ describe('examples: sharded, two stages on two simulated GPUs', { timeout: 240_0
 });
 
 describe('examples run from the command line', { timeout: 240_000 }, () => {
-  const opts = { timeout: 120_000, env: { ...process.env, TROUPE_LOG_LEVEL: 'error' } };
+  const opts = { timeout: 120_000, env: childEnv({}, 'error') };
 
   test('npm run example:ensemble prints each member and the vote', async () => {
     const { stdout } = await run(process.execPath, [example('ensemble')], opts);

@@ -8,6 +8,7 @@ import type { ClusterView, DeploymentView } from '../../runtime/index.js';
 import { isAlive, startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { assertError, call } from '../helpers/http.js';
+import { childEnv } from '../helpers/env.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -17,7 +18,7 @@ type Detail = DeploymentView & { spec: Record<string, unknown> };
 /** Runs the CLI as a person would, bounded in time. */
 function troupe(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { timeout: 60_000, env: { ...process.env, TROUPE_LOG_LEVEL: 'warn' } }, (err, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], { timeout: 60_000, env: childEnv() }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
     });
   });

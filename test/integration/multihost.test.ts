@@ -13,6 +13,7 @@ import { writeGraphModels } from '../helpers/graphs.js';
 import { NetLab, namespacesUnavailable } from '../helpers/netns.js';
 import type { NsProcess } from '../helpers/netns.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
+import { childEnv } from '../helpers/env.js';
 
 /**
  * Across machines: a head and two agents, each in its own network namespace with its own address
@@ -96,7 +97,7 @@ else describe('across machines: head and agents in their own network namespaces'
   let finished = 0;
 
   const env = () => {
-    const e: NodeJS.ProcessEnv = { ...process.env, TROUPE_LOG_LEVEL: process.env.TROUPE_LOG_LEVEL ?? 'warn' };
+    const e: NodeJS.ProcessEnv = childEnv();
     delete e.TROUPE_TOKEN;
     return e;
   };

@@ -14,6 +14,7 @@ import { startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT } from '../helpers/graphs.js';
 import { runInProcess } from '../helpers/tensors.js';
+import { childEnv } from '../helpers/env.js';
 
 const run = promisify(execFile);
 const MAIN = fileURLToPath(new URL('../../examples/ocr/main.js', import.meta.url));
@@ -89,7 +90,7 @@ describe('examples/ocr: PP-OCRv4 detection and recognition as a pipeline', { tim
     const lines = ['THE QUICK BROWN FOX', 'JUMPS OVER 13 LAZY DOGS.'];
     const path = join(cluster.modelDir, 'fox.png');
     await writePng(path, renderText(lines));
-    const { stdout } = await run(process.execPath, [MAIN, path], { timeout: 120_000, env: { ...process.env, TROUPE_LOG_LEVEL: 'error' } });
+    const { stdout } = await run(process.execPath, [MAIN, path], { timeout: 120_000, env: childEnv({}, 'error') });
     assert.match(stdout, /deployed 'ocr': ocr-prepare \(pid \d+\)/);
     assert.match(stdout, /fox\.png: \d+x\d+, 2 line\(s\) of text/);
     assert.ok(stdout.endsWith(`\n\n${lines.join('\n')}\n`), stdout);

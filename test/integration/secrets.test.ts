@@ -11,6 +11,7 @@ import { WebSocket } from 'ws';
 import { connect, decodeFrame, encodeFrame, tensor } from '../../runtime/index.js';
 import type { Cluster } from '../../runtime/index.js';
 import { waitFor } from '../helpers/cluster.js';
+import { childEnv } from '../helpers/env.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 const TOKEN = 'sekrit-cluster-token-5f3a9c';
@@ -68,7 +69,7 @@ describe('secrets stay secret', { timeout: 120_000 }, () => {
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'troupe-secrets-'));
     await writeExampleModels(join(dir, 'models'));
-    const env = { ...process.env, TROUPE_LOG_LEVEL: 'debug', TROUPE_TOKEN: TOKEN };
+    const env = childEnv({ TROUPE_TOKEN: TOKEN }, 'debug');
     head = troupe(['head', '--port', '0', '--data-dir', join(dir, 'head')], env);
     url = await waitFor('the head to listen', () => /listening on (\S+)/.exec(head.output())?.[1], 20_000);
     agent = troupe(['agent', '--head', url, '--name', 'n1', '--cpus', '2', '--model-dir', join(dir, 'models'), '--state-dir', join(dir, 'agent')], env);
