@@ -1,4 +1,4 @@
-import { ActorToHeadSchema, Channel, ReplicaLink } from '../runtime/index.js';
+import { ActorToHeadSchema, Channel, HeadToActorReplies, ReplicaLink } from '../runtime/index.js';
 import type { ActorToHead, FrameTransport, HeadToActor, Logger } from '../runtime/index.js';
 import type { WebSocket } from 'ws';
 import type { Controller } from './controller.js';
@@ -10,8 +10,9 @@ import type { ActorRecord } from './state.js';
  * after losing one (or after a head restart); only the one that last sent `ready` speaks for it,
  * so reports from an older or stray one are ignored.
  */
-export function serveActor(ws: WebSocket | FrameTransport, actor: ActorRecord, controller: Controller, log: Logger): Channel<ActorToHead, HeadToActor> {
-  const channel: Channel<ActorToHead, HeadToActor> = new Channel<ActorToHead, HeadToActor>(ws, {
+export function serveActor(ws: WebSocket | FrameTransport, actor: ActorRecord, controller: Controller, log: Logger): Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies> {
+  const channel: Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies> = new Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies>(ws, {
+    replies: HeadToActorReplies,
     schema: ActorToHeadSchema,
     onMessage: (message) => {
       switch (message.type) {

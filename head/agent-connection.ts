@@ -1,5 +1,6 @@
-import { AGENT_LEAVING, AgentToHeadSchema, Channel, TroupeError, newId } from '../runtime/index.js';
+import { AGENT_LEAVING, AgentToHeadSchema, Channel, HeadToAgentReplies, TroupeError, newId } from '../runtime/index.js';
 import type { AgentToHead, HeadToAgent, Logger } from '../runtime/index.js';
+import type { AgentChannel } from './state.js';
 import type { WebSocket } from 'ws';
 import type { Controller } from './controller.js';
 import { FIRST_MESSAGE_TIMEOUT_MS, FirstMessageBound } from './first-message.js';
@@ -14,7 +15,8 @@ export function serveAgent(ws: WebSocket, address: string, state: ClusterState, 
   let node: NodeRecord | undefined;
   // An agent registers at once; a connection that never does holds a socket for nothing.
   const bound = new FirstMessageBound(firstMessageTimeoutMs, () => log.info({ address }, 'closing an agent connection that never registered'));
-  const channel: Channel<AgentToHead, HeadToAgent> = new Channel<AgentToHead, HeadToAgent>(ws, {
+  const channel: AgentChannel = new Channel<AgentToHead, HeadToAgent, typeof HeadToAgentReplies>(ws, {
+    replies: HeadToAgentReplies,
     schema: AgentToHeadSchema,
     onMessage: (message) => {
       bound.heard();

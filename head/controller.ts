@@ -235,9 +235,8 @@ export class Controller {
     channel
       .request(startActorMessage(a, d), 30_000)
       .then(
-        (value) => {
-          const pid = (value as { pid?: unknown } | undefined)?.pid;
-          if (typeof pid === 'number' && a.secret === secret && (a.state === 'STARTING' || a.state === 'READY')) {
+        ({ pid }) => {
+          if (a.secret === secret && (a.state === 'STARTING' || a.state === 'READY')) {
             a.pid = pid;
             this.#dirty();
           }

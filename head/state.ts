@@ -16,6 +16,7 @@ import type {
   NodeView,
   ReplicaLink,
 } from '../runtime/index.js';
+import type { HeadToAgentReplies } from '../runtime/index.js';
 import type { DeploymentStats } from './deployment-stats.js';
 import { EventLog } from './events.js';
 import { HeadMetrics } from './metrics.js';
@@ -23,13 +24,16 @@ import { RouteBook } from './routes.js';
 import { ClientLoads } from './client-loads.js';
 import type { Dispatcher } from './dispatcher.js';
 
+/** The head's end of an agent's connection: it asks the agent to start and stop actors. */
+export type AgentChannel = Channel<AgentToHead, HeadToAgent, typeof HeadToAgentReplies>;
+
 export interface NodeRecord {
   id: string;
   name: string;
   address: string;
   state: NodeState;
   resources: NodeResources;
-  channel: Channel<AgentToHead, HeadToAgent> | undefined;
+  channel: AgentChannel | undefined;
   lastSeen: number;
   /** The agent process's own CPU time and memory, from its heartbeats. */
   usage: ProcessUsage | null;

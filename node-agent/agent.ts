@@ -1,14 +1,6 @@
 import { cpus as osCpus, hostname, totalmem } from 'node:os';
 import { WebSocket } from 'ws';
-import {
-  AGENT_LEAVING,
-  Channel,
-  clientSocketOptions,
-  HeadToAgentSchema,
-  TroupeError,
-  createLogger,
-  defaultMaxActors,
-} from '../runtime/index.js';
+import { AGENT_LEAVING, AgentToHeadReplies, Channel, clientSocketOptions, createLogger, defaultMaxActors, HeadToAgentSchema, TroupeError } from '../runtime/index.js';
 import type { AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/index.js';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -16,6 +8,9 @@ import { ActorProcess, FN_ACTOR_ENTRY } from './actor-process.js';
 import { resolveFnRef } from './fn-path.js';
 import { GpuSampler } from './gpu-sampler.js';
 import { discoverGpus } from './gpus/index.js';
+
+/** The agent's end of its connection to the head: it registers with a request. */
+type HeadChannel = Channel<HeadToAgent, AgentToHead, typeof AgentToHeadReplies>;
 import { DEFAULT_HEALTH } from './health.js';
 import type { HealthOptions } from './health.js';
 import { ActorLedger } from './orphans.js';
@@ -72,7 +67,7 @@ export class NodeAgent {
   readonly #options: AgentOptions;
   readonly #log = createLogger('agent');
   readonly #actors = new Map<string, ActorProcess>();
-  #channel: Channel<HeadToAgent, AgentToHead> | undefined;
+  #channel: HeadChannel | undefined;
   #gpus: Gpu[] = [];
   #heartbeat: NodeJS.Timeout | undefined;
   #reconnect: NodeJS.Timeout | undefined;
@@ -144,7 +139,8 @@ export class NodeAgent {
       });
       ws.once('error', (err) => reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `cannot reach the head at ${url.href}: ${err.message}`)));
     });
-    const channel = new Channel<HeadToAgent, AgentToHead>(ws, {
+    const channel: HeadChannel = new Channel<HeadToAgent, AgentToHead, typeof AgentToHeadReplies>(ws, {
+      replies: AgentToHeadReplies,
       schema: HeadToAgentSchema,
       onMessage: (message) => this.#onMessage(message),
       onClose: () => this.#onDisconnect(),
@@ -166,7 +162,7 @@ export class NodeAgent {
     this.#heartbeat = setInterval(() => void this.#sendHeartbeat(channel), this.#options.heartbeatMs ?? 1000);
   }
 
-  async #sendHeartbeat(channel: Channel<HeadToAgent, AgentToHead>): Promise<void> {
+  async #sendHeartbeat(channel: HeadChannel): Promise<void> {
     const actors = [...this.#actors.values()];
     const usage = await Promise.all([processUsage(process.pid), ...actors.map((a) => processUsage(a.pid))]);
     const processes = usage.flatMap((u, i) => (u ? [{ actorId: i === 0 ? null : actors[i - 1]!.actorId, ...u }] : []));

@@ -1,13 +1,14 @@
 import { TroupeError } from '../errors.js';
-import { HeadToClientSchema } from '../protocol/client.js';
+import { ClientToHeadReplies, HeadToClientSchema } from '../protocol/client.js';
 import type { ClientToHead, HeadToClient } from '../protocol/client.js';
 import { Channel } from '../transport/channel.js';
+import type { OmitId } from '../transport/channel.js';
+import type { z } from 'zod';
 import type { FrameTransport } from '../transport/frame-transport.js';
 import { openFrameTransport } from '../transport/open-transport.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../protocol/codec.js';
 
-type ClientChannel = Channel<HeadToClient, ClientToHead>;
-type Request = Parameters<ClientChannel['request']>[0];
+type ClientChannel = Channel<HeadToClient, ClientToHead, typeof ClientToHeadReplies>;
 
 export interface HeadConnectionOptions {
   token?: string | undefined;
@@ -65,7 +66,7 @@ export class HeadConnection {
   }
 
   /** Sends a request on the current connection; without one, fails at once with TROUPE_ERR_CONNECTION_CLOSED. */
-  request(message: Request, timeoutMs?: number): Promise<unknown> {
+  request<M extends OmitId<ClientToHead> & { type: keyof typeof ClientToHeadReplies }>(message: M, timeoutMs?: number): Promise<z.output<(typeof ClientToHeadReplies)[M['type']]>> {
     if (this.#closed) return Promise.reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', 'the connection to the head was closed by this client'));
     const channel = this.#channel;
     if (!channel || channel.closed) {
@@ -105,7 +106,8 @@ export class HeadConnection {
 
   #attach(ws: FrameTransport): void {
     const reconnected = this.#channel !== undefined;
-    const channel: ClientChannel = new Channel<HeadToClient, ClientToHead>(ws, {
+    const channel: ClientChannel = new Channel<HeadToClient, ClientToHead, typeof ClientToHeadReplies>(ws, {
+      replies: ClientToHeadReplies,
       schema: HeadToClientSchema,
       onMessage: (message) => this.#options.onPush?.(message),
       onClose: (code, reason) => {

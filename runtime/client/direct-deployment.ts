@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CallQueue } from '../dispatch/call-queue.js';
 import type { QueueTarget, Replica } from '../dispatch/call-queue.js';
 import { ReplicaLink } from '../dispatch/replica-link.js';
+import { ClientToReplicaReplies } from '../protocol/actor.js';
 import type { ClientToReplica } from '../protocol/actor.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../protocol/codec.js';
 import type { Routes } from '../protocol/routes.js';
@@ -9,6 +10,8 @@ import type { SharedTensorPool } from '../shm/tensor-pool.js';
 import { Channel } from '../transport/channel.js';
 import { FrameStream } from '../transport/frame-stream.js';
 import { SharedMemoryReplica } from './shared-memory-replica.js';
+
+type ReplicaChannel = Channel<Nothing, ClientToReplica, typeof ClientToReplicaReplies>;
 
 /** An actor sends nothing on a direct stream but answers to hello and calls; anything else is refused. */
 const NothingSchema = z.object({ type: z.literal('nothing') });
@@ -28,7 +31,7 @@ interface Entry {
   /** What the queue calls: the link, or the link putting large inputs in shared memory. */
   replica: Replica | undefined;
   /** Set once connected, even before the replica said the token is good. */
-  channel: Channel<Nothing, ClientToReplica> | undefined;
+  channel: ReplicaChannel | undefined;
   /** The socket closed or never opened: no more calls go here. */
   dead: boolean;
   /** Aborted when this client lets go of the replica (it left the routes, or the client closed). */
@@ -121,7 +124,7 @@ export class DirectDeployment implements QueueTarget {
       const { host, port } = endpointOf(url);
       // Replies are handed to callers, who may keep them: their frames are not pooled.
       const stream = await FrameStream.connect(host, port, { maxFrameBytes: DEFAULT_MAX_FRAME_BYTES, pooled: false, timeoutMs: CONNECT_TIMEOUT_MS, signal: entry.dropped.signal });
-      const channel = new Channel<Nothing, ClientToReplica>(stream, { schema: NothingSchema, onMessage: () => {}, onClose: fail });
+      const channel: ReplicaChannel = new Channel<Nothing, ClientToReplica, typeof ClientToReplicaReplies>(stream, { schema: NothingSchema, replies: ClientToReplicaReplies, onMessage: () => {}, onClose: fail });
       entry.channel = channel;
       await channel.request({ type: 'hello', token }, CONNECT_TIMEOUT_MS);
       if (entry.dropped.signal.aborted || entry.dead) return;

@@ -1,12 +1,11 @@
 import { TroupeError } from '../errors.js';
 import type { CallQueue } from '../dispatch/call-queue.js';
-import { RoutesSchema } from '../protocol/routes.js';
 import type { Routes } from '../protocol/routes.js';
 import type { SharedTensorPool } from '../shm/tensor-pool.js';
 import { DirectDeployment } from './direct-deployment.js';
 
 /** Asks the head for a deployment's routes (and subscribes to their changes). */
-export type AskRoutes = (deployment: string) => Promise<unknown>;
+export type AskRoutes = (deployment: string) => Promise<Routes>;
 /** Tells the head the load this client holds for deployments it calls directly. */
 export type ReportLoad = (loads: Record<string, { queued: number; inFlight: number }>) => void;
 
@@ -86,10 +85,7 @@ export class DirectRouter {
   #request(deployment: string): void {
     this.#asked.add(deployment);
     this.#ask(deployment).then(
-      (value) => {
-        const routes = RoutesSchema.safeParse(value);
-        if (routes.success) this.update(routes.data);
-      },
+      (routes) => this.update(routes),
       (err: unknown) => {
         // A lost connection asks again on reconnect; a head that does not know `routes` (an
         // older one) is not asked again: runs keep going through it.

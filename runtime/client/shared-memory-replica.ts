@@ -1,6 +1,6 @@
 import type { Replica } from '../dispatch/call-queue.js';
 import type { ReplicaLink } from '../dispatch/replica-link.js';
-import type { CallTiming, ClientToReplica } from '../protocol/actor.js';
+import type { CallReply, ClientToReplica, ClientToReplicaReplies } from '../protocol/actor.js';
 import type { DirectInputs } from '../protocol/shared-memory.js';
 import { SHARED_MIN_BYTES } from '../shm/tensor-pool.js';
 import type { SharedSlot, SharedTensorPool } from '../shm/tensor-pool.js';
@@ -19,7 +19,7 @@ import type { Channel } from '../transport/channel.js';
  */
 export class SharedMemoryReplica<In extends { type: string }> implements Replica {
   readonly #link: ReplicaLink<In, ClientToReplica>;
-  readonly #channel: Channel<In, ClientToReplica>;
+  readonly #channel: Channel<In, ClientToReplica, typeof ClientToReplicaReplies>;
   readonly #pool: SharedTensorPool;
   /** Regions the replica has mapped, and those offered and not answered yet. */
   readonly #mapped = new Set<number>();
@@ -27,7 +27,7 @@ export class SharedMemoryReplica<In extends { type: string }> implements Replica
   /** Why the replica refused a region; set, no more are offered. */
   #refused: string | undefined;
 
-  constructor(link: ReplicaLink<In, ClientToReplica>, channel: Channel<In, ClientToReplica>, pool: SharedTensorPool) {
+  constructor(link: ReplicaLink<In, ClientToReplica>, channel: Channel<In, ClientToReplica, typeof ClientToReplicaReplies>, pool: SharedTensorPool) {
     this.#link = link;
     this.#channel = channel;
     this.#pool = pool;
@@ -37,7 +37,7 @@ export class SharedMemoryReplica<In extends { type: string }> implements Replica
     return this.#link.inFlight;
   }
 
-  call(inputs: WireTensorMap, outputs: string[] | undefined, timeoutMs: number | undefined): Promise<{ outputs: WireTensorMap; timing: CallTiming | undefined }> {
+  call(inputs: WireTensorMap, outputs: string[] | undefined, timeoutMs: number | undefined): Promise<CallReply> {
     let sent: DirectInputs | undefined;
     const slots: SharedSlot[] = [];
     for (const [name, t] of Object.entries(inputs)) {

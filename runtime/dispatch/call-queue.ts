@@ -1,5 +1,5 @@
 import { TroupeError } from '../errors.js';
-import type { CallTiming } from '../protocol/actor.js';
+import type { CallReply, CallTiming } from '../protocol/actor.js';
 import type { WireTensorMap } from '../tensor/wire.js';
 
 export interface DispatchOptions {
@@ -19,7 +19,7 @@ export interface CallResult {
 /** One replica as a queue sees it: a connection that carries calls and counts those unanswered. */
 export interface Replica {
   readonly inFlight: number;
-  call(inputs: WireTensorMap, outputs: string[] | undefined, timeoutMs: number | undefined): Promise<{ outputs: WireTensorMap; timing: CallTiming | undefined }>;
+  call(inputs: WireTensorMap, outputs: string[] | undefined, timeoutMs: number | undefined): Promise<CallReply>;
 }
 
 /** What a queue serves: a deployment's limits and, at any moment, its replicas that take calls. */

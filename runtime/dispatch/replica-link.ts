@@ -1,12 +1,11 @@
 import { TroupeError } from '../errors.js';
-import { CallTimingSchema } from '../protocol/actor.js';
-import type { CallTiming, HeadToActor } from '../protocol/actor.js';
-import { WireTensorMapSchema } from '../tensor/wire.js';
-import type { WireTensorMap } from '../tensor/wire.js';
-import type { Channel } from '../transport/channel.js';
+import type { CallReply, CallReplySchema, HeadToActor } from '../protocol/actor.js';
+import type { Channel, OmitId } from '../transport/channel.js';
 
 /** What a call carries as inputs on a channel that sends `Out`: wire tensors, or on a direct stream also shared-memory references. */
 type CallInputs<Out> = Out extends { type: 'call'; inputs: infer I } ? I : never;
+/** A channel that sends calls to an actor, whose replies are CallReplySchema's. */
+export type CallChannel<In extends { type: string }, Out extends { type: string }> = Channel<In, Out, { call: typeof CallReplySchema }>;
 
 /**
  * The caller's end of one socket to an actor: the head's link to each actor it runs calls on, and
@@ -14,12 +13,12 @@ type CallInputs<Out> = Out extends { type: 'call'; inputs: infer I } ? I : never
  * queues balance on) and turns a lost connection into TROUPE_ERR_ACTOR_DIED, which they retry.
  */
 export class ReplicaLink<In extends { type: string } = { type: string }, Out extends { type: string } = HeadToActor> {
-  readonly #channel: Channel<In, Out>;
+  readonly #channel: CallChannel<In, Out>;
   #inFlight = 0;
   #idleWaiters: (() => void)[] = [];
   #terminatedBecause: string | undefined;
 
-  constructor(channel: Channel<In, Out>) {
+  constructor(channel: CallChannel<In, Out>) {
     this.#channel = channel;
   }
 
@@ -33,7 +32,7 @@ export class ReplicaLink<In extends { type: string } = { type: string }, Out ext
   }
 
   /** Sends one call; `timeoutMs` lets the actor drop it unrun if it waits past the deadline. */
-  async call(inputs: CallInputs<Out>, outputs?: string[], timeoutMs?: number): Promise<{ outputs: WireTensorMap; timing: CallTiming | undefined }> {
+  async call(inputs: CallInputs<Out>, outputs?: string[], timeoutMs?: number): Promise<CallReply> {
     this.#inFlight++;
     try {
       const call = {
@@ -42,11 +41,9 @@ export class ReplicaLink<In extends { type: string } = { type: string }, Out ext
         ...(outputs ? { outputs } : {}),
         ...(timeoutMs !== undefined ? { timeoutMs: Math.max(1, timeoutMs) } : {}),
       };
-      const value = (await this.#channel.request(call as unknown as Parameters<Channel<In, Out>['request']>[0])) as { outputs?: unknown; timing?: unknown } | undefined;
-      const parsed = WireTensorMapSchema.safeParse(value?.outputs);
-      if (!parsed.success) throw new TroupeError('TROUPE_ERR_INTERNAL', 'actor answered without output tensors');
-      const timing = CallTimingSchema.safeParse(value?.timing);
-      return { outputs: parsed.data, timing: timing.success ? timing.data : undefined };
+      // `Out` is either end's message union (head -> actor, client -> replica): both have this
+      // call, whose inputs are CallInputs<Out>, but the compiler cannot see that through the generic.
+      return await this.#channel.request(call as unknown as OmitId<Out> & { type: 'call' });
     } catch (err) {
       if (err instanceof TroupeError && err.code === 'TROUPE_ERR_CONNECTION_CLOSED') {
         const why = this.#terminatedBecause ? `the head dropped the actor's connection (${this.#terminatedBecause})` : 'the actor exited or lost its connection';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { WireTensorMapSchema } from '../tensor/wire.js';
-import { FailSchema, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
+import { AckSchema, FailSchema, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
 import { DirectInputsSchema, RegionOfferSchema } from './shared-memory.js';
 
 /**
@@ -41,6 +41,14 @@ export const CallTimingSchema = z.object({
 });
 export type CallTiming = z.infer<typeof CallTimingSchema>;
 
+/** An actor's answer to a call: the outputs asked for, and where the call's time went. */
+export const CallReplySchema = z.object({ outputs: WireTensorMapSchema, timing: CallTimingSchema.optional() });
+export type CallReply = z.infer<typeof CallReplySchema>;
+
+/** The replies to what the head asks an actor, and to what a client asks a replica directly. */
+export const HeadToActorReplies = { call: CallReplySchema };
+export const ClientToReplicaReplies = { hello: AckSchema, call: CallReplySchema, region: AckSchema };
+
 /** Running totals an actor reports about once a second. */
 export const ActorStatsSchema = z.object({
   calls: z.number(),
@@ -76,7 +84,7 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
     modelBytes: z.number().int().min(0).optional(),
   }),
   z.object({ type: z.literal('loadFailed'), error: WireErrorSchema }),
-  ReplySchema.extend({ value: z.object({ outputs: WireTensorMapSchema, timing: CallTimingSchema.optional() }) }),
+  ReplySchema.extend({ value: CallReplySchema }),
   z.object({ type: z.literal('stats'), stats: ActorStatsSchema }),
   FailSchema,
 ]);

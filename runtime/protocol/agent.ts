@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { GpuSchema, NodeResourcesSchema } from '../resources.js';
 import { BatchSchema } from '../spec.js';
-import { FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
+import { AckSchema, FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
 
 const RunningActorSchema = z.object({ actorId: IdSchema, pid: z.number().int().positive() });
 
@@ -82,3 +82,7 @@ export const HeadToAgentSchema = z.discriminatedUnion('type', [
 export type HeadToAgent = z.infer<typeof HeadToAgentSchema>;
 
 export const StartActorReplySchema = z.object({ pid: z.number().int().positive() });
+
+/** The replies to what the head asks an agent, and to the agent's registration. */
+export const HeadToAgentReplies = { startActor: StartActorReplySchema, stopActor: AckSchema };
+export const AgentToHeadReplies = { register: z.object({ nodeId: z.string().min(1).max(256) }) };

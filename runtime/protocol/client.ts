@@ -1,8 +1,11 @@
 import { z } from 'zod';
 import { WireTensorMapSchema } from '../tensor/wire.js';
-import { FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
-import { RoutesSchema } from './routes.js';
 import { MAX_DEPLOY_TIMEOUT_S } from '../deploy-timeout.js';
+import { RunTraceSchema } from '../graph/trace.js';
+import { GraphDeploymentViewSchema } from '../graph/view.js';
+import { ClusterViewSchema, DeploymentViewSchema } from '../views.js';
+import { AckSchema, FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
+import { RoutesSchema } from './routes.js';
 
 /**
  * An output of an earlier run (a future passed as an input): the run's id and, when the run has
@@ -53,6 +56,20 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
   }),
 ]);
 export type ClientToHead = z.infer<typeof ClientToHeadSchema>;
+
+/** What a run answers: its outputs, and the per-step timing when asked for (`trace`). */
+export const RunReplySchema = z.object({ outputs: WireTensorMapSchema, trace: RunTraceSchema.optional() });
+
+/** The head's reply to each request of a client. A graph's deploy answers with the graph's view. */
+export const ClientToHeadReplies = {
+  hello: AckSchema,
+  deploy: z.union([GraphDeploymentViewSchema, DeploymentViewSchema]),
+  undeploy: AckSchema,
+  run: RunReplySchema,
+  describe: ClusterViewSchema,
+  routes: RoutesSchema,
+  load: AckSchema,
+};
 
 /** head -> SDK client: answers, and the route updates of deployments the client asked about. */
 export const HeadToClientSchema = z.discriminatedUnion('type', [ReplySchema, FailSchema, z.object({ type: z.literal('routes'), routes: RoutesSchema })]);

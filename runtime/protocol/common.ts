@@ -14,6 +14,8 @@ export const WireErrorSchema = z.object({
 export const ReplySchema = z.object({ type: z.literal('reply'), id: IdSchema, value: z.unknown() });
 export const FailSchema = z.object({ type: z.literal('fail'), id: IdSchema.nullable(), error: WireErrorSchema });
 export type Reply = z.infer<typeof ReplySchema>;
+/** The reply to a request that answers nothing but that it was done. */
+export const AckSchema = z.object({});
 export type Fail = z.infer<typeof FailSchema>;
 
 /** Deployment and actor names: safe in URLs, file names and metric labels. */

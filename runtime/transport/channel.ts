@@ -6,9 +6,18 @@ import type { Fail } from '../protocol/common.js';
 import { asFrameTransport } from './frame-transport.js';
 import type { FrameTransport } from './frame-transport.js';
 
-export interface ChannelOptions<In> {
+/**
+ * The schema of the reply to each request this side sends, by the request's type: a request
+ * whose type has none cannot be sent (`request` does not compile), and a reply that does not
+ * match is refused in the channel (TROUPE_ERR_BAD_MESSAGE), so callers get typed values.
+ */
+export type ReplySchemas = Record<string, z.ZodType>;
+
+export interface ChannelOptions<In, R extends ReplySchemas> {
   /** Schema of every message the peer may send; anything else gets `fail` BAD_MESSAGE. */
   schema: z.ZodType<In>;
+  /** The replies to this side's requests (see ReplySchemas); none when it only answers. */
+  replies?: R;
   /**
    * Messages other than replies to our own requests. `release` is given when the message came in
    * a pooled frame (see frame-stream.ts): call it once nothing reads the message's bytes (its
@@ -22,6 +31,9 @@ export interface ChannelOptions<In> {
 }
 
 interface Pending {
+  /** The request's type and the schema its reply must match. */
+  type: string;
+  schema: z.ZodType;
   resolve: (value: unknown) => void;
   reject: (error: TroupeError) => void;
   timer: NodeJS.Timeout | undefined;
@@ -39,8 +51,14 @@ function once(fn: () => void): () => void {
   };
 }
 
+/** Where a message broke its schema, and how, for the error that refuses it. */
+function where(issue: z.core.$ZodIssue | undefined): string {
+  const at = issue && issue.path.length > 0 ? ` at '${issue.path.join('.')}'` : '';
+  return `${at}: ${issue?.message ?? 'unknown'}`;
+}
+
 /** Omit that keeps a union a union (plain Omit collapses it to the common keys). */
-type OmitId<T> = T extends unknown ? Omit<T, 'id'> & { id?: string } : never;
+export type OmitId<T> = T extends unknown ? Omit<T, 'id'> & { id?: string } : never;
 
 /**
  * Messages over one frame transport (a WebSocket, or a length-prefixed stream),
@@ -53,9 +71,9 @@ type OmitId<T> = T extends unknown ? Omit<T, 'id'> & { id?: string } : never;
  * - `request` matches `reply`/`fail` by id and rejects with TROUPE_ERR_CONNECTION_CLOSED when the
  *   socket goes, so no caller waits forever.
  */
-export class Channel<In extends { type: string }, Out extends { type: string }> {
+export class Channel<In extends { type: string }, Out extends { type: string }, R extends ReplySchemas = Record<never, z.ZodType>> {
   readonly #transport: FrameTransport;
-  readonly #options: ChannelOptions<In>;
+  readonly #options: ChannelOptions<In, R>;
   readonly #pending = new Map<string, Pending>();
   #outbox: unknown[] = [];
   #flushScheduled = false;
@@ -64,7 +82,7 @@ export class Channel<In extends { type: string }, Out extends { type: string }> 
   /** Settles when the socket has closed, for whatever reason. */
   readonly whenClosed = new Promise<void>((resolve) => (this.#markClosed = resolve));
 
-  constructor(socket: WebSocket | FrameTransport, options: ChannelOptions<In>) {
+  constructor(socket: WebSocket | FrameTransport, options: ChannelOptions<In, R>) {
     this.#transport = asFrameTransport(socket);
     this.#options = options;
     this.#transport.start({
@@ -96,11 +114,13 @@ export class Channel<In extends { type: string }, Out extends { type: string }> 
     }
   }
 
-  /** Sends a request and resolves with the peer's `reply` value (or rejects with its `fail`). */
-  request(message: OmitId<Out>, timeoutMs?: number): Promise<unknown> {
+  /** Sends a request and resolves with the peer's `reply` value, checked against its schema (or rejects with its `fail`). */
+  request<M extends OmitId<Out> & { type: keyof R & string }>(message: M, timeoutMs?: number): Promise<z.output<R[M['type']]>> {
     if (this.#closed) return Promise.reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', 'connection is closed'));
+    const schema = this.#options.replies?.[message.type];
+    if (!schema) return Promise.reject(new TroupeError('TROUPE_ERR_INTERNAL', `no reply schema for requests of type '${message.type}'`));
     const id = message.id ?? `r${(nextRequestId++).toString(36)}`;
-    return new Promise((resolve, reject) => {
+    return new Promise<z.output<R[M['type']]>>((resolve, reject) => {
       const timer =
         timeoutMs === undefined
           ? undefined
@@ -108,7 +128,7 @@ export class Channel<In extends { type: string }, Out extends { type: string }> 
               this.#pending.delete(id);
               reject(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `no answer to '${message.type}' within ${timeoutMs} ms`));
             }, timeoutMs);
-      this.#pending.set(id, { resolve, reject, timer });
+      this.#pending.set(id, { type: message.type, schema, resolve: resolve as (value: unknown) => void, reject, timer });
       this.send({ ...message, id } as unknown as Out);
     });
   }
@@ -165,9 +185,7 @@ export class Channel<In extends { type: string }, Out extends { type: string }> 
     const parsed = this.#options.schema.safeParse(raw);
     if (!parsed.success) {
       const id = (raw as { id?: unknown } | null)?.id;
-      const issue = parsed.error.issues[0];
-      const where = issue && issue.path.length > 0 ? ` at '${issue.path.join('.')}'` : '';
-      const what = `message${typeof type === 'string' ? ` '${type.slice(0, 64)}'` : ''} is invalid${where}: ${issue?.message ?? 'unknown'}`;
+      const what = `message${typeof type === 'string' ? ` '${type.slice(0, 64)}'` : ''} is invalid${where(parsed.error.issues[0])}`;
       release?.();
       this.#refuse(typeof id === 'string' && id.length <= 64 ? id : null, new TroupeError('TROUPE_ERR_BAD_MESSAGE', what));
       return;
@@ -190,8 +208,11 @@ export class Channel<In extends { type: string }, Out extends { type: string }> 
     if (!pending) return false;
     this.#pending.delete(msg.id);
     if (pending.timer) clearTimeout(pending.timer);
-    if (msg.type === 'reply') pending.resolve(msg.value);
-    else {
+    if (msg.type === 'reply') {
+      const parsed = pending.schema.safeParse(msg.value);
+      if (parsed.success) pending.resolve(parsed.data);
+      else pending.reject(new TroupeError('TROUPE_ERR_BAD_MESSAGE', `the reply to '${pending.type}' is invalid${where(parsed.error.issues[0])}`));
+    } else {
       const wire = msg.error as { code?: unknown; message?: unknown } | undefined;
       const err =
         wire && typeof wire.message === 'string' && isErrorCode(wire.code)

@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { after, test } from 'node:test';
+import { z } from 'zod';
+import { Channel, FrameStream, TroupeError } from '../../runtime/index.js';
+
+/** Requests the asking side sends; the answering side replies to `good` as promised and to `bad` with the wrong shape. */
+type Ask = { type: 'good'; id: string; n: number } | { type: 'bad'; id: string };
+const AskSchema = z.discriminatedUnion('type', [z.object({ type: z.literal('good'), id: z.string(), n: z.number() }), z.object({ type: z.literal('bad'), id: z.string() })]);
+const Replies = { good: z.object({ doubled: z.number() }), bad: z.object({ doubled: z.number() }) };
+type Nothing = { type: 'nothing' };
+const NothingSchema = z.object({ type: z.literal('nothing') });
+const OPTIONS = { maxFrameBytes: 1 << 20, pooled: false };
+
+/** Two channels over a real loopback socket: `asker` requests, `answerer` replies. */
+async function pair() {
+  const server = createServer();
+  const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  after(() => server.close());
+  const { port } = server.address() as AddressInfo;
+  const asker = new Channel<Nothing, Ask, typeof Replies>(await FrameStream.connect('127.0.0.1', port, { ...OPTIONS, timeoutMs: 10_000 }), {
+    schema: NothingSchema,
+    replies: Replies,
+    onMessage: () => {},
+  });
+  const answerer: Channel<Ask, Nothing> = new Channel<Ask, Nothing>(FrameStream.adopt(await accepted, OPTIONS), {
+    schema: AskSchema,
+    onMessage: (message) => answerer.reply(message.id, message.type === 'good' ? { doubled: message.n * 2 } : { doubled: 'two' }),
+  });
+  after(() => {
+    asker.terminate();
+    answerer.terminate();
+  });
+  return asker;
+}
+
+test('a reply is checked against the schema paired with its request, and typed by it', async () => {
+  const asker = await pair();
+  const { doubled } = await asker.request({ type: 'good', n: 21 }, 10_000);
+  assert.equal(doubled, 42);
+  await assert.rejects(asker.request({ type: 'bad' }, 10_000), (err: unknown) => {
+    assert.ok(err instanceof TroupeError);
+    assert.equal(err.code, 'TROUPE_ERR_BAD_MESSAGE');
+    assert.match(err.message, /the reply to 'bad' is invalid at 'doubled'/);
+    return true;
+  });
+  // The channel stays usable after a malformed reply.
+  assert.deepEqual(await asker.request({ type: 'good', n: 1 }, 10_000), { doubled: 2 });
+});
