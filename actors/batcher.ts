@@ -1,6 +1,6 @@
-import { TroupeError, sharedBufferPool, sharesMemory } from '../runtime/index.js';
-import type { Tensor } from '../runtime/index.js';
-import { batchKey, concatRows, rowsOf, splitRows } from './batch-tensors.js';
+import { TroupeError, concatTensorRows, sharedBufferPool, sharesMemory, splitRows } from '../runtime/index.js';
+import type { CallTiming, Tensor } from '../runtime/index.js';
+import { batchKey, rowsOf } from './batch-tensors.js';
 
 export interface BatcherOptions {
   /** Most rows in one run; 1 runs every call alone. */
@@ -17,15 +17,6 @@ export interface BatcherOptions {
   preferredSizes?: readonly number[] | undefined;
   /** False for models without a batch axis: they are never batched. */
   batchable: boolean;
-}
-
-export interface CallTiming {
-  /** Time from arrival in this actor to the start of its run. */
-  queueMs: number;
-  computeMs: number;
-  /** Rows and calls in the run this call was part of. */
-  batchRows: number;
-  batchCalls: number;
 }
 
 export interface BatcherStats {
@@ -220,7 +211,7 @@ export class Batcher {
         const inputs: Record<string, Tensor> = {};
         const copies: Buffer[] = [];
         for (const name of Object.keys(first.inputs)) {
-          const joined = concatRows(batch.map((j) => j.inputs[name]!), sharedBufferPool);
+          const joined = concatTensorRows(batch.map((j) => j.inputs[name]!), sharedBufferPool);
           inputs[name] = joined.tensor;
           if (joined.copy) copies.push(joined.copy);
         }

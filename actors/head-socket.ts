@@ -1,4 +1,4 @@
-import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, Channel, DEFAULT_MAX_FRAME_BYTES, HeadToActorSchema, TroupeError, openFrameTransport, toWireError } from '../runtime/index.js';
+import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, Channel, DEFAULT_MAX_FRAME_BYTES, HeadToActorSchema, Reconnect, TroupeError, openFrameTransport, toWireError } from '../runtime/index.js';
 import type { ActorToHead, HeadToActor, Logger } from '../runtime/index.js';
 
 type HeadChannel = Channel<HeadToActor, ActorToHead>;
@@ -19,23 +19,20 @@ export interface HeadSocketOptions {
   onRefused: (why: string) => void;
 }
 
-const FIRST_RETRY_MS = 100;
-const MAX_RETRY_MS = 2000;
 const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 /**
  * An actor's data-plane connection to the head, kept up for the life of the process. An actor does
  * not exit when it loses the head: a restarted head (or one whose connection dropped) takes it back
  * when it reconnects with its id and secret and says `ready` again, so its model is not reloaded.
- * Reconnects back off from 100 ms to 2 s, with jitter so a node's actors do not arrive in step.
+ * Reconnects back off as every process's do (runtime's Reconnect), with jitter so a node's actors do not arrive in step.
  * Only a refusal (401: the head no longer knows this id and secret) ends the process; a head
  * that is down is waited for, bounded by the agent, whose exit (IPC) still ends every actor.
  */
 export class HeadSocket {
   readonly #options: HeadSocketOptions;
   #channel: HeadChannel | undefined;
-  #retryMs = FIRST_RETRY_MS;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #reconnect = new Reconnect(() => this.#connect(), { keepsProcessAlive: true });
   #stopped = false;
   #connectedOnce = false;
 
@@ -60,7 +57,7 @@ export class HeadSocket {
   /** Stops reconnecting and closes the connection after what was sent has left; bounded by `timeoutMs`. */
   async close(timeoutMs = 1000): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#reconnect.stop();
     const channel = this.channel;
     if (!channel) return;
     channel.close(1000, 'actor stopping');
@@ -80,7 +77,7 @@ export class HeadSocket {
         if (this.#stopped) return transport.terminate();
         if (this.#connectedOnce) log.info({ actor: actorId }, 'reconnected to the head');
         this.#connectedOnce = true;
-        this.#retryMs = FIRST_RETRY_MS;
+        this.#reconnect.succeeded();
         const channel: HeadChannel = new Channel<HeadToActor, ActorToHead>(transport, {
           schema: HeadToActorSchema,
           onMessage: (message, release) => this.#options.onMessage(message, channel, release),
@@ -102,13 +99,10 @@ export class HeadSocket {
 
   #retry(why: string): void {
     if (this.#stopped) return;
-    clearTimeout(this.#timer);
-    const delay = Math.round(this.#retryMs * (0.8 + 0.4 * Math.random()));
     // One warning per outage; the attempts after it are debug lines.
-    const level = this.#retryMs === FIRST_RETRY_MS ? 'warn' : 'debug';
+    const level = this.#reconnect.firstOfOutage ? 'warn' : 'debug';
+    const delay = this.#reconnect.schedule();
     this.#options.log[level]({ actor: this.#options.actorId, why, retryInMs: delay }, 'lost the head; reconnecting');
-    this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS);
-    this.#timer = setTimeout(() => this.#connect(), delay);
   }
 }
 

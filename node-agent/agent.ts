@@ -1,6 +1,6 @@
 import { cpus as osCpus, hostname, totalmem } from 'node:os';
 import { WebSocket } from 'ws';
-import { AGENT_LEAVING, AgentToHeadReplies, Channel, clientSocketOptions, createLogger, defaultMaxActors, HeadToAgentSchema, TroupeError } from '../runtime/index.js';
+import { AGENT_LEAVING, AgentToHeadReplies, Channel, clientSocketOptions, createLogger, defaultMaxActors, HeadToAgentSchema, Reconnect, TroupeError } from '../runtime/index.js';
 import type { AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/index.js';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -70,8 +70,12 @@ export class NodeAgent {
   #channel: HeadChannel | undefined;
   #gpus: Gpu[] = [];
   #heartbeat: NodeJS.Timeout | undefined;
-  #reconnect: NodeJS.Timeout | undefined;
-  #backoffMs = 250;
+  readonly #reconnect = new Reconnect(() => {
+    this.#connect().catch((err: unknown) => {
+      this.#log.warn({ err: (err as Error).message }, 'reconnect failed');
+      this.#onDisconnect();
+    });
+  }, { keepsProcessAlive: true });
   #stopping = false;
   /** Where this node's actors listen for direct calls from clients (see actors/direct-server.ts). */
   #dataHost: string | undefined;
@@ -104,7 +108,7 @@ export class NodeAgent {
   /** Stops every actor (SIGTERM, then SIGKILL after `graceMs`) and leaves the cluster. */
   async stop(graceMs = 5000): Promise<void> {
     this.#stopping = true;
-    clearTimeout(this.#reconnect);
+    this.#reconnect.stop();
     clearInterval(this.#heartbeat);
     this.#sampler?.stop();
     // Leave first: the head then reschedules our actors at once instead of counting crashes.
@@ -156,7 +160,7 @@ export class NodeAgent {
       },
       10_000,
     );
-    this.#backoffMs = 250;
+    this.#reconnect.succeeded();
     this.#log.info({ head: url.href, node: this.name, gpus: this.#gpus.length }, 'registered with the head');
     clearInterval(this.#heartbeat);
     this.#heartbeat = setInterval(() => void this.#sendHeartbeat(channel), this.#options.heartbeatMs ?? 1000);
@@ -183,14 +187,7 @@ export class NodeAgent {
   #onDisconnect(): void {
     clearInterval(this.#heartbeat);
     if (this.#stopping) return;
-    this.#log.warn({ retryInMs: this.#backoffMs }, 'lost the head; reconnecting');
-    this.#reconnect = setTimeout(() => {
-      this.#connect().catch((err: unknown) => {
-        this.#log.warn({ err: (err as Error).message }, 'reconnect failed');
-        this.#onDisconnect();
-      });
-    }, this.#backoffMs);
-    this.#backoffMs = Math.min(this.#backoffMs * 2, 5000);
+    this.#log.warn({ retryInMs: this.#reconnect.schedule() }, 'lost the head; reconnecting');
   }
 
   #onMessage(message: HeadToAgent): void {

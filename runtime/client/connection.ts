@@ -2,6 +2,7 @@ import { TroupeError } from '../errors.js';
 import { ClientToHeadReplies, HeadToClientSchema } from '../protocol/client.js';
 import type { ClientToHead, HeadToClient } from '../protocol/client.js';
 import { Channel } from '../transport/channel.js';
+import { MAX_RECONNECT_MS, Reconnect } from '../transport/reconnect.js';
 import type { OmitId } from '../transport/channel.js';
 import type { z } from 'zod';
 import type { FrameTransport } from '../transport/frame-transport.js';
@@ -21,8 +22,6 @@ export interface HeadConnectionOptions {
   onReconnect?: () => void;
 }
 
-const FIRST_RETRY_MS = 100;
-const MAX_RETRY_MS = 5000;
 
 /** Opens one connection to the head's client endpoint; rejects with a TroupeError saying why not. */
 function openSocket(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<FrameTransport> {
@@ -34,16 +33,15 @@ function openSocket(url: URL, headers: Record<string, string>, timeoutMs: number
  * The SDK's connection to a head, kept up: when it drops (a head restart, a network blip), the
  * requests waiting on it fail at once with TROUPE_ERR_CONNECTION_CLOSED (retryable; nothing
  * hangs), requests made while it is down fail the same way, and it reconnects in the background
- * with back-off (100 ms doubling to 5 s, jittered). The reconnect timer does not keep a process
- * alive on its own.
+ * with back-off (transport/reconnect.ts). The reconnect timer does not keep a process alive on
+ * its own.
  */
 export class HeadConnection {
   readonly #url: URL;
   readonly #headers: Record<string, string>;
   readonly #options: HeadConnectionOptions;
   #channel: ClientChannel | undefined;
-  #retryMs = FIRST_RETRY_MS;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #reconnect = new Reconnect(() => this.#reopen(), { keepsProcessAlive: false });
   #closed = false;
   #lastError: string | undefined;
   #waiters = new Set<() => void>();
@@ -94,7 +92,7 @@ export class HeadConnection {
   /** Stops reconnecting and closes; requests still waiting reject with TROUPE_ERR_CONNECTION_CLOSED. */
   async close(): Promise<void> {
     this.#closed = true;
-    clearTimeout(this.#timer);
+    this.#reconnect.stop();
     for (const wake of [...this.#waiters]) wake();
     const channel = this.#channel;
     if (!channel || channel.closed) return;
@@ -121,7 +119,7 @@ export class HeadConnection {
     // BAD_MESSAGE fail, which changes nothing.
     channel.request({ type: 'hello' }, 30_000).catch(() => {});
     this.#channel = channel;
-    this.#retryMs = FIRST_RETRY_MS;
+    this.#reconnect.succeeded();
     this.#lastError = undefined;
     for (const wake of [...this.#waiters]) wake();
     if (reconnected) this.#options.onReconnect?.();
@@ -129,22 +127,20 @@ export class HeadConnection {
 
   #scheduleReconnect(): void {
     if (this.#closed || !this.#options.reconnect) return;
-    const delay = Math.round(this.#retryMs * (0.8 + 0.4 * Math.random()));
-    this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS);
-    this.#timer = setTimeout(() => {
-      openSocket(this.#url, this.#headers, this.#options.connectTimeoutMs).then(
-        (ws) => {
-          if (this.#closed) ws.terminate();
-          else this.#attach(ws);
-        },
-        (err: unknown) => {
-          this.#lastError = (err as Error).message;
-          this.#scheduleReconnect();
-        },
-      );
-    }, delay);
-    // A client nobody closes must not keep its process alive just to reconnect.
-    this.#timer.unref();
+    this.#reconnect.schedule();
+  }
+
+  #reopen(): void {
+    openSocket(this.#url, this.#headers, this.#options.connectTimeoutMs).then(
+      (ws) => {
+        if (this.#closed) ws.terminate();
+        else this.#attach(ws);
+      },
+      (err: unknown) => {
+        this.#lastError = (err as Error).message;
+        this.#scheduleReconnect();
+      },
+    );
   }
 }
 
@@ -170,7 +166,7 @@ export async function withRetries<T>(conn: HeadConnection, policy: RetryPolicy, 
       const left = policy.deadline === undefined ? Infinity : policy.deadline - Date.now();
       if (left <= delay) throw err;
       await new Promise((resolve) => setTimeout(resolve, delay));
-      if (err.code === 'TROUPE_ERR_CONNECTION_CLOSED') await conn.whenConnected(Math.min(left - delay, MAX_RETRY_MS * 2));
+      if (err.code === 'TROUPE_ERR_CONNECTION_CLOSED') await conn.whenConnected(Math.min(left - delay, MAX_RECONNECT_MS * 2));
     }
   }
 }

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { TroupeError } from '../errors.js';
 import { fromWire, toWire } from '../tensor/wire.js';
 import type { WireTensor, WireTensorMap } from '../tensor/wire.js';
-import { batchSize, chunkBounds, concatRows, sliceRows } from './batch.js';
+import { batchSize, chunkBounds, concatRows, sliceRows } from '../tensor/rows.js';
 import { combineOutputs } from './combiners.js';
 import type { PlanDataParallel, PlanEnsemble, PlanNode, PlanPipeline } from './compile.js';
 import { inputNames } from './signature.js';

@@ -34,8 +34,10 @@ export type ClientToReplica = z.infer<typeof ClientToReplicaSchema>;
 
 /** Where one call's time went inside the actor. */
 export const CallTimingSchema = z.object({
+  /** From arrival in the actor to the start of its run. */
   queueMs: z.number(),
   computeMs: z.number(),
+  /** Rows and calls in the run this call was part of. */
   batchRows: z.number(),
   batchCalls: z.number(),
 });

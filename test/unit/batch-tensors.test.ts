@@ -1,19 +1,19 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { concatRows, rowsOf, splitRows } from '../../actors/batch-tensors.js';
-import { BufferPool, decodeFrame, encodeFrame, fromWire, tensor, toWire } from '../../runtime/index.js';
+import { rowsOf } from '../../actors/batch-tensors.js';
+import { BufferPool, concatTensorRows, decodeFrame, encodeFrame, fromWire, splitRows, tensor, toWire } from '../../runtime/index.js';
 import type { Tensor } from '../../runtime/index.js';
 
 const rows = (t: Tensor) => [...(t.data as Float32Array)];
 const pool = new BufferPool();
-const join = (parts: Tensor[]) => concatRows(parts, pool).tensor;
+const join = (parts: Tensor[]) => concatTensorRows(parts, pool).tensor;
 
 test('calls that came in one frame are batched as a view over its bytes, without a copy', () => {
   const calls = [1, 2, 3].map((k) => toWire(tensor('float32', [1, 4], new Float32Array(4).fill(k))));
   // As the actor receives them: one frame, each tensor viewed in place (large ones travel after the body).
   const big = [1, 2, 3].map((k) => toWire(tensor('float32', [1, 8192], new Float32Array(8192).fill(k))));
   const received = (decodeFrame(encodeFrame(big.map((inputs) => ({ inputs })))) as { inputs: typeof big[0] }[]).map((m) => fromWire(m.inputs, 'x'));
-  const viewed = concatRows(received, pool);
+  const viewed = concatTensorRows(received, pool);
   assert.equal(viewed.copy, undefined, 'nothing to give back');
   const batch = viewed.tensor;
   assert.deepEqual(batch.shape, [3, 8192]);
@@ -21,7 +21,7 @@ test('calls that came in one frame are batched as a view over its bytes, without
   assert.deepEqual([0, 8191, 8192, 16383, 16384, 24575].map((i) => (batch.data as Float32Array)[i]), [1, 1, 2, 2, 3, 3]);
 
   // Tensors from separate buffers are copied, in order, into a new one.
-  const { tensor: copied, copy } = concatRows(calls.map((w) => fromWire(w, 'x')), pool);
+  const { tensor: copied, copy } = concatTensorRows(calls.map((w) => fromWire(w, 'x')), pool);
   assert.equal((copied.data as Float32Array).buffer, copy?.buffer, 'the copy is the buffer to give back');
   assert.deepEqual(copied.shape, [3, 4]);
   assert.notEqual((copied.data as Float32Array).buffer, (calls[0]!.data as Uint8Array).buffer);
