@@ -1,0 +1,44 @@
+// `npm run lint`: typescript-eslint's recommended rules with type information (floating promises
+// are errors), the layering of docs/architecture.md as import rules, and no formatting rules:
+// prettier owns the layout (`npm run format`), checked by the same script.
+import js from '@eslint/js';
+import prettier from 'eslint-config-prettier';
+import tseslint from 'typescript-eslint';
+
+/** `actors/`, `head/` and `node-agent/` depend on `runtime/` only, never on each other or on the CLI. */
+const layer = (self, others) => ({
+  files: [`${self}/**/*.ts`],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            group: others.flatMap((o) => [`../${o}/*`, `../../${o}/*`, `../../../${o}/*`]),
+            message: `${self}/ may import only runtime/ and its own files (docs/architecture.md).`,
+          },
+        ],
+      },
+    ],
+  },
+});
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'head/status/client/**', 'native/**', '**/*.js', '**/*.mjs'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/consistent-type-imports': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  // node:test's test() and describe() return promises the runner awaits itself.
+  { files: ['test/**/*.ts'], rules: { '@typescript-eslint/no-floating-promises': 'off' } },
+  layer('actors', ['head', 'node-agent', 'cli']),
+  layer('head', ['actors', 'node-agent', 'cli']),
+  layer('node-agent', ['actors', 'head', 'cli']),
+  prettier,
+);
