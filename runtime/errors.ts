@@ -40,6 +40,7 @@ export const ERRORS = {
   TROUPE_ERR_NO_MODULE_DIR: { status: 400, retryable: false, what: 'A fn step was deployed to an agent started without --module-dir: fn steps are opt-in code, and such an agent runs none.' },
   TROUPE_ERR_SPEC_TOO_LARGE: { status: 413, retryable: false, what: 'A deployment body is larger or more complex than a spec needs (256 KiB; YAML of at most 2,000 lines and flow items); the message names the bound. Specs are a few KB; the bounds keep parsing off the critical path of serving.' },
   TROUPE_ERR_TOO_MANY_ELEMENTS: { status: 413, retryable: false, what: 'An inference request declares or carries more tensor elements than the head accepts per request (16M), or its JSON "data" holds more than 4M values (send larger tensors as binary data); refused before the JSON is parsed.' },
+  TROUPE_ERR_UNSUPPORTED_ENCODING: { status: 415, retryable: false, what: "An HTTP request body's Content-Encoding is not one the head decodes (gzip, deflate, identity); the answer's Accept-Encoding lists those." },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -53,6 +53,16 @@ export const AutoscaleSchema = z
   .strict();
 export type AutoscaleSpec = z.output<typeof AutoscaleSchema>;
 
+/** One class name per index of a classification output; Triton's label file, one line each. */
+const LabelListSchema = z.array(z.string().max(1024, 'a label is at most 1024 characters')).max(1_000_000);
+
+/**
+ * Class labels for the HTTP API's classification extension ("score:index:label"): one list for
+ * every output, or a list per output name, as Triton's `label_filename` is given per output.
+ */
+export const LabelsSchema = z.union([LabelListSchema, z.record(z.string().min(1).max(256), LabelListSchema)]);
+export type DeploymentLabels = z.infer<typeof LabelsSchema>;
+
 /** The smallest `cpus` a replica may ask for: a twentieth of a core, so 20 replicas per CPU at most. */
 export const MIN_REPLICA_CPUS = 0.05;
 
@@ -87,6 +97,8 @@ export const ModelDeploymentSchema = z
     maxRetries: z.number().int().min(0).max(10).default(2),
     /** Opt-in autoscaling between minReplicas and maxReplicas; `replicas` is the starting count. */
     autoscale: AutoscaleSchema.optional(),
+    /** Class labels the HTTP API's classification extension adds to its "score:index" strings. */
+    labels: LabelsSchema.optional(),
   })
   .strict()
   .refine((d) => d.gpus <= 1 || Number.isInteger(d.gpus), { message: 'gpus above 1 must be a whole number', path: ['gpus'] })

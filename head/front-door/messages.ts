@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ERROR_CODES, ModelMetadataSchema } from '../../runtime/index.js';
+import { ERROR_CODES, LabelsSchema, ModelMetadataSchema } from '../../runtime/index.js';
 
 /**
  * What the head and its front-door workers say over their IPC channel (advanced serialization,
@@ -7,7 +7,7 @@ import { ERROR_CODES, ModelMetadataSchema } from '../../runtime/index.js';
  * message that does not parse must be dropped with a log line, not crash either process.
  */
 
-export const InferTargetSchema = z.object({ name: z.string(), kind: z.enum(['model', 'fn']), metadata: ModelMetadataSchema.nullable() });
+export const InferTargetSchema = z.object({ name: z.string(), kind: z.enum(['model', 'fn']), metadata: ModelMetadataSchema.nullable(), labels: LabelsSchema.optional() });
 
 export const WorkerSettingsSchema = z.object({
   /** The head's own URL, where the worker's SDK connection goes (routes, graphs, fallbacks). */

@@ -1,5 +1,5 @@
 import { TroupeError } from '../../runtime/index.js';
-import type { ModelMetadata, WireTensorMap } from '../../runtime/index.js';
+import type { DeploymentLabels, ModelMetadata, WireTensorMap } from '../../runtime/index.js';
 import type { InferenceRequest } from '../inference.js';
 
 /** The only version each deployment has, in the Open Inference Protocol's terms. */
@@ -13,6 +13,8 @@ export interface InferTarget {
   kind: 'model' | 'fn';
   /** Null until a replica is READY and has said what it takes. */
   metadata: ModelMetadata | null;
+  /** The spec's class labels, for the classification extension. */
+  labels?: DeploymentLabels | undefined;
 }
 
 /**

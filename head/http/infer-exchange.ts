@@ -3,6 +3,7 @@ import { sharedBufferPool } from '../../runtime/index.js';
 import type { Logger } from '../../runtime/index.js';
 import type { ShutdownGate } from '../drain.js';
 import { authError } from './auth.js';
+import { ACCEPTED_REQUEST_CODINGS, decodeBody, encodeBody, responseCoding, unsupportedCoding } from './content-coding.js';
 import { drainingError, errorResponse, requestFailed } from './errors.js';
 import type { HttpError } from './errors.js';
 import type { InferenceBackend, Params } from './infer-backend.js';
@@ -60,10 +61,13 @@ export function inferRoute(method: string | undefined, url: string | undefined):
   }
 }
 
-/** Why the request may not go on before its body is read: the head drains (503), or the token is missing (401). */
+/**
+ * Why the request may not go on before its body is read: the head drains (503), the token is
+ * missing (401), or the body comes in a content coding the head does not decode (415).
+ */
 export function refusal(options: InferExchangeOptions, route: InferRoute, url: string, headers: IncomingHttpHeaders): HttpError | undefined {
   if (options.gate.draining) return drainingError('POST', url);
-  return authError('inference', options.token, options.host, { method: 'POST', headers }, route.route);
+  return authError('inference', options.token, options.host, { method: 'POST', headers }, route.route) ?? unsupportedCoding(headers);
 }
 
 /** The JSON header's length from Inference-Header-Content-Length, when it is a plain number (0 otherwise). */
@@ -81,6 +85,7 @@ export function errorAnswer(error: HttpError): HttpAnswer {
   const { headers, body } = errorResponse(error);
   // A refused body is not read on: the connection closes after the answer.
   if (error.status === 413) headers.connection = 'close';
+  if (error.code === 'TROUPE_ERR_UNSUPPORTED_ENCODING') headers['accept-encoding'] = ACCEPTED_REQUEST_CODINGS;
   return { status: error.status, headers, body };
 }
 
@@ -89,14 +94,24 @@ export function errorAnswer(error: HttpError): HttpAnswer {
  * actor answered, so the frame carrying the inputs had left this process, and the outputs are
  * the actor's own bytes. After a failure the frame may still wait in a socket's queue (a deadline
  * passed while it was sent), so the buffer is left to the collector.
+ *
+ * A compressed body is decoded first (content-coding.ts), and the pooled bytes it came in go
+ * back at once: the call is made from the decoded copy. The response is compressed when
+ * Accept-Encoding asks; Inference-Header-Content-Length still counts bytes of the uncompressed body.
  */
 export async function answerInference(options: InferExchangeOptions, route: InferRoute, request: { url: string; headers: IncomingHttpHeaders }, body: InferBody): Promise<HttpAnswer> {
   try {
-    const response = await inferResponse(options.backend, route.params, request.headers[HEADER_LENGTH], body.bytes);
-    if (body.pooled) sharedBufferPool.give(body.bytes);
-    const headers: Record<string, string | number> = { 'content-type': response.contentType, 'content-length': Buffer.byteLength(response.body) };
+    const bytes = await decodeBody(body.bytes, request.headers, options.maxBodyBytes);
+    const pooled = body.pooled && bytes === body.bytes;
+    if (body.pooled && !pooled) sharedBufferPool.give(body.bytes);
+    const response = await inferResponse(options.backend, route.params, request.headers[HEADER_LENGTH], bytes);
+    if (pooled) sharedBufferPool.give(bytes);
+    const coding = responseCoding(request.headers['accept-encoding']);
+    const payload = coding ? await encodeBody(response.body, coding) : response.body;
+    const headers: Record<string, string | number> = { 'content-type': response.contentType, 'content-length': Buffer.byteLength(payload) };
     if (response.headerLength !== undefined) headers['inference-header-content-length'] = response.headerLength;
-    return { status: 200, headers, body: response.body };
+    if (coding) headers['content-encoding'] = coding;
+    return { status: 200, headers, body: payload };
   } catch (err) {
     return errorAnswer(requestFailed(options.log, err, { method: 'POST', url: request.url }, options.maxBodyBytes));
   }

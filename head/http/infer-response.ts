@@ -1,26 +1,25 @@
 import { TroupeError } from '../../runtime/index.js';
 import { parseJson } from './body.js';
-import type { InferenceBackend, Params } from './infer-backend.js';
+import type { InferenceBackend, InferTarget, Params } from './infer-backend.js';
 import { splitInferBody } from './oip-binary.js';
+import { classCounts, classifyOutputs } from './oip-classification.js';
 import { checkInferJson } from './oip-json-scan.js';
 import { InferRequestSchema, decodeInferRequest, encodeInferResponse } from './oip-codec.js';
-import type { EncodedResponse } from './oip-codec.js';
+import type { DecodedRequest, EncodedResponse, InferRequest } from './oip-codec.js';
+import { isRawRequest, rawInferRequest } from './oip-raw.js';
 
 /**
  * One inference request, from the model named in the URL, the Inference-Header-Content-Length
- * header and the body, to the response; throws TroupeError. Shared by the fastify route, the fast
- * path that serves the same URLs ahead of fastify (fast-infer.ts) and the front-door workers.
+ * header and the (decoded) body, to the response; throws TroupeError. Shared by the fastify route,
+ * the fast path that serves the same URLs ahead of fastify (fast-infer.ts) and the front-door
+ * workers. A header of 0 is Triton's raw binary request (oip-raw.ts); outputs that ask for
+ * classification are replaced by their classes (oip-classification.ts) before encoding.
  */
 export async function inferResponse(backend: InferenceBackend, params: Params, headerLength: string | string[] | undefined, body: Buffer): Promise<EncodedResponse> {
   const target = await backend.target(params);
-  const { json, binary } = splitInferBody(body, headerLength);
-  checkInferJson(json, target);
-  const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the inference request'));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the inference request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`);
-  }
-  const decoded = decodeInferRequest(parsed.data, binary);
+  const { request, decoded } = isRawRequest(headerLength) ? rawRequest(target, body) : jsonRequest(target, headerLength, body);
+  // Checked before the run: a bad class count costs no inference.
+  const counts = classCounts(request);
   const outputs = await backend.run({
     deployment: target.name,
     inputs: decoded.inputs,
@@ -29,5 +28,21 @@ export async function inferResponse(backend: InferenceBackend, params: Params, h
   });
   const declared = target.metadata?.outputs.map((o) => o.name) ?? [];
   const order = decoded.outputs ?? [...declared.filter((n) => n in outputs), ...Object.keys(outputs).filter((n) => !declared.includes(n))];
-  return encodeInferResponse(target.name, parsed.data, outputs, order);
+  return encodeInferResponse(target.name, request, classifyOutputs(outputs, counts, target.labels), order);
+}
+
+function rawRequest(target: InferTarget, body: Buffer): { request: InferRequest; decoded: DecodedRequest } {
+  const { request, inputs } = rawInferRequest(target, body);
+  return { request, decoded: { inputs, outputs: undefined, timeoutMs: undefined } };
+}
+
+function jsonRequest(target: InferTarget, headerLength: string | string[] | undefined, body: Buffer): { request: InferRequest; decoded: DecodedRequest } {
+  const { json, binary } = splitInferBody(body, headerLength);
+  checkInferJson(json, target);
+  const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the inference request'));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the inference request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`);
+  }
+  return { request: parsed.data, decoded: decodeInferRequest(parsed.data, binary) };
 }

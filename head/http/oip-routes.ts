@@ -5,6 +5,7 @@ import type { TensorInfo } from '../../runtime/index.js';
 import { serverReadiness } from '../readiness.js';
 import type { DeploymentRecord } from '../state.js';
 import { bodyBuffer } from './body.js';
+import { decodeBody, encodeBody, responseCoding } from './content-coding.js';
 import type { ApiContext } from './context.js';
 import { MODEL_VERSION } from './infer-backend.js';
 import type { Params } from './infer-backend.js';
@@ -101,9 +102,12 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
     return reply.code(isReady(d) ? 200 : 400).send();
   };
   const infer = async (request: FastifyRequest, reply: FastifyReply) => {
-    const response = await inferResponse(backend, request.params as Params, request.headers[HEADER_LENGTH], bodyBuffer(request.body));
+    const body = await decodeBody(bodyBuffer(request.body), request.headers, ctx.maxBodyBytes);
+    const response = await inferResponse(backend, request.params as Params, request.headers[HEADER_LENGTH], body);
     if (response.headerLength !== undefined) reply.header('inference-header-content-length', String(response.headerLength));
-    return reply.code(200).type(response.contentType).send(response.body);
+    const coding = responseCoding(request.headers['accept-encoding']);
+    if (coding) reply.header('content-encoding', coding);
+    return reply.code(200).type(response.contentType).send(coding ? await encodeBody(response.body, coding) : response.body);
   };
 
   for (const prefix of ['/v2/models/:name', '/v2/models/:name/versions/:version']) {
@@ -127,7 +131,11 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
           'JSON tensors ("data" nested or flat, row-major), or the binary tensor data extension: the JSON request is the first ' +
           'Inference-Header-Content-Length bytes, each input with parameters.binary_data_size is read from the bytes after it in order. ' +
           'Outputs come back binary when their parameters.binary_data (or the request parameter binary_data_output) is true; the response is then ' +
-          'application/octet-stream with its own Inference-Header-Content-Length. parameters.timeout (microseconds) sets a deadline (504).',
+          'application/octet-stream with its own Inference-Header-Content-Length. parameters.timeout (microseconds) sets a deadline (504). ' +
+          'Inference-Header-Content-Length: 0 is a raw binary request: the whole body is the one input\'s bytes (shape from the model, its variable dimension ' +
+          'from the byte length), and every output comes back binary. Content-Encoding gzip or deflate bodies are decoded (the limit applies to the decoded bytes), ' +
+          'any other coding is refused (415); Accept-Encoding gzip or deflate compresses the response. An output with parameters.classification k comes back as ' +
+          'BYTES [batch, k] "score:index[:label]" strings (Triton\'s classification extension).',
         body: { contentTypes: ['application/json', 'application/octet-stream'], schema: InferRequestSchema },
         responses: { 200: { description: 'the outputs', schema: InferResponseSchema } },
       },

@@ -4,7 +4,7 @@ import { findTarget } from './infer-backend.js';
 import type { InferTarget, InferenceBackend, Params } from './infer-backend.js';
 
 export function targetOf(d: DeploymentRecord): InferTarget {
-  return { name: d.spec.name, kind: d.spec.kind ?? 'model', metadata: d.metadata };
+  return { name: d.spec.name, kind: d.spec.kind ?? 'model', metadata: d.metadata, ...(d.spec.labels ? { labels: d.spec.labels } : {}) };
 }
 
 /** The deployment record a URL names, or TROUPE_ERR_UNKNOWN_DEPLOYMENT (404). */
