@@ -2,7 +2,7 @@ import { TroupeError, byteLengthOf, checkWire, isDynamic } from '../../runtime/i
 import type { WireTensorMap } from '../../runtime/index.js';
 import type { InferTarget } from './infer-backend.js';
 import type { InferRequest } from './oip-codec.js';
-import { datatypeOfDtype, oipDtype } from './oip-datatypes.js';
+import { datatypeOfDtype, oipDtype, oipShape } from './oip-datatypes.js';
 
 /**
  * Triton's raw binary request: `Inference-Header-Content-Length: 0` says the body has no JSON
@@ -31,20 +31,21 @@ export function rawInferRequest(target: InferTarget, body: Buffer): { request: I
   }
   const input = declared[0]!;
   const label = `raw input '${input.name}'`;
+  const shown = `[${oipShape(input.shape).join(', ')}]`;
   const dtype = oipDtype(input.dtype as Parameters<typeof oipDtype>[0], label);
   const variable = input.shape.map((d, i) => (typeof d === 'number' && d >= 0 ? -1 : i)).filter((i) => i >= 0);
-  if (variable.length > 1) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: its shape [${input.shape.join(', ')}] has ${variable.length} variable dimensions; a raw body can fill only one`);
+  if (variable.length > 1) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: its shape ${shown} has ${variable.length} variable dimensions; a raw body can fill only one`);
   const shape = input.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : 1));
   if (dtype === 'string') {
     // Triton: a BYTES raw input is one element, the whole body (given a length prefix inside).
-    if (shape.some((d) => d !== 1)) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: a raw BYTES body is one element, and the input's shape [${input.shape.join(', ')}] holds more`);
+    if (shape.some((d) => d !== 1)) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: a raw BYTES body is one element, and the input's shape ${shown} holds more`);
     return { request: RAW_REQUEST, inputs: { [input.name]: { dtype, shape, data: [body.toString('utf8')] } } };
   }
   // The variable dimension is 1 in `shape` here, so this is the bytes of one slice along it.
   const rowBytes = byteLengthOf(dtype, shape.reduce((a, b) => a * b, 1));
   if (variable.length === 1) {
     if (rowBytes === 0 || body.length % rowBytes !== 0) {
-      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: the body's ${body.length} bytes are not a whole number of ${datatypeOfDtype(dtype)} [${input.shape.join(', ')}] slices (${rowBytes} bytes each)`);
+      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: the body's ${body.length} bytes are not a whole number of ${datatypeOfDtype(dtype)} ${shown} slices (${rowBytes} bytes each)`);
     }
     shape[variable[0]!] = body.length / rowBytes;
   }
