@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { gunzipSync, gzipSync, inflateSync } from 'node:zlib';
 import { tensor } from '../../runtime/index.js';
-import { startCluster } from '../helpers/cluster.js';
+import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { assertError, call, nodeCall } from '../helpers/http.js';
+import { childrenRunning } from '../helpers/processes.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 import { inferResult, pythonGzipCompress, tritonInfer } from '../helpers/triton-client.js';
 import type { TritonInput, TritonOutput } from '../helpers/triton-client.js';
@@ -42,8 +43,8 @@ function expectedClasses(logits: Float32Array, k: number): string[] {
 }
 
 for (const mode of [
-  { what: 'served by a front-door worker', headArgs: ['--http-workers', '1'], labels: NAMES as unknown },
-  { what: 'served by the head (--http-workers 0)', headArgs: ['--http-workers', '0'], labels: { logits: NAMES } as unknown },
+  { what: 'served by a front-door worker', headArgs: ['--http-workers', '1'], workers: 1, labels: NAMES as unknown },
+  { what: 'served by the head (--http-workers 0)', headArgs: ['--http-workers', '0'], workers: 0, labels: { logits: NAMES } as unknown },
 ]) {
   describe(`Triton's Python HTTP client, ${mode.what}`, { timeout: 150_000 }, () => {
     let cluster: TestCluster;
@@ -61,6 +62,8 @@ for (const mode of [
       const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body: JSON.stringify({ model: 'mlp.onnx', threads: 1, labels: mode.labels }), headers: { 'content-type': 'application/json' } });
       assert.equal(put.status, 201, put.body.toString());
       logits = (await runInProcess(cluster.models.mlp, { x: tensor('float32', [ROWS, 64], X) })).logits!.data as Float32Array;
+      // Until its worker runs, the head serves every connection itself.
+      if (mode.workers) await waitFor('the front-door worker', async () => (await childrenRunning(cluster.head.process.pid!, 'front-door/worker-main')).length === mode.workers, 30_000);
     });
     after(async () => {
       await cluster?.stop();
@@ -154,5 +157,13 @@ for (const mode of [
       const ragged = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', { body: Buffer.from(X_BYTES.subarray(0, 300)), headers });
       assertError(ragged, 400, 'TROUPE_ERR_BAD_REQUEST', /raw input 'x': the body's 300 bytes are not a whole number of FP32 \[-1, 64\] slices \(256 bytes each\)/);
     });
+
+    if (mode.workers) {
+      test('the front-door worker, not the head, answered these requests', async () => {
+        // Workers report what they served twice a second; every successful request above counts.
+        const served = async () => Number((await call(cluster.url, 'GET', '/metrics')).body.toString().split('\n').find((l) => l.startsWith('troupe_front_door_requests_total{model="mlp",outcome="ok"}'))?.split(' ').pop() ?? 0);
+        await waitFor('the worker to report all 20 requests answered 200', async () => (await served()) >= 20, 10_000);
+      });
+    }
   });
 }
