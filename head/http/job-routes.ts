@@ -6,6 +6,7 @@ import { bodyBuffer, parseJson } from './body.js';
 import type { ApiContext } from './context.js';
 import { jobJson } from './jobs.js';
 import { HEADER_LENGTH, splitInferBody } from './oip-binary.js';
+import { classCounts, classifyOutputs } from './oip-classification.js';
 import { InferRequestSchema, decodeInferRequest, encodeInferResponse } from './oip-codec.js';
 
 /**
@@ -63,6 +64,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       throw new TroupeError('TROUPE_ERR_BAD_REQUEST', 'a job keeps its result as JSON: binary_data_output and binary_data outputs are not supported (binary inputs are)');
     }
     const decoded = decodeInferRequest(body, binary);
+    const counts = classCounts(body);
     // A model's inputs are checked now, so a bad job is a 400 here rather than a FAILED job later.
     if (d && !graphs.has(name)) {
       for (const [input, t] of Object.entries(decoded.inputs)) checkWire(t, `input '${input}'`);
@@ -77,7 +79,8 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
         ...(decoded.outputs ? { outputs: decoded.outputs } : {}),
         ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
       });
-      return encodeInferResponse(name, body, answer.outputs, outputOrder(ctx, name, answer.outputs, decoded.outputs)).body as string;
+      const outputs = classifyOutputs(answer.outputs, counts, graphs.has(name) ? undefined : d?.spec.labels);
+      return encodeInferResponse(name, body, outputs, outputOrder(ctx, name, answer.outputs, decoded.outputs)).body as string;
     });
     return reply.code(202).header('location', `/api/v1/jobs/${view.id}`).send(view);
   };

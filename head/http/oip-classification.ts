@@ -63,7 +63,13 @@ export function printfFixed6(x: number, negativeSign = x < 0 || Object.is(x, -0)
   return `${negativeSign ? '-' : ''}${digits.slice(0, -6)}.${digits.slice(-6)}`;
 }
 
+const CLASSIFIABLE = new Set(['uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float32', 'float64']);
+
 function scoreReader(w: WireTensor, label: string): ScoreReader {
+  if (!CLASSIFIABLE.has(w.dtype)) {
+    // Triton's words for the same refusal (FP16, BF16, BOOL and BYTES have no classification).
+    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: class result not available for output due to unsupported type '${datatypeOfDtype(w.dtype)}'`);
+  }
   const bytes = w.data as Uint8Array;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const plain = (read: (i: number) => number): ScoreReader => ({ value: read, text: (i) => String(read(i)) });
@@ -91,8 +97,7 @@ function scoreReader(w: WireTensor, label: string): ScoreReader {
     case 'float64':
       return { value: (i) => view.getFloat64(i * 8, true), text: (i) => printfFixed6(view.getFloat64(i * 8, true), (view.getUint8(i * 8 + 7) & 0x80) !== 0) };
     default:
-      // Triton's words for the same refusal (FP16, BF16, BOOL and BYTES have no classification).
-      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: class result not available for output due to unsupported type '${datatypeOfDtype(w.dtype)}'`);
+      throw new TroupeError('TROUPE_ERR_INTERNAL', `${label}: no score reader for ${w.dtype}`);
   }
 }
 

@@ -96,6 +96,11 @@ describe('HTTP: async jobs', { timeout: 180_000 }, () => {
     const done = await until((answer.json as Job).id, ['SUCCEEDED', 'FAILED']);
     assert.deepEqual(done.result?.outputs.map((o) => o.name), ['logits']);
     assert.deepEqual(done.result?.outputs[0]?.data, sdkLogits);
+    // Triton's classification extension, as the inference route answers it (no labels here).
+    const classified = await submit('mlp', { inputs: [xInput], outputs: [{ name: 'logits', parameters: { classification: 2 } }] });
+    const top = (await until((classified.json as Job).id, ['SUCCEEDED', 'FAILED'])).result?.outputs[0];
+    const want = [0, 1].flatMap((row) => sdkLogits.slice(row * 10, row * 10 + 10).map((v, i) => ({ v, i })).sort((a, b) => b.v - a.v).slice(0, 2).map(({ v, i }) => `${v.toFixed(6)}:${i}`));
+    assert.deepEqual([top?.datatype, top?.shape, top?.data], ['BYTES', [2, 2], want]);
   });
 
   test('a graph job: RUNNING while it works, a second job QUEUED behind it; cancelling either', async () => {
