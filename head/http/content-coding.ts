@@ -8,7 +8,8 @@ import type { HttpError } from './errors.js';
  * HTTP content codings of inference bodies, as Triton's HTTP server and Python client use them:
  * a request body sent with `Content-Encoding: gzip` or `deflate` (tritonclient's
  * `request_compression_algorithm`) is decoded before it is read, and a response is compressed
- * when `Accept-Encoding` prefers gzip or deflate (`response_compression_algorithm`).
+ * when `Accept-Encoding` prefers gzip or deflate (`response_compression_algorithm`) and it is
+ * not tiny (MIN_COMPRESSED_BYTES).
  * Inference-Header-Content-Length counts bytes of the decoded body, both ways.
  *
  * zlib runs on libuv's thread pool, never on the event loop: a 64 MiB body inflates in tens of
@@ -92,4 +93,18 @@ export function responseCoding(acceptEncoding: string | string[] | undefined): C
 export function encodeBody(body: string | Buffer, coding: ContentCoding): Promise<Buffer> {
   const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
   return coding === 'gzip' ? gzipAsync(bytes) : deflateAsync(bytes);
+}
+
+/**
+ * Responses smaller than this go uncompressed whatever Accept-Encoding says (identity is always
+ * acceptable unless refused with q=0, which Triton ignores too): fetch and browsers ask for gzip
+ * on every request, and a few hundred bytes of logits would cost a thread-pool round trip to
+ * save nothing. fastify's compression plugin draws the line at the same 1 KiB.
+ */
+export const MIN_COMPRESSED_BYTES = 1024;
+
+/** The response body as Accept-Encoding asks, and the coding to name in Content-Encoding (none: as it was). */
+export async function compressResponse(body: string | Buffer, acceptEncoding: string | string[] | undefined): Promise<{ body: string | Buffer; coding: ContentCoding | undefined }> {
+  const coding = Buffer.byteLength(body) >= MIN_COMPRESSED_BYTES ? responseCoding(acceptEncoding) : undefined;
+  return coding ? { body: await encodeBody(body, coding), coding } : { body, coding };
 }

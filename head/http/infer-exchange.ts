@@ -3,7 +3,7 @@ import { sharedBufferPool } from '../../runtime/index.js';
 import type { Logger } from '../../runtime/index.js';
 import type { ShutdownGate } from '../drain.js';
 import { authError } from './auth.js';
-import { ACCEPTED_REQUEST_CODINGS, decodeBody, encodeBody, responseCoding, unsupportedCoding } from './content-coding.js';
+import { ACCEPTED_REQUEST_CODINGS, compressResponse, decodeBody, unsupportedCoding } from './content-coding.js';
 import { drainingError, errorResponse, requestFailed } from './errors.js';
 import type { HttpError } from './errors.js';
 import type { InferenceBackend, Params } from './infer-backend.js';
@@ -97,7 +97,7 @@ export function errorAnswer(error: HttpError): HttpAnswer {
  *
  * A compressed body is decoded first (content-coding.ts), and the pooled bytes it came in go
  * back at once: the call is made from the decoded copy. The response is compressed when
- * Accept-Encoding asks; Inference-Header-Content-Length still counts bytes of the uncompressed body.
+ * Accept-Encoding asks and it is over 1 KiB; Inference-Header-Content-Length still counts bytes of the uncompressed body.
  */
 export async function answerInference(options: InferExchangeOptions, route: InferRoute, request: { url: string; headers: IncomingHttpHeaders }, body: InferBody): Promise<HttpAnswer> {
   try {
@@ -106,8 +106,7 @@ export async function answerInference(options: InferExchangeOptions, route: Infe
     if (body.pooled && !pooled) sharedBufferPool.give(body.bytes);
     const response = await inferResponse(options.backend, route.params, request.headers[HEADER_LENGTH], bytes);
     if (pooled) sharedBufferPool.give(bytes);
-    const coding = responseCoding(request.headers['accept-encoding']);
-    const payload = coding ? await encodeBody(response.body, coding) : response.body;
+    const { body: payload, coding } = await compressResponse(response.body, request.headers['accept-encoding']);
     const headers: Record<string, string | number> = { 'content-type': response.contentType, 'content-length': Buffer.byteLength(payload) };
     if (response.headerLength !== undefined) headers['inference-header-content-length'] = response.headerLength;
     if (coding) headers['content-encoding'] = coding;

@@ -5,7 +5,7 @@ import type { TensorInfo } from '../../runtime/index.js';
 import { serverReadiness } from '../readiness.js';
 import type { DeploymentRecord } from '../state.js';
 import { bodyBuffer } from './body.js';
-import { decodeBody, encodeBody, responseCoding } from './content-coding.js';
+import { compressResponse, decodeBody } from './content-coding.js';
 import type { ApiContext } from './context.js';
 import { MODEL_VERSION } from './infer-backend.js';
 import type { Params } from './infer-backend.js';
@@ -105,9 +105,9 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const body = await decodeBody(bodyBuffer(request.body), request.headers, ctx.maxBodyBytes);
     const response = await inferResponse(backend, request.params as Params, request.headers[HEADER_LENGTH], body);
     if (response.headerLength !== undefined) reply.header('inference-header-content-length', String(response.headerLength));
-    const coding = responseCoding(request.headers['accept-encoding']);
+    const { body: payload, coding } = await compressResponse(response.body, request.headers['accept-encoding']);
     if (coding) reply.header('content-encoding', coding);
-    return reply.code(200).type(response.contentType).send(coding ? await encodeBody(response.body, coding) : response.body);
+    return reply.code(200).type(response.contentType).send(payload);
   };
 
   for (const prefix of ['/v2/models/:name', '/v2/models/:name/versions/:version']) {
@@ -134,7 +134,7 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
           'application/octet-stream with its own Inference-Header-Content-Length. parameters.timeout (microseconds) sets a deadline (504). ' +
           'Inference-Header-Content-Length: 0 is a raw binary request: the whole body is the one input\'s bytes (shape from the model, its variable dimension ' +
           'from the byte length), and every output comes back binary. Content-Encoding gzip or deflate bodies are decoded (the limit applies to the decoded bytes), ' +
-          'any other coding is refused (415); Accept-Encoding gzip or deflate compresses the response. An output with parameters.classification k comes back as ' +
+          'any other coding is refused (415); Accept-Encoding gzip or deflate compresses a response of 1 KiB or more. An output with parameters.classification k comes back as ' +
           'BYTES [batch, k] "score:index[:label]" strings (Triton\'s classification extension).',
         body: { contentTypes: ['application/json', 'application/octet-stream'], schema: InferRequestSchema },
         responses: { 200: { description: 'the outputs', schema: InferResponseSchema } },

@@ -26,6 +26,10 @@ const X_BYTES = new Uint8Array(X.buffer, X.byteOffset, X.byteLength);
 const NAMES = ['zero', 'one', 'two', 'three', 'four'];
 
 const binaryX: TritonInput = { name: 'x', shape: [ROWS, 64], datatype: 'FP32', bytes: X_BYTES };
+/** Enough rows for an answer over the 1 KiB below which responses are not compressed. */
+const BIG_ROWS = 64;
+const BIG_X = seededFloats(BIG_ROWS * 64, 12);
+const bigX: TritonInput = { name: 'x', shape: [BIG_ROWS, 64], datatype: 'FP32', bytes: new Uint8Array(BIG_X.buffer, BIG_X.byteOffset, BIG_X.byteLength) };
 
 /**
  * The classes Triton's server writes for one row, computed here independently of the head's
@@ -49,6 +53,7 @@ for (const mode of [
   describe(`Triton's Python HTTP client, ${mode.what}`, { timeout: 150_000 }, () => {
     let cluster: TestCluster;
     let logits: Float32Array;
+    let bigLogits: Float32Array;
 
     const send = (request: { path: string; body: Buffer; headers: Record<string, string> }) => nodeCall(cluster.url, 'POST', request.path, { body: request.body, headers: request.headers });
     const infer = async (inputs: TritonInput[], outputs: TritonOutput[] | undefined, options: Parameters<typeof tritonInfer>[3] = {}) => {
@@ -62,6 +67,7 @@ for (const mode of [
       const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body: JSON.stringify({ model: 'mlp.onnx', threads: 1, labels: mode.labels }), headers: { 'content-type': 'application/json' } });
       assert.equal(put.status, 201, put.body.toString());
       logits = (await runInProcess(cluster.models.mlp, { x: tensor('float32', [ROWS, 64], X) })).logits!.data as Float32Array;
+      bigLogits = (await runInProcess(cluster.models.mlp, { x: tensor('float32', [BIG_ROWS, 64], BIG_X) })).logits!.data as Float32Array;
       // Until its worker runs, the head serves every connection itself.
       if (mode.workers) await waitFor('the front-door worker', async () => (await childrenRunning(cluster.head.process.pid!, 'front-door/worker-main')).length === mode.workers, 30_000);
     });
@@ -110,19 +116,21 @@ for (const mode of [
     });
 
     test('request_compression_algorithm and response_compression_algorithm, gzip and deflate, each way', async () => {
-      const plain = await infer([binaryX], [{ name: 'logits' }]);
+      const plain = await infer([bigX], [{ name: 'logits' }]);
       for (const requestCompression of [undefined, 'gzip', 'deflate'] as const) {
         for (const responseCompression of [undefined, 'gzip', 'deflate'] as const) {
           const what = `request ${requestCompression ?? 'plain'}, response ${responseCompression ?? 'plain'}`;
-          const { answer, outputs } = await infer([binaryX], [{ name: 'logits' }], { ...(requestCompression ? { requestCompression } : {}), ...(responseCompression ? { responseCompression } : {}) });
+          const { answer, outputs } = await infer([bigX], [{ name: 'logits' }], { ...(requestCompression ? { requestCompression } : {}), ...(responseCompression ? { responseCompression } : {}) });
           assert.equal(answer.headers['content-encoding'], responseCompression, what);
-          assert.deepEqual(outputs.get('logits')!.data, [...logits], what);
+          assert.deepEqual(outputs.get('logits')!.data, [...bigLogits], what);
           const decoded = responseCompression === 'gzip' ? gunzipSync(answer.body) : responseCompression === 'deflate' ? inflateSync(answer.body) : answer.body;
           assert.ok(decoded.equals(plain.answer.body), `${what}: the same bytes as the uncompressed answer`);
           assert.equal(answer.headers['inference-header-content-length'], plain.answer.headers['inference-header-content-length'], what);
         }
       }
+      // An answer under 1 KiB goes uncompressed, which the client reads as well (it looks at Content-Encoding).
       const classes = await infer([binaryX], [{ name: 'logits', classCount: 3 }], { requestCompression: 'gzip', responseCompression: 'gzip' });
+      assert.equal(classes.answer.headers['content-encoding'], undefined);
       assert.deepEqual(classes.outputs.get('logits')!.data, expectedClasses(logits, 3));
     });
 
@@ -149,11 +157,15 @@ for (const mode of [
       const { outputs } = inferResult(raw.headers, raw.body);
       assert.deepEqual(outputs.get('logits')!.shape, [ROWS, 10]);
       assert.deepEqual(outputs.get('logits')!.data, [...logits]);
-      // One row alone, and compressed both ways.
-      const one = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', { body: gzipSync(Buffer.from(X_BYTES.subarray(0, 256))), headers: { ...headers, 'Content-Encoding': 'gzip', 'Accept-Encoding': 'deflate' } });
+      // One row alone; and many, compressed both ways.
+      const one = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', { body: Buffer.from(X_BYTES.subarray(0, 256)), headers });
       assert.equal(one.status, 200, one.body.toString());
-      assert.equal(one.headers['content-encoding'], 'deflate');
       assert.deepEqual(inferResult(one.headers, one.body).outputs.get('logits')!.data, [...logits.subarray(0, 10)]);
+      const many = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', { body: gzipSync(Buffer.from(bigX.bytes!)), headers: { ...headers, 'Content-Encoding': 'gzip', 'Accept-Encoding': 'deflate' } });
+      assert.equal(many.status, 200, many.body.toString());
+      assert.equal(many.headers['content-encoding'], 'deflate');
+      const big = inferResult(many.headers, many.body).outputs.get('logits')!;
+      assert.deepEqual([big.shape, big.data], [[BIG_ROWS, 10], [...bigLogits]]);
       const ragged = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', { body: Buffer.from(X_BYTES.subarray(0, 300)), headers });
       assertError(ragged, 400, 'TROUPE_ERR_BAD_REQUEST', /raw input 'x': the body's 300 bytes are not a whole number of FP32 \[-1, 64\] slices \(256 bytes each\)/);
     });
@@ -162,7 +174,7 @@ for (const mode of [
       test('the front-door worker, not the head, answered these requests', async () => {
         // Workers report what they served twice a second; every successful request above counts.
         const served = async () => Number((await call(cluster.url, 'GET', '/metrics')).body.toString().split('\n').find((l) => l.startsWith('troupe_front_door_requests_total{model="mlp",outcome="ok"}'))?.split(' ').pop() ?? 0);
-        await waitFor('the worker to report all 20 requests answered 200', async () => (await served()) >= 20, 10_000);
+        await waitFor('the worker to report all 21 requests answered 200', async () => (await served()) >= 21, 10_000);
       });
     }
   });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { deflateRawSync, deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
-import { decodeBody, encodeBody, responseCoding, unsupportedCoding } from '../../head/http/content-coding.js';
+import { MIN_COMPRESSED_BYTES, compressResponse, decodeBody, encodeBody, responseCoding, unsupportedCoding } from '../../head/http/content-coding.js';
 import type { InferTarget } from '../../head/http/infer-backend.js';
 import { classCounts, classify, classifyOutputs, printfFixed6 } from '../../head/http/oip-classification.js';
 import { InferRequestSchema } from '../../head/http/oip-codec.js';
@@ -139,6 +139,16 @@ describe('content codings of inference bodies', () => {
     const text = '{"outputs": []}';
     assert.equal(gunzipSync(await encodeBody(text, 'gzip')).toString(), text);
     assert.equal(inflateSync(await encodeBody(Buffer.from(text), 'deflate')).toString(), text);
+  });
+
+  test('a response under 1 KiB is sent as it is, whatever Accept-Encoding says', async () => {
+    const small = 'x'.repeat(MIN_COMPRESSED_BYTES - 1);
+    assert.deepEqual(await compressResponse(small, 'gzip'), { body: small, coding: undefined });
+    const large = Buffer.alloc(MIN_COMPRESSED_BYTES, 7);
+    const packed = await compressResponse(large, 'deflate;q=1, gzip;q=0.5');
+    assert.equal(packed.coding, 'deflate');
+    assert.deepEqual(inflateSync(packed.body as Buffer), large);
+    assert.deepEqual(await compressResponse(large, undefined), { body: large, coding: undefined });
   });
 });
 
