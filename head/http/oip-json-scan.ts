@@ -168,7 +168,7 @@ class Scanner {
   }
 }
 
-function tooMany(what: string, max: number): TroupeError {
+export function tooMany(what: string, max: number): TroupeError {
   return new TroupeError('TROUPE_ERR_TOO_MANY_ELEMENTS', `the inference request is too large: ${what} (at most ${max} elements a request)`);
 }
 

@@ -3,6 +3,7 @@ import type { WireTensorMap } from '../../runtime/index.js';
 import type { InferTarget } from './infer-backend.js';
 import type { InferRequest } from './oip-codec.js';
 import { datatypeOfDtype, oipDtype, oipShape } from './oip-datatypes.js';
+import { MAX_REQUEST_ELEMENTS, tooMany } from './oip-json-scan.js';
 
 /**
  * Triton's raw binary request: `Inference-Header-Content-Length: 0` says the body has no JSON
@@ -49,6 +50,9 @@ export function rawInferRequest(target: InferTarget, body: Buffer): { request: I
     }
     shape[variable[0]!] = body.length / rowBytes;
   }
+  const count = shape.reduce((a, b) => a * b, 1);
+  // The JSON path's bound holds here too (a 64 MiB body of UINT8 is 64M elements).
+  if (count > MAX_REQUEST_ELEMENTS) throw tooMany(`${label} has ${count} elements`, MAX_REQUEST_ELEMENTS);
   const wire = { dtype, shape, data: body };
   checkWire(wire, label);
   return { request: RAW_REQUEST, inputs: { [input.name]: wire } };

@@ -179,5 +179,6 @@ describe('raw binary requests', () => {
     throwsCode(() => rawInferRequest(target([{ name: 'x', dtype: 'float32', shape: [2, 3] }]), Buffer.alloc(8)), 'TROUPE_ERR_BAD_TENSOR', /raw input 'x'/);
     throwsCode(() => rawInferRequest(target([{ name: 's', dtype: 'string', shape: [2] }]), Buffer.alloc(8)), 'TROUPE_ERR_BAD_REQUEST', /a raw BYTES body is one element/);
     throwsCode(() => rawInferRequest({ name: 'm', kind: 'model', metadata: null }, Buffer.alloc(8)), 'TROUPE_ERR_NOT_READY', /needs the model's signature/);
+    throwsCode(() => rawInferRequest(target([{ name: 'x', dtype: 'uint8', shape: [-1] }]), Buffer.alloc(16 * 2 ** 20 + 1)), 'TROUPE_ERR_TOO_MANY_ELEMENTS', /raw input 'x' has 16777217 elements \(at most 16777216/);
   });
 });
