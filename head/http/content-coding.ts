@@ -42,7 +42,11 @@ function requestCoding(headers: IncomingHttpHeaders): ContentCoding | 'identity'
 export function unsupportedCoding(headers: IncomingHttpHeaders): HttpError | undefined {
   if (requestCoding(headers) !== undefined) return undefined;
   const given = String(headers['content-encoding']).slice(0, 60);
-  return { status: 415, code: 'TROUPE_ERR_UNSUPPORTED_ENCODING', message: `Content-Encoding '${given}' is not supported: send the body as gzip, deflate or identity` };
+  return {
+    status: 415,
+    code: 'TROUPE_ERR_UNSUPPORTED_ENCODING',
+    message: `Content-Encoding '${given}' is not supported: send the body as gzip, deflate or identity`,
+  };
 }
 
 /**
@@ -62,9 +66,15 @@ export async function decodeBody(body: Buffer, headers: IncomingHttpHeaders, lim
   } catch (err) {
     const e = err as { code?: unknown; message?: unknown };
     if (e.code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
-      throw new TroupeError('TROUPE_ERR_BODY_TOO_LARGE', `the ${coding} request body decodes to more than this head accepts (${Math.round((limit / 2 ** 20) * 10) / 10} MiB; see --max-body-mib)`);
+      throw new TroupeError(
+        'TROUPE_ERR_BODY_TOO_LARGE',
+        `the ${coding} request body decodes to more than this head accepts (${Math.round((limit / 2 ** 20) * 10) / 10} MiB; see --max-body-mib)`,
+      );
     }
-    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the request body is not valid ${coding} data (Content-Encoding: ${coding}): ${String(e.message).slice(0, 200)}`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `the request body is not valid ${coding} data (Content-Encoding: ${coding}): ${String(e.message).slice(0, 200)}`,
+    );
   }
 }
 
@@ -104,7 +114,10 @@ export function encodeBody(body: string | Buffer, coding: ContentCoding): Promis
 export const MIN_COMPRESSED_BYTES = 1024;
 
 /** The response body as Accept-Encoding asks, and the coding to name in Content-Encoding (none: as it was). */
-export async function compressResponse(body: string | Buffer, acceptEncoding: string | string[] | undefined): Promise<{ body: string | Buffer; coding: ContentCoding | undefined }> {
+export async function compressResponse(
+  body: string | Buffer,
+  acceptEncoding: string | string[] | undefined,
+): Promise<{ body: string | Buffer; coding: ContentCoding | undefined }> {
   const coding = Buffer.byteLength(body) >= MIN_COMPRESSED_BYTES ? responseCoding(acceptEncoding) : undefined;
   return coding ? { body: await encodeBody(body, coding), coding } : { body, coding };
 }

@@ -22,7 +22,10 @@ export function classCounts(request: InferRequest): Map<string, number> {
     const k = output.parameters?.classification;
     if (k === undefined) continue;
     if (typeof k !== 'number' || !Number.isSafeInteger(k) || k < 0) {
-      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `output '${output.name}': parameters.classification must be a whole number of classes >= 0, got ${JSON.stringify(k)}`);
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_REQUEST',
+        `output '${output.name}': parameters.classification must be a whole number of classes >= 0, got ${JSON.stringify(k)}`,
+      );
     }
     if (k > 0) counts.set(output.name, k);
   }
@@ -68,7 +71,10 @@ const CLASSIFIABLE = new Set(['uint8', 'int8', 'uint16', 'int16', 'uint32', 'int
 function scoreReader(w: WireTensor, label: string): ScoreReader {
   if (!CLASSIFIABLE.has(w.dtype)) {
     // Triton's words for the same refusal (FP16, BF16, BOOL and BYTES have no classification).
-    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: class result not available for output due to unsupported type '${datatypeOfDtype(w.dtype)}'`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `${label}: class result not available for output due to unsupported type '${datatypeOfDtype(w.dtype)}'`,
+    );
   }
   const bytes = w.data as Uint8Array;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -93,9 +99,15 @@ function scoreReader(w: WireTensor, label: string): ScoreReader {
       return wide((i) => view.getBigInt64(i * 8, true));
     case 'float32':
       // The sign of a NaN comes from its bits: "-nan" as glibc prints it.
-      return { value: (i) => view.getFloat32(i * 4, true), text: (i) => printfFixed6(view.getFloat32(i * 4, true), (view.getUint8(i * 4 + 3) & 0x80) !== 0) };
+      return {
+        value: (i) => view.getFloat32(i * 4, true),
+        text: (i) => printfFixed6(view.getFloat32(i * 4, true), (view.getUint8(i * 4 + 3) & 0x80) !== 0),
+      };
     case 'float64':
-      return { value: (i) => view.getFloat64(i * 8, true), text: (i) => printfFixed6(view.getFloat64(i * 8, true), (view.getUint8(i * 8 + 7) & 0x80) !== 0) };
+      return {
+        value: (i) => view.getFloat64(i * 8, true),
+        text: (i) => printfFixed6(view.getFloat64(i * 8, true), (view.getUint8(i * 8 + 7) & 0x80) !== 0),
+      };
     default:
       throw new TroupeError('TROUPE_ERR_INTERNAL', `${label}: no score reader for ${w.dtype}`);
   }
@@ -142,7 +154,11 @@ function labelsOf(labels: DeploymentLabels | undefined, output: string): readonl
 }
 
 /** The outputs with each one that asked for classification replaced by its classes. */
-export function classifyOutputs(outputs: WireTensorMap, counts: ReadonlyMap<string, number>, labels: DeploymentLabels | undefined): WireTensorMap {
+export function classifyOutputs(
+  outputs: WireTensorMap,
+  counts: ReadonlyMap<string, number>,
+  labels: DeploymentLabels | undefined,
+): WireTensorMap {
   if (counts.size === 0) return outputs;
   const classified: WireTensorMap = { ...outputs };
   for (const [name, k] of counts) {

@@ -24,29 +24,51 @@ export function isRawRequest(headerLength: string | string[] | undefined): boole
 /** The request a raw body stands for, as if its JSON had been sent, and the input it carries. */
 export function rawInferRequest(target: InferTarget, body: Buffer): { request: InferRequest; inputs: WireTensorMap } {
   const why = `a raw binary request (Inference-Header-Content-Length: 0) to '${target.name}'`;
-  if (!target.metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `${why} needs the model's signature, and no replica of it is READY yet`);
-  if (isDynamic({ kind: target.kind, metadata: target.metadata })) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${why}: the deployment declares no inputs, so the body's tensor cannot be deduced; send a JSON header`);
+  if (!target.metadata)
+    throw new TroupeError('TROUPE_ERR_NOT_READY', `${why} needs the model's signature, and no replica of it is READY yet`);
+  if (isDynamic({ kind: target.kind, metadata: target.metadata }))
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `${why}: the deployment declares no inputs, so the body's tensor cannot be deduced; send a JSON header`,
+    );
   const declared = target.metadata.inputs;
   if (declared.length !== 1) {
-    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${why}: the model must have exactly one input to deduce it, it has ${declared.length} (${declared.map((i) => `'${i.name}'`).join(', ')}); send a JSON header`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `${why}: the model must have exactly one input to deduce it, it has ${declared.length} (${declared.map((i) => `'${i.name}'`).join(', ')}); send a JSON header`,
+    );
   }
   const input = declared[0]!;
   const label = `raw input '${input.name}'`;
   const shown = `[${oipShape(input.shape).join(', ')}]`;
   const dtype = oipDtype(input.dtype as Parameters<typeof oipDtype>[0], label);
   const variable = input.shape.map((d, i) => (typeof d === 'number' && d >= 0 ? -1 : i)).filter((i) => i >= 0);
-  if (variable.length > 1) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: its shape ${shown} has ${variable.length} variable dimensions; a raw body can fill only one`);
+  if (variable.length > 1)
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `${label}: its shape ${shown} has ${variable.length} variable dimensions; a raw body can fill only one`,
+    );
   const shape = input.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : 1));
   if (dtype === 'string') {
     // Triton: a BYTES raw input is one element, the whole body (given a length prefix inside).
-    if (shape.some((d) => d !== 1)) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: a raw BYTES body is one element, and the input's shape ${shown} holds more`);
+    if (shape.some((d) => d !== 1))
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_REQUEST',
+        `${label}: a raw BYTES body is one element, and the input's shape ${shown} holds more`,
+      );
     return { request: RAW_REQUEST, inputs: { [input.name]: { dtype, shape, data: [body.toString('utf8')] } } };
   }
   // The variable dimension is 1 in `shape` here, so this is the bytes of one slice along it.
-  const rowBytes = byteLengthOf(dtype, shape.reduce((a, b) => a * b, 1));
+  const rowBytes = byteLengthOf(
+    dtype,
+    shape.reduce((a, b) => a * b, 1),
+  );
   if (variable.length === 1) {
     if (rowBytes === 0 || body.length % rowBytes !== 0) {
-      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: the body's ${body.length} bytes are not a whole number of ${datatypeOfDtype(dtype)} ${shown} slices (${rowBytes} bytes each)`);
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_REQUEST',
+        `${label}: the body's ${body.length} bytes are not a whole number of ${datatypeOfDtype(dtype)} ${shown} slices (${rowBytes} bytes each)`,
+      );
     }
     shape[variable[0]!] = body.length / rowBytes;
   }

@@ -35,10 +35,13 @@ export function pythonJsonDumps(value: PyValue): string {
   if (value === null) return 'null';
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   if (typeof value === 'number') return String(value);
-  if (typeof value === 'string') return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  if (typeof value === 'string')
+    return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   if (Array.isArray(value)) return `[${value.map(pythonJsonDumps).join(', ')}]`;
   if ('float' in value && typeof value.float === 'number' && Object.keys(value).length === 1) return pythonFloat(value.float);
-  return `{${Object.entries(value as Record<string, PyValue>).map(([k, v]) => `${pythonJsonDumps(k)}: ${pythonJsonDumps(v)}`).join(', ')}}`;
+  return `{${Object.entries(value as Record<string, PyValue>)
+    .map(([k, v]) => `${pythonJsonDumps(k)}: ${pythonJsonDumps(v)}`)
+    .join(', ')}}`;
 }
 
 /** InferInput(name, shape, datatype).set_data_from_numpy(array, binary_data). */
@@ -75,7 +78,11 @@ function outputTensor(output: TritonOutput): PyValue {
 }
 
 /** `_get_inference_request`: the body, and json_size when any input is binary (else None). */
-export function inferenceRequest(inputs: TritonInput[], outputs: TritonOutput[] | undefined, options: { requestId?: string; timeout?: number } = {}): { body: Buffer; jsonSize: number | undefined } {
+export function inferenceRequest(
+  inputs: TritonInput[],
+  outputs: TritonOutput[] | undefined,
+  options: { requestId?: string; timeout?: number } = {},
+): { body: Buffer; jsonSize: number | undefined } {
   const request: Record<string, PyValue> = {};
   const parameters: Record<string, PyValue> = {};
   if (options.requestId) request.id = options.requestId;
@@ -109,7 +116,13 @@ export function tritonInfer(
   model: string,
   inputs: TritonInput[],
   outputs: TritonOutput[] | undefined,
-  options: { requestCompression?: 'gzip' | 'deflate'; responseCompression?: 'gzip' | 'deflate'; requestId?: string; timeout?: number; modelVersion?: string } = {},
+  options: {
+    requestCompression?: 'gzip' | 'deflate';
+    responseCompression?: 'gzip' | 'deflate';
+    requestId?: string;
+    timeout?: number;
+    modelVersion?: string;
+  } = {},
 ): { path: string; body: Buffer; headers: Record<string, string> } {
   const request = inferenceRequest(inputs, outputs, options);
   let body = request.body;
@@ -140,7 +153,7 @@ export interface TritonOutputResult {
 /** `deserialize_bytes_tensor`: 4-byte little-endian lengths, each followed by its bytes. */
 export function deserializeBytes(bytes: Buffer): string[] {
   const out: string[] = [];
-  for (let at = 0; at < bytes.length; ) {
+  for (let at = 0; at < bytes.length;) {
     const length = bytes.readUInt32LE(at);
     out.push(bytes.toString('utf8', at + 4, at + 4 + length));
     at += 4 + length;
@@ -149,12 +162,17 @@ export function deserializeBytes(bytes: Buffer): string[] {
 }
 
 /** `InferResult(response)` then `as_numpy(name)` for each output (FP32 and BYTES, as these tests use). */
-export function inferResult(headers: IncomingHttpHeaders, raw: Buffer): { result: Record<string, unknown>; outputs: Map<string, TritonOutputResult> } {
+export function inferResult(
+  headers: IncomingHttpHeaders,
+  raw: Buffer,
+): { result: Record<string, unknown>; outputs: Map<string, TritonOutputResult> } {
   const coding = headers['content-encoding'];
   const body = coding === 'gzip' ? gunzipSync(raw) : coding === 'deflate' ? inflateSync(raw) : raw;
   const headerLength = headers['inference-header-content-length'];
   const jsonEnd = headerLength === undefined ? body.length : Number(headerLength);
-  const result = JSON.parse(body.subarray(0, jsonEnd).toString('utf8')) as { outputs: { name: string; datatype: string; shape: number[]; parameters?: { binary_data_size?: number }; data?: unknown[] }[] };
+  const result = JSON.parse(body.subarray(0, jsonEnd).toString('utf8')) as {
+    outputs: { name: string; datatype: string; shape: number[]; parameters?: { binary_data_size?: number }; data?: unknown[] }[];
+  };
   const buffer = body.subarray(jsonEnd);
   const outputs = new Map<string, TritonOutputResult>();
   let index = 0;

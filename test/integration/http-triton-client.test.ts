@@ -29,7 +29,12 @@ const binaryX: TritonInput = { name: 'x', shape: [ROWS, 64], datatype: 'FP32', b
 /** Enough rows for an answer over the 1 KiB below which responses are not compressed. */
 const BIG_ROWS = 64;
 const BIG_X = seededFloats(BIG_ROWS * 64, 12);
-const bigX: TritonInput = { name: 'x', shape: [BIG_ROWS, 64], datatype: 'FP32', bytes: new Uint8Array(BIG_X.buffer, BIG_X.byteOffset, BIG_X.byteLength) };
+const bigX: TritonInput = {
+  name: 'x',
+  shape: [BIG_ROWS, 64],
+  datatype: 'FP32',
+  bytes: new Uint8Array(BIG_X.buffer, BIG_X.byteOffset, BIG_X.byteLength),
+};
 
 /**
  * The classes Triton's server writes for one row, computed here independently of the head's
@@ -55,7 +60,8 @@ for (const mode of [
     let logits: Float32Array;
     let bigLogits: Float32Array;
 
-    const send = (request: { path: string; body: Buffer; headers: Record<string, string> }) => nodeCall(cluster.url, 'POST', request.path, { body: request.body, headers: request.headers });
+    const send = (request: { path: string; body: Buffer; headers: Record<string, string> }) =>
+      nodeCall(cluster.url, 'POST', request.path, { body: request.body, headers: request.headers });
     const infer = async (inputs: TritonInput[], outputs: TritonOutput[] | undefined, options: Parameters<typeof tritonInfer>[3] = {}) => {
       const answer = await send(tritonInfer('mlp', inputs, outputs, options));
       assert.equal(answer.status, 200, answer.body.toString());
@@ -64,12 +70,20 @@ for (const mode of [
 
     before(async () => {
       cluster = await startCluster({ headArgs: [...mode.headArgs, '--max-body-mib', '1'] });
-      const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body: JSON.stringify({ model: 'mlp.onnx', threads: 1, labels: mode.labels }), headers: { 'content-type': 'application/json' } });
+      const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', {
+        body: JSON.stringify({ model: 'mlp.onnx', threads: 1, labels: mode.labels }),
+        headers: { 'content-type': 'application/json' },
+      });
       assert.equal(put.status, 201, put.body.toString());
       logits = (await runInProcess(cluster.models.mlp, { x: tensor('float32', [ROWS, 64], X) })).logits!.data as Float32Array;
       bigLogits = (await runInProcess(cluster.models.mlp, { x: tensor('float32', [BIG_ROWS, 64], BIG_X) })).logits!.data as Float32Array;
       // Until its worker runs, the head serves every connection itself.
-      if (mode.workers) await waitFor('the front-door worker', async () => (await childrenRunning(cluster.head.process.pid!, 'front-door/worker-main')).length === mode.workers, 30_000);
+      if (mode.workers)
+        await waitFor(
+          'the front-door worker',
+          async () => (await childrenRunning(cluster.head.process.pid!, 'front-door/worker-main')).length === mode.workers,
+          30_000,
+        );
     });
     after(async () => {
       await cluster?.stop();
@@ -88,7 +102,10 @@ for (const mode of [
 
     test('JSON tensors (binary_data=False): Python floats in, JSON numbers out', async () => {
       const values = [...X].map((v) => ({ float: v }));
-      const { answer, outputs } = await infer([{ name: 'x', shape: [ROWS, 64], datatype: 'FP32', values }], [{ name: 'logits', binaryData: false }]);
+      const { answer, outputs } = await infer(
+        [{ name: 'x', shape: [ROWS, 64], datatype: 'FP32', values }],
+        [{ name: 'logits', binaryData: false }],
+      );
       assert.match(String(answer.headers['content-type']), /^application\/json/);
       assert.equal(answer.headers['inference-header-content-length'], undefined);
       assert.deepEqual(outputs.get('logits')!.data, [...logits]);
@@ -110,7 +127,10 @@ for (const mode of [
     test('a classification that is not a whole number of classes is refused before the model runs', async () => {
       for (const bad of ['-1', '"three"', '1.5']) {
         const body = `{"inputs": [{"name": "x", "shape": [${ROWS}, 64], "datatype": "FP32", "parameters": {"binary_data_size": ${X_BYTES.byteLength}}}], "outputs": [{"name": "logits", "parameters": {"classification": ${bad}}}]}`;
-        const answer = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', { body: Buffer.concat([Buffer.from(body), X_BYTES]), headers: { 'Inference-Header-Content-Length': String(body.length) } });
+        const answer = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', {
+          body: Buffer.concat([Buffer.from(body), X_BYTES]),
+          headers: { 'Inference-Header-Content-Length': String(body.length) },
+        });
         assertError(answer, 400, 'TROUPE_ERR_BAD_REQUEST', /output 'logits': parameters\.classification must be a whole number/);
       }
     });
@@ -120,32 +140,54 @@ for (const mode of [
       for (const requestCompression of [undefined, 'gzip', 'deflate'] as const) {
         for (const responseCompression of [undefined, 'gzip', 'deflate'] as const) {
           const what = `request ${requestCompression ?? 'plain'}, response ${responseCompression ?? 'plain'}`;
-          const { answer, outputs } = await infer([bigX], [{ name: 'logits' }], { ...(requestCompression ? { requestCompression } : {}), ...(responseCompression ? { responseCompression } : {}) });
+          const { answer, outputs } = await infer([bigX], [{ name: 'logits' }], {
+            ...(requestCompression ? { requestCompression } : {}),
+            ...(responseCompression ? { responseCompression } : {}),
+          });
           assert.equal(answer.headers['content-encoding'], responseCompression, what);
           assert.deepEqual(outputs.get('logits')!.data, [...bigLogits], what);
-          const decoded = responseCompression === 'gzip' ? gunzipSync(answer.body) : responseCompression === 'deflate' ? inflateSync(answer.body) : answer.body;
+          const decoded =
+            responseCompression === 'gzip'
+              ? gunzipSync(answer.body)
+              : responseCompression === 'deflate'
+                ? inflateSync(answer.body)
+                : answer.body;
           assert.ok(decoded.equals(plain.answer.body), `${what}: the same bytes as the uncompressed answer`);
           assert.equal(answer.headers['inference-header-content-length'], plain.answer.headers['inference-header-content-length'], what);
         }
       }
       // An answer under 1 KiB goes uncompressed, which the client reads as well (it looks at Content-Encoding).
-      const classes = await infer([binaryX], [{ name: 'logits', classCount: 3 }], { requestCompression: 'gzip', responseCompression: 'gzip' });
+      const classes = await infer([binaryX], [{ name: 'logits', classCount: 3 }], {
+        requestCompression: 'gzip',
+        responseCompression: 'gzip',
+      });
       assert.equal(classes.answer.headers['content-encoding'], undefined);
       assert.deepEqual(classes.outputs.get('logits')!.data, expectedClasses(logits, 3));
     });
 
     test('another Content-Encoding is refused with 415 naming the ones accepted; a zip bomb with 413; broken gzip with 400', async () => {
       const json = JSON.stringify({ inputs: [{ name: 'x', shape: [ROWS, 64], datatype: 'FP32', data: [...X] }] });
-      const br = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', { body: json, headers: { 'content-type': 'application/json', 'content-encoding': 'br' } });
+      const br = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', {
+        body: json,
+        headers: { 'content-type': 'application/json', 'content-encoding': 'br' },
+      });
       assertError(br, 415, 'TROUPE_ERR_UNSUPPORTED_ENCODING', /Content-Encoding 'br' is not supported/);
       assert.equal(br.headers['accept-encoding'], 'gzip, deflate');
       // 4 MiB of zeros is about 4 KB of gzip; it decodes past the 1 MiB limit, and is stopped there.
       const bomb = pythonGzipCompress(Buffer.alloc(4 * 2 ** 20), 0);
       assert.ok(bomb.length < 16 * 1024);
-      const refused = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', { body: bomb, headers: { 'content-encoding': 'gzip', 'inference-header-content-length': '10' } });
+      const refused = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', {
+        body: bomb,
+        headers: { 'content-encoding': 'gzip', 'inference-header-content-length': '10' },
+      });
       assertError(refused, 413, 'TROUPE_ERR_BODY_TOO_LARGE', /gzip request body decodes to more than this head accepts \(1 MiB/);
       const broken = gzipSync(Buffer.from(json)).subarray(0, 40);
-      assertError(await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', { body: broken, headers: { 'content-encoding': 'gzip' } }), 400, 'TROUPE_ERR_BAD_REQUEST', /not valid gzip data/);
+      assertError(
+        await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', { body: broken, headers: { 'content-encoding': 'gzip' } }),
+        400,
+        'TROUPE_ERR_BAD_REQUEST',
+        /not valid gzip data/,
+      );
       // The head still serves after each refusal.
       assert.deepEqual((await infer([binaryX], [{ name: 'logits' }])).outputs.get('logits')!.data, [...logits]);
     });
@@ -161,19 +203,35 @@ for (const mode of [
       const one = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', { body: Buffer.from(X_BYTES.subarray(0, 256)), headers });
       assert.equal(one.status, 200, one.body.toString());
       assert.deepEqual(inferResult(one.headers, one.body).outputs.get('logits')!.data, [...logits.subarray(0, 10)]);
-      const many = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', { body: gzipSync(Buffer.from(bigX.bytes!)), headers: { ...headers, 'Content-Encoding': 'gzip', 'Accept-Encoding': 'deflate' } });
+      const many = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', {
+        body: gzipSync(Buffer.from(bigX.bytes!)),
+        headers: { ...headers, 'Content-Encoding': 'gzip', 'Accept-Encoding': 'deflate' },
+      });
       assert.equal(many.status, 200, many.body.toString());
       assert.equal(many.headers['content-encoding'], 'deflate');
       const big = inferResult(many.headers, many.body).outputs.get('logits')!;
       assert.deepEqual([big.shape, big.data], [[BIG_ROWS, 10], [...bigLogits]]);
       const ragged = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', { body: Buffer.from(X_BYTES.subarray(0, 300)), headers });
-      assertError(ragged, 400, 'TROUPE_ERR_BAD_REQUEST', /raw input 'x': the body's 300 bytes are not a whole number of FP32 \[-1, 64\] slices \(256 bytes each\)/);
+      assertError(
+        ragged,
+        400,
+        'TROUPE_ERR_BAD_REQUEST',
+        /raw input 'x': the body's 300 bytes are not a whole number of FP32 \[-1, 64\] slices \(256 bytes each\)/,
+      );
     });
 
     if (mode.workers) {
       test('the front-door worker, not the head, answered these requests', async () => {
         // Workers report what they served twice a second; every successful request above counts.
-        const served = async () => Number((await call(cluster.url, 'GET', '/metrics')).body.toString().split('\n').find((l) => l.startsWith('troupe_front_door_requests_total{model="mlp",outcome="ok"}'))?.split(' ').pop() ?? 0);
+        const served = async () =>
+          Number(
+            (await call(cluster.url, 'GET', '/metrics')).body
+              .toString()
+              .split('\n')
+              .find((l) => l.startsWith('troupe_front_door_requests_total{model="mlp",outcome="ok"}'))
+              ?.split(' ')
+              .pop() ?? 0,
+          );
         await waitFor('the worker to report all 21 requests answered 200', async () => (await served()) >= 21, 10_000);
       });
     }

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { deflateRawSync, deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
-import { MIN_COMPRESSED_BYTES, compressResponse, decodeBody, encodeBody, responseCoding, unsupportedCoding } from '../../head/http/content-coding.js';
+import {
+  MIN_COMPRESSED_BYTES,
+  compressResponse,
+  decodeBody,
+  encodeBody,
+  responseCoding,
+  unsupportedCoding,
+} from '../../head/http/content-coding.js';
 import type { InferTarget } from '../../head/http/infer-backend.js';
 import { classCounts, classify, classifyOutputs, printfFixed6 } from '../../head/http/oip-classification.js';
 import { InferRequestSchema } from '../../head/http/oip-codec.js';
@@ -27,7 +34,12 @@ async function rejectsCode(promise: Promise<unknown>, code: ErrorCode, message: 
   });
 }
 
-function wire(dtype: WireTensor['dtype'], shape: number[], values: ArrayLike<number> | ArrayLike<bigint>, Ctor: { new (v: never): ArrayBufferView }): WireTensor {
+function wire(
+  dtype: WireTensor['dtype'],
+  shape: number[],
+  values: ArrayLike<number> | ArrayLike<bigint>,
+  Ctor: { new (v: never): ArrayBufferView },
+): WireTensor {
   const array = new Ctor(Array.from(values as ArrayLike<number>) as never);
   return { dtype, shape, data: new Uint8Array(array.buffer, array.byteOffset, array.byteLength) };
 }
@@ -68,16 +80,35 @@ describe('classification: scores as C++ std::to_string prints them', () => {
       data: ['0.750000:1:b', '0.250000:0:a', '0.250000:2', '2.000000:1:b', '2.000000:2', '0.500000:3:d'],
     });
     // Rank 1 has no batch dimension; k past the class count gives them all.
-    assert.deepEqual(classify(wire('float32', [3], [1, 3, 2], Float32Array), 10, undefined, 'o'), { dtype: 'string', shape: [3], data: ['3.000000:1', '2.000000:2', '1.000000:0'] });
+    assert.deepEqual(classify(wire('float32', [3], [1, 3, 2], Float32Array), 10, undefined, 'o'), {
+      dtype: 'string',
+      shape: [3],
+      data: ['3.000000:1', '2.000000:2', '1.000000:0'],
+    });
   });
 
-  test('integer outputs print as integers, 64-bit ones exactly; FP16, BOOL and BYTES are refused in Triton\'s words', () => {
-    assert.deepEqual(classify(wire('int64', [1, 3], [5n, -(2n ** 62n), 2n ** 62n + 1n], BigInt64Array), 2, undefined, 'o').data, ['4611686018427387905:2', '5:0']);
+  test("integer outputs print as integers, 64-bit ones exactly; FP16, BOOL and BYTES are refused in Triton's words", () => {
+    assert.deepEqual(classify(wire('int64', [1, 3], [5n, -(2n ** 62n), 2n ** 62n + 1n], BigInt64Array), 2, undefined, 'o').data, [
+      '4611686018427387905:2',
+      '5:0',
+    ]);
     assert.deepEqual(classify(wire('uint8', [1, 3], [7, 255, 0], Uint8Array), 1, undefined, 'o').data, ['255:1']);
     assert.deepEqual(classify(wire('float64', [1, 2], [0.1, 0.2], Float64Array), 1, undefined, 'o').data, ['0.200000:1']);
-    throwsCode(() => classify(wire('float16', [1, 2], [0, 0], Uint16Array), 1, undefined, "output 'h'"), 'TROUPE_ERR_BAD_REQUEST', /output 'h': class result not available for output due to unsupported type 'FP16'/);
-    throwsCode(() => classify({ dtype: 'string', shape: [1], data: ['x'] }, 1, undefined, "output 's'"), 'TROUPE_ERR_BAD_REQUEST', /unsupported type 'BYTES'/);
-    throwsCode(() => classify(wire('bool', [1, 2], [0, 1], Uint8Array), 1, undefined, "output 'b'"), 'TROUPE_ERR_BAD_REQUEST', /unsupported type 'BOOL'/);
+    throwsCode(
+      () => classify(wire('float16', [1, 2], [0, 0], Uint16Array), 1, undefined, "output 'h'"),
+      'TROUPE_ERR_BAD_REQUEST',
+      /output 'h': class result not available for output due to unsupported type 'FP16'/,
+    );
+    throwsCode(
+      () => classify({ dtype: 'string', shape: [1], data: ['x'] }, 1, undefined, "output 's'"),
+      'TROUPE_ERR_BAD_REQUEST',
+      /unsupported type 'BYTES'/,
+    );
+    throwsCode(
+      () => classify(wire('bool', [1, 2], [0, 1], Uint8Array), 1, undefined, "output 'b'"),
+      'TROUPE_ERR_BAD_REQUEST',
+      /unsupported type 'BOOL'/,
+    );
   });
 
   test('the classification parameter: whole numbers only, 0 means none; labels per output or for all', () => {
@@ -85,9 +116,17 @@ describe('classification: scores as C++ std::to_string prints them', () => {
     assert.deepEqual([...classCounts(request({ classification: 3, binary_data: true }))], [['y', 3]]);
     assert.equal(classCounts(request({ classification: 0 })).size, 0);
     assert.equal(classCounts(request({ binary_data: true })).size, 0);
-    for (const bad of [-1, 1.5, 'three', true]) throwsCode(() => classCounts(request({ classification: bad })), 'TROUPE_ERR_BAD_REQUEST', /output 'y': parameters\.classification must be a whole number/);
+    for (const bad of [-1, 1.5, 'three', true])
+      throwsCode(
+        () => classCounts(request({ classification: bad })),
+        'TROUPE_ERR_BAD_REQUEST',
+        /output 'y': parameters\.classification must be a whole number/,
+      );
     const outputs = { y: wire('float32', [1, 2], [1, 2], Float32Array), z: wire('float32', [1, 2], [1, 2], Float32Array) };
-    const counts = new Map([['y', 1], ['z', 1]]);
+    const counts = new Map([
+      ['y', 1],
+      ['z', 1],
+    ]);
     const perOutput = classifyOutputs(outputs, counts, { y: ['no', 'yes'] });
     assert.deepEqual([perOutput.y!.data, perOutput.z!.data], [['2.000000:1:yes'], ['2.000000:1']]);
     const shared = classifyOutputs(outputs, counts, ['no', 'yes']);
@@ -98,7 +137,8 @@ describe('classification: scores as C++ std::to_string prints them', () => {
   test('a deployment spec takes labels as a list or a list per output, and refuses anything else', () => {
     assert.deepEqual(ModelDeploymentSchema.parse({ name: 'm', model: 'm.onnx', labels: ['a', 'b'] }).labels, ['a', 'b']);
     assert.deepEqual(ModelDeploymentSchema.parse({ name: 'm', model: 'm.onnx', labels: { y: ['a'] } }).labels, { y: ['a'] });
-    for (const labels of ['a,b', [1, 2], { y: 'a' }]) assert.equal(ModelDeploymentSchema.safeParse({ name: 'm', model: 'm.onnx', labels }).success, false, JSON.stringify(labels));
+    for (const labels of ['a,b', [1, 2], { y: 'a' }])
+      assert.equal(ModelDeploymentSchema.safeParse({ name: 'm', model: 'm.onnx', labels }).success, false, JSON.stringify(labels));
   });
 });
 
@@ -108,16 +148,29 @@ describe('content codings of inference bodies', () => {
     assert.equal(await decodeBody(body, {}, 1024), body);
     assert.equal(await decodeBody(body, { 'content-encoding': 'identity' }, 1024), body);
     for (const coding of ['gzip', 'deflate', 'GZIP', ' x-gzip ']) {
-      for (const packed of [gzipSync(body), deflateSync(body)]) assert.deepEqual(await decodeBody(packed, { 'content-encoding': coding }, 1024), body, coding);
+      for (const packed of [gzipSync(body), deflateSync(body)])
+        assert.deepEqual(await decodeBody(packed, { 'content-encoding': coding }, 1024), body, coding);
     }
   });
 
   test('the size limit applies to the decoded bytes; broken data is a 400; other codings a 415', async () => {
     const bomb = gzipSync(Buffer.alloc(1 << 20));
-    await rejectsCode(decodeBody(bomb, { 'content-encoding': 'gzip' }, 64 * 1024), 'TROUPE_ERR_BODY_TOO_LARGE', /gzip request body decodes to more than this head accepts/);
+    await rejectsCode(
+      decodeBody(bomb, { 'content-encoding': 'gzip' }, 64 * 1024),
+      'TROUPE_ERR_BODY_TOO_LARGE',
+      /gzip request body decodes to more than this head accepts/,
+    );
     assert.equal((await decodeBody(bomb, { 'content-encoding': 'gzip' }, 1 << 20)).length, 1 << 20);
-    await rejectsCode(decodeBody(deflateRawSync(Buffer.from('x')), { 'content-encoding': 'deflate' }, 1024), 'TROUPE_ERR_BAD_REQUEST', /not valid deflate data/);
-    await rejectsCode(decodeBody(Buffer.from('x'), { 'content-encoding': 'br' }, 1024), 'TROUPE_ERR_UNSUPPORTED_ENCODING', /'br' is not supported/);
+    await rejectsCode(
+      decodeBody(deflateRawSync(Buffer.from('x')), { 'content-encoding': 'deflate' }, 1024),
+      'TROUPE_ERR_BAD_REQUEST',
+      /not valid deflate data/,
+    );
+    await rejectsCode(
+      decodeBody(Buffer.from('x'), { 'content-encoding': 'br' }, 1024),
+      'TROUPE_ERR_UNSUPPORTED_ENCODING',
+      /'br' is not supported/,
+    );
     assert.equal(unsupportedCoding({ 'content-encoding': 'gzip' }), undefined);
     assert.equal(unsupportedCoding({}), undefined);
     assert.deepEqual(unsupportedCoding({ 'content-encoding': 'gzip, br' })?.status, 415);
@@ -153,7 +206,11 @@ describe('content codings of inference bodies', () => {
 });
 
 describe('raw binary requests', () => {
-  const target = (inputs: { name: string; dtype: string; shape: (number | string)[] }[]): InferTarget => ({ name: 'm', kind: 'model', metadata: { inputs, outputs: [{ name: 'y', dtype: 'float32', shape: [-1, 2] }] } });
+  const target = (inputs: { name: string; dtype: string; shape: (number | string)[] }[]): InferTarget => ({
+    name: 'm',
+    kind: 'model',
+    metadata: { inputs, outputs: [{ name: 'y', dtype: 'float32', shape: [-1, 2] }] },
+  });
 
   test('only a header of exactly 0 makes a request raw', () => {
     assert.equal(isRawRequest('0'), true);
@@ -161,7 +218,7 @@ describe('raw binary requests', () => {
     for (const h of [undefined, '', '10', '00x', ['0', '0']]) assert.equal(isRawRequest(h), false, String(h));
   });
 
-  test('the one input gets the model\'s dtype and shape, its variable dimension from the byte length; every output binary', () => {
+  test("the one input gets the model's dtype and shape, its variable dimension from the byte length; every output binary", () => {
     const body = Buffer.from(new Float32Array([1, 2, 3, 4, 5, 6]).buffer);
     const { request, inputs } = rawInferRequest(target([{ name: 'x', dtype: 'float32', shape: ['batch', 3] }]), body);
     assert.deepEqual(inputs.x!.shape, [2, 3]);
@@ -169,16 +226,55 @@ describe('raw binary requests', () => {
     assert.equal(inputs.x!.data, body);
     assert.deepEqual(request.parameters, { binary_data_output: true });
     assert.deepEqual(rawInferRequest(target([{ name: 'x', dtype: 'int64', shape: [2, 1] }]), Buffer.alloc(16)).inputs.x!.shape, [2, 1]);
-    assert.deepEqual(rawInferRequest(target([{ name: 's', dtype: 'string', shape: [1] }]), Buffer.from('héllo')).inputs.s, { dtype: 'string', shape: [1], data: ['héllo'] });
+    assert.deepEqual(rawInferRequest(target([{ name: 's', dtype: 'string', shape: [1] }]), Buffer.from('héllo')).inputs.s, {
+      dtype: 'string',
+      shape: [1],
+      data: ['héllo'],
+    });
   });
 
   test('what cannot be deduced is refused, naming why', () => {
-    throwsCode(() => rawInferRequest(target([{ name: 'a', dtype: 'float32', shape: [-1, 2] }, { name: 'b', dtype: 'float32', shape: [-1, 2] }]), Buffer.alloc(8)), 'TROUPE_ERR_BAD_REQUEST', /exactly one input to deduce it, it has 2 \('a', 'b'\)/);
-    throwsCode(() => rawInferRequest(target([{ name: 'x', dtype: 'float32', shape: [-1, 'n'] }]), Buffer.alloc(8)), 'TROUPE_ERR_BAD_REQUEST', /shape \[-1, -1\] has 2 variable dimensions/);
-    throwsCode(() => rawInferRequest(target([{ name: 'x', dtype: 'float32', shape: [-1, 3] }]), Buffer.alloc(8)), 'TROUPE_ERR_BAD_REQUEST', /8 bytes are not a whole number of FP32 \[-1, 3\] slices \(12 bytes each\)/);
-    throwsCode(() => rawInferRequest(target([{ name: 'x', dtype: 'float32', shape: [2, 3] }]), Buffer.alloc(8)), 'TROUPE_ERR_BAD_TENSOR', /raw input 'x'/);
-    throwsCode(() => rawInferRequest(target([{ name: 's', dtype: 'string', shape: [2] }]), Buffer.alloc(8)), 'TROUPE_ERR_BAD_REQUEST', /a raw BYTES body is one element/);
-    throwsCode(() => rawInferRequest({ name: 'm', kind: 'model', metadata: null }, Buffer.alloc(8)), 'TROUPE_ERR_NOT_READY', /needs the model's signature/);
-    throwsCode(() => rawInferRequest(target([{ name: 'x', dtype: 'uint8', shape: [-1] }]), Buffer.alloc(16 * 2 ** 20 + 1)), 'TROUPE_ERR_TOO_MANY_ELEMENTS', /raw input 'x' has 16777217 elements \(at most 16777216/);
+    throwsCode(
+      () =>
+        rawInferRequest(
+          target([
+            { name: 'a', dtype: 'float32', shape: [-1, 2] },
+            { name: 'b', dtype: 'float32', shape: [-1, 2] },
+          ]),
+          Buffer.alloc(8),
+        ),
+      'TROUPE_ERR_BAD_REQUEST',
+      /exactly one input to deduce it, it has 2 \('a', 'b'\)/,
+    );
+    throwsCode(
+      () => rawInferRequest(target([{ name: 'x', dtype: 'float32', shape: [-1, 'n'] }]), Buffer.alloc(8)),
+      'TROUPE_ERR_BAD_REQUEST',
+      /shape \[-1, -1\] has 2 variable dimensions/,
+    );
+    throwsCode(
+      () => rawInferRequest(target([{ name: 'x', dtype: 'float32', shape: [-1, 3] }]), Buffer.alloc(8)),
+      'TROUPE_ERR_BAD_REQUEST',
+      /8 bytes are not a whole number of FP32 \[-1, 3\] slices \(12 bytes each\)/,
+    );
+    throwsCode(
+      () => rawInferRequest(target([{ name: 'x', dtype: 'float32', shape: [2, 3] }]), Buffer.alloc(8)),
+      'TROUPE_ERR_BAD_TENSOR',
+      /raw input 'x'/,
+    );
+    throwsCode(
+      () => rawInferRequest(target([{ name: 's', dtype: 'string', shape: [2] }]), Buffer.alloc(8)),
+      'TROUPE_ERR_BAD_REQUEST',
+      /a raw BYTES body is one element/,
+    );
+    throwsCode(
+      () => rawInferRequest({ name: 'm', kind: 'model', metadata: null }, Buffer.alloc(8)),
+      'TROUPE_ERR_NOT_READY',
+      /needs the model's signature/,
+    );
+    throwsCode(
+      () => rawInferRequest(target([{ name: 'x', dtype: 'uint8', shape: [-1] }]), Buffer.alloc(16 * 2 ** 20 + 1)),
+      'TROUPE_ERR_TOO_MANY_ELEMENTS',
+      /raw input 'x' has 16777217 elements \(at most 16777216/,
+    );
   });
 });
