@@ -38,6 +38,11 @@ function requestCoding(headers: IncomingHttpHeaders): ContentCoding | 'identity'
   return undefined;
 }
 
+/** Whether the body needs decoding (a coding other than identity); a sync check, so plain bodies wait on nothing. */
+export function isEncoded(headers: IncomingHttpHeaders): boolean {
+  return requestCoding(headers) !== 'identity';
+}
+
 /** The 415 for a body in a coding the head does not decode; checked before the body is read. */
 export function unsupportedCoding(headers: IncomingHttpHeaders): HttpError | undefined {
   if (requestCoding(headers) !== undefined) return undefined;
@@ -113,11 +118,7 @@ export function encodeBody(body: string | Buffer, coding: ContentCoding): Promis
  */
 export const MIN_COMPRESSED_BYTES = 1024;
 
-/** The response body as Accept-Encoding asks, and the coding to name in Content-Encoding (none: as it was). */
-export async function compressResponse(
-  body: string | Buffer,
-  acceptEncoding: string | string[] | undefined,
-): Promise<{ body: string | Buffer; coding: ContentCoding | undefined }> {
-  const coding = Buffer.byteLength(body) >= MIN_COMPRESSED_BYTES ? responseCoding(acceptEncoding) : undefined;
-  return coding ? { body: await encodeBody(body, coding), coding } : { body, coding };
+/** The coding a response body goes in, from its size and Accept-Encoding; undefined: as it is. */
+export function responseCodingFor(body: string | Buffer, acceptEncoding: string | string[] | undefined): ContentCoding | undefined {
+  return acceptEncoding !== undefined && Buffer.byteLength(body) >= MIN_COMPRESSED_BYTES ? responseCoding(acceptEncoding) : undefined;
 }

@@ -3,7 +3,7 @@ import { sharedBufferPool } from '../../runtime/index.js';
 import type { Logger } from '../../runtime/index.js';
 import type { ShutdownGate } from '../drain.js';
 import { authError } from './auth.js';
-import { ACCEPTED_REQUEST_CODINGS, compressResponse, decodeBody, unsupportedCoding } from './content-coding.js';
+import { ACCEPTED_REQUEST_CODINGS, decodeBody, encodeBody, isEncoded, responseCodingFor, unsupportedCoding } from './content-coding.js';
 import { drainingError, errorResponse, requestFailed } from './errors.js';
 import type { HttpError } from './errors.js';
 import type { InferenceBackend, Params } from './infer-backend.js';
@@ -101,12 +101,14 @@ export function errorAnswer(error: HttpError): HttpAnswer {
  */
 export async function answerInference(options: InferExchangeOptions, route: InferRoute, request: { url: string; headers: IncomingHttpHeaders }, body: InferBody): Promise<HttpAnswer> {
   try {
-    const bytes = await decodeBody(body.bytes, request.headers, options.maxBodyBytes);
+    // Plain bodies and small answers skip the awaits: each costs every request a microtask.
+    const bytes = isEncoded(request.headers) ? await decodeBody(body.bytes, request.headers, options.maxBodyBytes) : body.bytes;
     const pooled = body.pooled && bytes === body.bytes;
     if (body.pooled && !pooled) sharedBufferPool.give(body.bytes);
     const response = await inferResponse(options.backend, route.params, request.headers[HEADER_LENGTH], bytes);
     if (pooled) sharedBufferPool.give(bytes);
-    const { body: payload, coding } = await compressResponse(response.body, request.headers['accept-encoding']);
+    const coding = responseCodingFor(response.body, request.headers['accept-encoding']);
+    const payload = coding ? await encodeBody(response.body, coding) : response.body;
     const headers: Record<string, string | number> = { 'content-type': response.contentType, 'content-length': Buffer.byteLength(payload) };
     if (response.headerLength !== undefined) headers['inference-header-content-length'] = response.headerLength;
     if (coding) headers['content-encoding'] = coding;

@@ -5,7 +5,7 @@ import type { TensorInfo } from '../../runtime/index.js';
 import { serverReadiness } from '../readiness.js';
 import type { DeploymentRecord } from '../state.js';
 import { bodyBuffer } from './body.js';
-import { compressResponse, decodeBody } from './content-coding.js';
+import { decodeBody, encodeBody, responseCodingFor } from './content-coding.js';
 import type { ApiContext } from './context.js';
 import { MODEL_VERSION } from './infer-backend.js';
 import type { Params } from './infer-backend.js';
@@ -105,9 +105,9 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const body = await decodeBody(bodyBuffer(request.body), request.headers, ctx.maxBodyBytes);
     const response = await inferResponse(backend, request.params as Params, request.headers[HEADER_LENGTH], body);
     if (response.headerLength !== undefined) reply.header('inference-header-content-length', String(response.headerLength));
-    const { body: payload, coding } = await compressResponse(response.body, request.headers['accept-encoding']);
+    const coding = responseCodingFor(response.body, request.headers['accept-encoding']);
     if (coding) reply.header('content-encoding', coding);
-    return reply.code(200).type(response.contentType).send(payload);
+    return reply.code(200).type(response.contentType).send(coding ? await encodeBody(response.body, coding) : response.body);
   };
 
   for (const prefix of ['/v2/models/:name', '/v2/models/:name/versions/:version']) {
