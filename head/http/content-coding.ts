@@ -29,7 +29,7 @@ function headerText(value: string | string[] | undefined): string {
   return (Array.isArray(value) ? value.join(',') : (value ?? '')).trim().toLowerCase();
 }
 
-/** The request body's coding: undefined for none (or `identity`), else gzip or deflate. */
+/** The request body's coding: 'identity' for none, gzip or deflate, or undefined for one the head does not decode. */
 function requestCoding(headers: IncomingHttpHeaders): ContentCoding | 'identity' | undefined {
   const text = headerText(headers['content-encoding']);
   if (text === '' || text === 'identity') return 'identity';

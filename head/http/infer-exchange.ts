@@ -97,7 +97,8 @@ export function errorAnswer(error: HttpError): HttpAnswer {
  *
  * A compressed body is decoded first (content-coding.ts), and the pooled bytes it came in go
  * back at once: the call is made from the decoded copy. The response is compressed when
- * Accept-Encoding asks and it is over 1 KiB; Inference-Header-Content-Length still counts bytes of the uncompressed body.
+ * Accept-Encoding asks and it is 1 KiB or more; Inference-Header-Content-Length still counts
+ * bytes of the uncompressed body.
  */
 export async function answerInference(options: InferExchangeOptions, route: InferRoute, request: { url: string; headers: IncomingHttpHeaders }, body: InferBody): Promise<HttpAnswer> {
   try {
