@@ -1,6 +1,7 @@
 import { TroupeError, concatTensorRows, sharedBufferPool, sharesMemory, splitRows } from '../runtime/index.js';
 import type { CallTiming, Tensor } from '../runtime/index.js';
 import { batchKey, rowsOf } from './batch-tensors.js';
+import { CallTotalsRecorder } from './call-totals.js';
 
 export interface BatcherOptions {
   /** Most rows in one run; 1 runs every call alone. */
@@ -59,6 +60,8 @@ export class Batcher {
   readonly #options: BatcherOptions;
   readonly #queue: Job[] = [];
   readonly stats: BatcherStats = { calls: 0, batches: 0, rows: 0, expired: 0, failed: 0, computeMs: 0, queueMs: 0 };
+  /** Triton-style per-call and per-batch-size totals (reported with the stats). */
+  readonly totals = new CallTotalsRecorder();
   #running = false;
   /** Calls in the run now going on. */
   #inRun = 0;
@@ -143,6 +146,7 @@ export class Batcher {
       if (job.deadline !== undefined && job.deadline <= now) {
         this.#queue.splice(i, 1);
         this.stats.expired++;
+        this.totals.failed([now - job.arrived]);
         job.reject(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deadline passed after ${Math.round(now - job.arrived)} ms in the actor's queue; not run`));
       }
     }
@@ -204,10 +208,16 @@ export class Batcher {
     const start = performance.now();
     const first = batch[0]!;
     this.#inRun = batch.length;
+    // The phases are timed apart for the statistics: joining inputs, the run, splitting outputs.
+    let ran = start;
+    let split = start;
     try {
       let outputs: Record<string, Tensor>[];
-      if (batch.length === 1) outputs = [await this.#run(first.inputs, first.outputs)];
-      else {
+      if (batch.length === 1) {
+        // A lone call's inputs go to the model as they are: no joining, no splitting.
+        outputs = [await this.#run(first.inputs, first.outputs)];
+        split = performance.now();
+      } else {
         const inputs: Record<string, Tensor> = {};
         const copies: Buffer[] = [];
         for (const name of Object.keys(first.inputs)) {
@@ -215,6 +225,7 @@ export class Batcher {
           inputs[name] = joined.tensor;
           if (joined.copy) copies.push(joined.copy);
         }
+        ran = performance.now();
         let result: Record<string, Tensor> | undefined;
         try {
           result = await this.#run(inputs, first.outputs);
@@ -222,21 +233,27 @@ export class Batcher {
           // The joined inputs are read no more once the run is over (unless an output is one).
           if (!result || !sharesMemory(result, inputs)) for (const copy of copies) sharedBufferPool.give(copy);
         }
+        split = performance.now();
         outputs = this.#split(result, batch.map((j) => j.rows!));
       }
-      const computeMs = performance.now() - start;
+      const end = performance.now();
+      const computeMs = end - start;
       const rows = batch.reduce((n, j) => n + (j.rows ?? 1), 0);
       this.stats.batches++;
       this.stats.rows += rows;
       this.stats.computeMs += computeMs;
+      const queued = batch.map((job) => start - job.arrived);
+      this.totals.executed(queued, rows, { inputMs: ran - start, inferMs: split - ran, outputMs: end - split });
       batch.forEach((job, i) => {
-        const queueMs = start - job.arrived;
+        const queueMs = queued[i]!;
         this.stats.calls++;
         this.stats.queueMs += queueMs;
         job.resolve({ outputs: outputs[i]!, timing: { queueMs, computeMs, batchRows: rows, batchCalls: batch.length } });
       });
     } catch (err) {
       this.stats.failed += batch.length;
+      const now = performance.now();
+      this.totals.failed(batch.map((job) => now - job.arrived));
       for (const job of batch) job.reject(err);
     } finally {
       this.#inRun = 0;

@@ -178,7 +178,7 @@ async function main(): Promise<void> {
   if (!executor) return;
   const batcher = executor;
   setInterval(() => {
-    const stats = { ...batcher.stats, queued: batcher.queued, inFlight: batcher.outstanding, ...directCalls.report() };
+    const stats = { ...batcher.stats, queued: batcher.queued, inFlight: batcher.outstanding, ...directCalls.report(), totals: batcher.totals.totals };
     const text = JSON.stringify(stats);
     if (text !== last) head?.send({ type: 'stats', stats });
     last = text;

@@ -1,4 +1,5 @@
 import type { ActorStats, ErrorCode } from '../runtime/index.js';
+import { InferenceStatistics } from './inference-statistics.js';
 
 /** Latencies kept for percentiles: enough for a stable p99 over the last moments of traffic. */
 const WINDOW = 2048;
@@ -14,6 +15,8 @@ export class DeploymentStats {
   execCount = 0;
   rows = 0;
   readonly failed = new Map<ErrorCode, number>();
+  /** Triton's statistics extension, from the actors' own per-call totals. */
+  readonly inference = new InferenceStatistics();
   readonly #latencies = new Float64Array(WINDOW);
   #count = 0;
 
@@ -38,6 +41,7 @@ export class DeploymentStats {
     this.rows += next.rows - base.rows;
     this.ok += (next.directOk ?? 0) - (base.directOk ?? 0);
     for (const ms of next.directLatencyMs ?? []) this.#latencies[this.#count++ % WINDOW] = ms;
+    if (next.totals) this.inference.absorb(base === previous ? previous?.totals : undefined, next.totals);
   }
 
   /** The q-quantile (0..1) of recent successful calls' latency in ms, or null before any. */

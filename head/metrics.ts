@@ -5,14 +5,20 @@ import type { ClusterState } from './state.js';
 
 type ModelHistograms = [Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>];
 
+/** prom-client default metrics that are gauges with a counter's suffix. */
+const DEFAULT_GAUGES_NAMED_TOTAL = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
 /**
- * Prometheus metrics of the whole cluster, served by the head at /metrics. Names follow Triton's
- * where one exists: `troupe_inference_count` (requests) over `troupe_inference_exec_count` (model
- * executions) is the mean batch size. Counters the head does not see per event (executions, actor
- * states, GPUs, agent and actor processes) are read from cluster state at scrape time.
+ * Prometheus metrics of the whole cluster, served by the head at /metrics, clean under
+ * `promtool check metrics`: counters end in `_total`, nothing else does. Names follow Triton's
+ * where one exists, and count what Triton's count: `troupe_inference_count_total` rows (Triton's
+ * nv_inference_count), over `troupe_inference_exec_count_total` model executions, is the mean
+ * batch size; `troupe_inference_request_success_total` counts requests. Counters the head does not
+ * see per event (executions, actor states, GPUs, agent and actor processes) are read from cluster
+ * state at scrape time.
  */
 export class HeadMetrics {
   readonly registry = new Registry();
@@ -27,6 +33,9 @@ export class HeadMetrics {
   constructor(state: ClusterState) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'troupe_head_' });
+    // prom-client's totals of active handles, requests and resources are gauges named `_total`,
+    // which promtool rejects; the same numbers are the sum of the series by type it keeps.
+    for (const name of DEFAULT_GAUGES_NAMED_TOTAL) this.registry.removeSingleMetric(`troupe_head_${name}`);
     this.#request = new Histogram({ name: 'troupe_request_duration_seconds', help: 'Inference request time seen by the head, from arrival to answer.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
     this.#queue = new Histogram({ name: 'troupe_queue_duration_seconds', help: 'Time a request waited for a run: in the head queue plus in the actor queue.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
     this.#compute = new Histogram({ name: 'troupe_compute_duration_seconds', help: 'Duration of the model run (session.run) that served the request.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
@@ -46,15 +55,19 @@ export class HeadMetrics {
       },
     });
     new Counter({
-      name: 'troupe_inference_count', help: 'Successful inference requests.', labelNames: ['model'], registers,
+      name: 'troupe_inference_request_success_total', help: 'Successful inference requests (each counts once, whatever its rows).', labelNames: ['model'], registers,
       collect() { this.reset(); for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.ok); },
     });
     new Counter({
-      name: 'troupe_inference_exec_count', help: 'Model executions (batches) run by the actors.', labelNames: ['model'], registers,
+      name: 'troupe_inference_count_total', help: "Inferences run, counted in rows as Triton's nv_inference_count: one request of 64 rows counts 64.", labelNames: ['model'], registers,
+      collect() { this.reset(); for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.rows); },
+    });
+    new Counter({
+      name: 'troupe_inference_exec_count_total', help: 'Model executions (batches) run by the actors.', labelNames: ['model'], registers,
       collect() { this.reset(); for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.execCount); },
     });
     new Counter({
-      name: 'troupe_inference_failure_count', help: 'Failed inference requests by error code.', labelNames: ['model', 'code'], registers,
+      name: 'troupe_inference_request_failure_total', help: 'Failed inference requests by error code.', labelNames: ['model', 'code'], registers,
       collect() {
         this.reset();
         for (const d of deployments()) for (const [code, n] of d.stats.failed) this.inc({ model: d.spec.name, code }, n);
@@ -71,9 +84,9 @@ export class HeadMetrics {
         for (const d of deployments()) for (const a of d.actors) this.inc({ model: d.spec.name, state: a.state });
       },
     });
-    new Gauge({
-      name: 'troupe_actor_restarts', help: 'Restarts of each actor since it was created.', labelNames: ['model', 'actor'], registers,
-      collect() { this.reset(); for (const d of deployments()) for (const a of d.actors) this.set({ model: d.spec.name, actor: a.name }, a.restarts); },
+    new Counter({
+      name: 'troupe_actor_restarts_total', help: 'Restarts of each actor since it was created.', labelNames: ['model', 'actor'], registers,
+      collect() { this.reset(); for (const d of deployments()) for (const a of d.actors) this.inc({ model: d.spec.name, actor: a.name }, a.restarts); },
     });
     new Gauge({
       name: 'troupe_gpu_utilization_ratio', help: 'GPU utilisation (0-1) from nvidia-smi.', labelNames: ['node', 'gpu', 'uuid'], registers,
@@ -104,12 +117,14 @@ export class HeadMetrics {
         for (const a of state.actors.values()) if (a.usage && a.state !== 'DEAD') this.set({ node: state.nodeName(a.nodeId) ?? '', role: 'actor', actor: a.name }, a.usage.rssBytes);
       },
     });
-    new Gauge({
-      name: 'troupe_process_cpu_seconds', help: 'CPU time of agent and actor processes, from agent heartbeats.', labelNames: ['node', 'role', 'actor'], registers,
+    // A counter of each process's own CPU time: a restarted process starts again from zero, which
+    // Prometheus' rate() reads as a counter reset.
+    new Counter({
+      name: 'troupe_process_cpu_seconds_total', help: 'CPU time of agent and actor processes, from agent heartbeats.', labelNames: ['node', 'role', 'actor'], registers,
       collect() {
         this.reset();
-        for (const n of state.nodes.values()) if (n.usage && n.state !== 'DEAD') this.set({ node: n.name, role: 'agent', actor: '' }, n.usage.cpuSeconds);
-        for (const a of state.actors.values()) if (a.usage && a.state !== 'DEAD') this.set({ node: state.nodeName(a.nodeId) ?? '', role: 'actor', actor: a.name }, a.usage.cpuSeconds);
+        for (const n of state.nodes.values()) if (n.usage && n.state !== 'DEAD') this.inc({ node: n.name, role: 'agent', actor: '' }, n.usage.cpuSeconds);
+        for (const a of state.actors.values()) if (a.usage && a.state !== 'DEAD') this.inc({ node: state.nodeName(a.nodeId) ?? '', role: 'actor', actor: a.name }, a.usage.cpuSeconds);
       },
     });
   }

@@ -90,6 +90,11 @@ export interface DeploymentRecord {
   stats: DeploymentStats;
   /** Host memory each new replica reserves: the spec's, or an estimate (head/memory-estimate.ts). */
   memoryReserved: number;
+  /**
+   * Set by a repository unload (head/model-repository.ts): the spec to load back, and the spec
+   * without replicas that replaced it (a deploy since then replaced that in turn, and wins).
+   */
+  unloaded?: { spec: ModelDeployment; as: ModelDeployment } | undefined;
 }
 
 /**

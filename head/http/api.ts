@@ -11,6 +11,7 @@ import { ModelStore } from './model-store.js';
 import { registerModelRoutes } from './model-routes.js';
 import { registerOipRoutes } from './oip-routes.js';
 import { ApiDocs } from './openapi.js';
+import { registerTritonRoutes } from './triton-routes.js';
 
 /**
  * The head's HTTP API on its fastify app: the Open Inference Protocol under /v2, deployments,
@@ -38,6 +39,7 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
     await api.register(async (scope) => {
       acceptBuffers(scope, options.maxBodyBytes);
       registerOipRoutes(scope, ctx);
+      registerTritonRoutes(scope, ctx);
       registerJobRoutes(scope, ctx);
       ctx.docs.route(
         scope,

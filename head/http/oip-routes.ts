@@ -22,7 +22,7 @@ import { deploymentOf, stateBackend } from './state-backend.js';
  * server that is not ready says why, in a small JSON body the protocol leaves room for.
  */
 
-export const EXTENSIONS = ['binary_tensor_data', 'classification'];
+export const EXTENSIONS = ['binary_tensor_data', 'classification', 'model_configuration', 'model_repository', 'statistics'];
 
 /** The one health answer with a body: a person reading it learns what to fix. */
 const NotReadySchema = z.object({ ready: z.literal(false), reason: z.string() });

@@ -51,6 +51,35 @@ export type CallReply = z.infer<typeof CallReplySchema>;
 export const HeadToActorReplies = { call: CallReplySchema };
 export const ClientToReplicaReplies = { hello: AckSchema, call: CallReplySchema, region: AckSchema };
 
+/** Summed time of one kind, for Triton's statistics extension: how many, and ms in all. */
+export const DurationTotalSchema = z.object({ count: z.number().min(0), ms: z.number().min(0) });
+export type DurationTotal = z.infer<typeof DurationTotalSchema>;
+
+/** One batch size's executions: how many ran, and their input, run and output times. */
+export const BatchSizeTotalsSchema = z.object({ count: z.number().min(0), inputMs: z.number().min(0), inferMs: z.number().min(0), outputMs: z.number().min(0) });
+export type BatchSizeTotals = z.infer<typeof BatchSizeTotalsSchema>;
+
+/** Batch sizes kept per actor: a batch has at most BatchSchema's 65,536 rows, but few sizes occur. */
+export const MAX_BATCH_SIZES_REPORTED = 1024;
+
+/**
+ * Where the time of every call an actor answered went, summed per call (a batch's input, run and
+ * output times count once for each call in it, as Triton's per-request statistics do), and per
+ * batch size (once per execution). Times run from the call's arrival in the actor.
+ */
+export const CallTotalsSchema = z.object({
+  success: DurationTotalSchema,
+  fail: DurationTotalSchema,
+  queue: DurationTotalSchema,
+  computeInput: DurationTotalSchema,
+  computeInfer: DurationTotalSchema,
+  computeOutput: DurationTotalSchema,
+  /** Epoch ms of the last call answered, 0 before any. */
+  lastAt: z.number().min(0),
+  bySize: z.record(z.string().regex(/^\d{1,6}$/), BatchSizeTotalsSchema).refine((r) => Object.keys(r).length <= MAX_BATCH_SIZES_REPORTED, 'too many batch sizes'),
+});
+export type CallTotals = z.infer<typeof CallTotalsSchema>;
+
 /** Running totals an actor reports about once a second. */
 export const ActorStatsSchema = z.object({
   calls: z.number(),
@@ -67,6 +96,8 @@ export const ActorStatsSchema = z.object({
   directOk: z.number().optional(),
   /** Latencies (ms, arrival to answer) of some direct calls since the previous report. */
   directLatencyMs: z.array(z.number()).max(1024).optional(),
+  /** Triton-style statistics of every call, whoever sent it (absent from actors of older builds). */
+  totals: CallTotalsSchema.optional(),
 });
 export type ActorStats = z.infer<typeof ActorStatsSchema>;
 export type HeadToActor = z.infer<typeof HeadToActorSchema>;

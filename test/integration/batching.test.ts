@@ -51,16 +51,18 @@ describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_0
     assert.ok(stats.rows / stats.batches > 1);
   });
 
-  test('/metrics: requests over model executions is the mean batch size; actor and agent processes are reported', async () => {
+  test('/metrics: rows over model executions is the mean batch size; actor and agent processes are reported', async () => {
     const scrape = async () => (await fetch(`${cluster.url}/metrics`)).text();
     const value = (text: string, metric: string) => Number(new RegExp(`^${metric} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
     const text = await waitFor('exec count to reach the actor totals', async () => {
       const t = await scrape();
       const actor = (await actorsOf(client, 'mlp8'))[0]!;
-      return value(t, 'troupe_inference_exec_count\\{model="mlp8"\\}') === actor.stats?.batches ? t : undefined;
+      return value(t, 'troupe_inference_exec_count_total\\{model="mlp8"\\}') === actor.stats?.batches ? t : undefined;
     });
-    assert.equal(value(text, 'troupe_inference_count\\{model="mlp8"\\}'), 64);
-    const exec = value(text, 'troupe_inference_exec_count\\{model="mlp8"\\}');
+    // 64 calls of one row each: 64 rows, as Triton counts inferences, and 64 requests.
+    assert.equal(value(text, 'troupe_inference_count_total\\{model="mlp8"\\}'), 64);
+    assert.equal(value(text, 'troupe_inference_request_success_total\\{model="mlp8"\\}'), 64);
+    const exec = value(text, 'troupe_inference_exec_count_total\\{model="mlp8"\\}');
     assert.ok(exec > 0 && exec < 64, `exec count ${exec}`);
     assert.match(text, /^troupe_request_duration_seconds_count\{model="mlp8"\} 64$/m);
     assert.match(text, /^troupe_actors\{model="mlp8",state="READY"\} 1$/m);
