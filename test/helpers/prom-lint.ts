@@ -6,7 +6,8 @@
 
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*",?)*\})? (\S+)(?: -?\d+)?$/;
-const VALUE = /^(?:[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|[+-]Inf|NaN)$/;
+/** Go's ParseFloat, as promtool reads values: NaN and Inf in any case (prom-client writes 'Nan'). */
+const VALUE = /^(?:[+-]?(?:\d+\.?\d*(?:e[+-]?\d+)?|\.\d+(?:e[+-]?\d+)?)|[+-]?inf(?:inity)?|nan)$/i;
 
 interface Family {
   type: string | undefined;
