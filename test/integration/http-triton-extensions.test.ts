@@ -99,18 +99,22 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
 
   test('get_inference_statistics: rows, executions and per-request times from HTTP and SDK calls alike', async () => {
     const started = Date.now();
-    // HTTP requests (served by the front-door workers) and an SDK run (straight to the replica).
+    // HTTP requests (served by the front-door workers), an SDK run (straight to the replica) and a
+    // traced one (traces are kept by the head, so it goes through the head's queue).
     for (const [rows, seed] of [[3, 1], [5, 2]] as const) assert.equal((await inferRows('mlp8', rows, seed)).status, 200);
     await client.run('mlp8', { x: tensor('float32', [2, 64], seededFloats(128, 3)) });
+    const traced = client.run('mlp8', { x: tensor('float32', [1, 64], seededFloats(64, 4)) }, { trace: true });
+    await traced;
+    assert.ok((await traced.trace())?.length, 'the traced run went through the head');
 
-    const [stat] = await waitFor('the actor to report 10 rows', async () => {
+    const [stat] = await waitFor('the actor to report 11 rows', async () => {
       const s = await statsOf('/v2/models/mlp8/stats');
-      return s[0]?.inference_count === 10 ? s : undefined;
+      return s[0]?.inference_count === 11 ? s : undefined;
     });
     const s = stat!;
     assert.equal(s.name, 'mlp8');
     assert.equal(s.version, '1');
-    const calls = 3;
+    const calls = 4;
     const { success, fail, queue, compute_input: input, compute_infer: infer, compute_output: output } = s.inference_stats as Record<string, DurationStat>;
     assert.equal(success!.count, calls);
     assert.deepEqual(fail, { count: 0, ns: 0 });
