@@ -1,4 +1,6 @@
 import type { BatchSizeTotals, CallTotals, DurationTotal } from '../runtime/index.js';
+import { MODEL_VERSION } from './http/infer-backend.js';
+import type { DeploymentRecord } from './state.js';
 
 /** Triton's `$duration_stat`: a count and a total in nanoseconds. */
 export interface DurationStat {
@@ -88,4 +90,9 @@ export class InferenceStatistics {
         })),
     };
   }
+}
+
+/** A deployment's statistics in Triton's shape, for every protocol that serves them. */
+export function tritonModelStat(d: DeploymentRecord): TritonModelStat {
+  return d.stats.inference.triton(d.spec.name, MODEL_VERSION, d.stats.rows, d.stats.execCount);
 }

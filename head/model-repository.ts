@@ -2,6 +2,7 @@ import { TroupeError } from '../runtime/index.js';
 import { DEFAULT_DEPLOY_TIMEOUT_S, pendingActors } from '../runtime/deploy-timeout.js';
 import type { Controller } from './controller.js';
 import { boundDeploy } from './deploy-bound.js';
+import { MODEL_VERSION as VERSION } from './http/infer-backend.js';
 import type { ClusterState, DeploymentRecord } from './state.js';
 
 /**
@@ -19,9 +20,6 @@ export interface RepositoryEntry {
   state: RepositoryState;
   reason: string;
 }
-
-/** The one version each deployment has (as the Open Inference Protocol routes name it). */
-const VERSION = '1';
 
 function entryOf(state: ClusterState, d: DeploymentRecord): RepositoryEntry {
   const view = state.deploymentView(d);

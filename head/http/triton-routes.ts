@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TroupeError } from '../../runtime/index.js';
+import { tritonModelStat } from '../inference-statistics.js';
 import { loadModel, repositoryIndex, unloadModel } from '../model-repository.js';
 import type { DeploymentRecord } from '../state.js';
 import { tritonModelConfig } from '../triton-config.js';
@@ -77,7 +78,6 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
     if (version !== undefined && version !== MODEL_VERSION) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `model '${d.spec.name}' has no version '${version.slice(0, 40)}' (versions: ${MODEL_VERSION})`);
     return d;
   };
-  const statOf = (d: DeploymentRecord) => d.stats.inference.triton(d.spec.name, MODEL_VERSION, d.stats.rows, d.stats.execCount);
 
   for (const prefix of ['/v2/models/:name', '/v2/models/:name/versions/:version']) {
     const suffix = prefix.includes(':version') ? ' (the one version is "1")' : '';
@@ -107,14 +107,14 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
           'Times run from arrival in the replica; inference_count counts rows, execution_count model executions (batches).',
         responses: { 200: { description: 'statistics', schema: StatsResponseSchema } },
       },
-      async (request) => ({ model_stats: [statOf(named(request))] }),
+      async (request) => ({ model_stats: [tritonModelStat(named(request))] }),
     );
   }
 
   docs.route(
     app,
     { method: 'GET', url: '/v2/models/stats', tag, auth: 'read', summary: "Inference statistics of every model, in Triton's shape", responses: { 200: { description: 'statistics', schema: StatsResponseSchema } } },
-    async () => ({ model_stats: [...state.deployments.values()].sort((a, b) => a.spec.name.localeCompare(b.spec.name)).map(statOf) }),
+    async () => ({ model_stats: [...state.deployments.values()].sort((a, b) => a.spec.name.localeCompare(b.spec.name)).map(tritonModelStat) }),
   );
 
   docs.route(

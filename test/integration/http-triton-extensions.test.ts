@@ -156,6 +156,7 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
     assert.match(after[0]!.reason, /unloaded/);
     assert.deepEqual(((await post('/v2/repository/index', JSON.stringify({ ready: true }))).json as { name: string }[]).map((e) => e.name), ['mlp8']);
     assert.equal((await get('/v2/models/mlp/ready')).status, 400);
+    assertError(await inferRows('mlp', 1, 8), 503, 'TROUPE_ERR_NOT_READY', /mlp/);
     const kept = (await call(cluster.url, 'GET', '/api/v1/deployments/mlp')).json as { model: string; replicas: number };
     assert.equal(kept.model, 'mlp.onnx', 'the deployment and its spec stay');
     assert.equal(kept.replicas, 0);
