@@ -210,7 +210,7 @@ export class Batcher {
     this.#inRun = batch.length;
     // The phases are timed apart for the statistics: joining inputs, the run, splitting outputs.
     let ran = start;
-    let split = start;
+    let split: number;
     try {
       let outputs: Record<string, Tensor>[];
       if (batch.length === 1) {

@@ -48,7 +48,11 @@ export class CallTotalsRecorder {
     // Sizes past the bound (a model fed every size from 1 to 65,536) fold into the largest kept,
     // so a report stays small; the counts still add up.
     const sizes = Object.keys(t.bySize);
-    const slot = t.bySize[key] ?? (sizes.length < MAX_BATCH_SIZES_REPORTED ? (t.bySize[key] = { count: 0, inputMs: 0, inferMs: 0, outputMs: 0 }) : t.bySize[sizes.at(-1)!]!);
+    const slot =
+      t.bySize[key] ??
+      (sizes.length < MAX_BATCH_SIZES_REPORTED
+        ? (t.bySize[key] = { count: 0, inputMs: 0, inferMs: 0, outputMs: 0 })
+        : t.bySize[sizes.at(-1)!]!);
     slot.count++;
     slot.inputMs += times.inputMs;
     slot.inferMs += times.inferMs;

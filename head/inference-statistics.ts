@@ -15,7 +15,10 @@ export interface TritonModelStat {
   last_inference: number;
   inference_count: number;
   execution_count: number;
-  inference_stats: Record<'success' | 'fail' | 'queue' | 'compute_input' | 'compute_infer' | 'compute_output' | 'cache_hit' | 'cache_miss', DurationStat>;
+  inference_stats: Record<
+    'success' | 'fail' | 'queue' | 'compute_input' | 'compute_infer' | 'compute_output' | 'cache_hit' | 'cache_miss',
+    DurationStat
+  >;
   batch_stats: { batch_size: number; compute_input: DurationStat; compute_infer: DurationStat; compute_output: DurationStat }[];
 }
 

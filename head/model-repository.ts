@@ -25,7 +25,8 @@ function entryOf(state: ClusterState, d: DeploymentRecord): RepositoryEntry {
   const view = state.deploymentView(d);
   const name = d.spec.name;
   if (d.spec.replicas === 0) {
-    const why = d.unloaded?.as === d.spec ? 'unloaded (POST /v2/repository/models/{name}/load starts it again)' : 'deployed with 0 replicas';
+    const why =
+      d.unloaded?.as === d.spec ? 'unloaded (POST /v2/repository/models/{name}/load starts it again)' : 'deployed with 0 replicas';
     return { name, version: VERSION, state: 'UNAVAILABLE', reason: why };
   }
   if (view.state === 'READY') return { name, version: VERSION, state: 'READY', reason: '' };
@@ -42,7 +43,11 @@ export function repositoryIndex(state: ClusterState, onlyReady: boolean): Reposi
 
 function deploymentNamed(state: ClusterState, name: string): DeploymentRecord {
   const d = state.deployments.get(name);
-  if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no model named '${name.slice(0, 100)}' in the repository (a model is a deployment: PUT /api/v1/deployments/{name} creates one)`);
+  if (!d)
+    throw new TroupeError(
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      `no model named '${name.slice(0, 100)}' in the repository (a model is a deployment: PUT /api/v1/deployments/{name} creates one)`,
+    );
   return d;
 }
 
@@ -66,9 +71,19 @@ export async function unloadModel(state: ClusterState, controller: Controller, n
  * Starts `name`'s replicas again (the spec an unload kept, or one replica where a deployment has
  * none for another reason) and answers once they are READY, within the deploy bound.
  */
-export async function loadModel(state: ClusterState, controller: Controller, name: string, timeoutMs = DEFAULT_DEPLOY_TIMEOUT_S * 1000): Promise<void> {
+export async function loadModel(
+  state: ClusterState,
+  controller: Controller,
+  name: string,
+  timeoutMs = DEFAULT_DEPLOY_TIMEOUT_S * 1000,
+): Promise<void> {
   const d = deploymentNamed(state, name);
-  const spec = d.unloaded?.as === d.spec ? d.unloaded.spec : d.spec.replicas === 0 ? { ...d.spec, replicas: Math.max(1, d.spec.autoscale?.minReplicas ?? 1) } : d.spec;
+  const spec =
+    d.unloaded?.as === d.spec
+      ? d.unloaded.spec
+      : d.spec.replicas === 0
+        ? { ...d.spec, replicas: Math.max(1, d.spec.autoscale?.minReplicas ?? 1) }
+        : d.spec;
   d.unloaded = undefined;
   await boundDeploy(controller.deploy(spec), timeoutMs, { kind: 'deployment', name }, () => {
     const now = state.deployments.get(name);

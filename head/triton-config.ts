@@ -51,7 +51,12 @@ export interface TritonModelConfig {
     preferred_batch_size: number[];
     max_queue_delay_microseconds: number;
     preserve_ordering: boolean;
-    default_queue_policy: { timeout_action: 'REJECT'; default_timeout_microseconds: number; allow_timeout_override: boolean; max_queue_size: number };
+    default_queue_policy: {
+      timeout_action: 'REJECT';
+      default_timeout_microseconds: number;
+      allow_timeout_override: boolean;
+      max_queue_size: number;
+    };
   };
   parameters: Record<string, { string_value: string }>;
 }
@@ -72,7 +77,8 @@ function batches(d: DeploymentRecord, inputs: readonly TensorInfo[], outputs: re
 
 export function tritonModelConfig(d: DeploymentRecord): TritonModelConfig {
   const { spec, metadata } = d;
-  if (!metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `model '${spec.name}' has no READY replica yet, so its inputs and outputs are not known`);
+  if (!metadata)
+    throw new TroupeError('TROUPE_ERR_NOT_READY', `model '${spec.name}' has no READY replica yet, so its inputs and outputs are not known`);
   const batching = batches(d, metadata.inputs, metadata.outputs);
   const shapeOf = (t: TensorInfo) => dims(batching ? t.shape.slice(1) : t.shape);
   const fn = (spec.kind ?? 'model') === 'fn';
@@ -84,9 +90,25 @@ export function tritonModelConfig(d: DeploymentRecord): TritonModelConfig {
     backend: fn ? 'troupe_fn' : 'onnxruntime',
     version_policy: { latest: { num_versions: 1 } },
     max_batch_size: batching ? spec.batch.maxSize : 0,
-    input: metadata.inputs.map((t) => ({ name: t.name, data_type: tritonDataType(t.dtype), format: 'FORMAT_NONE', dims: shapeOf(t), is_shape_tensor: false, allow_ragged_batch: false, optional: false })),
-    output: metadata.outputs.map((t) => ({ name: t.name, data_type: tritonDataType(t.dtype), dims: shapeOf(t), label_filename: '', is_shape_tensor: false })),
-    instance_group: [{ name: spec.name, kind: spec.gpus > 0 ? 'KIND_GPU' : 'KIND_CPU', count: spec.replicas, gpus: spec.gpus > 0 ? gpus : [] }],
+    input: metadata.inputs.map((t) => ({
+      name: t.name,
+      data_type: tritonDataType(t.dtype),
+      format: 'FORMAT_NONE',
+      dims: shapeOf(t),
+      is_shape_tensor: false,
+      allow_ragged_batch: false,
+      optional: false,
+    })),
+    output: metadata.outputs.map((t) => ({
+      name: t.name,
+      data_type: tritonDataType(t.dtype),
+      dims: shapeOf(t),
+      label_filename: '',
+      is_shape_tensor: false,
+    })),
+    instance_group: [
+      { name: spec.name, kind: spec.gpus > 0 ? 'KIND_GPU' : 'KIND_CPU', count: spec.replicas, gpus: spec.gpus > 0 ? gpus : [] },
+    ],
     ...(batching
       ? {
           dynamic_batching: {
@@ -94,7 +116,12 @@ export function tritonModelConfig(d: DeploymentRecord): TritonModelConfig {
             // Troupe's batches wait for nothing unless waitWhenIdle asks (docs/batching.md).
             max_queue_delay_microseconds: spec.batch.waitWhenIdle ? Math.round(spec.batch.maxDelayMs * 1000) : 0,
             preserve_ordering: false,
-            default_queue_policy: { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: true, max_queue_size: spec.maxQueue },
+            default_queue_policy: {
+              timeout_action: 'REJECT',
+              default_timeout_microseconds: 0,
+              allow_timeout_override: true,
+              max_queue_size: spec.maxQueue,
+            },
           },
         }
       : {}),

@@ -26,8 +26,13 @@ const ModelConfigSchema = z
     max_batch_size: z.number(),
     input: z.array(TensorConfigSchema),
     output: z.array(TensorConfigSchema),
-    instance_group: z.array(z.object({ name: z.string(), kind: z.enum(['KIND_CPU', 'KIND_GPU']), count: z.number(), gpus: z.array(z.number()) })),
-    dynamic_batching: z.object({ preferred_batch_size: z.array(z.number()), max_queue_delay_microseconds: z.number() }).loose().optional(),
+    instance_group: z.array(
+      z.object({ name: z.string(), kind: z.enum(['KIND_CPU', 'KIND_GPU']), count: z.number(), gpus: z.array(z.number()) }),
+    ),
+    dynamic_batching: z
+      .object({ preferred_batch_size: z.array(z.number()), max_queue_delay_microseconds: z.number() })
+      .loose()
+      .optional(),
   })
   .loose();
 const ModelStatSchema = z.object({
@@ -37,10 +42,19 @@ const ModelStatSchema = z.object({
   inference_count: z.number(),
   execution_count: z.number(),
   inference_stats: z.record(z.string(), DurationStatSchema),
-  batch_stats: z.array(z.object({ batch_size: z.number(), compute_input: DurationStatSchema, compute_infer: DurationStatSchema, compute_output: DurationStatSchema })),
+  batch_stats: z.array(
+    z.object({
+      batch_size: z.number(),
+      compute_input: DurationStatSchema,
+      compute_infer: DurationStatSchema,
+      compute_output: DurationStatSchema,
+    }),
+  ),
 });
 const StatsResponseSchema = z.object({ model_stats: z.array(ModelStatSchema) });
-const RepositoryIndexSchema = z.array(z.object({ name: z.string(), version: z.string(), state: z.enum(['READY', 'LOADING', 'UNAVAILABLE']), reason: z.string() }));
+const RepositoryIndexSchema = z.array(
+  z.object({ name: z.string(), version: z.string(), state: z.enum(['READY', 'LOADING', 'UNAVAILABLE']), reason: z.string() }),
+);
 
 /** Triton's request bodies: the client sends "" for the index, `{}` or parameters for load and unload. */
 const IndexRequestSchema = z.object({ ready: z.boolean().optional() }).strict();
@@ -61,7 +75,10 @@ function jsonBody<T>(request: FastifyRequest, schema: z.ZodType<T>, what: string
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the ${what} body does not fit: ${issue?.path.length ? `${issue.path.join('.')}: ` : ''}${issue?.message ?? 'invalid'}`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `the ${what} body does not fit: ${issue?.path.length ? `${issue.path.join('.')}: ` : ''}${issue?.message ?? 'invalid'}`,
+    );
   }
   return parsed.data;
 }
@@ -75,7 +92,11 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
     const { name, version } = request.params as Params;
     const d = state.deployments.get(name);
     if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `unknown model '${name.slice(0, 100)}'`);
-    if (version !== undefined && version !== MODEL_VERSION) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `model '${d.spec.name}' has no version '${version.slice(0, 40)}' (versions: ${MODEL_VERSION})`);
+    if (version !== undefined && version !== MODEL_VERSION)
+      throw new TroupeError(
+        'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+        `model '${d.spec.name}' has no version '${version.slice(0, 40)}' (versions: ${MODEL_VERSION})`,
+      );
     return d;
   };
 
@@ -89,7 +110,8 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
         tag,
         auth: 'read',
         summary: `Model configuration, in Triton's model_config shape${suffix}`,
-        description: 'max_batch_size is the deployment\'s batch.maxSize when it batches (dims then leave the batch axis out), else 0; instance_group counts its replicas.',
+        description:
+          "max_batch_size is the deployment's batch.maxSize when it batches (dims then leave the batch axis out), else 0; instance_group counts its replicas.",
         responses: { 200: { description: 'the configuration', schema: ModelConfigSchema } },
       },
       async (request) => tritonModelConfig(named(request)),
@@ -113,8 +135,17 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
 
   docs.route(
     app,
-    { method: 'GET', url: '/v2/models/stats', tag, auth: 'read', summary: "Inference statistics of every model, in Triton's shape", responses: { 200: { description: 'statistics', schema: StatsResponseSchema } } },
-    async () => ({ model_stats: [...state.deployments.values()].sort((a, b) => a.spec.name.localeCompare(b.spec.name)).map(tritonModelStat) }),
+    {
+      method: 'GET',
+      url: '/v2/models/stats',
+      tag,
+      auth: 'read',
+      summary: "Inference statistics of every model, in Triton's shape",
+      responses: { 200: { description: 'statistics', schema: StatsResponseSchema } },
+    },
+    async () => ({
+      model_stats: [...state.deployments.values()].sort((a, b) => a.spec.name.localeCompare(b.spec.name)).map(tritonModelStat),
+    }),
   );
 
   docs.route(
@@ -125,7 +156,11 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       tag,
       auth: 'read',
       summary: 'Every model (deployment) with its state: READY, LOADING (with the replicas not READY and why) or UNAVAILABLE (with why)',
-      body: { contentTypes: ['application/json'], schema: IndexRequestSchema, description: 'optional; {"ready": true} lists only the READY models' },
+      body: {
+        contentTypes: ['application/json'],
+        schema: IndexRequestSchema,
+        description: 'optional; {"ready": true} lists only the READY models',
+      },
       responses: { 200: { description: 'the index', schema: RepositoryIndexSchema } },
     },
     async (request) => repositoryIndex(state, jsonBody(request, IndexRequestSchema, 'repository index').ready === true),
@@ -138,7 +173,7 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       url: '/v2/repository/models/:name/load',
       tag,
       auth: 'write',
-      summary: "Load a model: starts the replicas an unload stopped (one where it has none) and answers once they are READY",
+      summary: 'Load a model: starts the replicas an unload stopped (one where it has none) and answers once they are READY',
       description:
         'A deployment is the model: create or change one with PUT /api/v1/deployments/{name}. A config override or model files in "parameters" are refused. ' +
         'Past the deploy bound the answer is 504 TROUPE_ERR_DEPLOY_TIMEOUT naming the replicas not READY; the head keeps placing them.',
@@ -149,7 +184,13 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       const { parameters } = jsonBody(request, LoadRequestSchema, 'load');
       const given = Object.keys(parameters ?? {});
       if (given.length > 0) {
-        throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `load takes no parameters here (got ${given.slice(0, 5).map((k) => `'${k.slice(0, 40)}'`).join(', ')}): change a deployment's model or config with PUT /api/v1/deployments/{name}`);
+        throw new TroupeError(
+          'TROUPE_ERR_BAD_REQUEST',
+          `load takes no parameters here (got ${given
+            .slice(0, 5)
+            .map((k) => `'${k.slice(0, 40)}'`)
+            .join(', ')}): change a deployment's model or config with PUT /api/v1/deployments/{name}`,
+        );
       }
       await loadModel(state, controller, named(request).spec.name);
       return reply.code(200).send();
@@ -164,7 +205,8 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       tag,
       auth: 'write',
       summary: 'Unload a model: its replicas finish their calls and stop; the deployment and its spec stay, UNAVAILABLE, until a load',
-      description: 'parameters.unload_dependents is accepted and changes nothing: no model depends on another in this repository (graphs name deployments, and fail with TROUPE_ERR_NOT_READY while one is unloaded).',
+      description:
+        'parameters.unload_dependents is accepted and changes nothing: no model depends on another in this repository (graphs name deployments, and fail with TROUPE_ERR_NOT_READY while one is unloaded).',
       body: { contentTypes: ['application/json'], schema: UnloadRequestSchema },
       responses: { 200: { description: 'unloaded (no body)' } },
     },

@@ -62,7 +62,8 @@ export function lintExposition(text: string): string[] {
     if (f.type === 'counter' && !name.endsWith('_total')) problems.push(`${name}: counter metrics should have "_total" suffix`);
     if (f.type !== 'counter' && name.endsWith('_total')) problems.push(`${name}: non-counter metrics should not have "_total" suffix`);
     if (f.type !== 'histogram' && f.type !== 'summary') {
-      for (const suffix of ['_count', '_sum', '_bucket']) if (name.endsWith(suffix)) problems.push(`${name}: non-histogram and non-summary metrics should not have "${suffix}" suffix`);
+      for (const suffix of ['_count', '_sum', '_bucket'])
+        if (name.endsWith(suffix)) problems.push(`${name}: non-histogram and non-summary metrics should not have "${suffix}" suffix`);
     }
   }
   return problems;

@@ -38,10 +38,13 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
   let client: Cluster;
 
   const get = (path: string) => nodeCall(cluster.url, 'GET', path, { headers: CLIENT_HEADERS });
-  const post = (path: string, body: string, headers: Record<string, string> = {}) => nodeCall(cluster.url, 'POST', path, { body, headers: { ...CLIENT_HEADERS, ...headers } });
+  const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+    nodeCall(cluster.url, 'POST', path, { body, headers: { ...CLIENT_HEADERS, ...headers } });
   const inferRows = (model: string, rows: number, seed: number) =>
     call(cluster.url, 'POST', `/v2/models/${model}/infer`, {
-      body: JSON.stringify({ inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', data: Array.from(seededFloats(rows * 64, seed)) }] }),
+      body: JSON.stringify({
+        inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', data: Array.from(seededFloats(rows * 64, seed)) }],
+      }),
       headers: { 'content-type': 'application/json' },
     });
   const statsOf = async (path: string): Promise<ModelStat[]> => {
@@ -75,20 +78,39 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
       backend: 'onnxruntime',
       version_policy: { latest: { num_versions: 1 } },
       max_batch_size: 8,
-      input: [{ name: 'x', data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: [64], is_shape_tensor: false, allow_ragged_batch: false, optional: false }],
+      input: [
+        {
+          name: 'x',
+          data_type: 'TYPE_FP32',
+          format: 'FORMAT_NONE',
+          dims: [64],
+          is_shape_tensor: false,
+          allow_ragged_batch: false,
+          optional: false,
+        },
+      ],
       output: [{ name: 'logits', data_type: 'TYPE_FP32', dims: [10], label_filename: '', is_shape_tensor: false }],
       instance_group: [{ name: 'mlp8', kind: 'KIND_CPU', count: 1, gpus: [] }],
       dynamic_batching: {
         preferred_batch_size: [4, 8],
         max_queue_delay_microseconds: 0,
         preserve_ordering: false,
-        default_queue_policy: { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: true, max_queue_size: 1024 },
+        default_queue_policy: {
+          timeout_action: 'REJECT',
+          default_timeout_microseconds: 0,
+          allow_timeout_override: true,
+          max_queue_size: 1024,
+        },
       },
       parameters: {},
     });
     assert.deepEqual((await get('/v2/models/mlp8/versions/1/config')).json, batching.json);
 
-    const single = (await get('/v2/models/mlp/config')).json as { max_batch_size: number; input: { dims: number[] }[]; dynamic_batching?: unknown };
+    const single = (await get('/v2/models/mlp/config')).json as {
+      max_batch_size: number;
+      input: { dims: number[] }[];
+      dynamic_batching?: unknown;
+    };
     assert.equal(single.max_batch_size, 0);
     assert.deepEqual(single.input[0]!.dims, [-1, 64], 'without batching, dims are the whole shape');
     assert.equal(single.dynamic_batching, undefined);
@@ -101,7 +123,11 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
     const started = Date.now();
     // HTTP requests (served by the front-door workers), an SDK run (straight to the replica) and a
     // traced one (traces are kept by the head, so it goes through the head's queue).
-    for (const [rows, seed] of [[3, 1], [5, 2]] as const) assert.equal((await inferRows('mlp8', rows, seed)).status, 200);
+    for (const [rows, seed] of [
+      [3, 1],
+      [5, 2],
+    ] as const)
+      assert.equal((await inferRows('mlp8', rows, seed)).status, 200);
     await client.run('mlp8', { x: tensor('float32', [2, 64], seededFloats(128, 3)) });
     const traced = client.run('mlp8', { x: tensor('float32', [1, 64], seededFloats(64, 4)) }, { trace: true });
     await traced;
@@ -115,20 +141,34 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
     assert.equal(s.name, 'mlp8');
     assert.equal(s.version, '1');
     const calls = 4;
-    const { success, fail, queue, compute_input: input, compute_infer: infer, compute_output: output } = s.inference_stats as Record<string, DurationStat>;
+    const {
+      success,
+      fail,
+      queue,
+      compute_input: input,
+      compute_infer: infer,
+      compute_output: output,
+    } = s.inference_stats as Record<string, DurationStat>;
     assert.equal(success!.count, calls);
     assert.deepEqual(fail, { count: 0, ns: 0 });
     for (const [name, d] of Object.entries({ queue, input, infer, output })) assert.equal(d!.count, calls, name);
     assert.ok(infer!.ns > 0, 'the model ran for some time');
     assert.ok(success!.ns >= infer!.ns, `success ${success!.ns} ns covers compute ${infer!.ns} ns`);
     assert.ok(s.execution_count >= 1 && s.execution_count <= calls, `executions ${s.execution_count}`);
-    assert.equal(s.batch_stats.reduce((n, b) => n + b.compute_infer.count, 0), s.execution_count, 'each execution has one batch size');
+    assert.equal(
+      s.batch_stats.reduce((n, b) => n + b.compute_infer.count, 0),
+      s.execution_count,
+      'each execution has one batch size',
+    );
     assert.ok(s.last_inference >= started - 1000 && s.last_inference <= Date.now(), `last_inference ${s.last_inference}`);
     assert.deepEqual(s.inference_stats.cache_hit, { count: 0, ns: 0 });
 
     assert.deepEqual(await statsOf('/v2/models/mlp8/versions/1/stats'), [s]);
     const all = await statsOf('/v2/models/stats');
-    assert.deepEqual(all.map((m) => m.name), ['mlp', 'mlp8']);
+    assert.deepEqual(
+      all.map((m) => m.name),
+      ['mlp', 'mlp8'],
+    );
     assert.deepEqual(all[1], s);
     assertError(await get('/v2/models/nope/stats'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope'/);
     assertError(await get('/v2/models/mlp8/versions/7/stats'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no version '7'/);
@@ -141,10 +181,15 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
       { name: 'mlp', version: '1', state: 'READY', reason: '' },
       { name: 'mlp8', version: '1', state: 'READY', reason: '' },
     ]);
-    const pid = (((await call(cluster.url, 'GET', '/api/v1/deployments/mlp')).json as { actors: { pid: number }[] }).actors[0]!).pid;
+    const pid = ((await call(cluster.url, 'GET', '/api/v1/deployments/mlp')).json as { actors: { pid: number }[] }).actors[0]!.pid;
 
     const unloadBody = JSON.stringify({ parameters: { unload_dependents: false } }).replace(/:/g, ': ');
-    assertError(await post('/v2/repository/models/mlp/unload', unloadBody), 401, 'TROUPE_ERR_UNAUTHORIZED', /missing cluster token: POST \/v2\/repository\/models\/:name\/unload/);
+    assertError(
+      await post('/v2/repository/models/mlp/unload', unloadBody),
+      401,
+      'TROUPE_ERR_UNAUTHORIZED',
+      /missing cluster token: POST \/v2\/repository\/models\/:name\/unload/,
+    );
     assertError(await post('/v2/repository/models/mlp/load', '{}'), 401, 'TROUPE_ERR_UNAUTHORIZED', /missing cluster token/);
     const unloaded = await post('/v2/repository/models/mlp/unload', unloadBody, AUTH);
     assert.equal(unloaded.status, 200, unloaded.body.toString());
@@ -154,7 +199,10 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
     const after = (await post('/v2/repository/index', '')).json as { name: string; state: string; reason: string }[];
     assert.equal(after[0]!.state, 'UNAVAILABLE');
     assert.match(after[0]!.reason, /unloaded/);
-    assert.deepEqual(((await post('/v2/repository/index', JSON.stringify({ ready: true }))).json as { name: string }[]).map((e) => e.name), ['mlp8']);
+    assert.deepEqual(
+      ((await post('/v2/repository/index', JSON.stringify({ ready: true }))).json as { name: string }[]).map((e) => e.name),
+      ['mlp8'],
+    );
     assert.equal((await get('/v2/models/mlp/ready')).status, 400);
     assertError(await inferRows('mlp', 1, 8), 503, 'TROUPE_ERR_NOT_READY', /mlp/);
     const kept = (await call(cluster.url, 'GET', '/api/v1/deployments/mlp')).json as { model: string; replicas: number };
@@ -168,9 +216,17 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
     assert.equal((await get('/v2/models/mlp/ready')).status, 200, 'load answers once the replica is READY');
     assert.equal(((await call(cluster.url, 'GET', '/api/v1/deployments/mlp')).json as { replicas: number }).replicas, 1);
     assert.equal((await inferRows('mlp', 1, 9)).status, 200);
-    assert.deepEqual(((await post('/v2/repository/index', '')).json as { state: string }[]).map((e) => e.state), ['READY', 'READY']);
+    assert.deepEqual(
+      ((await post('/v2/repository/index', '')).json as { state: string }[]).map((e) => e.state),
+      ['READY', 'READY'],
+    );
 
-    assertError(await post('/v2/repository/models/mlp/load', JSON.stringify({ parameters: { config: '{"max_batch_size": 4}' } }), AUTH), 400, 'TROUPE_ERR_BAD_REQUEST', /load takes no parameters here \(got 'config'\)/);
+    assertError(
+      await post('/v2/repository/models/mlp/load', JSON.stringify({ parameters: { config: '{"max_batch_size": 4}' } }), AUTH),
+      400,
+      'TROUPE_ERR_BAD_REQUEST',
+      /load takes no parameters here \(got 'config'\)/,
+    );
     assertError(await post('/v2/repository/models/nope/load', '{}', AUTH), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope'/);
     assertError(await post('/v2/repository/index', '{"ready": "yes"'), 400, 'TROUPE_ERR_BAD_REQUEST', /not valid JSON/);
     assertError(await post('/v2/repository/index', '{"ready": "yes"}'), 400, 'TROUPE_ERR_BAD_REQUEST', /ready/);

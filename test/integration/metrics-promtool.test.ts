@@ -13,16 +13,27 @@ const promtool = spawnSync('promtool', ['--version'], { stdio: 'ignore', timeout
 describe('/metrics: clean under promtool, inference counted in rows as Triton counts it', { timeout: 120_000 }, () => {
   let cluster: TestCluster;
   const scrape = async () => (await call(cluster.url, 'GET', '/metrics')).body.toString('utf8');
-  const value = (text: string, series: string) => Number(text.split('\n').find((l) => l.startsWith(`${series} `))?.split(' ')[1] ?? Number.NaN);
+  const value = (text: string, series: string) =>
+    Number(
+      text
+        .split('\n')
+        .find((l) => l.startsWith(`${series} `))
+        ?.split(' ')[1] ?? Number.NaN,
+    );
 
   before(async () => {
     cluster = await startCluster();
-    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body: JSON.stringify({ model: 'mlp.onnx', threads: 1, batch: { maxSize: 8 } }), headers: { 'content-type': 'application/json' } });
+    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', {
+      body: JSON.stringify({ model: 'mlp.onnx', threads: 1, batch: { maxSize: 8 } }),
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(put.status, 201, put.body.toString());
     // Two requests, of 3 and 4 rows.
     for (const rows of [3, 4]) {
       const answer = await call(cluster.url, 'POST', '/v2/models/mlp/infer', {
-        body: JSON.stringify({ inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', data: Array.from(seededFloats(rows * 64, rows)) }] }),
+        body: JSON.stringify({
+          inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', data: Array.from(seededFloats(rows * 64, rows)) }],
+        }),
         headers: { 'content-type': 'application/json' },
       });
       assert.equal(answer.status, 200, answer.body.toString());
@@ -44,7 +55,14 @@ describe('/metrics: clean under promtool, inference counted in rows as Triton co
     assert.match(text, /^# TYPE troupe_actor_restarts_total counter$/m);
     assert.match(text, /^troupe_actor_restarts_total\{model="mlp",actor="mlp#0"\} 0$/m);
     assert.match(text, /^# TYPE troupe_process_cpu_seconds_total counter$/m);
-    for (const old of ['troupe_inference_count ', 'troupe_inference_exec_count ', 'troupe_inference_failure_count', 'troupe_actor_restarts ', 'troupe_process_cpu_seconds ', 'troupe_head_nodejs_active_handles_total']) {
+    for (const old of [
+      'troupe_inference_count ',
+      'troupe_inference_exec_count ',
+      'troupe_inference_failure_count',
+      'troupe_actor_restarts ',
+      'troupe_process_cpu_seconds ',
+      'troupe_head_nodejs_active_handles_total',
+    ]) {
       assert.ok(!text.includes(`# TYPE ${old}`), `${old.trim()} is gone`);
     }
   });
@@ -57,10 +75,14 @@ describe('/metrics: clean under promtool, inference counted in rows as Triton co
     assert.deepEqual(lintExposition(text), [], text);
   });
 
-  test('promtool check metrics reports nothing', { skip: promtool ? false : 'promtool is not installed (Debian package prometheus); the parser check above ran instead' }, async () => {
-    const text = await scrape();
-    const run = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 30_000 });
-    assert.equal(run.status, 0, `promtool: ${run.stdout}${run.stderr}`);
-    assert.equal(`${run.stdout}${run.stderr}`.trim(), '');
-  });
+  test(
+    'promtool check metrics reports nothing',
+    { skip: promtool ? false : 'promtool is not installed (Debian package prometheus); the parser check above ran instead' },
+    async () => {
+      const text = await scrape();
+      const run = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 30_000 });
+      assert.equal(run.status, 0, `promtool: ${run.stdout}${run.stderr}`);
+      assert.equal(`${run.stdout}${run.stderr}`.trim(), '');
+    },
+  );
 });

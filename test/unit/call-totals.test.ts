@@ -28,7 +28,11 @@ describe("Triton's statistics: what an actor totals and what the head sums", { t
   });
 
   test('calls a failed run held, and calls dropped at their deadline, count as failures', async () => {
-    const b = new Batcher(async () => Promise.reject(new TroupeError('TROUPE_ERR_INFERENCE', 'boom')), { maxSize: 1, maxDelayMs: 0, batchable: true });
+    const b = new Batcher(async () => Promise.reject(new TroupeError('TROUPE_ERR_INFERENCE', 'boom')), {
+      maxSize: 1,
+      maxDelayMs: 0,
+      batchable: true,
+    });
     await assert.rejects(b.submit(call(1)), /boom/);
     await assert.rejects(b.submit(call(1), undefined, 0), /deadline passed/);
     assert.equal(b.totals.totals.fail.count, 2);
@@ -57,10 +61,13 @@ describe("Triton's statistics: what an actor totals and what the head sums", { t
     const out = stats.triton('m', '1', 9, 5);
     assert.deepEqual(out.inference_stats.success, { count: 6, ns: 11_000_000 });
     assert.deepEqual(out.inference_stats.compute_infer, { count: 6, ns: 5_500_000 });
-    assert.deepEqual(out.batch_stats.map((b) => [b.batch_size, b.compute_infer.count, b.compute_infer.ns]), [
-      [1, 4, 4_000_000],
-      [4, 1, 1_000_000],
-    ]);
+    assert.deepEqual(
+      out.batch_stats.map((b) => [b.batch_size, b.compute_infer.count, b.compute_infer.ns]),
+      [
+        [1, 4, 4_000_000],
+        [4, 1, 1_000_000],
+      ],
+    );
     assert.equal(out.inference_count, 9);
     assert.equal(out.execution_count, 5);
     assert.equal(out.last_inference, 3000);
