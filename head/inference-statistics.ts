@@ -62,7 +62,7 @@ export class InferenceStatistics {
 
   /**
    * Triton's shape. `rows` and `executions` are the deployment's monotonic counts of rows run and
-   * model executions (inference_count counts rows, as Triton's does: one request of 64 rows is 64).
+   * model executions (inference_count counts rows, as Triton's does: one request of 64 rows to a batching deployment is 64).
    */
   triton(name: string, version: string, rows: number, executions: number): TritonModelStat {
     const p = this.#phases;

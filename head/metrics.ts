@@ -59,7 +59,7 @@ export class HeadMetrics {
       collect() { this.reset(); for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.ok); },
     });
     new Counter({
-      name: 'troupe_inference_count_total', help: "Inferences run, counted in rows as Triton's nv_inference_count: one request of 64 rows counts 64.", labelNames: ['model'], registers,
+      name: 'troupe_inference_count_total', help: "Inferences run, in rows as Triton's nv_inference_count counts them: a request of 64 rows to a batching deployment counts 64, a request to one that does not batch counts 1.", labelNames: ['model'], registers,
       collect() { this.reset(); for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.rows); },
     });
     new Counter({

@@ -64,9 +64,22 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
     await cluster?.stop();
   });
 
-  test('server metadata lists the extensions', async () => {
+  test('server metadata lists the extensions; the OpenAPI document describes their routes', async () => {
     const meta = (await get('/v2')).json as { extensions: string[] };
     for (const ext of ['model_configuration', 'model_repository', 'statistics']) assert.ok(meta.extensions.includes(ext), ext);
+    const paths = ((await get('/docs')).json as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }).paths;
+    for (const [path, method] of [
+      ['/v2/models/{name}/config', 'get'],
+      ['/v2/models/{name}/versions/{version}/config', 'get'],
+      ['/v2/models/stats', 'get'],
+      ['/v2/models/{name}/stats', 'get'],
+      ['/v2/models/{name}/versions/{version}/stats', 'get'],
+      ['/v2/repository/index', 'post'],
+      ['/v2/repository/models/{name}/load', 'post'],
+      ['/v2/repository/models/{name}/unload', 'post'],
+    ] as const) {
+      assert.ok(paths[path]?.[method]?.responses['200'], `${method} ${path} in /docs`);
+    }
   });
 
   test("get_model_config: Triton's model_config, batching as max_batch_size with the batch axis left out of dims", async () => {
@@ -163,13 +176,22 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
     assert.ok(s.last_inference >= started - 1000 && s.last_inference <= Date.now(), `last_inference ${s.last_inference}`);
     assert.deepEqual(s.inference_stats.cache_hit, { count: 0, ns: 0 });
 
+    // A deployment that does not batch (max_batch_size 0) counts a request as one inference, as Triton does.
+    assert.equal((await inferRows('mlp', 3, 5)).status, 200);
+    const [single] = await waitFor('the unbatched actor to report', async () => {
+      const m = await statsOf('/v2/models/mlp/stats');
+      return m[0]?.execution_count === 1 ? m : undefined;
+    });
+    assert.equal(single!.inference_count, 1);
+    assert.equal(single!.inference_stats.success!.count, 1);
+    assert.deepEqual(
+      single!.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]),
+      [[1, 1]],
+    );
+
     assert.deepEqual(await statsOf('/v2/models/mlp8/versions/1/stats'), [s]);
     const all = await statsOf('/v2/models/stats');
-    assert.deepEqual(
-      all.map((m) => m.name),
-      ['mlp', 'mlp8'],
-    );
-    assert.deepEqual(all[1], s);
+    assert.deepEqual(all, [single, s]);
     assertError(await get('/v2/models/nope/stats'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope'/);
     assertError(await get('/v2/models/mlp8/versions/7/stats'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no version '7'/);
   });
