@@ -45,14 +45,17 @@ export class CallTotalsRecorder {
     add(t.computeOutput, calls, times.outputMs * calls);
     t.lastAt = Date.now();
     const key = String(rows);
-    // Sizes past the bound (a model fed every size from 1 to 65,536) fold into the largest kept,
-    // so a report stays small; the counts still add up.
-    const sizes = Object.keys(t.bySize);
-    const slot =
-      t.bySize[key] ??
-      (sizes.length < MAX_BATCH_SIZES_REPORTED
-        ? (t.bySize[key] = { count: 0, inputMs: 0, inferMs: 0, outputMs: 0 })
-        : t.bySize[sizes.at(-1)!]!);
+    let slot = t.bySize[key];
+    if (!slot) {
+      // Past the bound (a model fed every size from 1 to 65,536), a new size is charged to the
+      // largest size kept (integer keys enumerate in ascending order), so a report stays small:
+      // that size's figures are then too high, the sums over all sizes stay right.
+      const sizes = Object.keys(t.bySize);
+      slot =
+        sizes.length < MAX_BATCH_SIZES_REPORTED
+          ? (t.bySize[key] = { count: 0, inputMs: 0, inferMs: 0, outputMs: 0 })
+          : t.bySize[sizes.at(-1)!]!;
+    }
     slot.count++;
     slot.inputMs += times.inputMs;
     slot.inferMs += times.inferMs;

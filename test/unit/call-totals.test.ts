@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Batcher } from '../../actors/batcher.js';
 import type { RunModel } from '../../actors/batcher.js';
-import { TroupeError, tensor } from '../../runtime/index.js';
+import { MAX_BATCH_SIZES_REPORTED, TroupeError, tensor } from '../../runtime/index.js';
 import type { CallTotals, Tensor } from '../../runtime/index.js';
+import { CallTotalsRecorder } from '../../actors/call-totals.js';
 import { InferenceStatistics } from '../../head/inference-statistics.js';
 
 const call = (rows: number): Record<string, Tensor> => ({ x: tensor('float32', [rows, 2], new Float32Array(2 * rows)) });
@@ -37,6 +38,18 @@ describe("Triton's statistics: what an actor totals and what the head sums", { t
     await assert.rejects(b.submit(call(1), undefined, 0), /deadline passed/);
     assert.equal(b.totals.totals.fail.count, 2);
     assert.equal(b.totals.totals.success.count, 0);
+  });
+
+  test('batch sizes past the bound are charged to the largest kept: a report stays small, the sums stay right', () => {
+    const r = new CallTotalsRecorder();
+    for (let rows = 1; rows <= MAX_BATCH_SIZES_REPORTED + 5; rows++) r.executed([0], rows, { inputMs: 0, inferMs: 1, outputMs: 0 });
+    const sizes = Object.values(r.totals.bySize);
+    assert.equal(sizes.length, MAX_BATCH_SIZES_REPORTED);
+    assert.equal(
+      sizes.reduce((n, s) => n + s.count, 0),
+      MAX_BATCH_SIZES_REPORTED + 5,
+    );
+    assert.equal(r.totals.bySize[String(MAX_BATCH_SIZES_REPORTED)]!.count, 6);
   });
 
   const totals = (success: number, ms: number, sizes: Record<string, number>, lastAt = 1000): CallTotals => ({
