@@ -6,6 +6,14 @@ import { isAlive, startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { assertError, call, nodeCall } from '../helpers/http.js';
 import { seededFloats } from '../helpers/tensors.js';
+import {
+  getInferenceStatistics,
+  getModelConfig,
+  getModelRepositoryIndex,
+  loadModel,
+  unloadModel,
+} from '../helpers/triton-client-extensions.js';
+import type { TritonRequest } from '../helpers/triton-client-extensions.js';
 
 /**
  * Triton's extensions as tritonclient.http (src/python/library/tritonclient/http/_client.py)
@@ -37,6 +45,12 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
   let cluster: TestCluster;
   let client: Cluster;
 
+  /** One request as tritonclient.http sends it, with the caller's headers. */
+  const send = (request: TritonRequest, headers: Record<string, string> = {}) =>
+    nodeCall(cluster.url, request.method, request.path, {
+      ...(request.body !== undefined ? { body: request.body } : {}),
+      headers: { ...CLIENT_HEADERS, ...headers },
+    });
   const get = (path: string) => nodeCall(cluster.url, 'GET', path, { headers: CLIENT_HEADERS });
   const post = (path: string, body: string, headers: Record<string, string> = {}) =>
     nodeCall(cluster.url, 'POST', path, { body, headers: { ...CLIENT_HEADERS, ...headers } });
@@ -47,8 +61,8 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
       }),
       headers: { 'content-type': 'application/json' },
     });
-  const statsOf = async (path: string): Promise<ModelStat[]> => {
-    const answer = await get(path);
+  const statsOf = async (request: TritonRequest): Promise<ModelStat[]> => {
+    const answer = await send(request);
     assert.equal(answer.status, 200, answer.body.toString());
     return (answer.json as { model_stats: ModelStat[] }).model_stats;
   };
@@ -83,7 +97,7 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
   });
 
   test("get_model_config: Triton's model_config, batching as max_batch_size with the batch axis left out of dims", async () => {
-    const batching = await get('/v2/models/mlp8/config');
+    const batching = await send(getModelConfig('mlp8'));
     assert.equal(batching.status, 200, batching.body.toString());
     assert.deepEqual(batching.json, {
       name: 'mlp8',
@@ -117,9 +131,9 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
       },
       parameters: {},
     });
-    assert.deepEqual((await get('/v2/models/mlp8/versions/1/config')).json, batching.json);
+    assert.deepEqual((await send(getModelConfig('mlp8', '1'))).json, batching.json);
 
-    const single = (await get('/v2/models/mlp/config')).json as {
+    const single = (await send(getModelConfig('mlp'))).json as {
       max_batch_size: number;
       input: { dims: number[] }[];
       dynamic_batching?: unknown;
@@ -128,8 +142,8 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
     assert.deepEqual(single.input[0]!.dims, [-1, 64], 'without batching, dims are the whole shape');
     assert.equal(single.dynamic_batching, undefined);
 
-    assertError(await get('/v2/models/nope/config'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope'/);
-    assertError(await get('/v2/models/mlp/versions/2/config'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /model 'mlp' has no version '2'/);
+    assertError(await send(getModelConfig('nope')), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope'/);
+    assertError(await send(getModelConfig('mlp', '2')), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /model 'mlp' has no version '2'/);
   });
 
   test('get_inference_statistics: rows, executions and per-request times from HTTP and SDK calls alike', async () => {
@@ -147,7 +161,7 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
     assert.ok((await traced.trace())?.length, 'the traced run went through the head');
 
     const [stat] = await waitFor('the actor to report 11 rows', async () => {
-      const s = await statsOf('/v2/models/mlp8/stats');
+      const s = await statsOf(getInferenceStatistics('mlp8'));
       return s[0]?.inference_count === 11 ? s : undefined;
     });
     const s = stat!;
@@ -179,7 +193,7 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
     // A deployment that does not batch (max_batch_size 0) counts a request as one inference, as Triton does.
     assert.equal((await inferRows('mlp', 3, 5)).status, 200);
     const [single] = await waitFor('the unbatched actor to report', async () => {
-      const m = await statsOf('/v2/models/mlp/stats');
+      const m = await statsOf(getInferenceStatistics('mlp'));
       return m[0]?.execution_count === 1 ? m : undefined;
     });
     assert.equal(single!.inference_count, 1);
@@ -189,15 +203,15 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
       [[1, 1]],
     );
 
-    assert.deepEqual(await statsOf('/v2/models/mlp8/versions/1/stats'), [s]);
-    const all = await statsOf('/v2/models/stats');
+    assert.deepEqual(await statsOf(getInferenceStatistics('mlp8', '1')), [s]);
+    const all = await statsOf(getInferenceStatistics());
     assert.deepEqual(all, [single, s]);
-    assertError(await get('/v2/models/nope/stats'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope'/);
-    assertError(await get('/v2/models/mlp8/versions/7/stats'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no version '7'/);
+    assertError(await send(getInferenceStatistics('nope')), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope'/);
+    assertError(await send(getInferenceStatistics('mlp8', '7')), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no version '7'/);
   });
 
   test('repository: index, unload (replicas stop, the spec stays) and load (they start again), writes with the token', async () => {
-    const index = await post('/v2/repository/index', '');
+    const index = await send(getModelRepositoryIndex());
     assert.equal(index.status, 200, index.body.toString());
     assert.deepEqual(index.json, [
       { name: 'mlp', version: '1', state: 'READY', reason: '' },
@@ -205,20 +219,19 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
     ]);
     const pid = ((await call(cluster.url, 'GET', '/api/v1/deployments/mlp')).json as { actors: { pid: number }[] }).actors[0]!.pid;
 
-    const unloadBody = JSON.stringify({ parameters: { unload_dependents: false } }).replace(/:/g, ': ');
     assertError(
-      await post('/v2/repository/models/mlp/unload', unloadBody),
+      await send(unloadModel('mlp')),
       401,
       'TROUPE_ERR_UNAUTHORIZED',
       /missing cluster token: POST \/v2\/repository\/models\/:name\/unload/,
     );
-    assertError(await post('/v2/repository/models/mlp/load', '{}'), 401, 'TROUPE_ERR_UNAUTHORIZED', /missing cluster token/);
-    const unloaded = await post('/v2/repository/models/mlp/unload', unloadBody, AUTH);
+    assertError(await send(loadModel('mlp')), 401, 'TROUPE_ERR_UNAUTHORIZED', /missing cluster token/);
+    const unloaded = await send(unloadModel('mlp'), AUTH);
     assert.equal(unloaded.status, 200, unloaded.body.toString());
     assert.equal(unloaded.body.length, 0);
     await waitFor('the unloaded replica to exit', () => !isAlive(pid), 30_000);
 
-    const after = (await post('/v2/repository/index', '')).json as { name: string; state: string; reason: string }[];
+    const after = (await send(getModelRepositoryIndex())).json as { name: string; state: string; reason: string }[];
     assert.equal(after[0]!.state, 'UNAVAILABLE');
     assert.match(after[0]!.reason, /unloaded/);
     assert.deepEqual(
@@ -230,26 +243,26 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
     const kept = (await call(cluster.url, 'GET', '/api/v1/deployments/mlp')).json as { model: string; replicas: number };
     assert.equal(kept.model, 'mlp.onnx', 'the deployment and its spec stay');
     assert.equal(kept.replicas, 0);
-    assert.equal((await post('/v2/repository/models/mlp/unload', unloadBody, AUTH)).status, 200, 'unloading twice changes nothing');
+    assert.equal((await send(unloadModel('mlp'), AUTH)).status, 200, 'unloading twice changes nothing');
 
-    const loaded = await post('/v2/repository/models/mlp/load', '{}', AUTH);
+    const loaded = await send(loadModel('mlp'), AUTH);
     assert.equal(loaded.status, 200, loaded.body.toString());
     assert.equal(loaded.body.length, 0);
     assert.equal((await get('/v2/models/mlp/ready')).status, 200, 'load answers once the replica is READY');
     assert.equal(((await call(cluster.url, 'GET', '/api/v1/deployments/mlp')).json as { replicas: number }).replicas, 1);
     assert.equal((await inferRows('mlp', 1, 9)).status, 200);
     assert.deepEqual(
-      ((await post('/v2/repository/index', '')).json as { state: string }[]).map((e) => e.state),
+      ((await send(getModelRepositoryIndex())).json as { state: string }[]).map((e) => e.state),
       ['READY', 'READY'],
     );
 
     assertError(
-      await post('/v2/repository/models/mlp/load', JSON.stringify({ parameters: { config: '{"max_batch_size": 4}' } }), AUTH),
+      await send(loadModel('mlp', '{"max_batch_size": 4}'), AUTH),
       400,
       'TROUPE_ERR_BAD_REQUEST',
       /load takes no parameters here \(got 'config'\)/,
     );
-    assertError(await post('/v2/repository/models/nope/load', '{}', AUTH), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope'/);
+    assertError(await send(loadModel('nope'), AUTH), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope'/);
     assertError(await post('/v2/repository/index', '{"ready": "yes"'), 400, 'TROUPE_ERR_BAD_REQUEST', /not valid JSON/);
     assertError(await post('/v2/repository/index', '{"ready": "yes"}'), 400, 'TROUPE_ERR_BAD_REQUEST', /ready/);
   });
