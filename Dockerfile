@@ -17,7 +17,7 @@ COPY package.json package-lock.json ./
 # download of the CUDA provider is off anyway (package.json allowScripts), and the CPU provider ships in the package.
 RUN npm ci --ignore-scripts
 COPY . .
-RUN npm run build && rm -rf dist/test dist/bench
+RUN npm run build && rm -rf dist/test dist/bench dist/.tsbuildinfo
 
 # Production dependencies only. `prepare` runs tsc, a dev dependency that is not here: dist/
 # comes from the build stage instead, so scripts stay off.
