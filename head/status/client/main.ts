@@ -47,7 +47,7 @@ function renderSummary(s: StatusSnapshot): void {
   const loop = s.headLoopDelay;
   setHtml(
     byId('summary'),
-    html`<span class="chip${s.readiness.ready ? '' : ' chip-warn'}" id="readiness" title="${s.readiness.ready ? 'the answer of /readyz and /v2/health/ready' : s.readiness.reason ?? ''}">${s.readiness.ready ? html`<b>ready</b>` : html`<b>not ready</b>: ${s.readiness.reason ?? ''}`}</span>
+    html`<span class="chip${s.readiness.ready ? '' : ' chip-warn'}" id="readiness" data-ready="${s.readiness.ready}" title="${s.readiness.ready ? 'the answer of /readyz and /v2/health/ready' : s.readiness.reason ?? ''}">${s.readiness.ready ? html`<b>ready</b>` : html`<b>not ready</b>: ${s.readiness.reason ?? ''}`}</span>
       <span class="chip"><b>${alive}</b>/${s.nodes.length} nodes alive</span>
       <span class="chip"><b>${gpus.length}</b> GPU${gpus.length === 1 ? '' : 's'}${simulated > 0 ? ` (${simulated} simulated)` : ''}</span>
       <span class="chip${troubled > 0 ? ' chip-warn' : ''}"><b>${ready}</b>/${s.actors.length} actors ready</span>
