@@ -8,12 +8,13 @@ import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { waitFor } from '../helpers/cluster.js';
+import { childEnv } from '../helpers/env.js';
 import { groupMembers } from '../helpers/processes.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-/** Nothing of the caller's TROUPE_* settings leaks in: these tests are about the defaults. */
-const ENV = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TROUPE_')));
+/** Nothing of the caller's TROUPE_* settings leaks in (these tests are about the defaults); info, to see 'head listening'. */
+const ENV = childEnv({ TROUPE_LOG_LEVEL: 'info' });
 const has = (tool: string) => spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
 /** A readable log line: clock, level, component, message. */
 const READABLE = /^\d\d:\d\d:\d\d\.\d{3} INFO {2}head head listening {2}url=http:\/\/127\.0\.0\.1:\d+ /m;
