@@ -12,18 +12,18 @@ ARG NODE_IMAGE=node:20-bookworm-slim
 # Build: dev dependencies, TypeScript, the status page's client bundle.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src
-COPY package.json package-lock.json .npmrc ./
+COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` would build before the sources are copied in. onnxruntime-node's
-# download of the CUDA provider is off anyway (.npmrc), and the CPU provider ships in the package.
+# download of the CUDA provider is off anyway (package.json allowScripts), and the CPU provider ships in the package.
 RUN npm ci --ignore-scripts
 COPY . .
-RUN npm run build && rm -rf dist/test dist/bench
+RUN npm run build && rm -rf dist/test dist/bench dist/.tsbuildinfo
 
 # Production dependencies only. `prepare` runs tsc, a dev dependency that is not here: dist/
 # comes from the build stage instead, so scripts stay off.
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
-COPY package.json package-lock.json .npmrc ./
+COPY package.json package-lock.json ./
 # onnxruntime-node ships its binding for every OS (about 290 MiB); keep Linux's (both arches).
 RUN npm ci --omit=dev --ignore-scripts \
  && find node_modules/onnxruntime-node/bin -mindepth 2 -maxdepth 2 ! -name linux -exec rm -rf {} + \

@@ -1,33 +1,32 @@
 import { z } from 'zod';
 import { NodeAgent } from '../node-agent/index.js';
 import { NameSchema } from '../runtime/index.js';
-import { onShutdown, parseFlags } from './flags.js';
+import { helpOf, onShutdown, parseFlags, specOf } from './flags.js';
+import type { FlagDef } from './flags.js';
 
-export const AGENT_HELP = `troupe agent: run a node agent that starts model actors for a head
+export const AGENT_FLAGS: readonly FlagDef[] = [
+  { name: 'head', value: 'URL', help: 'the head, e.g. ws://127.0.0.1:8470 (required)', required: true },
+  { name: 'name', value: 'NAME', help: "this node's name (default: host name)" },
+  { name: 'advertise', value: 'ADDRESS', help: "host name or IP the head records for this node (default: the\naddress the agent's connection comes from)" },
+  { name: 'model-dir', value: 'DIR', help: 'directory deployments name models in (default: current directory)' },
+  { name: 'cpus', value: 'N', help: 'CPUs to offer the scheduler (default: all cores)' },
+  { name: 'max-actors', value: 'N', help: 'most actor processes on this node (default: 8 per CPU of --cpus)' },
+  { name: 'memory-mib', value: 'MIB', help: "host memory to offer the scheduler (default: the machine's total)" },
+  { name: 'simulate-gpus', value: 'N', help: 'pretend this machine has N GPUs (actors run on CPU)' },
+  { name: 'simulated-gpu-memory', value: 'MIB', help: 'memory of each simulated GPU (default 16384)' },
+  { name: 'token', value: 'TOKEN', help: 'cluster token (or TROUPE_TOKEN)' },
+  { name: 'module-dir', value: 'DIR', help: 'directory fn steps name their modules in; without it the agent runs\nno fn steps (they run arbitrary code: see docs/security.md).\nnode_modules/, dot-folders and paths leading out are refused' },
+  { name: 'state-dir', value: 'DIR', help: 'where the agent records the actors it runs, to kill orphans on restart' },
+  { name: 'nvidia-smi', value: 'PATH', help: 'nvidia-smi to run (default: from PATH)' },
+  { name: 'heartbeat-ms', value: 'MS', help: 'heartbeat interval (default 1000)' },
+  { name: 'health-interval-ms', value: 'MS', help: 'actor health-check interval (default 1000)' },
+  { name: 'health-timeout-ms', value: 'MS', help: 'an idle actor silent this long is killed and restarted (default 10000)' },
+  { name: 'max-inference-ms', value: 'MS', help: 'an inference running this long counts as hung (default 300000)' },
+];
 
-  --head URL                  the head, e.g. ws://127.0.0.1:8470 (required)
-  --name NAME                 this node's name (default: host name)
-  --advertise ADDRESS         host name or IP the head records for this node (default: the
-                              address the agent's connection comes from)
-  --model-dir DIR             directory deployments name models in (default: current directory)
-  --cpus N                    CPUs to offer the scheduler (default: all cores)
-  --max-actors N              most actor processes on this node (default: 8 per CPU of --cpus)
-  --memory-mib MIB            host memory to offer the scheduler (default: the machine's total)
-  --simulate-gpus N           pretend this machine has N GPUs (actors run on CPU)
-  --simulated-gpu-memory MIB  memory of each simulated GPU (default 16384)
-  --token TOKEN               cluster token (or TROUPE_TOKEN)
-  --module-dir DIR            directory fn steps name their modules in; without it the agent runs
-                              no fn steps (they run arbitrary code: see docs/security.md).
-                              node_modules/, dot-folders and paths leading out are refused
-  --state-dir DIR             where the agent records the actors it runs, to kill orphans on restart
-  --nvidia-smi PATH           nvidia-smi to run (default: from PATH)
-  --heartbeat-ms MS           heartbeat interval (default 1000)
-  --health-interval-ms MS     actor health-check interval (default 1000)
-  --health-timeout-ms MS      an idle actor silent this long is killed and restarted (default 10000)
-  --max-inference-ms MS       an inference running this long counts as hung (default 300000)
-`;
+export const AGENT_HELP = helpOf('troupe agent: run a node agent that starts model actors for a head', [], AGENT_FLAGS);
 
-const Schema = z.object({
+export const AgentFlagsSchema = z.object({
   head: z.string({ error: 'is required' }).regex(/^(ws|wss|http|https):\/\/[^\s]+$/, 'must be a ws:// or http:// URL'),
   name: NameSchema.optional(),
   advertise: z
@@ -52,30 +51,7 @@ const Schema = z.object({
 });
 
 export async function agentCommand(argv: string[]): Promise<void> {
-  const flags = parseFlags(
-    'agent',
-    argv,
-    {
-      head: { type: 'string' },
-      name: { type: 'string' },
-      advertise: { type: 'string' },
-      'model-dir': { type: 'string' },
-      'module-dir': { type: 'string' },
-      cpus: { type: 'string' },
-      'max-actors': { type: 'string' },
-      'memory-mib': { type: 'string' },
-      'simulate-gpus': { type: 'string' },
-      'simulated-gpu-memory': { type: 'string' },
-      token: { type: 'string' },
-      'state-dir': { type: 'string' },
-      'nvidia-smi': { type: 'string' },
-      'heartbeat-ms': { type: 'string' },
-      'health-interval-ms': { type: 'string' },
-      'health-timeout-ms': { type: 'string' },
-      'max-inference-ms': { type: 'string' },
-    },
-    Schema,
-  );
+  const flags = parseFlags('agent', argv, specOf(AGENT_FLAGS), AgentFlagsSchema);
   const token = flags.token ?? process.env.TROUPE_TOKEN;
   const agent = new NodeAgent({
     headUrl: flags.head.replace(/^http/, 'ws'),

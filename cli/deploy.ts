@@ -5,45 +5,45 @@ import { z } from 'zod';
 import { DeploymentViewSchema, TroupeError } from '../runtime/index.js';
 import type { DeploymentView } from '../runtime/index.js';
 import { DEFAULT_DEPLOY_TIMEOUT_S, deployTimeoutMessage, pendingActors } from '../runtime/deploy-timeout.js';
-import { parseFlags } from './flags.js';
-import type { FlagSpec } from './flags.js';
+import { helpOf, parseFlags, specOf } from './flags.js';
+import type { ArgDef, FlagDef } from './flags.js';
 import { DEFAULT_HEAD, HeadUrlSchema, headClient, splitPositionals } from './http-client.js';
 import type { HeadClient } from './http-client.js';
 
-export const DEPLOY_HELP = `troupe deploy FILE: create or update a deployment from a JSON or YAML file
+export const DEPLOY_ARGS: readonly ArgDef[] = [
+  { name: 'FILE', help: `e.g. {"name": "mlp", "model": "mlp.onnx", "replicas": 2}: "model" is an\nuploaded model's name or a path under the agents' --model-dir` },
+];
 
-  FILE            e.g. {"name": "mlp", "model": "mlp.onnx", "replicas": 2}: "model" is an
-                  uploaded model's name or a path under the agents' --model-dir
-  --head URL      the head (default ${DEFAULT_HEAD}, or TROUPE_HEAD)
-  --token TOKEN   cluster token (or TROUPE_TOKEN)
-  --wait          wait until every replica is READY, showing progress (default)
-  --no-wait       return once the head has accepted the deployment
-  --timeout-s S   wait at most S seconds for READY (default ${DEFAULT_DEPLOY_TIMEOUT_S}); past it, print each
-                  actor not READY and why, and exit 1 (the deployment stays and keeps
-                  being placed). --timeout S is its older name.
-`;
+export const DEPLOY_FLAGS: readonly FlagDef[] = [
+  { name: 'head', value: 'URL', help: `the head (default ${DEFAULT_HEAD}, or TROUPE_HEAD)` },
+  { name: 'token', value: 'TOKEN', help: 'cluster token (or TROUPE_TOKEN)' },
+  { name: 'wait', help: 'wait until every replica is READY, showing progress (default)' },
+  { name: 'no-wait', help: 'return once the head has accepted the deployment' },
+  {
+    name: 'timeout-s',
+    value: 'S',
+    help: `wait at most S seconds for READY (default ${DEFAULT_DEPLOY_TIMEOUT_S}); past it, print each\nactor not READY and why, and exit 1 (the deployment stays and keeps\nbeing placed). --timeout S is its older name.`,
+  },
+  { name: 'timeout', value: 'S', help: 'the older name of --timeout-s', hidden: true },
+];
 
-const SPEC: FlagSpec = {
-  head: { type: 'string' },
-  token: { type: 'string' },
-  wait: { type: 'boolean' },
-  'no-wait': { type: 'boolean' },
-  'timeout-s': { type: 'string' },
-  timeout: { type: 'string' },
-};
+export const DEPLOY_HELP = helpOf('troupe deploy FILE: create or update a deployment from a JSON or YAML file', DEPLOY_ARGS, DEPLOY_FLAGS);
+
+const SPEC = specOf(DEPLOY_FLAGS);
 
 const SecondsSchema = z.coerce.number().positive('must be seconds above 0').max(86_400, 'must be at most 86400 seconds');
 
-const Schema = z
-  .object({
-    head: HeadUrlSchema.default(DEFAULT_HEAD),
-    token: z.string().min(8, 'tokens are at least 8 characters').optional(),
-    wait: z.boolean().optional(),
-    noWait: z.boolean().optional(),
-    timeoutS: SecondsSchema.optional(),
-    timeout: SecondsSchema.optional(),
-  })
-  .refine((f) => !(f.wait && f.noWait), { message: 'give --wait or --no-wait, not both', path: ['noWait'] })
+/** The flags as parsed, before the checks between them. */
+export const DeployFlagsObject = z.object({
+  head: HeadUrlSchema.default(DEFAULT_HEAD),
+  token: z.string().min(8, 'tokens are at least 8 characters').optional(),
+  wait: z.boolean().optional(),
+  noWait: z.boolean().optional(),
+  timeoutS: SecondsSchema.optional(),
+  timeout: SecondsSchema.optional(),
+});
+
+const Schema = DeployFlagsObject.refine((f) => !(f.wait && f.noWait), { message: 'give --wait or --no-wait, not both', path: ['noWait'] })
   .refine((f) => f.timeoutS === undefined || f.timeout === undefined, { message: 'give --timeout-s or its older name --timeout, not both', path: ['timeoutS'] })
   .transform(({ timeout, ...f }) => ({ ...f, timeoutS: f.timeoutS ?? timeout ?? DEFAULT_DEPLOY_TIMEOUT_S }));
 

@@ -1,35 +1,31 @@
 import { z } from 'zod';
 import { startHead } from '../head/index.js';
-import { PortSchema, onShutdown, parseFlags } from './flags.js';
+import { PortSchema, helpOf, onShutdown, parseFlags, specOf } from './flags.js';
+import type { FlagDef } from './flags.js';
 
-export const HEAD_HELP = `troupe head: run the head (scheduler, HTTP API and connection endpoints)
+export const HEAD_FLAGS: readonly FlagDef[] = [
+  { name: 'host', value: 'HOST', help: 'address to listen on (default 127.0.0.1, or TROUPE_HOST)' },
+  { name: 'port', value: 'PORT', help: 'port to listen on, 0 for any (default 8470, or TROUPE_PORT)' },
+  { name: 'token', value: 'TOKEN', help: 'cluster token agents and clients must present (or TROUPE_TOKEN);\nrequired when HOST is not loopback' },
+  { name: 'suspect-after-ms', value: 'MS', help: 'heartbeat silence before a node is SUSPECT (default 3000)' },
+  { name: 'dead-after-ms', value: 'MS', help: 'heartbeat silence before a node is DEAD and its actors move (default 10000)' },
+  { name: 'max-restarts', value: 'N', help: 'crashes in 10 minutes before an actor is DEAD (default 5)' },
+  { name: 'data-dir', value: 'DIR', help: "where uploaded models and the head's state (deployments, graphs,\nrunning actors, in state.json) are kept (default .troupe/head); a head\nrestarted on the same DIR brings its deployments back and adopts the\nactors that kept running; one head per DIR (it holds DIR/head.lock)" },
+  { name: 'max-body-mib', value: 'N', help: 'largest HTTP request body, e.g. an inference (default 64)' },
+  { name: 'max-model-mib', value: 'N', help: 'largest model upload (default 1024)' },
+  { name: 'max-frame-mib', value: 'N', help: 'largest frame from a peer; a larger one closes its connection (default 256)' },
+  { name: 'drain-ms', value: 'MS', help: 'on SIGTERM, how long accepted calls get to finish (default 10000)' },
+  { name: 'job-ttl-s', value: 'S', help: "how long a finished async job's result is kept (default 3600)" },
+  { name: 'max-jobs', value: 'N', help: 'finished async jobs kept, at most (default 1000)' },
+  { name: 'max-job-mib', value: 'N', help: 'bytes of async job results kept, at most (default 256)' },
+  { name: 'job-concurrency', value: 'N', help: 'async jobs running at once; the rest wait QUEUED (default 32)' },
+  { name: 'max-connections', value: 'N', help: 'open TCP connections the head accepts at once; more are closed (default 10000)' },
+  { name: 'http-workers', value: 'N', help: 'processes beside the head that serve inference-protocol connections\n(/v2/...) and call replicas directly (default: one per core, at most\n4; 0 serves every request in the head process)' },
+];
 
-  --host HOST     address to listen on (default 127.0.0.1, or TROUPE_HOST)
-  --port PORT     port to listen on, 0 for any (default 8470, or TROUPE_PORT)
-  --token TOKEN   cluster token agents and clients must present (or TROUPE_TOKEN);
-                  required when HOST is not loopback
-  --suspect-after-ms MS  heartbeat silence before a node is SUSPECT (default 3000)
-  --dead-after-ms MS     heartbeat silence before a node is DEAD and its actors move (default 10000)
-  --max-restarts N       crashes in 10 minutes before an actor is DEAD (default 5)
-  --data-dir DIR         where uploaded models and the head's state (deployments, graphs,
-                         running actors, in state.json) are kept (default .troupe/head); a head
-                         restarted on the same DIR brings its deployments back and adopts the
-                         actors that kept running; one head per DIR (it holds DIR/head.lock)
-  --max-body-mib N       largest HTTP request body, e.g. an inference (default 64)
-  --max-model-mib N      largest model upload (default 1024)
-  --max-frame-mib N      largest frame from a peer; a larger one closes its connection (default 256)
-  --drain-ms MS          on SIGTERM, how long accepted calls get to finish (default 10000)
-  --job-ttl-s S          how long a finished async job's result is kept (default 3600)
-  --max-jobs N           finished async jobs kept, at most (default 1000)
-  --max-job-mib N        bytes of async job results kept, at most (default 256)
-  --job-concurrency N    async jobs running at once; the rest wait QUEUED (default 32)
-  --max-connections N    open TCP connections the head accepts at once; more are closed (default 10000)
-  --http-workers N       processes beside the head that serve inference-protocol connections
-                         (/v2/...) and call replicas directly (default: one per core, at most
-                         4; 0 serves every request in the head process)
-`;
+export const HEAD_HELP = helpOf('troupe head: run the head (scheduler, HTTP API and connection endpoints)', [], HEAD_FLAGS);
 
-const Schema = z.object({
+export const HeadFlagsSchema = z.object({
   host: z.string().min(1).default(process.env.TROUPE_HOST ?? '127.0.0.1'),
   port: PortSchema.default(Number(process.env.TROUPE_PORT ?? 8470)),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
@@ -50,30 +46,7 @@ const Schema = z.object({
 });
 
 export async function headCommand(argv: string[]): Promise<void> {
-  const flags = parseFlags(
-    'head',
-    argv,
-    {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      token: { type: 'string' },
-      'suspect-after-ms': { type: 'string' },
-      'dead-after-ms': { type: 'string' },
-      'max-restarts': { type: 'string' },
-      'data-dir': { type: 'string' },
-      'max-body-mib': { type: 'string' },
-      'max-model-mib': { type: 'string' },
-      'max-frame-mib': { type: 'string' },
-      'drain-ms': { type: 'string' },
-      'job-ttl-s': { type: 'string' },
-      'max-jobs': { type: 'string' },
-      'max-job-mib': { type: 'string' },
-      'job-concurrency': { type: 'string' },
-      'max-connections': { type: 'string' },
-      'http-workers': { type: 'string' },
-    },
-    Schema,
-  );
+  const flags = parseFlags('head', argv, specOf(HEAD_FLAGS), HeadFlagsSchema);
   const token = flags.token ?? process.env.TROUPE_TOKEN;
   const head = await startHead({
     host: flags.host,

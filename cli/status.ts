@@ -1,17 +1,19 @@
 import { z } from 'zod';
 import { ClusterViewSchema } from '../runtime/index.js';
 import type { ClusterView } from '../runtime/index.js';
-import { parseFlags } from './flags.js';
+import { helpOf, parseFlags, specOf } from './flags.js';
+import type { FlagDef } from './flags.js';
 import { DEFAULT_HEAD, HeadUrlSchema, headClient } from './http-client.js';
 
-export const STATUS_HELP = `troupe status: nodes, deployments and actors, from the head's HTTP API
+export const STATUS_FLAGS: readonly FlagDef[] = [
+  { name: 'head', value: 'URL', help: `the head (default ${DEFAULT_HEAD}, or TROUPE_HEAD)` },
+  { name: 'token', value: 'TOKEN', help: 'cluster token (or TROUPE_TOKEN; only needed by heads that ask for it)' },
+  { name: 'json', help: "print the head's JSON (GET /api/v1/cluster) as it is" },
+];
 
-  --head URL      the head (default ${DEFAULT_HEAD}, or TROUPE_HEAD)
-  --token TOKEN   cluster token (or TROUPE_TOKEN; only needed by heads that ask for it)
-  --json          print the head's JSON (GET /api/v1/cluster) as it is
-`;
+export const STATUS_HELP = helpOf("troupe status: nodes, deployments and actors, from the head's HTTP API", [], STATUS_FLAGS);
 
-const Schema = z.object({
+export const StatusFlagsSchema = z.object({
   head: HeadUrlSchema.default(DEFAULT_HEAD),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
   json: z.boolean().default(false),
@@ -37,7 +39,7 @@ export function formatCluster(view: ClusterView): string {
 }
 
 export async function statusCommand(argv: string[]): Promise<void> {
-  const flags = parseFlags('status', argv, { head: { type: 'string' }, token: { type: 'string' }, json: { type: 'boolean' } }, Schema);
+  const flags = parseFlags('status', argv, specOf(STATUS_FLAGS), StatusFlagsSchema);
   const client = headClient(flags.head, flags.token ?? process.env.TROUPE_TOKEN);
   const { body } = await client.request('GET', '/api/v1/cluster');
   if (flags.json) {

@@ -5,18 +5,23 @@ import { writeExampleModels } from '../models/index.js';
 import { connect, tensor } from '../runtime/index.js';
 import type { Tensor } from '../runtime/index.js';
 import { startChild, stopChild } from './children.js';
-import { PortSchema, onShutdown, parseFlags } from './flags.js';
+import { PortSchema, helpOf, onShutdown, parseFlags, specOf } from './flags.js';
+import type { FlagDef } from './flags.js';
 
-export const UP_HELP = `troupe up: an embedded cluster (head + one local agent) with an example model deployed
+export const UP_FLAGS: readonly FlagDef[] = [
+  { name: 'port', value: 'PORT', help: 'head port, 0 for any (default 8470, or TROUPE_PORT)' },
+  { name: 'data-dir', value: 'DIR', help: 'where example models (DIR/models) and uploads (DIR/head) go (default ./.troupe)' },
+  { name: 'simulate-gpus', value: 'N', help: 'give the local agent N simulated GPUs (default 0)' },
+];
 
-  --port PORT         head port, 0 for any (default 8470, or TROUPE_PORT)
-  --data-dir DIR      where example models (DIR/models) and uploads (DIR/head) go (default ./.troupe)
-  --simulate-gpus N   give the local agent N simulated GPUs (default 0)
+export const UP_HELP = helpOf(
+  'troupe up: an embedded cluster (head + one local agent) with an example model deployed',
+  [],
+  UP_FLAGS,
+  "The local agent runs fn steps from the compiled examples' folder only (e.g. 'ensemble/steps.js#standardize').",
+);
 
-The local agent runs fn steps from the compiled examples' folder only (e.g. 'ensemble/steps.js#standardize').
-`;
-
-const Schema = z.object({
+export const UpFlagsSchema = z.object({
   port: PortSchema.default(Number(process.env.TROUPE_PORT ?? 8470)),
   dataDir: z.string().min(1).default('.troupe'),
   simulateGpus: z.coerce.number().int('must be a whole number').min(0).max(64).default(0),
@@ -33,7 +38,7 @@ function sampleInput(): Tensor {
 }
 
 export async function upCommand(argv: string[]): Promise<void> {
-  const flags = parseFlags('up', argv, { port: { type: 'string' }, 'data-dir': { type: 'string' }, 'simulate-gpus': { type: 'string' } }, Schema);
+  const flags = parseFlags('up', argv, specOf(UP_FLAGS), UpFlagsSchema);
   const modelDir = resolve(flags.dataDir, 'models');
   await writeExampleModels(modelDir);
 

@@ -34,7 +34,7 @@ import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MODEL_BYTES } from './http/context.
 import type { JobOptions } from './http/jobs.js';
 import { DEFAULT_LIVENESS, watchLiveness } from './liveness.js';
 import type { LivenessOptions } from './liveness.js';
-import { serverReadiness } from './readiness.js';
+import { readinessBody, serverReadiness } from './readiness.js';
 import { joiningActor } from './records.js';
 import { ClusterState } from './state.js';
 import { registerStatusPage } from './status/index.js';
@@ -176,10 +176,10 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/metrics', async (_req, reply) => reply.type(state.metrics.registry.contentType).send(await state.metrics.registry.metrics()));
-  // The same answer as /v2/health/ready (head/readiness.ts), with the status probes expect.
+  // The same answer as /v2/health/ready and the status page (head/readiness.ts), with the status probes expect.
   app.get('/readyz', async (_req, reply) => {
     const readiness = serverReadiness(state, gate.draining);
-    return reply.code(readiness.ready ? 200 : 503).send({ status: readiness.ready ? 'ready' : 'not ready', ...readiness });
+    return reply.code(readiness.ready ? 200 : 503).send(readinessBody(readiness));
   });
   registerHttpApi(app, {
     state,
@@ -195,7 +195,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     ...(options.jobs ? { jobOptions: options.jobs } : {}),
   });
   // The status page at `/` and its live feed at /api/v1/stream (head/status/).
-  registerStatusPage(app, { state, graphs, host, token: options.token });
+  registerStatusPage(app, { state, graphs, host, token: options.token, draining: () => gate.draining });
 
   const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false });

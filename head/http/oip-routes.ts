@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TroupeError } from '../../runtime/index.js';
 import type { TensorInfo } from '../../runtime/index.js';
-import { serverReadiness } from '../readiness.js';
+import { readinessBody, serverReadiness } from '../readiness.js';
 import type { DeploymentRecord } from '../state.js';
 import { bodyBuffer } from './body.js';
 import { decodeBody, encodeBody, responseCodingFor } from './content-coding.js';
@@ -25,7 +25,7 @@ import { deploymentOf, stateBackend } from './state-backend.js';
 export const EXTENSIONS = ['binary_tensor_data', 'classification', 'model_configuration', 'model_repository', 'statistics'];
 
 /** The one health answer with a body: a person reading it learns what to fix. */
-const NotReadySchema = z.object({ ready: z.literal(false), reason: z.string() });
+const NotReadySchema = z.object({ status: z.literal('not ready'), ready: z.literal(false), nodes: z.number(), reason: z.string() });
 const TensorMetadataSchema = z.object({ name: z.string(), datatype: z.string(), shape: z.array(z.number()) });
 const ServerMetadataSchema = z.object({ name: z.string(), version: z.string(), extensions: z.array(z.string()) });
 const ModelMetadataSchema = z.object({
@@ -73,8 +73,10 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     async (_req, reply) => {
       const readiness = serverReadiness(state, ctx.draining());
+      // Ready: no body, as the protocol asks. Not ready: the same body as /readyz, so a person
+      // (or a Triton client's log) sees why.
       if (readiness.ready) return reply.code(200).send();
-      return reply.code(400).send({ ready: false, reason: readiness.reason });
+      return reply.code(400).send(readinessBody(readiness));
     },
   );
 

@@ -16,6 +16,8 @@ export interface StatusPageOptions {
   /** The address the head listens on: beyond loopback, a configured token is required. */
   host: string;
   token: string | undefined;
+  /** Whether the head is shutting down: the page's readiness then says so, as /readyz does. */
+  draining?: () => boolean;
   /** Sampling period of the time series (default 1000 ms). */
   sampleMs?: number;
   /** Samples kept per series (default 600: ten minutes at one a second). */
@@ -36,7 +38,7 @@ export function registerStatusPage(app: FastifyInstance, options: StatusPageOpti
   const { state, graphs } = options;
   const sampler = new ClusterSampler(state, options.historySamples ?? 600);
   const feed = new EventFeed(state, () => stream.pushSoon());
-  const stream: StatusStream = new StatusStream(() => buildSnapshot(state, graphs, sampler, feed), sampler, feed);
+  const stream: StatusStream = new StatusStream(() => buildSnapshot(state, graphs, sampler, feed, options.draining?.() ?? false), sampler, feed);
   const sessions = new StatusSessions(options.token, options.host);
   const assets = new StatusAssets();
 

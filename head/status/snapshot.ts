@@ -1,5 +1,6 @@
 import type { GraphView, PlanNode } from '../../runtime/index.js';
 import { headLoopDelay } from '../event-loop.js';
+import { readinessBody, serverReadiness } from '../readiness.js';
 import type { ActorRecord, ClusterState, NodeRecord } from '../state.js';
 import type { StatusActor, StatusDeployment, StatusGpu, StatusGraph, StatusNode, StatusSnapshot } from './client/protocol.js';
 import { graphDag } from './dag.js';
@@ -85,6 +86,7 @@ export function buildSnapshot(
   graphs: GraphSource,
   sampler: ClusterSampler,
   feed: EventFeed,
+  draining: boolean,
 ): SnapshotBase {
   const store = sampler.store;
   const actors = [...state.deployments.values()].flatMap((d) => d.actors);
@@ -141,5 +143,6 @@ export function buildSnapshot(
     actors: actorViews,
     graphs: topLevel(graphs),
     headLoopDelay: headLoopDelay(),
+    readiness: readinessBody(serverReadiness(state, draining)),
   };
 }

@@ -1,4 +1,5 @@
 import { TroupeError } from '../errors.js';
+import { printable } from './describe.js';
 import { DTYPES, alignmentOf, byteLengthOf, isDType } from './dtypes.js';
 import type { DType, NumericDType } from './dtypes.js';
 
@@ -10,6 +11,7 @@ export type TensorData = TypedArray | string[];
 
 /**
  * A tensor as users hold it: dtype, shape and a typed array (or strings) in row-major order.
+ * The ones `tensor()` makes and `run()` returns print as `float32[1,10] [-0.0827, 0.0819, …]`.
  *
  * @example
  * const x = tensor('float32', [1, 64], new Float32Array(64));
@@ -69,7 +71,7 @@ export function tensor(dtype: DType, shape: readonly number[], data: TensorData,
   if (!fits) {
     throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: ${formatShape(dtype, shape)} holds ${count} elements, data has ${data.length}`);
   }
-  return { dtype, shape: [...shape], data };
+  return printable({ dtype, shape: [...shape], data });
 }
 
 /** Wraps wire bytes as the typed array of `dtype`, copying only when the bytes are misaligned. */

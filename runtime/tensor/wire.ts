@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { TroupeError } from '../errors.js';
 import { DTYPE_NAMES, byteLengthOf } from './dtypes.js';
+import { printable } from './describe.js';
 import { MAX_RANK, bytesOf, checkShape, elementCount, formatShape, viewBytes } from './tensor.js';
 import type { Tensor, TypedArray } from './tensor.js';
 
@@ -55,8 +56,8 @@ export function checkWire(w: WireTensor, label: string): void {
 /** Checks a wire tensor ({@link checkWire}) and views its bytes as a typed array. */
 export function fromWire(w: WireTensor, label: string): Tensor {
   checkWire(w, label);
-  if (w.dtype === 'string') return { dtype: w.dtype, shape: w.shape, data: w.data as string[] };
-  return { dtype: w.dtype, shape: w.shape, data: viewBytes(w.dtype, w.data as Uint8Array) };
+  if (w.dtype === 'string') return printable({ dtype: w.dtype, shape: w.shape, data: w.data as string[] });
+  return printable({ dtype: w.dtype, shape: w.shape, data: viewBytes(w.dtype, w.data as Uint8Array) });
 }
 
 export function mapToWire(tensors: Record<string, Tensor>): WireTensorMap {

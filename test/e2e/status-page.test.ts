@@ -108,7 +108,9 @@ describe('the status page, in Chromium, against a real cluster', { timeout: 300_
     });
     await writeGraphModels(cluster.modelDir);
     client = await connect(cluster.url);
-    await client.deploy({ name: 'mlp', model: 'mlp.onnx', replicas: 2, gpus: 0.5, threads: 1, batch: { maxSize: 8, maxDelayMs: 2 } });
+    // pack: both halves share gpu 0, so the page shows a shared GPU and the encoder gets gpu 1 whole
+    // (spread, the default, would give each half a GPU of its own).
+    await client.deploy({ name: 'mlp', model: 'mlp.onnx', replicas: 2, gpus: 0.5, placement: 'pack', threads: 1, batch: { maxSize: 8, maxDelayMs: 2 } });
     await client.deploy(
       pipeline('scorer', [
         model('encoder', { path: 'link21.onnx', gpus: 1, threads: 1 }),
@@ -165,6 +167,8 @@ describe('the status page, in Chromium, against a real cluster', { timeout: 300_
   test('shows the nodes, their simulated GPUs with the actors holding them, every actor and the graph', async () => {
     await page.locator('[data-node="gpu-node"][data-state="ALIVE"]').waitFor();
     await page.locator('[data-node="cpu-node"][data-state="ALIVE"]').waitFor();
+    // The head's readiness, the answer /readyz and /v2/health/ready give (test/integration/readiness.test.ts).
+    assert.equal(await page.locator('#readiness[data-ready="true"]').innerText(), 'ready');
     const gpus = page.locator('[data-node="gpu-node"] .gpu-card[data-simulated="true"]');
     assert.equal(await gpus.count(), 2);
     assert.match(await gpus.first().innerText(), /simulated/i);

@@ -14,3 +14,15 @@ export async function childrenRunning(parent: number, marker: string): Promise<n
   }
   return found;
 }
+
+/** Pids of every process in a process group, read from /proc (field 5 of stat is the pgid). */
+export async function groupMembers(pgid: number): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (fields[0] !== 'Z' && Number(fields[2]) === pgid) pids.push(Number(entry));
+  }
+  return pids;
+}

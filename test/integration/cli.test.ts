@@ -1,29 +1,18 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { waitFor } from '../helpers/cluster.js';
 import { childEnv } from '../helpers/env.js';
+import { groupMembers } from '../helpers/processes.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
 function troupe(args: string[]) {
   return spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 20_000 });
-}
-
-/** Pids of every process in a process group, read from /proc (field 5 of stat is the pgid). */
-async function groupMembers(pgid: number): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (fields[0] !== 'Z' && Number(fields[2]) === pgid) pids.push(Number(entry));
-  }
-  return pids;
 }
 
 describe('CLI', { timeout: 120_000 }, () => {

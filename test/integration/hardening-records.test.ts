@@ -162,7 +162,7 @@ describe('readiness: /readyz and /v2/health/ready agree, and say why not', { tim
       const both = async () => [await call(head.url, 'GET', '/v2/health/ready'), await call(head.url, 'GET', '/readyz')] as const;
       const [oip, probe] = await both();
       assert.equal(oip.status, 400);
-      assert.deepEqual(oip.json, { ready: false, reason: 'no node is ALIVE (0 known)' });
+      assert.deepEqual(oip.json, { status: 'not ready', ready: false, nodes: 0, reason: 'no node is ALIVE (0 known)' });
       assert.equal(probe.status, 503);
       assert.deepEqual(probe.json, { status: 'not ready', ready: false, nodes: 0, reason: 'no node is ALIVE (0 known)' });
 

@@ -95,4 +95,12 @@ describe('examples/ocr: PP-OCRv4 detection and recognition as a pipeline', { tim
     assert.match(stdout, /fox\.png: \d+x\d+, 2 line\(s\) of text/);
     assert.ok(stdout.endsWith(`\n\n${lines.join('\n')}\n`), stdout);
   });
+
+  test('npm run example:ocr without a path reads its sample, drawn in memory, and names no file', async () => {
+    const { stdout } = await run(process.execPath, [MAIN], { timeout: 120_000, env: childEnv({}, 'error') });
+    assert.match(stdout, /^no image given: reading a sample drawn with the bitmap font/);
+    assert.match(stdout, /^sample: \d+x\d+, 3 line\(s\) of text/m);
+    assert.doesNotMatch(stdout, /\.png|\/tmp\/|troupe-example-/, 'no path of a file that is gone when it exits');
+    assert.ok(stdout.endsWith(`\n\n${SAMPLE_TEXT.join('\n')}\n`), stdout);
+  });
 });

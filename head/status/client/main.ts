@@ -47,7 +47,8 @@ function renderSummary(s: StatusSnapshot): void {
   const loop = s.headLoopDelay;
   setHtml(
     byId('summary'),
-    html`<span class="chip"><b>${alive}</b>/${s.nodes.length} nodes alive</span>
+    html`<span class="chip${s.readiness.ready ? '' : ' chip-warn'}" id="readiness" data-ready="${s.readiness.ready}" title="${s.readiness.ready ? 'the answer of /readyz and /v2/health/ready' : s.readiness.reason ?? ''}">${s.readiness.ready ? html`<b>ready</b>` : html`<b>not ready</b>: ${s.readiness.reason ?? ''}`}</span>
+      <span class="chip"><b>${alive}</b>/${s.nodes.length} nodes alive</span>
       <span class="chip"><b>${gpus.length}</b> GPU${gpus.length === 1 ? '' : 's'}${simulated > 0 ? ` (${simulated} simulated)` : ''}</span>
       <span class="chip${troubled > 0 ? ' chip-warn' : ''}"><b>${ready}</b>/${s.actors.length} actors ready</span>
       <span class="chip"><b>${s.deployments.length}</b> deployment${s.deployments.length === 1 ? '' : 's'} · <b>${s.graphs.length}</b> graph${s.graphs.length === 1 ? '' : 's'}</span>

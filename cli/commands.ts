@@ -1,0 +1,35 @@
+import type { z } from 'zod';
+import { AGENT_FLAGS, AGENT_HELP, AgentFlagsSchema, agentCommand } from './agent.js';
+import { DEPLOY_ARGS, DEPLOY_FLAGS, DEPLOY_HELP, DeployFlagsObject, deployCommand } from './deploy.js';
+import type { ArgDef, FlagDef } from './flags.js';
+import { HEAD_FLAGS, HEAD_HELP, HeadFlagsSchema, headCommand } from './head.js';
+import { STATUS_FLAGS, STATUS_HELP, StatusFlagsSchema, statusCommand } from './status.js';
+import { UP_FLAGS, UP_HELP, UpFlagsSchema, upCommand } from './up.js';
+
+export interface Command {
+  name: string;
+  summary: string;
+  args: readonly ArgDef[];
+  flags: readonly FlagDef[];
+  help: string;
+  /** The flags' schema (camelCase keys): a test checks it names exactly the flags above. */
+  schema: z.ZodObject;
+  run(argv: string[]): Promise<void>;
+}
+
+/** Every command, in the order `troupe --help` and docs/cli.md list them. */
+export const COMMANDS: readonly Command[] = [
+  { name: 'up', summary: 'start an embedded cluster (head + local agent) with an example model', args: [], flags: UP_FLAGS, help: UP_HELP, schema: UpFlagsSchema, run: upCommand },
+  { name: 'head', summary: 'run the head: scheduler, HTTP API, connection endpoints', args: [], flags: HEAD_FLAGS, help: HEAD_HELP, schema: HeadFlagsSchema, run: headCommand },
+  { name: 'agent', summary: 'run a node agent that starts model actors for a head', args: [], flags: AGENT_FLAGS, help: AGENT_HELP, schema: AgentFlagsSchema, run: agentCommand },
+  {
+    name: 'deploy',
+    summary: 'create or update a deployment from a JSON or YAML file (HTTP API)',
+    args: DEPLOY_ARGS,
+    flags: DEPLOY_FLAGS,
+    help: DEPLOY_HELP,
+    schema: DeployFlagsObject,
+    run: deployCommand,
+  },
+  { name: 'status', summary: 'show nodes, deployments and actors (HTTP API)', args: [], flags: STATUS_FLAGS, help: STATUS_HELP, schema: StatusFlagsSchema, run: statusCommand },
+];
