@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Batcher } from '../../actors/batcher.js';
 import type { BatcherOptions, RunModel } from '../../actors/batcher.js';
-import { tensor } from '../../runtime/index.js';
+import { TroupeError, tensor } from '../../runtime/index.js';
 import type { Tensor } from '../../runtime/index.js';
 
 /**
@@ -169,5 +169,98 @@ describe('Batcher: batching never costs latency at low load', { timeout: 10_000 
     assert.deepEqual(model.runs, [1]);
     // The batcher checks the clock before it gives up waiting, so this holds exactly.
     assert.ok(timing.queueMs >= 50, `waited ${timing.queueMs} ms`);
+  });
+});
+
+describe('Batcher: what a batch is made of, and how it fails', { timeout: 10_000 }, () => {
+  /** One run going on (held), then `calls` submitted behind it: they form the next batch. */
+  async function behindABusyModel(model: ReturnType<typeof fakeModel>, b: Batcher, calls: (() => ReturnType<Batcher['submit']>)[]) {
+    const first = b.submit(call(0));
+    await microtasks();
+    const later = calls.map((submit) => submit());
+    model.release();
+    await first;
+    return later;
+  }
+
+  test('a failing run fails every call of its batch with its error, and only those', async () => {
+    let runs = 0;
+    const held: (() => void)[] = [];
+    const run: RunModel = async (inputs) => {
+      runs++;
+      await new Promise<void>((resolve) => held.push(resolve));
+      if (runs === 2) throw new TroupeError('TROUPE_ERR_INFERENCE', 'the model failed');
+      return { y: inputs.x! };
+    };
+    const b = batcher(run, { maxSize: 2 });
+    const first = b.submit(call(0));
+    await microtasks();
+    const later = [1, 2, 3].map((k) => b.submit(call(k)));
+    const settled = Promise.allSettled(later);
+    held.shift()!();
+    await first;
+    await until('the second run', () => held.length === 1);
+    held.shift()!();
+    await until('the third run', () => held.length === 1);
+    held.shift()!();
+    const [one, two, three] = await settled;
+    assert.deepEqual([one!.status, two!.status, three!.status], ['rejected', 'rejected', 'fulfilled'], 'calls 1 and 2 shared the failed run');
+    assert.equal((one as PromiseRejectedResult).reason.code, 'TROUPE_ERR_INFERENCE');
+    assert.equal(b.stats.failed, 2);
+    assert.equal(b.stats.calls, 2, 'the first run and the third');
+  });
+
+  test('outputs that do not have the batch’s rows fail the batch as INFERENCE, naming the output', async () => {
+    const run: RunModel = async () => ({ y: tensor('float32', [1, 4], new Float32Array(4)) });
+    const b = batcher(run, {});
+    const done = [1, 2].map((k) => b.submit(call(k)));
+    for (const d of done) await assert.rejects(d, { code: 'TROUPE_ERR_INFERENCE', message: "output 'y' has 1 rows for a batch of 2: this model cannot be batched" });
+  });
+
+  test('calls of different shapes or output choices go in different batches', async () => {
+    const model = fakeModel(true);
+    const b = batcher(model.run, {});
+    const wide = (k: number): Record<string, Tensor> => ({ x: tensor('float32', [1, 8], new Float32Array(8).fill(k)) });
+    const later = await behindABusyModel(model, b, [() => b.submit(call(1)), () => b.submit(wide(2)), () => b.submit(call(3)), () => b.submit(call(4), ['y'])]);
+    for (let i = 2; i <= 4; i++) {
+      await until(`run ${i}`, () => model.runs.length === i);
+      model.release();
+    }
+    const results = await Promise.all(later);
+    assert.deepEqual(model.runs, [1, 2, 1, 1], 'calls 1 and 3 together; the wide call alone; the call that names its outputs alone');
+    assert.deepEqual(valuesOf(results[1]!.outputs.y), Array(8).fill(2));
+    assert.deepEqual(results.map((r) => r.timing.batchCalls), [2, 1, 2, 1]);
+  });
+
+  test('a model without a batch axis runs every call alone', async () => {
+    const model = fakeModel(true);
+    const b = batcher(model.run, { batchable: false });
+    const later = await behindABusyModel(model, b, [1, 2, 3].map((k) => () => b.submit(call(k))));
+    for (let i = 2; i <= 4; i++) {
+      await until(`run ${i}`, () => model.runs.length === i);
+      model.release();
+    }
+    await Promise.all(later);
+    assert.deepEqual(model.runs, [1, 1, 1, 1]);
+  });
+
+  test('a call whose deadline passed while it waited is dropped unrun', async () => {
+    const model = fakeModel(true);
+    const b = batcher(model.run, {});
+    const first = b.submit(call(0));
+    await microtasks();
+    const late = b.submit(call(1), undefined, 1);
+    const patient = b.submit(call(2));
+    // Bounded: 1 ms of deadline, and the test's timeout.
+    const passed = performance.now() + 2;
+    while (performance.now() < passed) await nextTurn();
+    model.release();
+    await first;
+    await assert.rejects(late, { code: 'TROUPE_ERR_DEADLINE_EXCEEDED', message: /in the actor's queue; not run/ });
+    await until('the second run', () => model.runs.length === 2);
+    model.release();
+    await patient;
+    assert.deepEqual(model.runs, [1, 1], 'only the patient call ran after the first');
+    assert.equal(b.stats.expired, 1);
   });
 });

@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { place, usageOf } from '../../head/scheduler.js';
+import type { ActorRecord, NodeRecord } from '../../head/state.js';
+import type { ActorState, Gpu, NodeState } from '../../runtime/index.js';
+
+// What counts against a node's capacity, and the reasons placement gives when nothing fits.
+// Which node and GPU a replica goes to under spread and pack: scheduler.test.ts.
+
+const MiB = 2 ** 20;
+
+function gpu(index: number): Gpu {
+  return { index, uuid: `GPU-${index}`, name: 'sim', memoryTotalMiB: 16_000, memoryUsedMiB: null, utilizationPct: null, simulated: true };
+}
+
+function node(
+  name: string,
+  cpus: number,
+  options: { gpus?: number; memoryMiB?: number; maxActors?: number; state?: NodeState } = {},
+): NodeRecord {
+  return {
+    id: `id-${name}`,
+    name,
+    address: '127.0.0.1',
+    state: options.state ?? 'ALIVE',
+    resources: {
+      cpus,
+      memoryBytes: (options.memoryMiB ?? 64_000) * MiB,
+      gpus: Array.from({ length: options.gpus ?? 0 }, (_, i) => gpu(i)),
+      ...(options.maxActors !== undefined ? { maxActors: options.maxActors } : {}),
+    },
+    channel: undefined,
+    lastSeen: 0,
+    usage: null,
+  };
+}
+
+let actorCount = 0;
+function actor(
+  on: NodeRecord,
+  deployment: string,
+  options: { cpus?: number; gpus?: number[]; gpuShare?: number; memoryMiB?: number; state?: ActorState } = {},
+): ActorRecord {
+  const n = actorCount++;
+  return {
+    id: `a${n}`,
+    name: `${deployment}#${n}`,
+    deployment,
+    state: options.state ?? 'READY',
+    reason: null,
+    nodeId: on.id,
+    gpus: options.gpus ?? [],
+    gpuShare: options.gpuShare ?? 1,
+    cpus: options.cpus ?? 1,
+    device: 'cpu',
+    pid: null,
+    restarts: 0,
+    recentCrashes: [],
+    secret: 's',
+    link: undefined,
+    visibleDevices: null,
+    gpuMemoryMiB: null,
+    memoryBytes: (options.memoryMiB ?? 0) * MiB,
+    stats: null,
+    usage: null,
+  };
+}
+
+const cpu = (cpus: number, memoryMiB = 0) => ({ cpus, gpus: 0, memoryBytes: memoryMiB * MiB });
+
+function placedOn(result: ReturnType<typeof place>): string {
+  assert.ok(result.ok, `not placed: ${result.ok ? '' : result.reason}`);
+  return result.node.name;
+}
+
+function reasonOf(result: ReturnType<typeof place>): string {
+  assert.ok(!result.ok, `placed on ${result.ok ? result.node.name : ''}`);
+  return result.reason;
+}
+
+describe('place: what counts against a node', () => {
+  test('among nodes holding as many replicas of the deployment, the least loaded wins', () => {
+    const [a, b] = [node('a', 8), node('b', 8)];
+    const actors = [actor(a, 'mlp', { cpus: 3 }), actor(b, 'mlp', { cpus: 1 })];
+    assert.equal(placedOn(place(cpu(1), 'other', [a, b], actors)), 'b');
+  });
+
+  test('only ALIVE nodes take actors', () => {
+    const nodes = [node('s', 8, { state: 'SUSPECT' }), node('d', 8, { state: 'DEAD' }), node('ok', 1)];
+    assert.equal(placedOn(place(cpu(1), 'mlp', nodes, [])), 'ok');
+    assert.equal(reasonOf(place(cpu(1), 'mlp', nodes.slice(0, 2), [])), 'needs 1 CPU; no node is alive');
+  });
+
+  test('actors that hold nothing (PENDING, DEAD) or sit on other nodes do not count against a node', () => {
+    const [a, b] = [node('a', 2), node('b', 2)];
+    const actors = [
+      actor(a, 'x', { cpus: 2, state: 'PENDING' }),
+      actor(a, 'x', { cpus: 2, state: 'DEAD' }),
+      actor(b, 'x', { cpus: 1, state: 'STARTING' }),
+    ];
+    const usage = usageOf(a, actors, 'x');
+    assert.deepEqual([usage.cpusUsed, usage.actors, usage.sameDeployment], [0, 0, 0]);
+    assert.deepEqual([usageOf(b, actors, 'x').cpusUsed, usageOf(b, actors, 'x').sameDeployment], [1, 1]);
+    assert.equal(placedOn(place(cpu(2), 'y', [a, b], actors)), 'a');
+  });
+
+  test('DRAINING actors still hold their share until they stop', () => {
+    const a = node('a', 2);
+    assert.match(reasonOf(place(cpu(1), 'y', [a], [actor(a, 'x', { cpus: 2, state: 'DRAINING' })])), /a has 0 of 2 CPUs free/);
+  });
+
+  test('GPU shares that add up to one fit exactly (no float drift refuses the last third)', () => {
+    const g = node('g', 16, { gpus: 1 });
+    const actors = [actor(g, 'x', { gpus: [0], gpuShare: 1 / 3 }), actor(g, 'x', { gpus: [0], gpuShare: 1 / 3 })];
+    assert.equal(placedOn(place({ cpus: 1, gpus: 1 / 3 }, 'x', [g], actors)), 'g');
+    assert.match(reasonOf(place({ cpus: 1, gpus: 0.5 }, 'x', [g], actors)), /g has 0 of 1 GPUs free/);
+  });
+});
+
+describe('place: reasons a person can act on, node by node', () => {
+  test('CPUs, memory and the actor cap each name what is missing', () => {
+    const small = node('small', 1);
+    const tight = node('tight', 8, { memoryMiB: 300 });
+    const capped = node('capped', 8, { maxActors: 1 });
+    const actors = [actor(small, 'x'), actor(tight, 'x', { memoryMiB: 200 }), actor(capped, 'x')];
+    const reason = reasonOf(place(cpu(1, 150), 'y', [small, tight, capped], actors));
+    assert.equal(
+      reason,
+      'needs 1 CPU; small has 0 of 1 CPUs free; tight has 100 MiB of 300 MiB memory free, a replica reserves 150 MiB; node capped holds its 1 actors (--max-actors)',
+    );
+  });
+
+  test('the default actor cap is 8 per CPU', () => {
+    const n = node('n', 0.5);
+    const actors = Array.from({ length: 4 }, () => actor(n, 'x', { cpus: 0.05 }));
+    assert.match(reasonOf(place(cpu(0.05), 'x', [n], actors)), /node n holds its 4 actors \(--max-actors\)/);
+    assert.equal(placedOn(place(cpu(0.05), 'x', [n], actors.slice(1))), 'n');
+  });
+});
