@@ -1,3 +1,5 @@
+import type { Clock } from './clock.js';
+
 // What the controller is tuned with, and what agents report to it.
 
 export interface ControllerOptions {
@@ -13,9 +15,16 @@ export interface ControllerOptions {
   adoptGraceMs: number;
   /** The size of a deployment's model file where the head knows it, for the default memory reservation. */
   modelBytes?: (model: string) => number | undefined;
+  /** Time for back-off, grace periods and drains (default: the system clock; unit tests move a manual one). */
+  clock?: Clock;
 }
 
-export const DEFAULT_CONTROLLER_OPTIONS: ControllerOptions = { maxRestarts: 5, restartWindowMs: 600_000, drainMs: 10_000, adoptGraceMs: 15_000 };
+export const DEFAULT_CONTROLLER_OPTIONS: ControllerOptions = {
+  maxRestarts: 5,
+  restartWindowMs: 600_000,
+  drainMs: 10_000,
+  adoptGraceMs: 15_000,
+};
 
 /** A running actor an agent lists when it registers. */
 export interface RunningActorReport {

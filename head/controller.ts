@@ -1,7 +1,10 @@
-import { TroupeError, newId, newSecret } from '../runtime/index.js';
+import { TroupeError, newSecret } from '../runtime/index.js';
 import type { ActorStats, DeploymentView, ErrorCode, Logger, ModelDeployment, ModelMetadata, WireError } from '../runtime/index.js';
 import { DEFAULT_CONTROLLER_OPTIONS } from './controller-options.js';
 import type { ActorExitReport, ControllerOptions, RunningActorReport } from './controller-options.js';
+import type { AgentLink } from './agent-link.js';
+import { systemClock } from './clock.js';
+import type { Clock, ClockTimer } from './clock.js';
 import type { DurableStore, SavedState } from './durable.js';
 import { ReadyWaiters } from './ready-waiters.js';
 import { describeExit, freeReplicaIndex, needsNewActors, newActorRecord, newDeployment, restoredActorRecord, returnToPending, snapshotState, startActorMessage } from './records.js';
@@ -11,19 +14,23 @@ import { adoptListed } from './adoption.js';
 import { MemoryReservations } from './memory-estimate.js';
 import { recordCrash } from './restart-policy.js';
 import { retireActor } from './retire.js';
+import { applyHeartbeat, registerNode } from './nodes.js';
+import type { AgentRegistration, Heartbeat } from './nodes.js';
 import type { HeadActorLink, ActorRecord, ClusterState, DeploymentRecord, NodeRecord } from './state.js';
 
 /**
  * Drives deployments toward what users asked for: creates actors, places them on nodes, restarts
  * crashed ones with back-off, and stops the ones no longer wanted. All state changes go through
- * here so the reasons shown to people stay consistent.
+ * here (node registrations, heartbeats and silence too) so the reasons shown to people stay
+ * consistent. Its effects go through ports: each node's {@link AgentLink} and a {@link Clock}.
  */
 export class Controller {
   readonly #state: ClusterState;
   readonly #log: Logger;
   readonly #options: ControllerOptions;
   readonly #waiters = new ReadyWaiters();
-  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #clock: Clock;
+  readonly #timers = new Set<ClockTimer>();
   readonly #store: DurableStore | undefined;
   /** Actors whose process is known to run already (restored, or reconnecting): their `ready` is a rejoin. */
   readonly #rejoining = new WeakSet<ActorRecord>();
@@ -35,6 +42,7 @@ export class Controller {
     this.#state = state;
     this.#log = log;
     this.#options = { ...DEFAULT_CONTROLLER_OPTIONS, ...options };
+    this.#clock = options.clock ?? systemClock;
     this.#memory = new MemoryReservations(this.#options.modelBytes);
     this.#store = store;
     store?.track(() => snapshotState(this.#state));
@@ -87,6 +95,72 @@ export class Controller {
   }
 
   /**
+   * A node agent registered on `agent`: its node is ALIVE with what it offers, the actors it lists
+   * are kept, adopted or stopped (see nodeRegistered). Throws TROUPE_ERR_NODE_NAME_TAKEN while a
+   * live node holds the name. The caller answers the agent, then calls schedule().
+   */
+  agentRegistered(registration: AgentRegistration, running: readonly RunningActorReport[], agent: AgentLink): NodeRecord {
+    const node = registerNode(this.#state, registration, agent, this.#clock.now());
+    for (const actorId of this.nodeRegistered(node, running)) {
+      this.#log.info({ node: node.name, actor: actorId }, 'stopping an actor the head does not want on this node');
+      void agent.stopActor(actorId, 5000);
+    }
+    this.#log.info({ node: node.name, cpus: node.resources.cpus, gpus: node.resources.gpus.length }, 'node joined');
+    this.#state.events.add('node-joined', `${node.name} joined (${node.resources.cpus} CPUs, ${node.resources.gpus.length} GPUs)`);
+    return node;
+  }
+
+  /** A node's heartbeat: it is heard from now; a SUSPECT node is ALIVE again and may take actors. */
+  nodeHeartbeat(node: NodeRecord, heartbeat: Heartbeat): void {
+    // Actors left PENDING while this node was SUSPECT may fit here again.
+    if (applyHeartbeat(this.#state, node, heartbeat, this.#clock.now())) this.schedule();
+  }
+
+  /**
+   * A node agent's connection closed. An agent `leaving` on purpose takes its node out at once;
+   * otherwise liveness decides when the silent node is DEAD, and a closed socket only makes it
+   * SUSPECT now. A connection already replaced by a newer one changes nothing.
+   */
+  agentDisconnected(node: NodeRecord, agent: AgentLink, leaving: boolean): void {
+    if (node.agent !== agent) return;
+    node.agent = undefined;
+    if (leaving) {
+      node.state = 'DEAD';
+      this.#log.info({ node: node.name }, 'node left');
+      this.#state.events.add('node-left', `${node.name} left the cluster`);
+      this.nodeLost(node, 'left');
+      return;
+    }
+    if (node.state === 'ALIVE') node.state = 'SUSPECT';
+    this.#log.warn({ node: node.name }, 'node connection closed');
+  }
+
+  /** Liveness: an ALIVE node silent for `silentMs` is SUSPECT, and takes no new actors. */
+  nodeSuspect(node: NodeRecord, silentMs: number): void {
+    if (node.state !== 'ALIVE') return;
+    node.state = 'SUSPECT';
+    this.#log.warn({ node: node.name, silentMs }, 'node is SUSPECT');
+    this.#state.events.add('node-suspect', `${node.name} SUSPECT after ${silentMs} ms without a heartbeat`);
+  }
+
+  /** Liveness: a node silent for `silentMs` is DEAD; its connection is dropped and its actors restart elsewhere. */
+  nodeDead(node: NodeRecord, silentMs: number): void {
+    if (node.state === 'DEAD') return;
+    node.state = 'DEAD';
+    node.agent?.close();
+    node.agent = undefined;
+    this.#log.warn({ node: node.name, silentMs }, 'node is DEAD');
+    this.#state.events.add('node-lost', `${node.name} DEAD after ${silentMs} ms without a heartbeat`);
+    this.nodeLost(node, 'lost');
+  }
+
+  /** The head itself did not run for `ms` (a stall): that time counts as no node's silence. */
+  headStalled(ms: number): void {
+    const now = this.#clock.now();
+    for (const node of this.#state.nodes.values()) node.lastSeen = Math.min(now, node.lastSeen + ms);
+  }
+
+  /**
    * A node agent (re)registered, listing the actors it still runs: those this head knows there are
    * kept or adopted, the others returned to be stopped (adoption.ts). Actors the head thinks run
    * there that the agent does not list died while it was away.
@@ -129,7 +203,7 @@ export class Controller {
   #apply(spec: ModelDeployment, existing: DeploymentRecord | undefined): DeploymentRecord {
     if (existing && needsNewActors(existing.spec, spec)) {
       // A different model or resource shape needs new actors; retire all the old ones.
-      for (const a of existing.actors) this.#retire(a);
+      for (const a of existing.actors) void this.#retire(a);
       existing.actors = [];
       existing.metadata = null;
     }
@@ -140,7 +214,7 @@ export class Controller {
     this.#state.deployments.set(spec.name, d);
     const live = d.actors.filter((a) => a.state !== 'DEAD');
     for (let i = live.length; i < spec.replicas; i++) d.actors.push(this.#addActor(newActorRecord(d, freeReplicaIndex(d))));
-    for (const a of live.slice(spec.replicas)) this.#retire(a);
+    for (const a of live.slice(spec.replicas)) void this.#retire(a);
     d.actors = d.actors.filter((a) => a.state !== 'DRAINING');
     this.#dirty();
     return d;
@@ -224,16 +298,16 @@ export class Controller {
   }
 
   #start(a: ActorRecord, d: DeploymentRecord, node: NodeRecord): void {
-    const channel = node.channel;
-    if (!channel) return;
+    const agent = node.agent;
+    if (!agent) return;
     this.#rejoining.delete(a);
     a.secret = newSecret();
     a.awaitingNode = null;
     // Answers to this start count only while the actor is still this start (same secret).
     const secret = a.secret;
     this.#dirty();
-    channel
-      .request(startActorMessage(a, d), 30_000)
+    agent
+      .startActor(startActorMessage(a, d))
       .then(
         ({ pid }) => {
           if (a.secret === secret && (a.state === 'STARTING' || a.state === 'READY')) {
@@ -245,7 +319,7 @@ export class Controller {
           // Only while this start is still current. A connection that dropped meanwhile is settled
           // elsewhere: a re-registration lists the actor (kept) or not (crashed), a lost node
           // restarts it.
-          if (a.secret !== secret || a.state !== 'STARTING' || a.nodeId !== node.id || node.channel !== channel) return;
+          if (a.secret !== secret || a.state !== 'STARTING' || a.nodeId !== node.id || node.agent !== agent) return;
           const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
           // A lost agent connection (or an agent shutting down) says nothing about the model: try again.
           if (error.retryable) this.#crashed(a, `could not start on ${node.name}: ${error.message}`, error.code);
@@ -317,7 +391,7 @@ export class Controller {
     a.reason = 'reconnecting to the head';
     this.#rejoining.add(a);
     this.#state.routes.changed();
-    const [secret, since] = [a.secret, Date.now()];
+    const [secret, since] = [a.secret, this.#clock.now()];
     this.#disconnectedSince.set(a, since);
     queueMicrotask(() => this.#state.deployments.get(a.deployment)?.dispatcher.pump());
     this.#later(this.#options.adoptGraceMs, () => {
@@ -325,9 +399,9 @@ export class Controller {
       if (a.link || a.state !== 'STARTING' || a.secret !== secret || this.#disconnectedSince.get(a) !== since) return;
       if (!this.#state.actors.has(a.id)) return;
       const why = `it did not reconnect within ${Math.round(this.#options.adoptGraceMs / 1000)} s`;
-      const channel = a.nodeId ? this.#state.nodes.get(a.nodeId)?.channel : undefined;
+      const agent = a.nodeId ? this.#state.nodes.get(a.nodeId)?.agent : undefined;
       this.#log.warn({ actor: a.name, node: this.#state.nodeName(a.nodeId) }, `replacing an actor: ${why}`);
-      if (channel) channel.send({ type: 'stopActor', id: newId(), actorId: a.id, graceMs: 1000 });
+      if (agent) void agent.stopActor(a.id, 1000);
       else if (a.nodeId === null) {
         this.#replace(a, why);
         this.schedule();
@@ -392,7 +466,7 @@ export class Controller {
     this.#dirty();
     // Waiting calls fail now if no replica is left that could ever serve them.
     queueMicrotask(() => this.#state.deployments.get(a.deployment)?.dispatcher.pump());
-    const outcome = recordCrash(a, cause, this.#options);
+    const outcome = recordCrash(a, cause, this.#options, this.#clock.now());
     if (outcome.dead) {
       const d = this.#state.deployments.get(a.deployment);
       if (d) {
@@ -415,7 +489,7 @@ export class Controller {
 
   /** Takes an actor out of service; it finishes in-flight calls, then its process stops (retire.ts). */
   #retire(a: ActorRecord): Promise<void> {
-    return retireActor(this.#state, a, this.#options.drainMs, () => this.#dirty());
+    return retireActor(this.#state, a, this.#options.drainMs, () => this.#dirty(), this.#clock);
   }
 
   #checkReady(d: DeploymentRecord): void {
@@ -424,7 +498,7 @@ export class Controller {
   }
 
   #later(ms: number, fn: () => void): void {
-    const timer = setTimeout(() => {
+    const timer = this.#clock.setTimeout(() => {
       this.#timers.delete(timer);
       fn();
     }, ms);
@@ -432,7 +506,7 @@ export class Controller {
   }
 
   close(): void {
-    for (const t of this.#timers) clearTimeout(t);
+    for (const t of this.#timers) this.#clock.clearTimeout(t);
     this.#timers.clear();
     this.#waiters.settleAll(new TroupeError('TROUPE_ERR_SHUTTING_DOWN', 'the head is shutting down'));
   }

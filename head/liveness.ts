@@ -1,6 +1,8 @@
 import type { Logger } from '../runtime/index.js';
+import { systemClock } from './clock.js';
+import type { Clock, ClockTimer } from './clock.js';
 import type { Controller } from './controller.js';
-import type { ClusterState, NodeRecord } from './state.js';
+import type { ClusterState } from './state.js';
 
 export interface LivenessOptions {
   /** Silence after which a node is SUSPECT (no new actors are placed there). */
@@ -20,51 +22,47 @@ export const DEFAULT_LIVENESS: LivenessOptions = { suspectAfterMs: 3000, deadAft
  * agents' heartbeats sat unread in the head's socket buffers. So a tick that comes late credits
  * each node with the time the head missed (the node's silence clock is moved forward by it), and
  * the judging waits for a setImmediate, which runs after the poll phase has read the queued
- * heartbeats.
+ * heartbeats. It runs on the system clock unless given another (unit tests move a manual one).
  */
-export function watchLiveness(state: ClusterState, controller: Controller, log: Logger, options: LivenessOptions): () => void {
+export function watchLiveness(
+  state: ClusterState,
+  controller: Controller,
+  log: Logger,
+  options: LivenessOptions,
+  clock: Clock = systemClock,
+): () => void {
   const everyMs = Math.max(50, Math.min(options.suspectAfterMs, options.deadAfterMs) / 4);
-  let lastTick = Date.now();
+  let lastTick = clock.now();
   let immediate: NodeJS.Immediate | undefined;
-  const timer = setInterval(() => {
-    const now = Date.now();
+  let timer: ClockTimer;
+  const tick = () => {
+    timer = clock.setTimeout(tick, everyMs);
+    const now = clock.now();
     // Lateness past one more interval is the head's own stall, not anything a node did.
     const late = now - lastTick - everyMs;
     lastTick = now;
     if (late > everyMs) {
       log.warn({ stalledMs: late }, 'the head was not running; its stall does not count as node silence');
-      for (const node of state.nodes.values()) node.lastSeen = Math.min(now, node.lastSeen + late);
+      controller.headStalled(late);
     }
     immediate ??= setImmediate(() => {
       immediate = undefined;
-      judge(state, controller, log, options);
+      judge(state, controller, options, clock.now());
     });
-  }, everyMs);
+  };
+  timer = clock.setTimeout(tick, everyMs);
   return () => {
-    clearInterval(timer);
+    clock.clearTimeout(timer);
     if (immediate) clearImmediate(immediate);
   };
 }
 
-function judge(state: ClusterState, controller: Controller, log: Logger, options: LivenessOptions): void {
-  const now = Date.now();
+/** Each node's silence against the bounds; the controller makes the change and says so. */
+function judge(state: ClusterState, controller: Controller, options: LivenessOptions, now: number): void {
   for (const node of state.nodes.values()) {
     if (node.state === 'DEAD') continue;
     const silent = now - node.lastSeen;
-    if (silent >= options.deadAfterMs) markDead(node, silent, state, controller, log);
-    else if (silent >= options.suspectAfterMs && node.state === 'ALIVE') {
-      node.state = 'SUSPECT';
-      log.warn({ node: node.name, silentMs: silent }, 'node is SUSPECT');
-      state.events.add('node-suspect', `${node.name} SUSPECT after ${silent} ms without a heartbeat`);
-    }
+    if (silent >= options.deadAfterMs) controller.nodeDead(node, silent);
+    else if (silent >= options.suspectAfterMs && node.state === 'ALIVE') controller.nodeSuspect(node, silent);
   }
-}
-
-function markDead(node: NodeRecord, silent: number, state: ClusterState, controller: Controller, log: Logger): void {
-  node.state = 'DEAD';
-  node.channel?.terminate();
-  node.channel = undefined;
-  log.warn({ node: node.name, silentMs: silent }, 'node is DEAD');
-  state.events.add('node-lost', `${node.name} DEAD after ${silent} ms without a heartbeat`);
-  controller.nodeLost(node, 'lost');
 }

@@ -1,3 +1,4 @@
+import type { Clock } from './clock.js';
 import type { ActorRecord, ClusterState } from './state.js';
 
 /**
@@ -6,20 +7,21 @@ import type { ActorRecord, ClusterState } from './state.js';
  * it holds within `drainMs`, then its agent stops the process. `changed` runs when the actor's
  * state changes. Resolves once the stop was asked for, whatever the agent answered.
  */
-export function retireActor(state: ClusterState, a: ActorRecord, drainMs: number, changed: () => void): Promise<void> {
+export function retireActor(state: ClusterState, a: ActorRecord, drainMs: number, changed: () => void, clock: Clock): Promise<void> {
   const node = a.nodeId ? state.nodes.get(a.nodeId) : undefined;
-  if (!node?.channel || a.state === 'PENDING' || a.state === 'RESTARTING' || a.state === 'DEAD') {
+  if (!node?.agent || a.state === 'PENDING' || a.state === 'RESTARTING' || a.state === 'DEAD') {
     state.actors.delete(a.id);
     return Promise.resolve();
   }
   changed();
   a.state = 'DRAINING';
   a.reason = 'finishing in-flight calls before stopping';
-  const started = Date.now();
+  const started = clock.now();
   return (a.link?.whenIdle(drainMs) ?? Promise.resolve())
     .then(() => {
-      const graceMs = Math.max(1000, drainMs - (Date.now() - started));
-      return node.channel?.request({ type: 'stopActor', actorId: a.id, graceMs }, graceMs + 5000);
+      const graceMs = Math.max(1000, drainMs - (clock.now() - started));
+      // The node's connection now, which may be a newer one than when the drain began.
+      return node.agent?.stopActor(a.id, graceMs);
     })
     .then(
       () => undefined,

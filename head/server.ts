@@ -229,7 +229,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       log.warn({ path, address }, 'refused a connection with a missing or wrong token');
       return refuse(socket, 401, 'Unauthorized', 'missing or wrong cluster token');
     }
-    if (path === '/v1/agent') return accept(req, socket, head, (ws) => serveAgent(ws, address, state, controller, log, firstMessageTimeoutMs));
+    if (path === '/v1/agent') return accept(req, socket, head, (ws) => serveAgent(ws, address, controller, log, firstMessageTimeoutMs));
     if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveClient(ws, state, controller, log, graphs, clientOptions));
     return track(serveClient(frames(socket, head, true), state, controller, log, graphs, clientOptions));
   });

@@ -1,22 +1,18 @@
 import type {
   ActorState,
-  ActorToHead,
   ActorStats,
   ActorView,
-  AgentToHead,
-  Channel,
   ClusterView,
   DeploymentView,
   Gpu,
-  HeadToAgent,
   ModelDeployment,
   ModelMetadata,
   NodeResources,
   NodeState,
   NodeView,
-  ReplicaLink,
+  Replica,
 } from '../runtime/index.js';
-import type { HeadToAgentReplies } from '../runtime/index.js';
+import type { AgentLink } from './agent-link.js';
 import type { DeploymentStats } from './deployment-stats.js';
 import { EventLog } from './events.js';
 import { HeadMetrics } from './metrics.js';
@@ -24,16 +20,14 @@ import { RouteBook } from './routes.js';
 import { ClientLoads } from './client-loads.js';
 import type { Dispatcher } from './dispatcher.js';
 
-/** The head's end of an agent's connection: it asks the agent to start and stop actors. */
-export type AgentChannel = Channel<AgentToHead, HeadToAgent, typeof HeadToAgentReplies>;
-
 export interface NodeRecord {
   id: string;
   name: string;
   address: string;
   state: NodeState;
   resources: NodeResources;
-  channel: AgentChannel | undefined;
+  /** The agent's connection while it has one: where the controller asks it to start and stop actors. */
+  agent: AgentLink | undefined;
   lastSeen: number;
   /** The agent process's own CPU time and memory, from its heartbeats. */
   usage: ProcessUsage | null;
@@ -167,5 +161,16 @@ export class ClusterState {
   }
 }
 
-/** The head's link to one actor's socket. */
-export type HeadActorLink = ReplicaLink<ActorToHead>;
+/**
+ * The head's link to one actor's socket (a ReplicaLink in production): the calls the deployment's
+ * queue sends it, and what the controller does with it when the actor leaves service.
+ */
+export interface HeadActorLink extends Replica {
+  readonly closed: boolean;
+  /** Resolves when no call is in flight (at once if none is), or after `timeoutMs`. */
+  whenIdle(timeoutMs: number): Promise<void>;
+  /** Closes with a handshake: the actor is not wanted. */
+  close(reason: string): void;
+  /** Drops the socket at once; calls in flight fail as ACTOR_DIED (and are retried elsewhere). */
+  terminate(reason?: string): void;
+}

@@ -1,33 +1,40 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Controller } from '../../head/controller.js';
+import { Controller } from '../../head/controller.js';
 import { watchLiveness } from '../../head/liveness.js';
 import { ClusterState } from '../../head/state.js';
-import type { NodeRecord } from '../../head/state.js';
+import type { Clock } from '../../head/clock.js';
 import { createLogger } from '../../runtime/index.js';
+import { FakeAgent } from '../helpers/fake-agent.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 
-// White-box: the rule on its own, with the head's stall made by blocking this event loop.
-// The real-process version (SIGSTOP of a head) is test/integration/liveness-pause.test.ts.
+// White-box: the rule on its own, over a real controller whose agent connection is a fake. The
+// real-process version (SIGSTOP of a head) is test/integration/liveness-pause.test.ts.
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const OPTIONS = { suspectAfterMs: 200, deadAfterMs: 500 };
 
-function cluster(): { state: ClusterState; lost: string[]; controller: Controller; node: NodeRecord } {
+function cluster(clock?: Clock) {
   const state = new ClusterState();
-  const lost: string[] = [];
-  const controller = { nodeLost: (n: NodeRecord) => lost.push(n.name) } as unknown as Controller;
-  const node: NodeRecord = {
-    id: 'n1',
-    name: 'n1',
-    address: '127.0.0.1',
-    state: 'ALIVE',
-    resources: { cpus: 1, memoryBytes: 1, gpus: [] } as unknown as NodeRecord['resources'],
-    channel: undefined,
-    lastSeen: Date.now(),
-    usage: null,
-  };
-  state.nodes.set(node.id, node);
-  return { state, lost, controller, node };
+  const log = createLogger('test');
+  log.level = 'silent';
+  const controller = new Controller(state, log, clock ? { clock } : {});
+  const agent = new FakeAgent();
+  const node = controller.agentRegistered(
+    { name: 'n1', address: '127.0.0.1', resources: { cpus: 1, memoryBytes: 2 ** 30, gpus: [] } },
+    [],
+    agent,
+  );
+  const lost = () =>
+    state.events
+      .recent(100)
+      .filter((e) => e.kind === 'node-lost')
+      .map((e) => e.message);
+  return { state, controller, log, node, agent, lost };
 }
+
+/** One turn of the event loop: liveness judges in a setImmediate after its tick. */
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function block(ms: number): void {
   const until = Date.now() + ms;
@@ -36,32 +43,84 @@ function block(ms: number): void {
   }
 }
 
-test("the head's own stall is not counted as a node's silence", async () => {
-  const { state, lost, controller, node } = cluster();
-  const stop = watchLiveness(state, controller, createLogger('test'), { suspectAfterMs: 200, deadAfterMs: 500 });
+test("the head's own stall is not counted as a node's silence (system clock, blocked event loop)", async () => {
+  const { controller, log, state, node, lost } = cluster();
+  const stop = watchLiveness(state, controller, log, OPTIONS);
   try {
-    await sleep(100);
-    node.lastSeen = Date.now();
-    block(1500);
+    await sleep(60);
+    controller.nodeHeartbeat(node, { type: 'heartbeat' });
+    // Longer than deadAfterMs: judged without the credit, the node would be DEAD.
+    block(600);
     await sleep(80);
-    assert.deepEqual(lost, [], 'no node is lost for time the head did not observe');
+    assert.deepEqual(lost(), [], 'no node is lost for time the head did not observe');
     assert.equal(node.state, 'ALIVE');
   } finally {
     stop();
+    controller.close();
   }
 });
 
-test('a node silent while the head runs is still SUSPECT, then DEAD', async () => {
-  const { state, lost, controller, node } = cluster();
-  const stop = watchLiveness(state, controller, createLogger('test'), { suspectAfterMs: 200, deadAfterMs: 500 });
+test('a node silent while the head runs is SUSPECT, then DEAD, and its connection is dropped', async () => {
+  const clock = new ManualClock();
+  const { controller, log, state, node, agent, lost } = cluster(clock);
+  const stop = watchLiveness(state, controller, log, OPTIONS, clock);
   try {
-    await sleep(350);
+    clock.advance(150);
+    await turn();
+    assert.equal(node.state, 'ALIVE');
+    clock.advance(50);
+    await turn();
+    assert.equal(node.state, 'SUSPECT', 'silent for 200 ms');
+    clock.advance(300);
+    await turn();
+    assert.equal(node.state, 'DEAD', 'silent for 500 ms');
+    assert.equal(agent.closed, true);
+    assert.deepEqual(lost(), ['n1 DEAD after 500 ms without a heartbeat']);
+  } finally {
+    stop();
+    controller.close();
+  }
+});
+
+test('a heartbeat resets the silence; a SUSPECT node that heartbeats is ALIVE again', async () => {
+  const clock = new ManualClock();
+  const { controller, log, state, node } = cluster(clock);
+  const stop = watchLiveness(state, controller, log, OPTIONS, clock);
+  try {
+    for (let i = 0; i < 10; i++) {
+      clock.advance(150);
+      controller.nodeHeartbeat(node, { type: 'heartbeat' });
+      await turn();
+      assert.equal(node.state, 'ALIVE', `after ${(i + 1) * 150} ms with heartbeats`);
+    }
+    clock.advance(250);
+    await turn();
     assert.equal(node.state, 'SUSPECT');
-    const deadline = Date.now() + 3000;
-    while (lost.length === 0 && Date.now() < deadline) await sleep(25);
-    assert.deepEqual(lost, ['n1']);
+    controller.nodeHeartbeat(node, { type: 'heartbeat' });
+    assert.equal(node.state, 'ALIVE');
+  } finally {
+    stop();
+    controller.close();
+  }
+});
+
+test('a stall of the head (its clock jumps, its timer late) is credited to every node', async () => {
+  const clock = new ManualClock();
+  const { controller, log, state, node, lost } = cluster(clock);
+  const stop = watchLiveness(state, controller, log, OPTIONS, clock);
+  try {
+    clock.advance(100);
+    clock.stall(5000);
+    clock.advance(0);
+    await turn();
+    assert.equal(node.state, 'ALIVE', 'five seconds no one observed');
+    assert.deepEqual(lost(), []);
+    // Silence after the stall counts again.
+    clock.advance(500);
+    await turn();
     assert.equal(node.state, 'DEAD');
   } finally {
     stop();
+    controller.close();
   }
 });

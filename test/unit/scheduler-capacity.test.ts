@@ -29,7 +29,7 @@ function node(
       gpus: Array.from({ length: options.gpus ?? 0 }, (_, i) => gpu(i)),
       ...(options.maxActors !== undefined ? { maxActors: options.maxActors } : {}),
     },
-    channel: undefined,
+    agent: undefined,
     lastSeen: 0,
     usage: null,
   };

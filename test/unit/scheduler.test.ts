@@ -24,7 +24,7 @@ function node(name: string, gpus: number, cpus = 8): NodeRecord {
         simulated: true,
       })),
     },
-    channel: undefined,
+    agent: undefined,
     lastSeen: 0,
     usage: null,
   };

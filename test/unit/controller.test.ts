@@ -1,0 +1,427 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Controller } from '../../head/controller.js';
+import type { ControllerOptions } from '../../head/controller-options.js';
+import { ClusterState } from '../../head/state.js';
+import type { ActorRecord } from '../../head/state.js';
+import { createLogger } from '../../runtime/log.js';
+import { ModelDeploymentSchema } from '../../runtime/spec.js';
+import { TroupeError } from '../../runtime/errors.js';
+import type { ModelMetadata } from '../../runtime/protocol/common.js';
+import { tensor } from '../../runtime/tensor/tensor.js';
+import { toWire } from '../../runtime/tensor/wire.js';
+import { FakeActorLink, FakeAgent } from '../helpers/fake-agent.js';
+import { ManualClock } from '../helpers/manual-clock.js';
+
+// The controller's lifecycle rules, without processes: a real controller over real cluster
+// state, with fakes only at its ports (agent connections, actor links, the clock). Time moves
+// only when a test moves it, so back-off and grace periods are exact.
+
+const GiB = 2 ** 30;
+const META: ModelMetadata = {
+  inputs: [{ name: 'x', dtype: 'float32', shape: ['N', 4] }],
+  outputs: [{ name: 'y', dtype: 'float32', shape: ['N', 4] }],
+};
+
+/** Lets promise continuations (start answers, drains) run; no timer of the manual clock moves. */
+async function flush(): Promise<void> {
+  for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/** A promise's outcome as it stands, so a test can say "not yet". */
+function track<T>(p: Promise<T>): { done: boolean; value?: T; error?: unknown } {
+  const t: { done: boolean; value?: T; error?: unknown } = { done: false };
+  p.then(
+    (value) => Object.assign(t, { done: true, value }),
+    (error: unknown) => Object.assign(t, { done: true, error }),
+  );
+  return t;
+}
+
+function cluster(options: Partial<ControllerOptions> = {}) {
+  const clock = new ManualClock();
+  const state = new ClusterState();
+  const log = createLogger('test');
+  log.level = 'silent';
+  const controller = new Controller(state, log, { clock, ...options });
+
+  /** A node agent registers (as agent-connection.ts does: register, answer, schedule). */
+  const join = (name: string, cpus = 4, running: { actorId: string; pid: number }[] = []) => {
+    const agent = new FakeAgent();
+    const node = controller.agentRegistered(
+      { name, address: '127.0.0.1', resources: { cpus, memoryBytes: 16 * GiB, gpus: [] } },
+      running,
+      agent,
+    );
+    controller.schedule();
+    return { node, agent };
+  };
+  const spec = (name: string, replicas: number, extra: Record<string, unknown> = {}) =>
+    ModelDeploymentSchema.parse({ name, model: `${name}.onnx`, replicas, ...extra });
+  const actor = (id: string): ActorRecord => {
+    const a = state.actors.get(id);
+    assert.ok(a, `no actor ${id}`);
+    return a;
+  };
+  /** The agent starts the oldest actor it was asked to, and the actor reports READY on a new link. */
+  const startAndReady = async (agent: FakeAgent, pid = 1000) => {
+    const start = agent.nextStart();
+    start.started(pid);
+    await flush();
+    const a = actor(start.order.actorId);
+    const link = new FakeActorLink(clock);
+    controller.actorReady(a, link, META, '');
+    return { a, link, order: start.order };
+  };
+  const actorsOf = (name: string) => state.deployments.get(name)?.actors ?? [];
+  const states = (name: string) => actorsOf(name).map((a) => `${a.name} ${a.state}`);
+  return { clock, state, controller, join, spec, actor, startAndReady, actorsOf, states };
+}
+
+const exit = (code: number, stderrTail = '') => ({ code, signal: null, stderrTail });
+const input = () => ({ x: toWire(tensor('float32', [1, 4], new Float32Array(4))) });
+
+describe('Controller: deploy', { timeout: 10_000 }, () => {
+  test('places replicas on nodes and resolves when every one is READY', async () => {
+    const c = cluster();
+    const [a, b] = [c.join('a'), c.join('b')];
+    const deploy = track(c.controller.deploy(c.spec('mlp', 2)));
+    assert.deepEqual([a.agent.starts.length, b.agent.starts.length], [1, 1], 'spread: one replica per node');
+    const order = a.agent.starts[0]!.order;
+    assert.deepEqual([order.deployment, order.model, order.threads], ['mlp', 'mlp.onnx', 1]);
+    assert.equal(order.secret, c.actor(order.actorId).secret, 'the process is started with the secret it will join with');
+    assert.deepEqual(c.states('mlp'), ['mlp#0 STARTING', 'mlp#1 STARTING']);
+
+    const first = await c.startAndReady(a.agent, 4242);
+    assert.equal(first.a.pid, 4242);
+    await flush();
+    assert.equal(deploy.done, false, 'one replica of two is READY');
+    await c.startAndReady(b.agent);
+    await flush();
+    assert.equal(deploy.done, true);
+    assert.equal(deploy.value?.state, 'READY');
+    assert.deepEqual(c.states('mlp'), ['mlp#0 READY', 'mlp#1 READY']);
+    assert.deepEqual(c.state.deploymentView(c.state.deployments.get('mlp')!).metadata, META);
+  });
+
+  test('a replica that fits nowhere is PENDING with the reason, and is placed when a node that fits joins', async () => {
+    const c = cluster();
+    const small = c.join('small', 1);
+    const deploy = track(c.controller.deploy(c.spec('big', 1, { cpus: 2 })));
+    const [a] = c.actorsOf('big');
+    assert.equal(a!.state, 'PENDING');
+    assert.equal(a!.reason, 'needs 2 CPUs; small has 1 of 1 CPUs free');
+    assert.equal(small.agent.starts.length, 0);
+    const large = c.join('large', 8);
+    assert.equal(a!.state, 'STARTING');
+    assert.equal(a!.reason, null);
+    await c.startAndReady(large.agent);
+    await flush();
+    assert.equal(deploy.done, true);
+  });
+
+  test('with no node at all the reason says so', () => {
+    const c = cluster();
+    void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
+    assert.equal(c.actorsOf('mlp')[0]!.reason, 'needs 1 CPU; no node is alive');
+    c.controller.close();
+  });
+
+  test('an actor that cannot load its model makes the deploy a refusal: the new deployment is removed', async () => {
+    const c = cluster();
+    const { agent } = c.join('a');
+    const deploy = c.controller.deploy(c.spec('mlp', 1));
+    agent.nextStart().failed(new TroupeError('TROUPE_ERR_MODEL_PATH', "model 'mlp.onnx' not found"));
+    await assert.rejects(
+      deploy,
+      (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_MODEL_PATH' && /mlp\.onnx/.test(err.message),
+    );
+    await flush();
+    assert.equal(c.state.deployments.has('mlp'), false);
+  });
+
+  test('a start lost with its connection is a crash, restarted once the back-off is over', async () => {
+    const c = cluster();
+    const { agent } = c.join('a');
+    void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
+    agent.nextStart().failed(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', "no answer to 'startActor' within 30000 ms"));
+    await flush();
+    const [a] = c.actorsOf('mlp');
+    assert.equal(a!.state, 'RESTARTING');
+    assert.match(a!.reason!, /^could not start on a: /);
+    c.clock.advance(100);
+    assert.equal(agent.starts.length, 1, 'started again');
+    c.controller.close();
+  });
+});
+
+describe('Controller: crashes and restarts', { timeout: 10_000 }, () => {
+  test('a crashed actor restarts after a back-off that doubles with each recent crash; past maxRestarts it is DEAD', async () => {
+    const c = cluster({ maxRestarts: 2 });
+    const { agent, node } = c.join('a');
+    const deploy = track(c.controller.deploy(c.spec('mlp', 1)));
+    const { a, link } = await c.startAndReady(agent);
+    const firstSecret = a.secret;
+
+    c.controller.actorExited(a.id, exit(1, 'Segmentation fault'), node.id);
+    assert.deepEqual([a.state, a.reason, a.restarts, a.nodeId], ['RESTARTING', 'exited with code 1: Segmentation fault', 1, null]);
+    assert.equal(link.terminatedBecause, 'the actor process exited');
+    c.clock.advance(99);
+    assert.equal(agent.starts.length, 0, 'not before 100 ms');
+    c.clock.advance(1);
+    assert.equal(a.state, 'STARTING');
+    const restart = agent.nextStart();
+    assert.notEqual(restart.order.secret, firstSecret, 'a new secret shuts the old process out');
+
+    c.controller.actorExited(a.id, exit(1), node.id);
+    c.clock.advance(199);
+    assert.equal(agent.starts.length, 0, 'the second crash waits 200 ms');
+    c.clock.advance(1);
+    agent.nextStart();
+
+    c.controller.actorExited(a.id, exit(137), node.id);
+    assert.equal(a.state, 'DEAD');
+    assert.equal(a.reason, 'exited with code 137; gave up after 2 restarts in 600 s');
+    c.clock.advance(60_000);
+    assert.equal(agent.starts.length, 0, 'a DEAD actor is not started again');
+    await flush();
+    assert.equal(deploy.done, true, 'the deploy had already succeeded; a later death does not touch it');
+    assert.equal(c.state.deploymentView(c.state.deployments.get('mlp')!).state, 'UNHEALTHY');
+  });
+
+  test('a deploy still waiting when its actor dies for good fails with ACTOR_DIED and the deployment stays', async () => {
+    const c = cluster({ maxRestarts: 0 });
+    const { agent, node } = c.join('a');
+    const deploy = c.controller.deploy(c.spec('mlp', 1));
+    const start = agent.nextStart();
+    start.started(7);
+    await flush();
+    c.controller.actorExited(start.order.actorId, exit(1), node.id);
+    await assert.rejects(deploy, { code: 'TROUPE_ERR_ACTOR_DIED', message: /mlp#0 is DEAD: exited with code 1/ });
+    assert.equal(c.state.deployments.has('mlp'), true, 'a crash says nothing about the spec');
+  });
+
+  test('crashes older than the restart window are forgotten', async () => {
+    const c = cluster({ maxRestarts: 1, restartWindowMs: 1000 });
+    const { agent, node } = c.join('a');
+    void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
+    const { a } = await c.startAndReady(agent);
+    c.controller.actorExited(a.id, exit(1), node.id);
+    c.clock.advance(100);
+    agent.nextStart();
+    c.clock.advance(1000);
+    c.controller.actorExited(a.id, exit(1), node.id);
+    assert.equal(a.state, 'RESTARTING', 'the first crash is out of the window');
+    c.clock.advance(100);
+    assert.equal(agent.starts.length, 1, 'and the back-off starts over at 100 ms');
+    c.controller.close();
+  });
+
+  test('an exit reported by a node the actor no longer runs on changes nothing', async () => {
+    const c = cluster();
+    const { agent } = c.join('a');
+    const other = c.join('b');
+    void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
+    const { a } = await c.startAndReady(agent);
+    c.controller.actorExited(a.id, exit(1), other.node.id);
+    assert.equal(a.state, 'READY');
+  });
+
+  test('an actor that disconnects and does not rejoin within the grace is stopped through its agent', async () => {
+    const c = cluster({ adoptGraceMs: 5000 });
+    const { agent } = c.join('a');
+    void c.controller.deploy(c.spec('mlp', 2)).catch(() => {});
+    const first = await c.startAndReady(agent);
+    const second = await c.startAndReady(agent);
+    c.controller.actorDisconnected(first.a, first.link);
+    c.controller.actorDisconnected(second.a, second.link);
+    assert.deepEqual([first.a.state, first.a.reason], ['STARTING', 'reconnecting to the head']);
+    c.clock.advance(4000);
+    // The second rejoins in time on a new connection of the same process.
+    c.controller.actorReady(second.a, new FakeActorLink(c.clock), META, '');
+    c.clock.advance(1000);
+    assert.deepEqual(agent.stops, [{ actorId: first.a.id, graceMs: 1000 }]);
+    assert.equal(second.a.state, 'READY');
+  });
+});
+
+describe('Controller: nodes', { timeout: 10_000 }, () => {
+  test("a lost node's actors are terminated and restarted elsewhere after the back-off", async () => {
+    const c = cluster();
+    const a = c.join('a');
+    void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
+    const { a: actor, link } = await c.startAndReady(a.agent);
+    const b = c.join('b');
+    c.controller.nodeDead(a.node, 10_000);
+    assert.equal(a.node.state, 'DEAD');
+    assert.equal(a.agent.closed, true, "the dead node's connection is dropped");
+    assert.equal(link.terminatedBecause, 'node a was lost');
+    assert.deepEqual([actor.state, actor.restarts], ['RESTARTING', 1], 'a lost node counts as a crash');
+    c.clock.advance(100);
+    assert.equal(b.agent.starts.length, 1);
+    assert.equal(actor.nodeId, b.node.id);
+    assert.equal(
+      c.state.events.recent(10).some((e) => e.message === 'a DEAD after 10000 ms without a heartbeat'),
+      true,
+    );
+  });
+
+  test('a node that leaves on purpose costs its actors no restart: they are placed elsewhere at once', async () => {
+    const c = cluster();
+    const a = c.join('a');
+    void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
+    const { a: actor, link } = await c.startAndReady(a.agent);
+    const b = c.join('b');
+    c.controller.agentDisconnected(a.node, a.agent, true);
+    assert.equal(link.terminatedBecause, undefined, 'a leaving node drains its actors itself');
+    assert.deepEqual([actor.state, actor.restarts, actor.nodeId], ['STARTING', 0, b.node.id]);
+    assert.equal(b.agent.starts.length, 1);
+  });
+
+  test('a closed connection makes a node SUSPECT (no new actors); a heartbeat brings it back and places what waited', async () => {
+    const c = cluster();
+    const a = c.join('a');
+    c.controller.agentDisconnected(a.node, a.agent, false);
+    assert.equal(a.node.state, 'SUSPECT');
+    void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
+    assert.match(c.actorsOf('mlp')[0]!.reason!, /no node is alive/);
+    // The agent comes back on a new connection.
+    const again = new FakeAgent();
+    c.controller.agentRegistered({ name: 'a', address: '127.0.0.1', resources: a.node.resources }, [], again);
+    c.controller.schedule();
+    assert.equal(a.node.state, 'ALIVE');
+    assert.equal(again.starts.length, 1);
+    c.controller.close();
+  });
+
+  test('a SUSPECT node that heartbeats again takes the actors that waited', () => {
+    const c = cluster();
+    const a = c.join('a');
+    c.controller.nodeSuspect(a.node, 3000);
+    void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
+    assert.equal(a.agent.starts.length, 0);
+    c.controller.nodeHeartbeat(a.node, { type: 'heartbeat' });
+    assert.equal(a.node.state, 'ALIVE');
+    assert.equal(a.node.lastSeen, c.clock.now());
+    assert.equal(a.agent.starts.length, 1);
+    c.controller.close();
+  });
+
+  test('a second agent under a live node name is refused; the first keeps the node', () => {
+    const c = cluster();
+    const a = c.join('a');
+    assert.throws(
+      () => c.controller.agentRegistered({ name: 'a', address: '10.0.0.9', resources: a.node.resources }, [], new FakeAgent()),
+      (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_NODE_NAME_TAKEN',
+    );
+    assert.equal(a.node.agent, a.agent);
+    assert.equal(a.agent.closed, false);
+  });
+
+  test('a re-registering agent: listed actors are kept, unknown ones stopped, missing ones crashed', async () => {
+    const c = cluster();
+    const a = c.join('a');
+    void c.controller.deploy(c.spec('mlp', 2)).catch(() => {});
+    const kept = await c.startAndReady(a.agent, 11);
+    const gone = await c.startAndReady(a.agent, 12);
+    // Its connection drops, and it is back before liveness gives up on it.
+    c.controller.agentDisconnected(a.node, a.agent, false);
+    const again = new FakeAgent();
+    c.controller.agentRegistered(
+      { name: 'a', address: '127.0.0.1', resources: a.node.resources },
+      [
+        { actorId: kept.a.id, pid: 11 },
+        { actorId: 'stranger', pid: 99 },
+      ],
+      again,
+    );
+    assert.equal(kept.a.state, 'READY');
+    assert.equal(gone.a.state, 'RESTARTING');
+    assert.match(gone.a.reason!, /its process was gone when node a reconnected/);
+    assert.deepEqual(again.stops, [{ actorId: 'stranger', graceMs: 5000 }]);
+    c.controller.close();
+  });
+});
+
+describe('Controller: undeploy and scaling', { timeout: 10_000 }, () => {
+  test('undeploy drains: a replica finishes its calls before its agent is asked to stop it', async () => {
+    const c = cluster();
+    const { agent, node } = c.join('a');
+    void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
+    const { a, link } = await c.startAndReady(agent);
+    const call = c.state.deployments.get('mlp')!.dispatcher.submit(input());
+    assert.equal(link.inFlight, 1);
+    const removed = track(c.controller.undeploy('mlp'));
+    assert.equal(c.state.deployments.has('mlp'), false);
+    assert.deepEqual([a.state, a.reason], ['DRAINING', 'finishing in-flight calls before stopping']);
+    await flush();
+    assert.deepEqual(agent.stops, [], 'nothing is stopped while a call is in flight');
+    link.answer();
+    await call;
+    await flush();
+    assert.deepEqual(agent.stops, [{ actorId: a.id, graceMs: 10_000 }]);
+    assert.equal(removed.done, true);
+    c.controller.actorExited(a.id, exit(0), node.id);
+    assert.equal(c.state.actors.has(a.id), false, 'forgotten once its process is gone');
+  });
+
+  test('a drain is bounded by drainMs: a call that never ends does not keep the replica', async () => {
+    const c = cluster({ drainMs: 3000 });
+    const { agent } = c.join('a');
+    void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
+    const { a, link } = await c.startAndReady(agent);
+    void c.state.deployments
+      .get('mlp')!
+      .dispatcher.submit(input())
+      .catch(() => {});
+    const removed = track(c.controller.undeploy('mlp'));
+    c.clock.advance(2999);
+    await flush();
+    assert.deepEqual(agent.stops, []);
+    c.clock.advance(1);
+    await flush();
+    assert.deepEqual(agent.stops, [{ actorId: a.id, graceMs: 1000 }], 'the drain used its time: the process gets the least grace');
+    assert.equal(removed.done, true);
+    link.terminate('test over');
+  });
+
+  test('undeploying a name nobody deployed is UNKNOWN_DEPLOYMENT', async () => {
+    const c = cluster();
+    await assert.rejects(c.controller.undeploy('nope'), { code: 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', message: "no deployment named 'nope'" });
+  });
+
+  test('scaling up starts the replicas missing; scaling down drains the highest-numbered ones', async () => {
+    const c = cluster();
+    const [a, b] = [c.join('a'), c.join('b')];
+    await Promise.all([c.controller.deploy(c.spec('mlp', 2)), c.startAndReady(a.agent), c.startAndReady(b.agent)]);
+
+    const up = track(c.controller.deploy(c.spec('mlp', 3)));
+    assert.deepEqual(c.states('mlp'), ['mlp#0 READY', 'mlp#1 READY', 'mlp#2 STARTING']);
+    assert.equal(a.agent.starts.length + b.agent.starts.length, 1, 'only the new replica is started');
+    await c.startAndReady(a.agent.starts.length ? a.agent : b.agent);
+    await flush();
+    assert.equal(up.value?.replicas, 3);
+
+    const [, second, third] = c.actorsOf('mlp');
+    const down = track(c.controller.deploy(c.spec('mlp', 1)));
+    assert.deepEqual(c.states('mlp'), ['mlp#0 READY']);
+    assert.deepEqual([second!.state, third!.state], ['DRAINING', 'DRAINING']);
+    await flush();
+    assert.equal(down.done, true);
+    const stopped = [...a.agent.stops, ...b.agent.stops].map((s) => s.actorId).sort();
+    assert.deepEqual(stopped, [second!.id, third!.id].sort());
+  });
+
+  test('a new model needs new actors: the old ones drain and new ones start', async () => {
+    const c = cluster();
+    const { agent } = c.join('a');
+    void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
+    const old = await c.startAndReady(agent);
+    void c.controller.deploy({ ...c.spec('mlp', 1), model: 'mlp-v2.onnx' }).catch(() => {});
+    assert.equal(old.a.state, 'DRAINING');
+    const order = agent.nextStart().order;
+    assert.equal(order.model, 'mlp-v2.onnx');
+    assert.notEqual(order.actorId, old.a.id);
+    c.controller.close();
+  });
+});
