@@ -30,7 +30,8 @@ export class FakeAgent implements AgentLink {
   }
 
   stopActor(actorId: string, graceMs: number): Promise<void> {
-    this.stops.push({ actorId, graceMs });
+    // As the real link: a closed connection sends nothing, and the stop still resolves.
+    if (!this.closed) this.stops.push({ actorId, graceMs });
     return Promise.resolve();
   }
 
