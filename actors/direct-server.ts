@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
 import { Channel, ClientToReplicaSchema, DEFAULT_MAX_FRAME_BYTES, FrameStream, MappedRegions, TroupeError, newSecret, sameSecret, sharedMemoryAddon } from '../runtime/index.js';
-import type { ActorToHead, ClientToReplica, HeadToActor } from '../runtime/index.js';
+import type { ActorCall, ActorToHead, ClientToReplica } from '../runtime/index.js';
 
 export interface DirectServer {
   /** Where clients connect, e.g. `tcp://127.0.0.1:41234`. */
@@ -15,7 +15,7 @@ export interface DirectServer {
  * Serves one call from an admitted client, its inputs resolved to wire tensors (those the client
  * put in shared memory are views of its region); `release` frees the frame its tensors are views of.
  */
-export type ServeDirectCall = (call: HeadToActor, channel: Channel<ClientToReplica, ActorToHead>, release: (() => void) | undefined) => void;
+export type ServeDirectCall = (call: ActorCall, channel: Channel<ClientToReplica, ActorToHead>, release: (() => void) | undefined) => void;
 
 /** Until its hello, a connection may send no frame longer than this, and has this long to send it. */
 const HELLO_MAX_BYTES = 4096;

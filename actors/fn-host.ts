@@ -1,17 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import {
-  AgentToActorIpcSchema,
-  FnActorEnvSchema,
-  FnSignatureSchema,
-  TroupeError,
-  createLogger,
-  disableOrtTelemetryByDefault,
-  mapFromWire,
-  mapToWire,
-  tensor,
-  onParentGone,
-} from '../runtime/index.js';
+import { AgentToActorIpcSchema, FnActorEnvSchema, FnSignatureSchema, TroupeError, createLogger, disableOrtTelemetryByDefault, mapFromWire, mapToWire, tensor, onParentGone } from '../runtime/index.js';
 import type { ActorToAgentIpc, FnActorEnv, FnSignature, StepFn, Tensor } from '../runtime/index.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { joinHead } from './head-socket.js';
@@ -123,7 +112,8 @@ async function main(): Promise<void> {
         ? { type: 'ready', metadata: loaded.signature, device: 'cpu', provider: 'fn', visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '' }
         : (loadError ?? new TroupeError('TROUPE_ERR_MODEL_LOAD', 'the fn did not load')),
     onMessage: (message, channel) => {
-      if (!loaded) return;
+      // A fn actor offers no handoff socket, so a head sends it calls only.
+      if (!loaded || message.type !== 'call') return;
       if (stopping) {
         channel.fail(message.id, new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `actor ${env.TROUPE_ACTOR_ID} is draining`));
         return;

@@ -1,20 +1,11 @@
 import { statSync } from 'node:fs';
-import {
-  ActorEnvSchema,
-  AgentToActorIpcSchema,
-  BatchSchema,
-  TroupeError,
-  createLogger,
-  mapFromWire,
-  mapToWire,
-  onParentGone,
-  sharesMemory,
-  validateInputs,
-} from '../runtime/index.js';
-import type { ActorEnv, ActorToAgentIpc, ActorToHead, Channel, HeadToActor } from '../runtime/index.js';
+import { ActorEnvSchema, AgentToActorIpcSchema, BatchSchema, TroupeError, createLogger, mapFromWire, mapToWire, onParentGone, sharesMemory, validateInputs } from '../runtime/index.js';
+import type { ActorCall, ActorEnv, ActorToAgentIpc, ActorToHead, Channel, HeadToActor } from '../runtime/index.js';
 import { startDirectServer } from './direct-server.js';
 import type { DirectServer } from './direct-server.js';
 import { DirectCallStats } from './direct-stats.js';
+import { HttpDoor } from './http-door.js';
+import { actorHttpServer } from './http-serve.js';
 import { joinHead } from './head-socket.js';
 import type { HeadSocket } from './head-socket.js';
 import { withShownPath } from '../runtime/model-path.js';
@@ -85,13 +76,19 @@ async function main(): Promise<void> {
   });
   let stopping = false;
   let head: HeadSocket | undefined;
+  // Connections the head hands over on this host are served here (actors/http-door.ts).
+  let door: HttpDoor | undefined;
   // SIGTERM drains: calls already accepted finish, new ones are refused with a retryable code,
   // and the last replies leave (the socket is closed after a flush) before the process exits.
   process.on('SIGTERM', () => {
     if (stopping) return;
     stopping = true;
     void (executor?.whenIdle() ?? Promise.resolve())
-      .then(() => head?.close(1000))
+      .then(() => {
+        // Connections handed over end once their answers are out; their clients come back through the head.
+        door?.closeAll();
+        return head?.close(1000);
+      })
       .then(() => process.exit(0));
   });
 
@@ -117,7 +114,7 @@ async function main(): Promise<void> {
    * One call, from the head or from a client calling directly. The head has checked its calls
    * against the model already; a direct call is checked here, with the same messages.
    */
-  const serveCall = (message: HeadToActor, channel: Pick<Channel<HeadToActor, ActorToHead>, 'send' | 'fail'>, direct: boolean, release?: () => void) => {
+  const serveCall = (message: ActorCall, channel: Pick<Channel<HeadToActor, ActorToHead>, 'send' | 'fail'>, direct: boolean, release?: () => void) => {
     if (!executor || !loaded) return release?.();
     if (stopping) {
       release?.();
@@ -143,6 +140,12 @@ async function main(): Promise<void> {
       },
     );
   };
+
+  if (loaded && executor) {
+    const batcher = executor;
+    const serve = actorHttpServer({ deployment, metadata: loaded.metadata, submit: (inputs, outputs, timeoutMs) => batcher.submit(inputs, outputs, timeoutMs), stopping: () => stopping, log }, () => door);
+    door = HttpDoor.create(env.TROUPE_ACTOR_ID, serve, (message) => head?.send(message), log);
+  }
 
   let direct: DirectServer | undefined;
   if (loaded && env.TROUPE_DATA_HOST) {
@@ -171,9 +174,27 @@ async function main(): Promise<void> {
         visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '',
         ...(direct ? { direct: { url: direct.url, token: direct.token } } : {}),
         ...(modelBytes !== undefined ? { modelBytes } : {}),
+        ...(door ? { handoff: { name: door.name } } : {}),
       };
     },
-    onMessage: (message, channel, release) => serveCall(message, channel, false, release),
+    onMessage: (message, channel, release) => {
+      if (message.type === 'call') return serveCall(message, channel, false, release);
+      if (message.type === 'connection') {
+        // Copied first: the message is a view of a pooled frame, which release lets go of.
+        const bytes = Buffer.from(message.head);
+        release?.();
+        return door?.take(bytes);
+      }
+      release?.();
+      const { type: _type, id, ...settings } = message;
+      try {
+        if (!door) throw new TroupeError('TROUPE_ERR_BAD_MESSAGE', 'this actor offered no handoff');
+        door.open(settings);
+        channel.reply(id, {});
+      } catch (err) {
+        channel.fail(id, err);
+      }
+    },
   });
   if (!executor) return;
   const batcher = executor;

@@ -21,6 +21,7 @@ export const HEAD_FLAGS: readonly FlagDef[] = [
   { name: 'job-concurrency', value: 'N', help: 'async jobs running at once; the rest wait QUEUED (default 32)' },
   { name: 'max-connections', value: 'N', help: 'open TCP connections the head accepts at once; more are closed (default 10000)' },
   { name: 'http-workers', value: 'N', help: 'processes beside the head that serve inference-protocol connections\n(/v2/...) and call replicas directly (default: one per core, at most\n4; 0 serves every request in the head process)' },
+  { name: 'http-handoff', help: "replicas on this host serve their deployment's inference connections\nthemselves, handed over by the head: no worker between client and\nmodel; balanced by connection; a replica's connections end with it\n(needs --http-workers above 0; docs/front-door.md)" },
 ];
 
 export const HEAD_HELP = helpOf('troupe head: run the head (scheduler, HTTP API and connection endpoints)', [], HEAD_FLAGS);
@@ -43,6 +44,7 @@ export const HeadFlagsSchema = z.object({
   jobConcurrency: z.coerce.number().int('must be a whole number').min(1).max(10_000).optional(),
   maxConnections: z.coerce.number().int('must be a whole number').min(1).max(1_000_000).optional(),
   httpWorkers: z.coerce.number().int('must be a whole number').min(0).max(64).optional(),
+  httpHandoff: z.boolean().optional(),
 });
 
 export async function headCommand(argv: string[]): Promise<void> {
@@ -64,6 +66,7 @@ export async function headCommand(argv: string[]): Promise<void> {
     ...(flags.drainMs !== undefined ? { drainMs: flags.drainMs } : {}),
     ...(flags.maxConnections !== undefined ? { maxConnections: flags.maxConnections } : {}),
     ...(flags.httpWorkers !== undefined ? { httpWorkers: flags.httpWorkers } : {}),
+    ...(flags.httpHandoff ? { httpHandoff: true } : {}),
     jobs: {
       ...(flags.jobTtlS !== undefined ? { ttlMs: Math.round(flags.jobTtlS * 1000) } : {}),
       ...(flags.maxJobs !== undefined ? { maxJobs: flags.maxJobs } : {}),

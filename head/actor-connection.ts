@@ -2,6 +2,7 @@ import { ActorToHeadSchema, Channel, HeadToActorReplies, ReplicaLink } from '../
 import type { ActorToHead, FrameTransport, HeadToActor, Logger } from '../runtime/index.js';
 import type { WebSocket } from 'ws';
 import type { Controller } from './controller.js';
+import type { HandoffDoors } from './front-door/handoff-doors.js';
 import type { ActorRecord } from './state.js';
 
 /**
@@ -10,7 +11,13 @@ import type { ActorRecord } from './state.js';
  * after losing one (or after a head restart); only the one that last sent `ready` speaks for it,
  * so reports from an older or stray one are ignored.
  */
-export function serveActor(ws: WebSocket | FrameTransport, actor: ActorRecord, controller: Controller, log: Logger): Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies> {
+export function serveActor(
+  ws: WebSocket | FrameTransport,
+  actor: ActorRecord,
+  controller: Controller,
+  log: Logger,
+  doors?: HandoffDoors,
+): Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies> {
   const channel: Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies> = new Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies>(ws, {
     replies: HeadToActorReplies,
     schema: ActorToHeadSchema,
@@ -18,6 +25,8 @@ export function serveActor(ws: WebSocket | FrameTransport, actor: ActorRecord, c
       switch (message.type) {
         case 'ready':
           controller.actorReady(actor, link, message.metadata, message.visibleDevices, message.direct, message.modelBytes);
+          // Only the connection the controller took speaks for the actor (see actorReady).
+          if (message.handoff && actor.link === link) doors?.offer(actor, channel, message.handoff.name);
           return;
         case 'loadFailed':
           // Only an actor still loading can fail to load; a serving one never says so.
@@ -25,6 +34,12 @@ export function serveActor(ws: WebSocket | FrameTransport, actor: ActorRecord, c
           return;
         case 'stats':
           if (actor.link === link) controller.actorStats(actor, message.stats);
+          return;
+        case 'connectionBack':
+          if (actor.link === link) doors?.connectionBack(actor.id, message.head);
+          return;
+        case 'connectionClosed':
+          if (actor.link === link) doors?.connectionClosed(actor.id);
           return;
         default:
           return;

@@ -1,10 +1,10 @@
+import type { ShutdownGate } from '../runtime/index.js';
 import { Channel, ClientToHeadSchema, ModelDeploymentSchema, TroupeError, looksLikeGraphDocument, sharesMemory } from '../runtime/index.js';
 import type { ClientToHead, FrameTransport, HeadToClient, Logger } from '../runtime/index.js';
 import type { WebSocket } from 'ws';
 import { DEFAULT_DEPLOY_TIMEOUT_S } from '../runtime/deploy-timeout.js';
 import type { Controller } from './controller.js';
 import { boundDeploy } from './deploy-bound.js';
-import type { ShutdownGate } from './drain.js';
 import type { DurableStore } from './durable.js';
 import { FIRST_MESSAGE_TIMEOUT_MS, FirstMessageBound } from './first-message.js';
 import type { GraphService } from './graph/service.js';

@@ -1,5 +1,5 @@
+import { MODEL_VERSION } from '../runtime/index.js';
 import type { BatchSizeTotals, CallTotals, DurationTotal } from '../runtime/index.js';
-import { MODEL_VERSION } from './http/infer-backend.js';
 import type { DeploymentRecord } from './state.js';
 
 /** Triton's `$duration_stat`: a count and a total in nanoseconds. */

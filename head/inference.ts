@@ -1,9 +1,8 @@
 import { TroupeError, checkWire, isDynamic, validateInputs } from '../runtime/index.js';
-import type { ClientToHead, WireTensorMap } from '../runtime/index.js';
-import type { CallResult } from '../runtime/index.js';
+import type { CallResult, InferenceRequest, WireTensorMap } from '../runtime/index.js';
 import type { ClusterState } from './state.js';
 
-export type InferenceRequest = Omit<Extract<ClientToHead, { type: 'run' }>, 'id' | 'type'>;
+export type { InferenceRequest };
 
 /**
  * One call to a model deployment, checked before any work is queued (so a bad call costs the

@@ -29,6 +29,8 @@ export class HeadMetrics {
   readonly #children = new Map<string, ModelHistograms>();
   /** Inference requests the head's front-door workers answered (they report them in bulk). */
   readonly frontDoorRequests: Counter<'model' | 'outcome'>;
+  /** Client connections handed to a replica that serves them itself (--http-handoff). */
+  readonly handoffs: Counter<'model' | 'actor'>;
 
   constructor(state: ClusterState) {
     const registers = [this.registry];
@@ -41,6 +43,7 @@ export class HeadMetrics {
     this.#compute = new Histogram({ name: 'troupe_compute_duration_seconds', help: 'Duration of the model run (session.run) that served the request.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
     this.#batch = new Histogram({ name: 'troupe_request_batch_size', help: 'Calls in the batch each request was run in.', labelNames: ['model'], buckets: BATCH_BUCKETS, registers });
 
+    this.handoffs = new Counter({ name: 'troupe_http_handoffs_total', help: 'Client connections the head handed to a replica on its host, which served their inference requests itself (--http-handoff).', labelNames: ['model', 'actor'], registers });
     this.frontDoorRequests = new Counter({ name: 'troupe_front_door_requests_total', help: "Inference requests answered by the head's front-door worker processes, by outcome (ok or the error code).", labelNames: ['model', 'outcome'], registers });
 
     const deployments = () => [...state.deployments.values()];

@@ -2,7 +2,7 @@ import { TroupeError } from '../runtime/index.js';
 import { DEFAULT_DEPLOY_TIMEOUT_S, pendingActors } from '../runtime/deploy-timeout.js';
 import type { Controller } from './controller.js';
 import { boundDeploy } from './deploy-bound.js';
-import { MODEL_VERSION as VERSION } from './http/infer-backend.js';
+import { MODEL_VERSION as VERSION } from '../runtime/oip/infer-backend.js';
 import type { ClusterState, DeploymentRecord } from './state.js';
 
 /**

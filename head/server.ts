@@ -1,3 +1,4 @@
+import { ShutdownGate, drainingError } from '../runtime/index.js';
 import { createServer } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { availableParallelism } from 'node:os';
@@ -10,20 +11,20 @@ import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, DEFAULT_MAX_FRAME_BYTES, TroupeEr
 import type { Channel } from '../runtime/index.js';
 import { serveActor } from './actor-connection.js';
 import { serveAgent } from './agent-connection.js';
-import { checkBearer, isLoopback } from './auth.js';
+import { checkBearer, isLoopback } from '../runtime/index.js';
 import { serveClient } from './client-connection.js';
 import { startAutoscaler } from './autoscaler.js';
 import { Controller } from './controller.js';
-import { ShutdownGate } from './drain.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { headModelBytes } from './memory-estimate.js';
 import type { DataDirLock } from './data-dir-lock.js';
 import { FIRST_MESSAGE_TIMEOUT_MS } from './first-message.js';
 import { DurableStore } from './durable.js';
 import type { SavedState } from './durable.js';
-import { drainingError, sendError } from './http/errors.js';
+import { sendError } from './http/errors.js';
 import { FrontDoor } from './front-door/front-door.js';
 import { splitConnections } from './front-door/connection-split.js';
+import { HandoffDoors } from './front-door/handoff-doors.js';
 import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
 import { stateBackend } from './http/state-backend.js';
@@ -74,6 +75,13 @@ export interface HeadOptions {
    * core, at most 4; 0 serves every request in the head process.
    */
   httpWorkers?: number;
+  /**
+   * Replicas on this host serve the HTTP connections of their deployment themselves, handed over
+   * by the head (head/front-door/handoff-doors.ts): no worker between client and model, balanced
+   * by connection, and a replica's connections end with it. Needs front-door workers (for the
+   * requests a replica does not serve) and the handoff addon. Default false.
+   */
+  httpHandoff?: boolean;
   /** How long a client or agent connection may say nothing before it is closed (default 10 s). */
   firstMessageTimeoutMs?: number;
   /**
@@ -145,6 +153,23 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const httpWorkers = options.httpWorkers ?? Math.min(availableParallelism(), 4);
   let frontDoor: FrontDoor | undefined;
   let split: ConnectionSplit | undefined;
+  const doors =
+    httpWorkers > 0 && options.httpHandoff
+      ? HandoffDoors.create({
+          log,
+          serveHere: (socket, head) => split?.serveHere(socket, head),
+          labels: (deployment) => state.deployments.get(deployment)?.spec.labels,
+          handedOver: (model, actor) => state.metrics.handoffs.inc({ model, actor }),
+          settings: () => ({
+            relayPort: frontDoor?.relayPort ?? 0,
+            ...(options.token ? { token: options.token } : {}),
+            host,
+            maxBodyBytes,
+            keepAliveTimeoutMs: app.server.keepAliveTimeout,
+            headersTimeoutMs: app.server.headersTimeout,
+          }),
+        })
+      : undefined;
   const inference = fastInference({ backend: stateBackend(state), gate, token: options.token, host, maxBodyBytes, log });
   const app = Fastify({
     logger: false,
@@ -158,7 +183,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       server.keepAliveTimeout = timeouts.keepAliveTimeout;
       server.requestTimeout = timeouts.requestTimeout;
       server.setTimeout(timeouts.connectionTimeout);
-      if (httpWorkers > 0) split = splitConnections(server, (socket, head) => frontDoor?.take(socket, head) ?? false, server.headersTimeout);
+      if (httpWorkers > 0) split = splitConnections(server, (socket, head) => doors?.take(socket, head) || (frontDoor?.take(socket, head) ?? false), server.headersTimeout);
       return server;
     },
   });
@@ -221,8 +246,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     if (path === '/v1/actor') {
       const actor = joiningActor(state, String(req.headers[ACTOR_ID_HEADER] ?? ''), String(req.headers[ACTOR_SECRET_HEADER] ?? ''));
       if (!actor) return refuse(socket, 401, 'Unauthorized', 'unknown actor or wrong actor secret');
-      if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveActor(ws, actor, controller, log));
-      return track(serveActor(frames(socket, head, false), actor, controller, log));
+      if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveActor(ws, actor, controller, log, doors));
+      return track(serveActor(frames(socket, head, false), actor, controller, log, doors));
     }
     if (path !== '/v1/agent' && path !== '/v1/client') return refuse(socket, 404, 'Not Found', `no connection endpoint at ${path}`);
     if (!checkBearer(req.headers, options.token)) {
@@ -272,11 +297,13 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       closing ??= (async () => {
         const drainMs = options.drainMs ?? 10_000;
         log.info({ inFlight: gate.inFlight, drainMs }, 'shutting down: finishing accepted calls, refusing new ones');
+        doors?.drain();
         const [{ unfinished }] = await Promise.all([gate.drain(drainMs), frontDoor?.drain(drainMs)]);
         if (unfinished > 0) log.warn({ unfinished, drainMs }, 'calls still unfinished after the drain period; closing anyway');
         // Before the server closes: it waits for the connections it handed to workers, and for
         // those still to say their first bytes.
         await frontDoor?.close();
+        doors?.close();
         split?.dropWaiting();
         stopLiveness();
         stopAutoscaler();

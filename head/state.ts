@@ -1,17 +1,4 @@
-import type {
-  ActorState,
-  ActorStats,
-  ActorView,
-  ClusterView,
-  DeploymentView,
-  Gpu,
-  ModelDeployment,
-  ModelMetadata,
-  NodeResources,
-  NodeState,
-  NodeView,
-  Replica,
-} from '../runtime/index.js';
+import type { ActorState, ActorStats, ActorView, ClusterView, DeploymentView, Gpu, ModelDeployment, ModelMetadata, NodeResources, NodeState, NodeView, Replica } from '../runtime/index.js';
 import type { AgentLink } from './agent-link.js';
 import type { DeploymentStats } from './deployment-stats.js';
 import { EventLog } from './events.js';

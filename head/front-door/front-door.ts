@@ -67,6 +67,11 @@ export class FrontDoor {
     return door;
   }
 
+  /** The loopback port where the head serves requests relayed to it (by workers, and by replicas serving HTTP). */
+  get relayPort(): number {
+    return this.#internalPort;
+  }
+
   /** Hands `socket` (whose first bytes, `head`, were read here) to the next ready worker; false if none is. */
   take(socket: Socket, head: Buffer): boolean {
     for (let tried = 0; tried < this.#workers.length; tried++) {

@@ -1,5 +1,3 @@
-import { findTarget } from '../http/infer-backend.js';
-import type { InferTarget, Params } from '../http/infer-backend.js';
 
 /** How long a worker waits for the head to answer a lookup before it answers the request from what it has. */
 const LOOKUP_TIMEOUT_MS = 5_000;
@@ -50,4 +48,6 @@ export class WorkerCatalog {
       this.#ask(id, name);
     });
   }
-}
+}import { findTarget } from '../../runtime/index.js';
+import type { InferTarget, Params } from '../../runtime/index.js';
+

@@ -1,12 +1,10 @@
+import { ShutdownGate, relayToHead, serveInPlace } from '../../runtime/index.js';
+import type { InferenceBackend } from '../../runtime/index.js';
 import type { Socket } from 'node:net';
 import { TroupeError, checkWire, connect, createLogger, isDynamic, mapFromWire, mapToWire, onParentGone, validateInputs } from '../../runtime/index.js';
 import type { Cluster, ErrorCode } from '../../runtime/index.js';
-import { ShutdownGate } from '../drain.js';
-import type { InferenceBackend } from '../http/infer-backend.js';
 import { HeadToWorkerSchema } from './messages.js';
 import type { WorkerSettings, WorkerToHead } from './messages.js';
-import { serveInPlace } from './in-place-connection.js';
-import { relayToHead } from './relay.js';
 import { WorkerCatalog } from './worker-catalog.js';
 
 /**

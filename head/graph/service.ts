@@ -1,31 +1,5 @@
-import {
-  GraphDocumentSchema,
-  ModelDeploymentSchema,
-  TroupeError,
-  compileGraph,
-  countSteps,
-  execute,
-  leavesOf,
-  formatIssues,
-  inferSignature,
-  isDynamic,
-} from '../../runtime/index.js';
-import type {
-  ClientToHead,
-  CompiledGraph,
-  DeploymentView,
-  GraphDeploymentView,
-  GraphDocument,
-  GraphView,
-  LeafInfo,
-  Logger,
-  ModelDeployment,
-  PlanNode,
-  RunTrace,
-  Signature,
-  StepCaller,
-  WireTensorMap,
-} from '../../runtime/index.js';
+import { GraphDocumentSchema, ModelDeploymentSchema, TroupeError, compileGraph, countSteps, execute, leavesOf, formatIssues, inferSignature, isDynamic } from '../../runtime/index.js';
+import type { ClientToHead, CompiledGraph, DeploymentView, GraphDeploymentView, GraphDocument, GraphView, LeafInfo, Logger, ModelDeployment, PlanNode, RunTrace, Signature, StepCaller, WireTensorMap } from '../../runtime/index.js';
 import { runInferenceTimed } from '../inference.js';
 import type { Controller } from '../controller.js';
 import type { ClusterState } from '../state.js';

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { parse as parseYaml } from 'yaml';
 import { TroupeError } from '../../runtime/index.js';
+import { firstLine, parseJson } from '../../runtime/index.js';
 
 /**
  * How the API reads bodies. Each route group runs in its own fastify scope and parses every
@@ -75,19 +76,6 @@ export function bodyBuffer(body: unknown): Buffer {
 
 export function bodyStream(body: unknown): Readable | undefined {
   return body && typeof (body as Readable).pipe === 'function' ? (body as Readable) : undefined;
-}
-
-function firstLine(message: string): string {
-  return message.split('\n')[0]!.slice(0, 300);
-}
-
-/** Parses JSON text, naming the problem: `body is not valid JSON: Unexpected token …`. */
-export function parseJson(text: string, what: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (err) {
-    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${what} is not valid JSON: ${firstLine((err as Error).message)}`);
-  }
 }
 
 /**

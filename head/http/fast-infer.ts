@@ -1,8 +1,7 @@
+import { alignmentPad, answerInference, bodyTooLarge, errorAnswer, headerLengthOf, inferRoute, refusal, requestFailed } from '../../runtime/index.js';
+import type { HttpAnswer, InferBody, InferExchangeOptions } from '../../runtime/index.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sharedBufferPool } from '../../runtime/index.js';
-import { bodyTooLarge, requestFailed } from './errors.js';
-import { alignmentPad, answerInference, errorAnswer, headerLengthOf, inferRoute, refusal } from './infer-exchange.js';
-import type { HttpAnswer, InferBody, InferExchangeOptions } from './infer-exchange.js';
 
 /**
  * The body, whole, or the 413 once it grows past `limit` (the declared length is checked first).

@@ -1,13 +1,11 @@
+import { HEADER_LENGTH, InferRequestSchema, classCounts, classifyOutputs, decodeInferRequest, encodeInferResponse, parseJson, splitInferBody } from '../../runtime/index.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TroupeError, checkWire, isDynamic, newId, validateInputs } from '../../runtime/index.js';
 import type { WireTensorMap } from '../../runtime/index.js';
-import { bodyBuffer, parseJson } from './body.js';
+import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { jobJson } from './jobs.js';
-import { HEADER_LENGTH, splitInferBody } from './oip-binary.js';
-import { classCounts, classifyOutputs } from './oip-classification.js';
-import { InferRequestSchema, decodeInferRequest, encodeInferResponse } from './oip-codec.js';
 
 /**
  * Async jobs over HTTP, for runs too long to hold a request open (a long graph, a big batch):

@@ -1,3 +1,5 @@
+import { HEADER_LENGTH, InferRequestSchema, MODEL_VERSION, datatypeOfDtype, decodeBody, encodeBody, inferResponse, oipShape, responseCodingFor } from '../../runtime/index.js';
+import type { Params } from '../../runtime/index.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TroupeError } from '../../runtime/index.js';
@@ -5,14 +7,7 @@ import type { TensorInfo } from '../../runtime/index.js';
 import { readinessBody, serverReadiness } from '../readiness.js';
 import type { DeploymentRecord } from '../state.js';
 import { bodyBuffer } from './body.js';
-import { decodeBody, encodeBody, responseCodingFor } from './content-coding.js';
 import type { ApiContext } from './context.js';
-import { MODEL_VERSION } from './infer-backend.js';
-import type { Params } from './infer-backend.js';
-import { inferResponse } from './infer-response.js';
-import { HEADER_LENGTH } from './oip-binary.js';
-import { InferRequestSchema } from './oip-codec.js';
-import { datatypeOfDtype, oipShape } from './oip-datatypes.js';
 import { TROUPE_VERSION } from './openapi.js';
 import { deploymentOf, stateBackend } from './state-backend.js';
 

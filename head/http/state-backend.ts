@@ -1,7 +1,7 @@
+import { findTarget } from '../../runtime/index.js';
+import type { InferTarget, InferenceBackend, Params } from '../../runtime/index.js';
 import { runInference } from '../inference.js';
 import type { ClusterState, DeploymentRecord } from '../state.js';
-import { findTarget } from './infer-backend.js';
-import type { InferTarget, InferenceBackend, Params } from './infer-backend.js';
 
 export function targetOf(d: DeploymentRecord): InferTarget {
   return { name: d.spec.name, kind: d.spec.kind ?? 'model', metadata: d.metadata, ...(d.spec.labels ? { labels: d.spec.labels } : {}) };

@@ -1,3 +1,5 @@
+import { MODEL_VERSION } from '../../runtime/index.js';
+import type { Params } from '../../runtime/index.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TroupeError } from '../../runtime/index.js';
@@ -7,8 +9,6 @@ import type { DeploymentRecord } from '../state.js';
 import { tritonModelConfig } from '../triton-config.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
-import { MODEL_VERSION } from './infer-backend.js';
-import type { Params } from './infer-backend.js';
 
 /**
  * Triton's extensions beyond the Open Inference Protocol's core, as Triton's own clients call them

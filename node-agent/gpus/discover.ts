@@ -1,4 +1,4 @@
-import type { Gpu } from '../../runtime/resources.js';
+import type { Gpu } from '../../runtime/index.js';
 import { queryGpus } from './nvidia-smi.js';
 import { simulatedGpus } from './simulated.js';
 

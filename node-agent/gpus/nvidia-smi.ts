@@ -1,15 +1,7 @@
-import { GpuProcessSchema, GpuSchema } from '../../runtime/resources.js';
-import type { Gpu, GpuProcess } from '../../runtime/resources.js';
+import { GpuProcessSchema, GpuSchema } from '../../runtime/index.js';
+import type { Gpu, GpuProcess } from '../../runtime/index.js';
 import type { ZodType } from 'zod';
-import {
-  CellError,
-  optionalNumber,
-  recordLines,
-  requiredInteger,
-  requiredNumber,
-  requiredText,
-  splitCells,
-} from './csv-fields.js';
+import { CellError, optionalNumber, recordLines, requiredInteger, requiredNumber, requiredText, splitCells } from './csv-fields.js';
 import { runTool } from './run-tool.js';
 
 /**

@@ -1,4 +1,3 @@
-import type { Gpu } from '../../runtime/resources.js';
 
 /**
  * Fake GPUs for `--simulate-gpus`: lets the scheduler, placement and dashboards be
@@ -27,4 +26,5 @@ export function simulatedGpus(count: number, memoryMiB = DEFAULT_SIMULATED_MEMOR
     utilizationPct: 0,
     simulated: true,
   }));
-}
+}import type { Gpu } from '../../runtime/index.js';
+

@@ -2,12 +2,16 @@ import { z } from 'zod';
 import { WireTensorMapSchema } from '../tensor/wire.js';
 import { AckSchema, FailSchema, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
 import { DirectInputsSchema, RegionOfferSchema } from './shared-memory.js';
+import { LabelsSchema } from '../spec.js';
 
 /**
  * Actors talk to the head directly over their own connection (the data plane); the node agent
  * only supervises them. That saves a decode and an encode per call compared with relaying
  * through the agent (Ray's workers likewise talk directly, the raylet only supervises).
  */
+
+/** The bytes the head read of a connection before handing it over: at most a request head and a read's worth of body. */
+const ConnectionHeadSchema = z.custom<Uint8Array>((b) => b instanceof Uint8Array && b.byteLength <= 1 << 20, 'bytes, at most 1 MiB');
 
 /** head -> actor. */
 export const HeadToActorSchema = z.discriminatedUnion('type', [
@@ -19,6 +23,26 @@ export const HeadToActorSchema = z.discriminatedUnion('type', [
     /** Time left until the caller's deadline; the actor drops the call unrun once it passes. */
     timeoutMs: z.number().positive().optional(),
   }),
+  /**
+   * The head connected to the actor's handoff socket (see runtime/handoff/): the actor takes that
+   * connection (only from process `headPid`) and serves the HTTP connections handed over it, with
+   * the head's settings; requests it does not serve go to the head on loopback port `relayPort`.
+   */
+  z.object({
+    type: z.literal('handoffOpen'),
+    id: IdSchema,
+    headPid: z.number().int().positive(),
+    relayPort: z.number().int().min(1).max(65535),
+    token: z.string().max(4096).optional(),
+    host: z.string().max(255),
+    maxBodyBytes: z.number().int().positive(),
+    keepAliveTimeoutMs: z.number().int().min(0),
+    headersTimeoutMs: z.number().int().min(0),
+    /** The deployment's class labels, for the classification extension. */
+    labels: LabelsSchema.optional(),
+  }),
+  /** A client connection is queued on the handoff socket; `head` is what the head read of it. */
+  z.object({ type: z.literal('connection'), head: ConnectionHeadSchema }),
 ]);
 
 /**
@@ -29,6 +53,8 @@ export const HeadToActorSchema = z.discriminatedUnion('type', [
  */
 export const DirectHelloSchema = z.object({ type: z.literal('hello'), id: IdSchema, token: z.string().max(256) });
 export const DirectCallSchema = HeadToActorSchema.options[0].extend({ inputs: DirectInputsSchema });
+/** One call to run, from the head (or from a client, its direct inputs resolved). */
+export type ActorCall = z.infer<(typeof HeadToActorSchema.options)[0]>;
 export const ClientToReplicaSchema = z.discriminatedUnion('type', [DirectHelloSchema, DirectCallSchema, RegionOfferSchema]);
 export type ClientToReplica = z.infer<typeof ClientToReplicaSchema>;
 
@@ -48,7 +74,7 @@ export const CallReplySchema = z.object({ outputs: WireTensorMapSchema, timing: 
 export type CallReply = z.infer<typeof CallReplySchema>;
 
 /** The replies to what the head asks an actor, and to what a client asks a replica directly. */
-export const HeadToActorReplies = { call: CallReplySchema };
+export const HeadToActorReplies = { call: CallReplySchema, handoffOpen: AckSchema };
 export const ClientToReplicaReplies = { hello: AckSchema, call: CallReplySchema, region: AckSchema };
 
 /** Summed time of one kind, for Triton's statistics extension: how many, and ms in all. */
@@ -115,10 +141,16 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
     direct: z.object({ url: z.string().url().max(512), token: z.string().min(16).max(128) }).optional(),
     /** The model file's size: the head's memory estimate for replicas of a model it cannot see (a path on the agent's disk). */
     modelBytes: z.number().int().min(0).optional(),
+    /** The abstract socket address where a head on this host may hand client connections over (see runtime/handoff/). */
+    handoff: z.object({ name: z.string().min(1).max(100) }).optional(),
   }),
   z.object({ type: z.literal('loadFailed'), error: WireErrorSchema }),
   ReplySchema.extend({ value: CallReplySchema }),
   z.object({ type: z.literal('stats'), stats: ActorStatsSchema }),
+  /** A handed-over connection goes back (queued on the handoff socket): `head` is what was read of the request the actor does not serve. */
+  z.object({ type: z.literal('connectionBack'), head: ConnectionHeadSchema }),
+  /** A handed-over connection closed. */
+  z.object({ type: z.literal('connectionClosed') }),
   FailSchema,
 ]);
 export type ActorToHead = z.infer<typeof ActorToHeadSchema>;

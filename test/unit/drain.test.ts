@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ShutdownGate } from '../../head/drain.js';
+import { ShutdownGate } from '../../runtime/http/shutdown-gate.js';
 import { TroupeError } from '../../runtime/index.js';
 
 test('draining waits for accepted work and refuses new work with the retryable SHUTTING_DOWN', async () => {

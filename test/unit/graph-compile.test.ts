@@ -1,17 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  GraphDocumentSchema,
-  compileGraph,
-  dataParallel,
-  ensemble,
-  fn,
-  inferSignature,
-  model,
-  pipeline,
-  sourceOf,
-  toGraphDocument,
-} from '../../runtime/index.js';
+import { GraphDocumentSchema, compileGraph, dataParallel, ensemble, fn, inferSignature, model, pipeline, sourceOf, toGraphDocument } from '../../runtime/index.js';
 import type { GraphDocument, LeafInfo, ModelMetadata } from '../../runtime/index.js';
 
 const meta = (inputs: [string, string, (number | string)[]][], outputs: [string, string, (number | string)[]][]): ModelMetadata => ({

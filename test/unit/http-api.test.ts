@@ -1,7 +1,7 @@
+import { authError, needsToken } from '../../runtime/index.js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import Fastify from 'fastify';
-import { authError, needsToken } from '../../head/http/auth.js';
 import { parseDocument } from '../../head/http/body.js';
 import { errorHandler } from '../../head/http/errors.js';
 import { checkModelName } from '../../head/http/model-store.js';

@@ -6,19 +6,7 @@ import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
-import {
-  GraphBuilder,
-  Rng,
-  attr,
-  boundaryTensor,
-  buildMlp,
-  buildMobileNetV2Like,
-  buildSmallCnn,
-  decodeModel,
-  emitStages,
-  normalArray,
-  writeExampleModels,
-} from '../../models/index.js';
+import { GraphBuilder, Rng, attr, boundaryTensor, buildMlp, buildMobileNetV2Like, buildSmallCnn, decodeModel, emitStages, normalArray, writeExampleModels } from '../../models/index.js';
 import type { DenseWeights, MlpModel } from '../../models/index.js';
 import { disableOrtTelemetryByDefault } from '../../runtime/index.js';
 

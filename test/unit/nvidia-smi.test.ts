@@ -6,16 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import {
-  APPS_QUERY_ARGS,
-  GPU_QUERY_ARGS,
-  discoverGpus,
-  parseComputeApps,
-  parseGpuQuery,
-  queryComputeApps,
-  queryGpus,
-  simulatedGpus,
-} from '../../node-agent/gpus/index.js';
+import { APPS_QUERY_ARGS, GPU_QUERY_ARGS, discoverGpus, parseComputeApps, parseGpuQuery, queryComputeApps, queryGpus, simulatedGpus } from '../../node-agent/gpus/index.js';
 import { runTool } from '../../node-agent/gpus/run-tool.js';
 import { GpuProcessSchema, GpuSchema } from '../../runtime/resources.js';
 import type { Gpu, GpuProcess } from '../../runtime/resources.js';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { fromHalfBits, toHalfBits } from '../../head/http/float16.js';
-import { BinaryReader, assembleBinaryBody, decodeBytesElements, encodeBytesElements, splitInferBody } from '../../head/http/oip-binary.js';
-import { InferRequestSchema, decodeInferRequest, encodeInferResponse, wantsBinary } from '../../head/http/oip-codec.js';
-import { OIP_DATATYPES, datatypeOfDtype, dtypeOfDatatype, oipShape } from '../../head/http/oip-datatypes.js';
-import { flattenData, jsonTextOfWire, wireFromJson } from '../../head/http/oip-json.js';
+import { fromHalfBits, toHalfBits } from '../../runtime/oip/float16.js';
+import { BinaryReader, assembleBinaryBody, decodeBytesElements, encodeBytesElements, splitInferBody } from '../../runtime/oip/binary.js';
+import { InferRequestSchema, decodeInferRequest, encodeInferResponse, wantsBinary } from '../../runtime/oip/codec.js';
+import { OIP_DATATYPES, datatypeOfDtype, dtypeOfDatatype, oipShape } from '../../runtime/oip/datatypes.js';
+import { flattenData, jsonTextOfWire, wireFromJson } from '../../runtime/oip/json.js';
 import { TroupeError, fromWire, toWire, tensor } from '../../runtime/index.js';
 import type { ErrorCode, WireTensor } from '../../runtime/index.js';
 

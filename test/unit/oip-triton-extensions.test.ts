@@ -1,19 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { deflateRawSync, deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
-import {
-  MIN_COMPRESSED_BYTES,
-  decodeBody,
-  encodeBody,
-  isEncoded,
-  responseCoding,
-  responseCodingFor,
-  unsupportedCoding,
-} from '../../head/http/content-coding.js';
-import type { InferTarget } from '../../head/http/infer-backend.js';
-import { classCounts, classify, classifyOutputs, printfFixed6 } from '../../head/http/oip-classification.js';
-import { InferRequestSchema } from '../../head/http/oip-codec.js';
-import { isRawRequest, rawInferRequest } from '../../head/http/oip-raw.js';
+import { MIN_COMPRESSED_BYTES, decodeBody, encodeBody, isEncoded, responseCoding, responseCodingFor, unsupportedCoding } from '../../runtime/oip/content-coding.js';
+import type { InferTarget } from '../../runtime/oip/infer-backend.js';
+import { classCounts, classify, classifyOutputs, printfFixed6 } from '../../runtime/oip/classification.js';
+import { InferRequestSchema } from '../../runtime/oip/codec.js';
+import { isRawRequest, rawInferRequest } from '../../runtime/oip/raw.js';
 import { ModelDeploymentSchema, TroupeError } from '../../runtime/index.js';
 import type { ErrorCode, WireTensor } from '../../runtime/index.js';
 

@@ -1,9 +1,12 @@
-import { TroupeError, byteLengthOf, checkWire, isDynamic } from '../../runtime/index.js';
-import type { WireTensorMap } from '../../runtime/index.js';
+import { TroupeError } from '../errors.js';
+import { byteLengthOf } from '../tensor/dtypes.js';
+import { checkWire } from '../tensor/wire.js';
+import { isDynamic } from '../graph/signature.js';
+import type { WireTensorMap } from '../tensor/wire.js';
 import type { InferTarget } from './infer-backend.js';
-import type { InferRequest } from './oip-codec.js';
-import { datatypeOfDtype, oipDtype, oipShape } from './oip-datatypes.js';
-import { MAX_REQUEST_ELEMENTS, tooMany } from './oip-json-scan.js';
+import type { InferRequest } from './codec.js';
+import { datatypeOfDtype, oipDtype, oipShape } from './datatypes.js';
+import { MAX_REQUEST_ELEMENTS, tooMany } from './json-scan.js';
 
 /**
  * Triton's raw binary request: `Inference-Header-Content-Length: 0` says the body has no JSON

@@ -1,7 +1,8 @@
-import { TroupeError } from '../../runtime/index.js';
-import type { DeploymentLabels, WireTensor, WireTensorMap } from '../../runtime/index.js';
-import type { InferRequest } from './oip-codec.js';
-import { datatypeOfDtype } from './oip-datatypes.js';
+import { TroupeError } from '../errors.js';
+import type { DeploymentLabels } from '../spec.js';
+import type { WireTensor, WireTensorMap } from '../tensor/wire.js';
+import type { InferRequest } from './codec.js';
+import { datatypeOfDtype } from './datatypes.js';
 
 /**
  * Triton's classification extension: an output requested with `parameters: {classification: k}`

@@ -1,4 +1,4 @@
-import { TroupeError } from '../../runtime/index.js';
+import { TroupeError } from '../errors.js';
 
 /**
  * The binary tensor data extension (Triton's "binary_tensor_data"): the body is a JSON object of

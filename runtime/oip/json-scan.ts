@@ -1,8 +1,10 @@
-import { TroupeError, isDynamic, validateInputs } from '../../runtime/index.js';
-import type { WireTensorMap } from '../../runtime/index.js';
-import { checkShape, elementCount } from '../../runtime/tensor/tensor.js';
+import { TroupeError } from '../errors.js';
+import { isDynamic } from '../graph/signature.js';
+import { validateInputs } from '../validate-inputs.js';
+import type { WireTensorMap } from '../tensor/wire.js';
+import { checkShape, elementCount } from '../tensor/tensor.js';
 import type { InferTarget } from './infer-backend.js';
-import { datatypeOfDtype, dtypeOfDatatype } from './oip-datatypes.js';
+import { datatypeOfDtype, dtypeOfDatatype } from './datatypes.js';
 
 /**
  * Checks an inference request's JSON text before JSON.parse materialises it. JSON.parse turns every

@@ -1,4 +1,4 @@
-import { TroupeError } from '../runtime/index.js';
+import { TroupeError } from '../errors.js';
 
 /**
  * Graceful shutdown of the head: once draining starts, new work (runs, inferences, deploys) is

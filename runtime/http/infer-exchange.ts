@@ -1,14 +1,14 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { sharedBufferPool } from '../../runtime/index.js';
-import type { Logger } from '../../runtime/index.js';
-import type { ShutdownGate } from '../drain.js';
+import { sharedBufferPool } from '../transport/buffer-pool.js';
+import type { Logger } from '../log.js';
+import type { ShutdownGate } from './shutdown-gate.js';
 import { authError } from './auth.js';
-import { ACCEPTED_REQUEST_CODINGS, decodeBody, encodeBody, isEncoded, responseCodingFor, unsupportedCoding } from './content-coding.js';
+import { ACCEPTED_REQUEST_CODINGS, decodeBody, encodeBody, isEncoded, responseCodingFor, unsupportedCoding } from '../oip/content-coding.js';
 import { drainingError, errorResponse, requestFailed } from './errors.js';
 import type { HttpError } from './errors.js';
-import type { InferenceBackend, Params } from './infer-backend.js';
-import { inferResponse } from './infer-response.js';
-import { HEADER_LENGTH } from './oip-binary.js';
+import type { InferenceBackend, Params } from '../oip/infer-backend.js';
+import { inferResponse } from '../oip/infer-response.js';
+import { HEADER_LENGTH } from '../oip/binary.js';
 
 /**
  * One inference request as the Open Inference Protocol's endpoint answers it, whichever server

@@ -1,11 +1,16 @@
-import { TroupeError } from '../../runtime/index.js';
-import type { DeploymentLabels, ModelMetadata, WireTensorMap } from '../../runtime/index.js';
-import type { InferenceRequest } from '../inference.js';
+import { TroupeError } from '../errors.js';
+import type { DeploymentLabels } from '../spec.js';
+import type { ModelMetadata } from '../protocol/common.js';
+import type { WireTensorMap } from '../tensor/wire.js';
+import type { ClientToHead } from '../protocol/client.js';
 
 /** The only version each deployment has, in the Open Inference Protocol's terms. */
 export const MODEL_VERSION = '1';
 
 export type Params = { name: string; version?: string };
+
+/** One inference: a run of a deployment, as the SDK's run message carries it. */
+export type InferenceRequest = Omit<Extract<ClientToHead, { type: 'run' }>, 'id' | 'type'>;
 
 /** What serving an inference needs to know of a deployment: its name, kind and signature. */
 export interface InferTarget {

@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { promisify } from 'node:util';
 import { deflate, gzip, unzip } from 'node:zlib';
-import { TroupeError } from '../../runtime/index.js';
-import type { HttpError } from './errors.js';
+import { TroupeError } from '../errors.js';
+import type { HttpError } from '../http/errors.js';
 
 /**
  * HTTP content codings of inference bodies, as Triton's HTTP server and Python client use them:

@@ -1,10 +1,11 @@
 import { z } from 'zod';
-import { TroupeError, checkWire } from '../../runtime/index.js';
-import type { WireTensor, WireTensorMap } from '../../runtime/index.js';
-import { MAX_RANK, checkShape, elementCount } from '../../runtime/tensor/tensor.js';
-import { BinaryReader, assembleBinaryBody, decodeBytesElements, encodeBytesElements } from './oip-binary.js';
-import { datatypeOfDtype, dtypeOfDatatype, oipDtype } from './oip-datatypes.js';
-import { jsonTextOfWire, wireFromJson } from './oip-json.js';
+import { TroupeError } from '../errors.js';
+import { checkWire } from '../tensor/wire.js';
+import type { WireTensor, WireTensorMap } from '../tensor/wire.js';
+import { MAX_RANK, checkShape, elementCount } from '../tensor/tensor.js';
+import { BinaryReader, assembleBinaryBody, decodeBytesElements, encodeBytesElements } from './binary.js';
+import { datatypeOfDtype, dtypeOfDatatype, oipDtype } from './datatypes.js';
+import { jsonTextOfWire, wireFromJson } from './json.js';
 
 /**
  * The Open Inference Protocol inference request and response (KServe v2 "Inference Request JSON

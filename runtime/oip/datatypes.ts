@@ -1,5 +1,5 @@
-import { TroupeError } from '../../runtime/index.js';
-import type { DType } from '../../runtime/index.js';
+import { TroupeError } from '../errors.js';
+import type { DType } from '../tensor/dtypes.js';
 
 /**
  * The Open Inference Protocol's tensor data types (KServe v2 "Tensor Data Types") and the dtype

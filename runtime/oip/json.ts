@@ -1,9 +1,13 @@
-import { DTYPES, TroupeError, elementCount, formatShape, fromWire } from '../../runtime/index.js';
-import type { TypedArray, WireTensor } from '../../runtime/index.js';
-import { bytesOf } from '../../runtime/tensor/tensor.js';
+import { DTYPES } from '../tensor/dtypes.js';
+import { TroupeError } from '../errors.js';
+import { elementCount, formatShape } from '../tensor/tensor.js';
+import { fromWire } from '../tensor/wire.js';
+import type { TypedArray } from '../tensor/tensor.js';
+import type { WireTensor } from '../tensor/wire.js';
+import { bytesOf } from '../tensor/tensor.js';
 import { fromHalfBits, toHalfBits } from './float16.js';
-import { datatypeOfDtype } from './oip-datatypes.js';
-import type { OipDType } from './oip-datatypes.js';
+import { datatypeOfDtype } from './datatypes.js';
+import type { OipDType } from './datatypes.js';
 
 /**
  * Tensor data given as JSON ("data": nested or flat, row-major) to and from the raw little-endian

@@ -4,10 +4,10 @@ import { Socket } from 'node:net';
 import type { SocketConstructorOpts } from 'node:net';
 import { HTTPParser } from 'http-parser-js';
 import type { HeaderInfo } from 'http-parser-js';
-import { sharedBufferPool } from '../../runtime/index.js';
-import { bodyTooLarge } from '../http/errors.js';
-import { alignmentPad, answerInference, errorAnswer, headerLengthOf, inferRoute, refusal } from '../http/infer-exchange.js';
-import type { HttpAnswer, InferExchangeOptions, InferRoute } from '../http/infer-exchange.js';
+import { sharedBufferPool } from '../transport/buffer-pool.js';
+import { bodyTooLarge } from './errors.js';
+import { alignmentPad, answerInference, errorAnswer, headerLengthOf, inferRoute, refusal } from './infer-exchange.js';
+import type { HttpAnswer, InferExchangeOptions, InferRoute } from './infer-exchange.js';
 
 /** Reads shorter than this go through the scratch buffer; longer ones land in the body itself. */
 const SCRATCH_BYTES = 64 * 1024;
@@ -28,6 +28,8 @@ export interface InPlaceOptions extends InferExchangeOptions {
   relay(url: string, headers: IncomingHttpHeaders): Promise<HttpAnswer>;
   /** Hands the connection back to the head with the bytes read of a request this worker does not serve. */
   giveBack(socket: Socket, bytes: Buffer): void;
+  /** Whether this server serves inference `route` (default: every one); one it does not is given back. */
+  serves?(route: InferRoute): boolean;
 }
 
 interface Request {
@@ -65,13 +67,16 @@ function headersOf(raw: readonly string[]): IncomingHttpHeaders {
  * byte read of that request, once the answers before it are out: the head then serves it, and
  * what follows on that connection, with Node's own HTTP server.
  */
-export function serveInPlace(accepted: Socket, head: Buffer, options: InPlaceOptions): void {
+export function serveInPlace(accepted: Socket, head: Buffer, options: InPlaceOptions): Socket {
   const internals = accepted as unknown as { _handle?: object | null };
   const handle = internals._handle;
-  if (!handle) return void accepted.destroy();
+  if (!handle) {
+    accepted.destroy();
+    return accepted;
+  }
   internals._handle = null;
   accepted.destroy();
-  new InPlaceConnection(handle, head, options);
+  return new InPlaceConnection(handle, head, options).socket;
 }
 
 class InPlaceConnection {
@@ -99,6 +104,11 @@ class InPlaceConnection {
   /** A request head has begun and is not complete: its time is bounded from its first byte. */
   #inHead = false;
   #timer: NodeJS.Timeout | undefined;
+
+  /** The socket this connection is served on. */
+  get socket(): Socket {
+    return this.#socket;
+  }
 
   constructor(handle: object, head: Buffer, options: InPlaceOptions) {
     this.#options = options;
@@ -176,7 +186,7 @@ class InPlaceConnection {
       this.#answer(this.#options.relay(info.url, headers), info.shouldKeepAlive);
       return 1;
     }
-    if (!route || info.upgrade || !(chunked || sized)) {
+    if (!route || info.upgrade || !(chunked || sized) || this.#options.serves?.(route) === false) {
       this.#giveBack();
       return 1;
     }

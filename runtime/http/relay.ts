@@ -1,6 +1,6 @@
 import { Agent, request } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { HttpAnswer } from '../http/infer-exchange.js';
+import type { HttpAnswer } from './infer-exchange.js';
 
 /** The most a relayed answer may hold: the protocol's reads (health, metadata) are small. */
 const MAX_RELAYED_BYTES = 4 * 2 ** 20;

@@ -1,12 +1,12 @@
-import { TroupeError } from '../../runtime/index.js';
-import { parseJson } from './body.js';
+import { TroupeError } from '../errors.js';
+import { parseJson } from '../http/parse-json.js';
 import type { InferenceBackend, InferTarget, Params } from './infer-backend.js';
-import { splitInferBody } from './oip-binary.js';
-import { classCounts, classifyOutputs } from './oip-classification.js';
-import { checkInferJson } from './oip-json-scan.js';
-import { InferRequestSchema, decodeInferRequest, encodeInferResponse } from './oip-codec.js';
-import type { DecodedRequest, EncodedResponse, InferRequest } from './oip-codec.js';
-import { isRawRequest, rawInferRequest } from './oip-raw.js';
+import { splitInferBody } from './binary.js';
+import { classCounts, classifyOutputs } from './classification.js';
+import { checkInferJson } from './json-scan.js';
+import { InferRequestSchema, decodeInferRequest, encodeInferResponse } from './codec.js';
+import type { DecodedRequest, EncodedResponse, InferRequest } from './codec.js';
+import { isRawRequest, rawInferRequest } from './raw.js';
 
 /**
  * One inference request, from the model named in the URL, the Inference-Header-Content-Length

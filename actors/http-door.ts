@@ -1,0 +1,120 @@
+import { Socket } from 'node:net';
+import { TroupeError, handoffAddon } from '../runtime/index.js';
+import type { ActorToHead, HandoffAddon, HeadToActor, Logger } from '../runtime/index.js';
+
+/** What the head tells an actor when it opens the handoff: how to serve the connections it hands over. */
+export type HandoffSettings = Omit<Extract<HeadToActor, { type: 'handoffOpen' }>, 'type' | 'id'>;
+
+/**
+ * Serves a connection the head handed over, after `head`, the bytes it read of it already; returns
+ * the socket that carries the connection from then on (a server may move it onto its own).
+ */
+export type ServeConnection = (socket: Socket, head: Buffer, settings: HandoffSettings) => Socket;
+
+/** Sends a message to the head on the actor's current connection (dropped while there is none). */
+type TellHead = (message: ActorToHead) => void;
+
+/** The descriptor under a socket, or undefined once it is closed (Linux: libuv's stream handle). */
+const fdOf = (socket: Socket) => (socket as unknown as { _handle?: { fd?: number } | null })._handle?.fd;
+
+/**
+ * A model actor's HTTP door: client connections the head hands over on this host (runtime/handoff/)
+ * are served here, request by request, by the actor itself (`serve`: the inference protocol over
+ * the model this actor holds), so a request costs one process instead of a front-door worker and
+ * an actor. The actor listens at a random abstract socket address it tells the head in `ready`;
+ * the head connects, says `handoffOpen` (only its pid may take the connection), then queues each
+ * client connection on it and says `connection` with the bytes it read. A connection whose next
+ * request is not this actor's to serve goes back the same way (`giveBack`).
+ */
+export class HttpDoor {
+  /** The abstract socket address the head connects to. */
+  readonly name: string;
+  readonly #addon: HandoffAddon;
+  readonly #listening: number;
+  readonly #serve: ServeConnection;
+  readonly #tell: TellHead;
+  readonly #log: Logger;
+  /** The head's end of the handoff, once opened, and the settings it gave. */
+  #link = -1;
+  #settings: HandoffSettings | undefined;
+  readonly #open = new Set<Socket>();
+
+  private constructor(addon: HandoffAddon, name: string, serve: ServeConnection, tell: TellHead, log: Logger) {
+    this.#addon = addon;
+    this.name = name;
+    this.#listening = addon.listen(name);
+    this.#serve = serve;
+    this.#tell = tell;
+    this.#log = log;
+  }
+
+  /** A door for this actor, or undefined (logged) when this host cannot hand connections over: connections then stay with the head's workers. */
+  static create(actorId: string, serve: ServeConnection, tell: TellHead, log: Logger): HttpDoor | undefined {
+    const addon = handoffAddon();
+    if (typeof addon === 'string') {
+      log.debug({ actor: actorId, why: addon }, 'no HTTP door: the head serves this actor over its workers');
+      return undefined;
+    }
+    const name = `troupe-${actorId}-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    try {
+      return new HttpDoor(addon, name, serve, tell, log);
+    } catch (err) {
+      log.warn({ actor: actorId, err: (err as Error).message }, 'no HTTP door: cannot listen for the head');
+      return undefined;
+    }
+  }
+
+  /** Connections being served. */
+  get connections(): number {
+    return this.#open.size;
+  }
+
+  /** Takes the head's pending connection (a new head's replaces an old one's). Throws when none is pending, or another process's is. */
+  open(settings: HandoffSettings): void {
+    const link = this.#addon.accept(this.#listening, settings.headPid);
+    if (link < 0) throw new TroupeError('TROUPE_ERR_BAD_MESSAGE', 'handoffOpen: the head has not connected to the handoff socket');
+    if (this.#link >= 0) this.#addon.close(this.#link);
+    this.#link = link;
+    this.#settings = settings;
+  }
+
+  /** A connection the head queued: serve it, after `head`. */
+  take(head: Buffer): void {
+    const settings = this.#settings;
+    if (this.#link < 0 || !settings) return void this.#log.warn('a connection was handed over before the handoff opened');
+    let fd: number;
+    try {
+      fd = this.#addon.receive(this.#link);
+    } catch (err) {
+      return void this.#log.warn({ err: (err as Error).message }, 'cannot take a handed-over connection');
+    }
+    if (fd < 0) return void this.#log.warn('the head said a connection was handed over, and none was');
+    // Not reading yet: the server takes the handle and reads into its own buffers.
+    const socket = new Socket({ fd, readable: true, writable: true, manualStart: true } as ConstructorParameters<typeof Socket>[0]);
+    const served = this.#serve(socket, head, settings);
+    this.#open.add(served);
+    served.once('close', () => {
+      this.#open.delete(served);
+      this.#tell({ type: 'connectionClosed' });
+    });
+  }
+
+  /** Sends a connection back to the head with `bytes`, what was read of a request this actor does not serve. */
+  giveBack(socket: Socket, bytes: Buffer): void {
+    const fd = fdOf(socket);
+    let sent = false;
+    try {
+      sent = fd !== undefined && this.#link >= 0 && this.#addon.send(this.#link, fd);
+    } catch (err) {
+      this.#log.warn({ err: (err as Error).message }, 'cannot give a connection back to the head');
+    }
+    if (sent) this.#tell({ type: 'connectionBack', head: bytes });
+    // Closing this process's descriptor leaves the connection to the head's (or ends it, unsent).
+    socket.destroy();
+  }
+
+  /** Ends every connection once its answers are out (the server's gate refuses new requests first). */
+  closeAll(): void {
+    for (const socket of this.#open) socket.end();
+  }
+}

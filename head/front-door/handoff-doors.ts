@@ -1,0 +1,171 @@
+import { Socket } from 'node:net';
+import { handoffAddon } from '../../runtime/index.js';
+import type { ActorToHead, Channel, DeploymentLabels, HandoffAddon, HeadToActor, HeadToActorReplies, Logger } from '../../runtime/index.js';
+import type { ActorRecord } from '../state.js';
+
+type ActorChannel = Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies>;
+
+/** What an actor is told when its door opens: how to serve the connections handed to it. */
+export type DoorSettings = Omit<Extract<HeadToActor, { type: 'handoffOpen' }>, 'type' | 'id' | 'headPid' | 'labels'>;
+
+/** The deployment an inference request names in its request line (`POST /v2/models/NAME[/versions/V]/infer`). */
+const INFER_LINE = /^POST \/v2\/models\/([^/? ]+)(?:\/versions\/[^/? ]+)?\/infer[ ?]/;
+
+interface Door {
+  actor: ActorRecord;
+  channel: ActorChannel;
+  /** This process's end of the actor's handoff socket. */
+  fd: number;
+  /** Connections handed to the actor and not closed yet, as far as the head knows. */
+  connections: number;
+}
+
+export interface HandoffDoorsOptions {
+  /** The settings actors serve with; asked when a door opens (the relay port is known once the workers started). */
+  settings: () => DoorSettings;
+  /** A deployment's class labels, passed to its replicas for the classification extension. */
+  labels: (deployment: string) => DeploymentLabels | undefined;
+  /** Serves a connection an actor gave back in the head, after `head`, the bytes it read of it. */
+  serveHere: (socket: Socket, head: Buffer) => void;
+  /** Counts a connection handed to `actor`, a replica of `deployment`. */
+  handedOver: (deployment: string, actor: string) => void;
+  log: Logger;
+}
+
+/**
+ * Replicas on this host that serve HTTP themselves (actors/http-door.ts). A connection whose first
+ * request is an inference of a deployment with such a replica is handed to the replica holding the
+ * fewest connections, as a file descriptor (runtime/handoff/): the replica then parses, runs and
+ * answers each request on it in its own process, so a request costs no front-door worker and no
+ * hop between processes. Balancing is by connection, as a TCP load balancer's is; a client that
+ * sends everything on one connection reaches one replica. Connections of deployments without such
+ * replicas (another host, no addon) go to the front-door workers as before.
+ */
+export class HandoffDoors {
+  readonly #addon: HandoffAddon;
+  readonly #options: HandoffDoorsOptions;
+  readonly #byActor = new Map<string, Door>();
+  #draining = false;
+
+  private constructor(addon: HandoffAddon, options: HandoffDoorsOptions) {
+    this.#addon = addon;
+    this.#options = options;
+  }
+
+  /** The doors, or undefined (logged) when this head cannot pass connections on (no addon). */
+  static create(options: HandoffDoorsOptions): HandoffDoors | undefined {
+    const addon = handoffAddon();
+    if (typeof addon === 'string') {
+      options.log.info({ why: addon }, 'replicas will not serve HTTP themselves: front-door workers serve every connection');
+      return undefined;
+    }
+    return new HandoffDoors(addon, options);
+  }
+
+  /** Connections handed to each actor now, by actor id (for tests and the status page). */
+  get connections(): Map<string, number> {
+    return new Map([...this.#byActor].map(([id, door]) => [id, door.connections]));
+  }
+
+  /**
+   * An actor said `ready` with a handoff address: connect to it and open the door. An address this
+   * process cannot reach (the actor runs on another host or in another network namespace) leaves
+   * the actor served through the workers.
+   */
+  offer(actor: ActorRecord, channel: ActorChannel, name: string): void {
+    this.#remove(actor.id);
+    let fd: number;
+    try {
+      fd = this.#addon.connect(name);
+    } catch (err) {
+      this.#options.log.debug({ actor: actor.name, err: (err as Error).message }, 'actor not reachable for handoff (another host?)');
+      return;
+    }
+    const door: Door = { actor, channel, fd, connections: 0 };
+    const labels = this.#options.labels(actor.deployment);
+    channel.request({ type: 'handoffOpen', headPid: process.pid, ...this.#options.settings(), ...(labels ? { labels } : {}) }, 10_000).then(
+      () => {
+        if (channel.closed) return this.#addon.close(fd);
+        this.#byActor.set(actor.id, door);
+        void channel.whenClosed.then(() => this.#remove(actor.id, door));
+      },
+      (err: unknown) => {
+        this.#addon.close(fd);
+        this.#options.log.warn({ actor: actor.name, err: (err as Error).message }, 'actor refused the handoff: the workers serve it');
+      },
+    );
+  }
+
+  /** Hands `socket` (`head`: the bytes read of it) to a READY replica of the deployment its first request names; false when none can take it. */
+  take(socket: Socket, head: Buffer): boolean {
+    if (this.#draining || this.#byActor.size === 0) return false;
+    const match = INFER_LINE.exec(head.toString('latin1', 0, Math.min(head.length, 512)));
+    if (!match) return false;
+    let name: string;
+    try {
+      name = decodeURIComponent(match[1]!);
+    } catch {
+      return false;
+    }
+    let best: Door | undefined;
+    for (const door of this.#byActor.values()) {
+      if (door.actor.deployment !== name || door.actor.state !== 'READY') continue;
+      if (!best || door.connections < best.connections) best = door;
+    }
+    const fd = (socket as unknown as { _handle?: { fd?: number } | null })._handle?.fd;
+    if (!best || fd === undefined || fd < 0) return false;
+    let sent: boolean;
+    try {
+      sent = this.#addon.send(best.fd, fd);
+    } catch (err) {
+      this.#options.log.warn({ actor: best.actor.name, err: (err as Error).message }, 'handoff socket failed: the workers serve this replica');
+      this.#remove(best.actor.id, best);
+      return false;
+    }
+    if (!sent) return false;
+    best.channel.send({ type: 'connection', head });
+    best.connections++;
+    this.#options.handedOver(best.actor.deployment, best.actor.name);
+    // This process's descriptor closes; the connection lives on in the actor's.
+    socket.destroy();
+    return true;
+  }
+
+  /** An actor gave a connection back (queued on its handoff socket): serve it here. */
+  connectionBack(actorId: string, head: Uint8Array): void {
+    const door = this.#byActor.get(actorId);
+    if (!door) return;
+    let fd = -1;
+    try {
+      fd = this.#addon.receive(door.fd);
+    } catch (err) {
+      this.#options.log.warn({ actor: door.actor.name, err: (err as Error).message }, 'cannot take back a connection');
+    }
+    if (fd < 0) return;
+    const socket = new Socket({ fd, readable: true, writable: true, manualStart: true } as ConstructorParameters<typeof Socket>[0]);
+    this.#options.serveHere(socket, Buffer.from(head));
+  }
+
+  connectionClosed(actorId: string): void {
+    const door = this.#byActor.get(actorId);
+    if (door && door.connections > 0) door.connections--;
+  }
+
+  /** No more connections are handed over (those handed already stay with their actors). */
+  drain(): void {
+    this.#draining = true;
+  }
+
+  close(): void {
+    this.#draining = true;
+    for (const door of this.#byActor.values()) this.#addon.close(door.fd);
+    this.#byActor.clear();
+  }
+
+  #remove(actorId: string, only?: Door): void {
+    const door = this.#byActor.get(actorId);
+    if (!door || (only && door !== only)) return;
+    this.#byActor.delete(actorId);
+    this.#addon.close(door.fd);
+  }
+}
