@@ -14,6 +14,7 @@ import { measureFloor } from './lib/floor.js';
 import { httpLoad, oipRequest } from './lib/http-load.js';
 import { closedLoop } from './lib/load.js';
 import { cpuPerRequest } from './lib/process-cpu.js';
+import { whenDoorsOpen } from './lib/doors.js';
 import { socketReplicas } from './lib/socket-replicas.js';
 import type { LoadResult } from './lib/load.js';
 import { systemLine } from './lib/system.js';
@@ -41,16 +42,16 @@ function cpuLine(label: string, measured: { result: LoadResult; cpu: Map<string,
 const mlpX = new Float32Array(64).map((_, i) => Math.sin(i));
 const image = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i));
 
-async function deployMlp(cluster: TestCluster, batch: { maxSize: number }): Promise<void> {
+async function deployMlp(cluster: TestCluster, batch: { maxSize: number }, replicas = 1): Promise<void> {
   const client = await connect(cluster.url);
   try {
-    await client.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1, batch, maxQueue: 100_000 });
+    await client.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1, replicas, batch, maxQueue: 100_000 });
   } finally {
     await client.close();
   }
 }
 
-async function mlpSection(cluster: TestCluster, headOnly: TestCluster): Promise<void> {
+async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: TestCluster): Promise<void> {
   say('\n## Small MLP (input [1,64] float32), one replica, 1 intra-op thread\n');
   const f1 = await measureFloor(cluster.models.mlp, { name: 'x', shape: (b) => [b, 64] }, 1, 2, 1);
   say(`Raw onnxruntime-node in-process, batch 1: ${fmt(f1.callsPerSecond)} calls/s, p50 ${fmt(f1.p50Ms, 4)} ms.\n`);
@@ -78,6 +79,13 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster): Promise<
   for (const c of [16, 64, 256]) rows.push({ label: 'Troupe HTTP OIP JSON, front-door workers, batching maxSize 64', result: await httpLoad(oip(cluster.url, false), c, SECONDS), ratioTo: versus(c) });
   await deployMlp(headOnly, { maxSize: 64 });
   for (const c of [1, 16, 64, 256]) rows.push({ label: 'Troupe HTTP OIP binary, served by the head (--http-workers 0), batching maxSize 64', result: await httpLoad(oip(headOnly.url, true), c, SECONDS), ratioTo: versus(c) });
+  for (const replicas of [1, 2]) {
+    await deployMlp(handoff, { maxSize: 64 }, replicas);
+    await whenDoorsOpen(handoff.url, 'mlp', replicas, oip(handoff.url, true));
+    const label = `Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff), ${replicas} replica${replicas > 1 ? 's' : ''}, batching maxSize 64`;
+    for (const c of [1, 16, 64, 256]) rows.push({ label, result: await httpLoad(oip(handoff.url, true), c, SECONDS), ratioTo: versus(c) });
+  }
+  for (const c of [16, 64, 256]) rows.push({ label: 'Troupe HTTP OIP JSON, replicas serve HTTP (--http-handoff), 2 replicas, batching maxSize 64', result: await httpLoad(oip(handoff.url, false), c, SECONDS), ratioTo: versus(c) });
   say(loadTable(rows).replace('vs floor', 'vs simplest server'));
   // Where the CPU goes at 64 in flight: µs of each kind of process per request ('client' is the
   // load generator, this process). The two cores are the budget every path shares.
@@ -89,6 +97,7 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster): Promise<
     plainAgain.stop();
   }
   say(cpuLine('Troupe HTTP OIP binary, front-door workers, batching maxSize 64', await cpuPerRequest(() => httpLoad(oip(cluster.url, true), 64, SECONDS), (r) => r.requests)));
+  say(cpuLine('Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff), 2 replicas, batching maxSize 64', await cpuPerRequest(() => httpLoad(oip(handoff.url, true), 64, SECONDS), (r) => r.requests)));
   const sdk = await connect(cluster.url);
   const x = tensor('float32', [1, 64], mlpX);
   try {
@@ -121,7 +130,7 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster): Promise<
   say(`\nConcurrency 1, p50: batching maxSize 64 ${fmt(p50('front-door workers, batching maxSize 64'), 3)} ms, batching off ${fmt(p50('front-door workers, batching off'), 3)} ms (difference ${fmt(p50('front-door workers, batching maxSize 64') - p50('front-door workers, batching off'), 3)} ms).`);
 }
 
-async function cnnSection(cluster: TestCluster, headOnly: TestCluster): Promise<void> {
+async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: TestCluster): Promise<void> {
   say('\n## MobileNet-v2-shaped CNN (input [1,3,224,224], 588 KiB a request), HTTP OIP binary\n');
   const floors: { batch: number; best: number; rows: number[] }[] = [];
   for (const batch of [1, 2, 4, 8]) floors.push({ batch, ...(await bestLayoutFloor(cluster.models.mobilenet, batch, 2)) });
@@ -129,15 +138,16 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster): Promise<
   say(`Floor, raw onnxruntime-node, samples/s (1 process x 2 threads / 2 processes x 1 thread): ${floors.map((f) => `batch ${f.batch}: ${f.rows.map((r) => fmt(r, 1)).join(' / ')}`).join('; ')}. Best batch: ${floor.batch}.\n`);
   const request = (url: string) => oipRequest(`${url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true);
   say(
-    `Alternating windows (2 s each; batching maxSize ${floor.batch}), samples/s: floor's best layout at batch ${floor.batch} / Troupe HTTP at 16 in flight / at 64 in flight / served by the head (--http-workers 0) at 16 / bare socket replicas at 16, each image sent over a socket (the least any server that receives images over sockets pays on these cores):\n`,
+    `Alternating windows (2 s each; batching maxSize ${floor.batch}), samples/s: floor's best layout at batch ${floor.batch} / Troupe HTTP at 16 in flight / at 64 in flight / served by the head (--http-workers 0) at 16 / replicas serve HTTP (--http-handoff) at 16 / at 64 / bare socket replicas at 16, each image sent over a socket (the least any server that receives images over sockets pays on these cores):\n`,
   );
   for (const layout of LAYOUTS) {
     const spec = { name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch: { maxSize: floor.batch }, maxQueue: 100_000 };
-    for (const c of [cluster, headOnly]) {
+    for (const c of [cluster, headOnly, handoff]) {
       const client = await connect(c.url);
       await client.deploy(spec).finally(() => client.close());
     }
-    const ratios = { c16: [] as number[], c64: [] as number[], head16: [] as number[], bare: [] as number[] };
+    await whenDoorsOpen(handoff.url, 'cnn', layout.replicas, request(handoff.url));
+    const ratios = { c16: [] as number[], c64: [] as number[], head16: [] as number[], door16: [] as number[], door64: [] as number[], bare: [] as number[] };
     const windows: string[] = [];
     const bare = await socketReplicas(cluster.models.mobilenet, cnnInput.name, cnnInput.shape(1).slice(1), layout.threads, layout.replicas);
     try {
@@ -146,24 +156,28 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster): Promise<
         const r16 = await httpLoad(request(cluster.url), 16, 2);
         const r64 = await httpLoad(request(cluster.url), 64, 2);
         const h16 = await httpLoad(request(headOnly.url), 16, 2);
+        const d16 = await httpLoad(request(handoff.url), 16, 2);
+        const d64 = await httpLoad(request(handoff.url), 64, 2);
         const b16 = await closedLoop(() => bare.call(image), { concurrency: 16, seconds: 2 });
         ratios.c16.push(r16.rps / f.best);
         ratios.c64.push(r64.rps / f.best);
         ratios.head16.push(h16.rps / f.best);
+        ratios.door16.push(d16.rps / f.best);
+        ratios.door64.push(d64.rps / f.best);
         ratios.bare.push(b16.rps / f.best);
-        const errors = r16.errors + r64.errors + h16.errors;
-        windows.push(`${[f.best, r16.rps, r64.rps, h16.rps, b16.rps].map((v) => fmt(v, 1)).join(' / ')}${errors > 0 ? ` (errors ${errors})` : ''}`);
+        const errors = r16.errors + r64.errors + h16.errors + d16.errors + d64.errors;
+        windows.push(`${[f.best, r16.rps, r64.rps, h16.rps, d16.rps, d64.rps, b16.rps].map((v) => fmt(v, 1)).join(' / ')}${errors > 0 ? ` (errors ${errors})` : ''}`);
       }
     } finally {
       bare.stop();
     }
-    for (const c of [cluster, headOnly]) {
+    for (const c of [cluster, headOnly, handoff]) {
       const client = await connect(c.url);
       await client.undeploy('cnn').finally(() => client.close());
     }
     say(`- ${layout.replicas} replica${layout.replicas > 1 ? 's' : ''} x ${layout.threads} thread${layout.threads > 1 ? 's' : ''}: ${windows.join('; ')}.`);
     say(
-      `  Medians over the floor: HTTP, 16 in flight ${fmt(median(ratios.c16), 2)}x; 64 in flight ${fmt(median(ratios.c64), 2)}x; served by the head, 16 in flight ${fmt(median(ratios.head16), 2)}x; bare socket replicas ${fmt(median(ratios.bare), 2)}x.`,
+      `  Medians over the floor: HTTP, 16 in flight ${fmt(median(ratios.c16), 2)}x; 64 in flight ${fmt(median(ratios.c64), 2)}x; served by the head, 16 in flight ${fmt(median(ratios.head16), 2)}x; replicas serve HTTP, 16 in flight ${fmt(median(ratios.door16), 2)}x, 64 in flight ${fmt(median(ratios.door64), 2)}x; bare socket replicas ${fmt(median(ratios.bare), 2)}x.`,
     );
   }
   // Where the CPU goes, 2 replicas x 1 thread, 16 in flight.
@@ -171,12 +185,21 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster): Promise<
   try {
     await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: floor.batch }, maxQueue: 100_000 });
     say('\nCPU per image, 2 replicas x 1 thread, 16 in flight, µs by process (client: the load generator):\n');
-    say(cpuLine('Troupe HTTP OIP binary', await cpuPerRequest(() => httpLoad(request(cluster.url), 16, SECONDS), (r) => r.requests)));
+    say(cpuLine('Troupe HTTP OIP binary, front-door workers', await cpuPerRequest(() => httpLoad(request(cluster.url), 16, SECONDS), (r) => r.requests)));
     const x = tensor('float32', [1, 3, 224, 224], image);
     say(cpuLine('Troupe SDK, images through shared memory', await cpuPerRequest(() => closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS }), (r) => r.requests)));
     await client.undeploy('cnn');
   } finally {
     await client.close();
+  }
+  const doors = await connect(handoff.url);
+  try {
+    await doors.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: floor.batch }, maxQueue: 100_000 });
+    await whenDoorsOpen(handoff.url, 'cnn', 2, request(handoff.url));
+    say(cpuLine('Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff)', await cpuPerRequest(() => httpLoad(request(handoff.url), 16, SECONDS), (r) => r.requests)));
+    await doors.undeploy('cnn');
+  } finally {
+    await doors.close();
   }
   const bare = await socketReplicas(cluster.models.mobilenet, cnnInput.name, cnnInput.shape(1).slice(1), 1, 2);
   try {
@@ -189,14 +212,16 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster): Promise<
 const agents = [['--name', 'bench', '--cpus', '64']];
 const cluster = await startCluster({ agents });
 const headOnly = await startCluster({ agents, headArgs: ['--http-workers', '0'] });
+const handoff = await startCluster({ agents, headArgs: ['--http-handoff'] });
 try {
   say('# Front door: HTTP against its baselines\n');
   say(systemLine());
-  say(`- each load run: ${SECONDS} s closed loop after an unmeasured warm-up; load generator (autocannon; undici at concurrency 1) in the same machine, sharing its cores; two clusters up, one with front-door workers (default) and one without`);
-  if (wanted('mlp')) await mlpSection(cluster, headOnly);
-  if (wanted('cnn')) await cnnSection(cluster, headOnly);
+  say(`- each load run: ${SECONDS} s closed loop after an unmeasured warm-up; load generator (autocannon; undici at concurrency 1) in the same machine, sharing its cores; three clusters up: front-door workers (default), none (--http-workers 0), and replicas serving HTTP (--http-handoff)`);
+  if (wanted('mlp')) await mlpSection(cluster, headOnly, handoff);
+  if (wanted('cnn')) await cnnSection(cluster, headOnly, handoff);
 } finally {
   await cluster.stop();
   await headOnly.stop();
+  await handoff.stop();
 }
 if (!ONLY) await writeFile(new URL('../../bench/RESULTS-front-door.md', import.meta.url), `${out.join('\n')}\n`);
