@@ -45,7 +45,7 @@ const image = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i));
 async function deployMlp(cluster: TestCluster, batch: { maxSize: number }, replicas = 1): Promise<void> {
   const client = await connect(cluster.url);
   try {
-    await client.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1, replicas, batch, maxQueue: 100_000 });
+    await client.update({ name: 'mlp', model: 'mlp.onnx', threads: 1, replicas, batch, maxQueue: 100_000 });
   } finally {
     await client.close();
   }
@@ -118,7 +118,7 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       ['waits for company (waitWhenIdle), maxDelayMs 2', { maxSize: 64, maxDelayMs: 2, waitWhenIdle: true }],
       ['batching off', { maxSize: 1 }],
     ] as const) {
-      await policyClient.deploy({ name: 'policy', model: 'mlp.onnx', threads: 1, batch, maxQueue: 100_000 });
+      await policyClient.update({ name: 'policy', model: 'mlp.onnx', threads: 1, batch, maxQueue: 100_000 });
       for (const c of [1, 64]) policyRows.push({ label, result: await closedLoop(() => policyClient.run('policy', { x: px }), { concurrency: c, seconds: SECONDS }) });
     }
     await policyClient.undeploy('policy');
@@ -144,7 +144,7 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
     const spec = { name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch: { maxSize: floor.batch }, maxQueue: 100_000 };
     for (const c of [cluster, headOnly, handoff]) {
       const client = await connect(c.url);
-      await client.deploy(spec).finally(() => client.close());
+      await client.update(spec).finally(() => client.close());
     }
     await whenDoorsOpen(handoff.url, 'cnn', layout.replicas, request(handoff.url));
     const ratios = { c16: [] as number[], c64: [] as number[], head16: [] as number[], door16: [] as number[], door64: [] as number[], bare: [] as number[] };
@@ -183,7 +183,7 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
   // Where the CPU goes, 2 replicas x 1 thread, 16 in flight.
   const client = await connect(cluster.url);
   try {
-    await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: floor.batch }, maxQueue: 100_000 });
+    await client.update({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: floor.batch }, maxQueue: 100_000 });
     say('\nCPU per image, 2 replicas x 1 thread, 16 in flight, µs by process (client: the load generator):\n');
     say(cpuLine('Troupe HTTP OIP binary, front-door workers', await cpuPerRequest(() => httpLoad(request(cluster.url), 16, SECONDS), (r) => r.requests)));
     const x = tensor('float32', [1, 3, 224, 224], image);
@@ -194,7 +194,7 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
   }
   const doors = await connect(handoff.url);
   try {
-    await doors.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: floor.batch }, maxQueue: 100_000 });
+    await doors.update({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: floor.batch }, maxQueue: 100_000 });
     await whenDoorsOpen(handoff.url, 'cnn', 2, request(handoff.url));
     say(cpuLine('Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff)', await cpuPerRequest(() => httpLoad(request(handoff.url), 16, SECONDS), (r) => r.requests)));
     await doors.undeploy('cnn');

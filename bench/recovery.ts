@@ -63,8 +63,8 @@ async function nodeLoss(cluster: TestCluster, client: Cluster, agentArgs: (name:
     let onB = (await actors(client, 'rec-node')).find((a) => a.node === 'node-b');
     if (!onB) {
       // Spread again: scale to 1 and back to 2 so one replica lands on node-b.
-      await client.deploy({ name: 'rec-node', model: 'mlp.onnx', threads: 1, replicas: 1 });
-      await client.deploy({ name: 'rec-node', model: 'mlp.onnx', threads: 1, replicas: 2 });
+      await client.update({ name: 'rec-node', model: 'mlp.onnx', threads: 1, replicas: 1 });
+      await client.update({ name: 'rec-node', model: 'mlp.onnx', threads: 1, replicas: 2 });
       onB = (await actors(client, 'rec-node')).find((a) => a.node === 'node-b')!;
     }
     const t = performance.now();

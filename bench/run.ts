@@ -63,7 +63,7 @@ async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> 
   relay.stop();
 
   for (const [label, batch] of [['SDK straight to the replica, batching off', { maxSize: 1 }], ['SDK straight to the replica, batching maxSize 64', { maxSize: 64 }]] as const) {
-    await client.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1, batch, maxQueue: 100_000 });
+    await client.update({ name: 'mlp', model: 'mlp.onnx', threads: 1, batch, maxQueue: 100_000 });
     for (const r of await sdkRuns(client, 'mlp', x, 'x')) rows.push({ label, result: r, ratioTo: f1.callsPerSecond });
   }
   // The same SDK with every call relayed by the head (connect(url, { direct: false })).
@@ -111,7 +111,7 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
       ['batching off', { maxSize: 1 }],
       [`batching maxSize ${best} (the floor's best)`, { maxSize: best, maxDelayMs: 2 }],
     ] as const) {
-      await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch, maxQueue: 100_000 });
+      await client.update({ name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch, maxQueue: 100_000 });
       for (const r of await sdkRuns(client, 'cnn', x, 'image')) rows.push({ label: `SDK, ${layoutName(layout)}, ${label}`, result: r, ratioTo: floor.best });
     }
   }
@@ -129,7 +129,7 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
   const sharedOff = client.sharedMemory.off;
   say(`\nAlternating windows (2 s each, concurrency 16, batching maxSize ${best}), samples/s: served by Troupe, images through shared memory${sharedOff ? ` (OFF on this machine: ${sharedOff})` : ''} / Troupe, images in frames / by bare socket replicas, ${best} image${best > 1 ? 's' : ''} a frame / the same, the images held by the replica (not sent) / floor's best layout at batch ${best} (${LAYOUTS.map(layoutName).join(' / ')}):\n`);
   for (const layout of LAYOUTS) {
-    await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
+    await client.update({ name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
     const bare = await socketReplicas(cluster.models.mobilenet, cnnInput.name, cnnInput.shape(1).slice(1), layout.threads, layout.replicas);
     // The bare client sends the floor's best batch in each frame, as a client batching for itself
     // would: 16 images in flight, and at least two frames a replica (one running, one waiting).
@@ -169,7 +169,7 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
   // The same images by the other paths: through the head over the SDK, and HTTP with binary
   // tensors (what KServe and Triton clients send), where the head receives and forwards each image.
   say(`\n### Paths: 2 x 1 thread, batching maxSize ${best}, concurrency 16\n`);
-  await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
+  await client.update({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
   const viaHead = await connect(cluster.url, { direct: false });
   const framedPaths = await connect(cluster.url, { sharedMemory: false });
   const paths: { label: string; result: LoadResult; ratioTo?: number }[] = [];
@@ -195,7 +195,7 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
   for (let i = 0; i < 3; i++) {
     const pair: LoadResult[] = [];
     for (const replicas of [1, 2]) {
-      await client.deploy({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
+      await client.update({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
       pair.push(await closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS }));
     }
     scaleRatios.push(pair[1]!.rps / pair[0]!.rps);

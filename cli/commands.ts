@@ -1,8 +1,10 @@
 import type { z } from 'zod';
 import { AGENT_FLAGS, AGENT_HELP, AgentFlagsSchema, agentCommand } from './agent.js';
+import { DELETE_ARGS, DELETE_FLAGS, DELETE_HELP, DeleteFlagsSchema, deleteCommand } from './delete.js';
 import { DEPLOY_ARGS, DEPLOY_FLAGS, DEPLOY_HELP, DeployFlagsObject, deployCommand } from './deploy.js';
 import type { ArgDef, FlagDef } from './flags.js';
 import { HEAD_FLAGS, HEAD_HELP, HeadFlagsSchema, headCommand } from './head.js';
+import { INFER_ARGS, INFER_FLAGS, INFER_HELP, InferFlagsSchema, inferCommand } from './infer.js';
 import { STATUS_FLAGS, STATUS_HELP, StatusFlagsSchema, statusCommand } from './status.js';
 import { UP_FLAGS, UP_HELP, UpFlagsSchema, upCommand } from './up.js';
 
@@ -24,12 +26,22 @@ export const COMMANDS: readonly Command[] = [
   { name: 'agent', summary: 'run a node agent that starts model actors for a head', args: [], flags: AGENT_FLAGS, help: AGENT_HELP, schema: AgentFlagsSchema, run: agentCommand },
   {
     name: 'deploy',
-    summary: 'create or update a deployment from a JSON or YAML file (HTTP API)',
+    summary: 'create or update a deployment or a graph from a JSON or YAML file (HTTP API)',
     args: DEPLOY_ARGS,
     flags: DEPLOY_FLAGS,
     help: DEPLOY_HELP,
     schema: DeployFlagsObject,
     run: deployCommand,
   },
-  { name: 'status', summary: 'show nodes, deployments and actors (HTTP API)', args: [], flags: STATUS_FLAGS, help: STATUS_HELP, schema: StatusFlagsSchema, run: statusCommand },
+  { name: 'delete', summary: 'remove a graph or a deployment (HTTP API)', args: DELETE_ARGS, flags: DELETE_FLAGS, help: DELETE_HELP, schema: DeleteFlagsSchema, run: deleteCommand },
+  {
+    name: 'infer',
+    summary: 'run a deployment or a graph once on a JSON request (HTTP API)',
+    args: INFER_ARGS,
+    flags: INFER_FLAGS,
+    help: INFER_HELP,
+    schema: InferFlagsSchema,
+    run: inferCommand,
+  },
+  { name: 'status', summary: 'show nodes, deployments and actors, and graphs (HTTP API)', args: [], flags: STATUS_FLAGS, help: STATUS_HELP, schema: StatusFlagsSchema, run: statusCommand },
 ];

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { DeploymentViewSchema, TroupeError } from '../runtime/index.js';
+import { DeploymentViewSchema, TroupeError, looksLikeGraphDocument } from '../runtime/index.js';
 import type { DeploymentView } from '../runtime/index.js';
 import { DEFAULT_DEPLOY_TIMEOUT_S, deployTimeoutMessage, pendingActors } from '../runtime/deploy-timeout.js';
 import { helpOf, parseFlags, specOf } from './flags.js';
@@ -11,7 +11,10 @@ import { DEFAULT_HEAD, HeadUrlSchema, headClient, splitPositionals } from './htt
 import type { HeadClient } from './http-client.js';
 
 export const DEPLOY_ARGS: readonly ArgDef[] = [
-  { name: 'FILE', help: `e.g. {"name": "mlp", "model": "mlp.onnx", "replicas": 2}: "model" is an\nuploaded model's name or a path under the agents' --model-dir` },
+  {
+    name: 'FILE',
+    help: `e.g. {"name": "mlp2", "model": "mlp.onnx", "replicas": 2, "cpus": 0.25}: "model" is an\nuploaded model's name or a path under the agents' --model-dir; or a graph's\nJSON form ({"graph": NAME, "nodes": [...]}, the SDK builders' toJSON()).\nA READY deployment with another spec is replaced, and the output says so`,
+  },
 ];
 
 export const DEPLOY_FLAGS: readonly FlagDef[] = [
@@ -27,7 +30,7 @@ export const DEPLOY_FLAGS: readonly FlagDef[] = [
   { name: 'timeout', value: 'S', help: 'the older name of --timeout-s', hidden: true },
 ];
 
-export const DEPLOY_HELP = helpOf('troupe deploy FILE: create or update a deployment from a JSON or YAML file', DEPLOY_ARGS, DEPLOY_FLAGS);
+export const DEPLOY_HELP = helpOf('troupe deploy FILE: create or update a deployment or a graph from a JSON or YAML file', DEPLOY_ARGS, DEPLOY_FLAGS);
 
 const SPEC = specOf(DEPLOY_FLAGS);
 
@@ -47,6 +50,31 @@ const Schema = DeployFlagsObject.refine((f) => !(f.wait && f.noWait), { message:
   .refine((f) => f.timeoutS === undefined || f.timeout === undefined, { message: 'give --timeout-s or its older name --timeout, not both', path: ['timeoutS'] })
   .transform(({ timeout, ...f }) => ({ ...f, timeoutS: f.timeoutS ?? timeout ?? DEFAULT_DEPLOY_TIMEOUT_S }));
 
+/** What a PUT that replaced a READY deployment adds to its answer. */
+const ReplacedSchema = z.object({ replaced: z.string().optional() });
+
+/** A graph's PUT answer: the graph deployed, or (202) still deploying with what is missing. */
+const GraphAnswerSchema = z.object({
+  replaced: z.string().optional(),
+  deployments: z.array(DeploymentViewSchema).optional(),
+  message: z.string().optional(),
+});
+
+/**
+ * Deploys a graph document: one PUT, waited for up to the bound (a graph's progress is its
+ * deployments', which the 202 lists when the bound passes).
+ */
+async function deployGraph(client: HeadClient, doc: Record<string, unknown>, wait: boolean, timeoutS: number): Promise<void> {
+  const name = doc.graph as string;
+  const answer = await client.request('PUT', `/api/v1/deployments/${encodeURIComponent(name)}?wait=${wait}&timeoutS=${Math.min(timeoutS, PUT_WAIT_S)}`, doc);
+  const body = GraphAnswerSchema.parse(answer.body);
+  if (body.replaced) process.stdout.write(`${body.replaced}\n`);
+  if (!wait) return void process.stdout.write(`graph '${name}' accepted\n`);
+  for (const view of body.deployments ?? []) process.stdout.write(`  ${progressLine(view)}\n`);
+  if (answer.status === 202) throw new TroupeError('TROUPE_ERR_DEPLOY_TIMEOUT', body.message ?? `graph '${name}' is not READY after ${timeoutS} s`);
+  process.stdout.write(`graph '${name}' is READY: POST /v2/models/${name}/infer runs it\n`);
+}
+
 /** Every PUT asks the head to wait at most this long, well inside fetch's 300 s header timeout. */
 const PUT_WAIT_S = 120;
 
@@ -65,6 +93,10 @@ async function readSpec(file: string): Promise<Record<string, unknown>> {
   }
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${file} must hold one object such as {"name": "mlp", "model": "mlp.onnx"}`);
   const spec = doc as Record<string, unknown>;
+  if (looksLikeGraphDocument(spec)) {
+    if (typeof spec.graph !== 'string') throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${file}: "graph" must be the graph's name`);
+    return spec;
+  }
   if (typeof spec.name !== 'string') throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${file} has no "name": say which deployment it is`);
   return spec;
 }
@@ -94,9 +126,10 @@ export async function deployCommand(argv: string[]): Promise<void> {
     throw new TroupeError('TROUPE_ERR_BAD_FLAG', `deploy: ${positionals.length === 0 ? 'FILE is required' : `one FILE only, got ${positionals.length}`} (see troupe deploy --help)`);
   }
   const spec = await readSpec(positionals[0]!);
-  const name = encodeURIComponent(spec.name as string);
   const client = headClient(flags.head, flags.token ?? process.env.TROUPE_TOKEN);
   const wait = !flags.noWait;
+  if (looksLikeGraphDocument(spec)) return deployGraph(client, spec, wait, flags.timeoutS);
+  const name = encodeURIComponent(spec.name as string);
   const tty = process.stdout.isTTY === true;
   let shown = '';
   const show = (line: string) => {
@@ -108,12 +141,14 @@ export async function deployCommand(argv: string[]): Promise<void> {
   const deadline = Date.now() + flags.timeoutS * 1000;
   let settled = false;
   let view: DeploymentView | undefined;
+  let replaced: string | undefined;
   // The PUT carries the outcome (READY, or the error with its code); polling only shows progress.
   const put = (async () => {
     for (;;) {
       const waitS = Math.max(0.1, Math.min(PUT_WAIT_S, Math.round((deadline - Date.now()) / 100) / 10));
       const answer = await client.request('PUT', `/api/v1/deployments/${name}?wait=${wait}&timeoutS=${waitS}`, spec);
       view = DeploymentViewSchema.parse(answer.body);
+      replaced = ReplacedSchema.parse(answer.body).replaced;
       if (answer.status !== 202 || !wait || Date.now() >= deadline) return answer.status;
     }
   })().finally(() => (settled = true));
@@ -126,6 +161,7 @@ export async function deployCommand(argv: string[]): Promise<void> {
   const status = await put;
   if (tty && shown) process.stdout.write('\n');
   if (!view) return;
+  if (replaced) process.stdout.write(`${replaced}\n`);
   if (!wait) {
     process.stdout.write(`deployment '${view.name}' accepted: ${progressLine(view)}\n`);
     return;

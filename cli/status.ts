@@ -11,7 +11,7 @@ export const STATUS_FLAGS: readonly FlagDef[] = [
   { name: 'json', help: "print the head's JSON (GET /api/v1/cluster) as it is" },
 ];
 
-export const STATUS_HELP = helpOf("troupe status: nodes, deployments and actors, from the head's HTTP API", [], STATUS_FLAGS);
+export const STATUS_HELP = helpOf("troupe status: nodes, deployments and actors, and graphs, from the head's HTTP API", [], STATUS_FLAGS);
 
 export const StatusFlagsSchema = z.object({
   head: HeadUrlSchema.default(DEFAULT_HEAD),
@@ -35,6 +35,9 @@ export function formatCluster(view: ClusterView): string {
       lines.push(`    ${a.name.padEnd(14)} ${a.state.padEnd(10)} ${where}${a.reason ? `  (${a.reason})` : ''}`);
     }
   }
+  const graphs = view.graphs ?? [];
+  if (graphs.length > 0) lines.push(`graphs (${graphs.length}):`);
+  for (const g of graphs) lines.push(`  ${g.name.padEnd(16)} ${g.kind.padEnd(12)} ${g.steps} step(s)  calls ${g.deployments.join(', ')}`);
   return `${lines.join('\n')}\n`;
 }
 

@@ -63,7 +63,8 @@ export async function upCommand(argv: string[]): Promise<void> {
   await agent.line;
 
   const cluster = await connect(url);
-  const deployed = await cluster.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1 });
+  // A quarter of a CPU: a 2-core laptop still holds the docs' examples beside it (docs/sdk.md).
+  const deployed = await cluster.deploy({ name: 'mlp', model: 'mlp.onnx', cpus: 0.25, threads: 1 });
   const actor = deployed.actors[0];
   process.stdout.write(`deployed 'mlp' (${modelDir}/mlp.onnx) on ${actor?.node} as pid ${actor?.pid}\n`);
   const { logits } = await cluster.run('mlp', { x: sampleInput() });

@@ -1,18 +1,12 @@
 import type { ShutdownGate } from '../runtime/index.js';
-import { Channel, ClientToHeadSchema, ModelDeploymentSchema, TroupeError, looksLikeGraphDocument, sharesMemory } from '../runtime/index.js';
+import { Channel, ClientToHeadSchema, sharesMemory } from '../runtime/index.js';
 import type { ClientToHead, FrameTransport, HeadToClient, Logger } from '../runtime/index.js';
 import type { WebSocket } from 'ws';
 import { DEFAULT_DEPLOY_TIMEOUT_S } from '../runtime/deploy-timeout.js';
-import type { Controller } from './controller.js';
-import { boundDeploy } from './deploy-bound.js';
-import type { DurableStore } from './durable.js';
+import type { DeployStarted, Deployments } from './deployments.js';
 import { FIRST_MESSAGE_TIMEOUT_MS, FirstMessageBound } from './first-message.js';
 import type { GraphService } from './graph/service.js';
 import type { ClusterState } from './state.js';
-
-function zodSummary(issues: readonly { path: PropertyKey[]; message: string }[]): string {
-  return issues.map((i) => (i.path.length ? `${i.path.map(String).join('.')}: ${i.message}` : i.message)).join('; ');
-}
 
 /**
  * Answers a client has not read yet, at most. A client that keeps sending calls but never reads
@@ -24,8 +18,6 @@ export const MAX_UNREAD_BYTES = 512 * 2 ** 20;
 export interface ClientServiceOptions {
   /** Refuses new work with TROUPE_ERR_SHUTTING_DOWN while the head drains. */
   gate?: ShutdownGate;
-  /** Keeps deployed graph documents across a head restart. */
-  store?: DurableStore | undefined;
   /** A connection that says nothing (not even `hello`) for this long is closed (default 10 s). */
   firstMessageTimeoutMs?: number | undefined;
 }
@@ -37,12 +29,12 @@ export interface ClientServiceOptions {
 export function serveClient(
   ws: WebSocket | FrameTransport,
   state: ClusterState,
-  controller: Controller,
+  deployments: Deployments,
   log: Logger,
   graphs: GraphService,
   options: ClientServiceOptions = {},
 ): Channel<ClientToHead, HeadToClient> {
-  const { gate, store } = options;
+  const { gate } = options;
   const admit = <T>(what: string, work: () => Promise<T>): Promise<T> => (gate ? gate.run(what, work) : work());
   const timeoutMs = options.firstMessageTimeoutMs ?? FIRST_MESSAGE_TIMEOUT_MS;
   const bound = new FirstMessageBound(timeoutMs, () => log.info({ timeoutMs }, 'closing a client connection that said nothing'));
@@ -80,46 +72,27 @@ export function serveClient(
         }
         case 'deploy': {
           if (gate?.draining) {
-            answer(admit('deploy', () => Promise.resolve()));
+            void answer(admit('deploy', () => Promise.resolve()));
             return;
           }
           // Bounded, so a deploy that cannot be placed answers with why instead of holding the
           // call open; an SDK that predates timeoutMs gets the default.
           const timeoutMs = message.timeoutMs ?? DEFAULT_DEPLOY_TIMEOUT_S * 1000;
-          if (looksLikeGraphDocument(message.spec)) {
-            const doc = message.spec;
-            // Kept once it deploys, even if this call stopped waiting for it first.
-            answer(graphs.deploy(doc, { timeoutMs, onDeployed: (view) => store?.setGraph(view.name, doc) }));
+          let started: DeployStarted;
+          try {
+            started = deployments.deploy({ spec: message.spec, timeoutMs, replace: message.replace === true });
+          } catch (err) {
+            channel.fail(message.id, err);
             return;
           }
-          const name = (message.spec as { name?: unknown } | null)?.name;
-          if (typeof name === 'string' && graphs.has(name)) {
-            channel.fail(message.id, new TroupeError('TROUPE_ERR_BAD_SPEC', `'${name}' is a graph; a deployment cannot take its name`));
-            return;
-          }
-          const spec = ModelDeploymentSchema.safeParse(message.spec);
-          if (!spec.success) {
-            channel.fail(message.id, new TroupeError('TROUPE_ERR_BAD_SPEC', `invalid deployment: ${zodSummary(spec.error.issues)}`));
-            return;
-          }
-          const ready = controller.deploy(spec.data);
-          if (message.wait === false) {
-            ready.catch(() => {});
-            answer(Promise.resolve(state.deploymentView(state.deployments.get(spec.data.name)!)));
-          } else answer(boundDeploy(ready, timeoutMs, { kind: 'deployment', name: spec.data.name }, () => {
-            const d = state.deployments.get(spec.data.name);
-            return d ? [state.deploymentView(d)] : [];
-          }));
+          if (message.wait === false && started.kind === 'deployment') {
+            started.ready.catch(() => {});
+            void answer(Promise.resolve(state.deploymentView(state.deployments.get(started.name)!)));
+          } else void answer(started.ready);
           return;
         }
         case 'undeploy':
-          if (graphs.has(message.name)) {
-            graphs.undeploy(message.name);
-            store?.deleteGraph(message.name);
-            channel.reply(message.id, {});
-            return;
-          }
-          answer(controller.undeploy(message.name).then(() => ({})));
+          void answer(deployments.undeploy(message.name, { force: message.force === true }).then(() => ({})));
           return;
         case 'hello':
           channel.reply(message.id, {});

@@ -29,6 +29,7 @@ import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
 import { stateBackend } from './http/state-backend.js';
 import { GraphService } from './graph/service.js';
+import { Deployments } from './deployments.js';
 import type { ControllerOptions } from './controller-options.js';
 import { registerHttpApi } from './http/api.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MODEL_BYTES } from './http/context.js';
@@ -146,6 +147,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const gate = new ShutdownGate();
   // Graphs and the record of recent run results that futures resolve from (head/graph/).
   const graphs = new GraphService(state, controller, log);
+  // Every entry point (SDK frames, HTTP, the CLI through HTTP) deploys and deletes through this one service.
+  const deployments = new Deployments(state, controller, graphs, log, store);
   const stopLiveness = watchLiveness(state, controller, log, { ...DEFAULT_LIVENESS, ...options.liveness });
   const stopAutoscaler = startAutoscaler(state, controller, log);
 
@@ -170,7 +173,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           }),
         })
       : undefined;
-  const inference = fastInference({ backend: stateBackend(state), gate, token: options.token, host, maxBodyBytes, log });
+  const inference = fastInference({ backend: stateBackend(state, graphs), gate, token: options.token, host, maxBodyBytes, log });
   const app = Fastify({
     logger: false,
     // Inference requests are served ahead of fastify (http/fast-infer.ts); everything else by it.
@@ -210,6 +213,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     state,
     controller,
     graphs,
+    deployments,
     log,
     host,
     token: options.token,
@@ -235,7 +239,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     void channel.whenClosed.then(() => streams.delete(channel));
   };
   const firstMessageTimeoutMs = options.firstMessageTimeoutMs ?? FIRST_MESSAGE_TIMEOUT_MS;
-  const clientOptions = { gate, store, firstMessageTimeoutMs };
+  const clientOptions = { gate, firstMessageTimeoutMs };
   const accept = (req: IncomingMessage, socket: Duplex, head: Buffer, serve: (ws: WebSocket) => void) =>
     wss.handleUpgrade(req, socket, head, serve);
 
@@ -255,8 +259,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       return refuse(socket, 401, 'Unauthorized', 'missing or wrong cluster token');
     }
     if (path === '/v1/agent') return accept(req, socket, head, (ws) => serveAgent(ws, address, controller, log, firstMessageTimeoutMs));
-    if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveClient(ws, state, controller, log, graphs, clientOptions));
-    return track(serveClient(frames(socket, head, true), state, controller, log, graphs, clientOptions));
+    if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveClient(ws, state, deployments, log, graphs, clientOptions));
+    return track(serveClient(frames(socket, head, true), state, deployments, log, graphs, clientOptions));
   });
 
   await app.listen({ host, port: options.port ?? 8470 });
@@ -267,6 +271,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     frontDoor = await FrontDoor.start({
       workers: httpWorkers,
       state,
+      graphs,
       log,
       serveHere: split.serveHere,
       settings: {

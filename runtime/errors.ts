@@ -41,6 +41,8 @@ export const ERRORS = {
   TROUPE_ERR_SPEC_TOO_LARGE: { status: 413, retryable: false, what: 'A deployment body is larger or more complex than a spec needs (256 KiB; YAML of at most 2,000 lines and flow items); the message names the bound. Specs are a few KB; the bounds keep parsing off the critical path of serving.' },
   TROUPE_ERR_TOO_MANY_ELEMENTS: { status: 413, retryable: false, what: 'An inference request declares or carries more tensor elements than the head accepts per request (16M), or its JSON "data" holds more than 4M values (send larger tensors as binary data); refused before the JSON is parsed.' },
   TROUPE_ERR_UNSUPPORTED_ENCODING: { status: 415, retryable: false, what: "An HTTP request body's Content-Encoding is not one the head decodes (gzip, deflate, identity); the answer's Accept-Encoding lists those." },
+  TROUPE_ERR_DEPLOYMENT_EXISTS: { status: 409, retryable: false, what: 'A deploy names a READY deployment whose spec differs, without saying it replaces it; the message lists what differs. The SDK replaces with `deploy(spec, { replace: true })` or `update(spec)`; HTTP PUT is declarative and always replaces (its answer says `replaced`).' },
+  TROUPE_ERR_DEPLOYMENT_IN_USE: { status: 409, retryable: false, what: 'A deployment that a graph calls cannot be deleted while the graph is deployed; the message names the graphs. Delete them first, or force it (`?force=true`, `undeploy(name, { force: true })`, `troupe delete --force`): the graphs then fail until it is deployed again.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -1,7 +1,7 @@
 // The public surface of Troupe's runtime: the SDK, and what every process shares.
 // Named exports only, so what users may import is a decision made here.
 export { connect, Cluster } from './client/cluster.js';
-export type { ConnectOptions, DeployOptions, RunInputs, RunOptions, SharedMemoryStats } from './client/cluster.js';
+export type { ConnectOptions, DeployOptions, RunInputs, UndeployOptions, RunOptions, SharedMemoryStats } from './client/cluster.js';
 export { Future, FutureOutput } from './client/future.js';
 export type { Outputs } from './client/future.js';
 export { ERRORS, ERROR_CODES, TroupeError, fromWireError, isErrorCode, toWireError } from './errors.js';
@@ -118,7 +118,7 @@ export type { ContentCoding } from './oip/content-coding.js';
 export { datatypeOfDtype, dtypeOfDatatype, OIP_DATATYPES, OIP_TO_DTYPE, oipDtype, oipShape } from './oip/datatypes.js';
 export type { OipDatatype, OipDType } from './oip/datatypes.js';
 export { fromHalfBits, toHalfBits } from './oip/float16.js';
-export { findTarget, MODEL_VERSION } from './oip/infer-backend.js';
+export { checkInferRequest, findTarget, MODEL_VERSION, takesAnything } from './oip/infer-backend.js';
 export type { InferenceBackend, InferenceRequest, InferTarget, Params } from './oip/infer-backend.js';
 export { inferResponse } from './oip/infer-response.js';
 export { checkInferJson, MAX_JSON_VALUES, MAX_REQUEST_ELEMENTS, tooMany } from './oip/json-scan.js';

@@ -48,7 +48,7 @@ export async function writeEnsembleModels(dir: string): Promise<Record<string, s
 export function voteGraph() {
   return ensemble(
     'vote',
-    MEMBERS.map((name) => model(name, { path: `${name}.onnx`, threads: 1 })),
+    MEMBERS.map((name) => model(name, { path: `${name}.onnx`, cpus: 0.25, threads: 1 })),
     { combine: 'vote' },
   );
 }
@@ -63,7 +63,7 @@ export interface EnsembleResult {
 
 /** Deploys the fn step and the graph, and classifies `x` [N, FEATURES]. */
 export async function runEnsemble(cluster: Cluster, x: Tensor): Promise<EnsembleResult> {
-  await cluster.deploy(fn('standardize', 'examples/ensemble/steps.js#standardize'));
+  await cluster.deploy(fn('standardize', 'examples/ensemble/steps.js#standardize', { cpus: 0.25 }));
   const view = await cluster.deploy(voteGraph());
   // Every run below is sent at once; the standardised rows never come back to this client.
   const prepared = cluster.run('standardize', { x });

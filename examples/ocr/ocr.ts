@@ -41,11 +41,11 @@ const STEPS = 'examples/ocr/steps.js';
  */
 export function ocrGraph() {
   return pipeline('ocr', [
-    fn('ocr-prepare', `${STEPS}#prepare`),
-    model('ocr-det', { path: DET_FILE, threads: 1 }),
-    fn('ocr-crop', `${STEPS}#crop`),
-    model('ocr-rec', { path: REC_FILE, threads: 1 }),
-    fn('ocr-decode', `${STEPS}#decode`),
+    fn('ocr-prepare', `${STEPS}#prepare`, { cpus: 0.25 }),
+    model('ocr-det', { path: DET_FILE, cpus: 0.25, threads: 1 }),
+    fn('ocr-crop', `${STEPS}#crop`, { cpus: 0.25 }),
+    model('ocr-rec', { path: REC_FILE, cpus: 0.25, threads: 1 }),
+    fn('ocr-decode', `${STEPS}#decode`, { cpus: 0.25 }),
   ]);
 }
 

@@ -44,7 +44,7 @@ export async function writeShardedModels(dir: string, options: MobileNetV2Option
 /** The pipeline: each stage on a whole GPU of its own. */
 export function shardedGraph() {
   return pipeline('sharded', [
-    model('stage0', { path: 'mobilenet-stage0.onnx', gpus: 1, threads: 1 }),
-    model('stage1', { path: 'mobilenet-stage1.onnx', gpus: 1, threads: 1 }),
+    model('stage0', { path: 'mobilenet-stage0.onnx', gpus: 1, cpus: 0.25, threads: 1 }),
+    model('stage1', { path: 'mobilenet-stage1.onnx', gpus: 1, cpus: 0.25, threads: 1 }),
   ]);
 }

@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { childNodeArgs } from '../../runtime/index.js';
 import type { ErrorCode, Logger } from '../../runtime/index.js';
 import type { ClusterState } from '../state.js';
-import { targetOf } from '../http/state-backend.js';
+import type { GraphService } from '../graph/service.js';
+import { allTargets, lookupTarget } from '../http/state-backend.js';
 import { WorkerToHeadSchema } from './messages.js';
 import type { HeadToWorker, WorkerSettings } from './messages.js';
 
@@ -18,6 +19,8 @@ export interface FrontDoorOptions {
   workers: number;
   settings: Omit<WorkerSettings, 'internalPort'>;
   state: ClusterState;
+  /** Graphs are served like deployments: a worker runs them through its SDK connection (the head's graph service). */
+  graphs: GraphService;
   log: Logger;
   /** Serves a socket in the head itself, after `head`, the bytes read of it already. */
   serveHere: (socket: Socket, head?: Buffer) => void;
@@ -47,7 +50,7 @@ export class FrontDoor {
   /** Loopback only: where workers relay the protocol's reads (served here, never handed off). */
   readonly #internal: Server;
   #internalPort = 0;
-  readonly #stopWatching: () => void;
+  readonly #stopWatching: (() => void)[];
   #next = 0;
   #catalog = '';
   #closing = false;
@@ -55,7 +58,7 @@ export class FrontDoor {
   private constructor(options: FrontDoorOptions) {
     this.#options = options;
     this.#internal = createServer((socket) => options.serveHere(socket));
-    this.#stopWatching = options.state.routes.watch(() => this.#pushCatalog());
+    this.#stopWatching = [options.state.routes.watch(() => this.#pushCatalog()), options.graphs.watch(() => this.#pushCatalog())];
   }
 
   static async start(options: FrontDoorOptions): Promise<FrontDoor> {
@@ -104,7 +107,7 @@ export class FrontDoor {
   /** Stops every worker (SIGTERM, then SIGKILL after a second) and the internal port. */
   async close(): Promise<void> {
     this.#closing = true;
-    this.#stopWatching();
+    for (const stop of this.#stopWatching) stop();
     const exits = this.#workers.map((worker) => {
       const { child } = worker;
       if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
@@ -150,8 +153,7 @@ export class FrontDoor {
         worker.ready = true;
         return;
       case 'lookup': {
-        const d = state.deployments.get(message.name);
-        this.#send(worker, { type: 'target', id: message.id, target: d ? targetOf(d) : null });
+        this.#send(worker, { type: 'target', id: message.id, target: lookupTarget(state, this.#options.graphs, message.name) ?? null });
         return;
       }
       case 'report':
@@ -175,7 +177,7 @@ export class FrontDoor {
   }
 
   #targets() {
-    return [...this.#options.state.deployments.values()].map(targetOf);
+    return allTargets(this.#options.state, this.#options.graphs);
   }
 
   #pushCatalog(): void {

@@ -7,7 +7,7 @@ import { ERROR_CODES, LabelsSchema, ModelMetadataSchema } from '../../runtime/in
  * message that does not parse must be dropped with a log line, not crash either process.
  */
 
-export const InferTargetSchema = z.object({ name: z.string(), kind: z.enum(['model', 'fn']), metadata: ModelMetadataSchema.nullable(), labels: LabelsSchema.optional() });
+export const InferTargetSchema = z.object({ name: z.string(), kind: z.enum(['model', 'fn', 'graph']), metadata: ModelMetadataSchema.nullable(), labels: LabelsSchema.optional() });
 
 export const WorkerSettingsSchema = z.object({
   /** The head's own URL, where the worker's SDK connection goes (routes, graphs, fallbacks). */
@@ -24,7 +24,7 @@ export type WorkerSettings = z.infer<typeof WorkerSettingsSchema>;
 
 export const HeadToWorkerSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('init'), settings: WorkerSettingsSchema }),
-  /** Every deployment the head has now; sent whenever one changes. */
+  /** Every deployment and graph the head has now; sent whenever one changes. */
   z.object({ type: z.literal('catalog'), targets: z.array(InferTargetSchema) }),
   z.object({ type: z.literal('target'), id: z.number().int(), target: InferTargetSchema.nullable() }),
   /** Comes with a socket: a connection whose first bytes the head has read already. */

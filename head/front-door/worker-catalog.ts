@@ -26,9 +26,13 @@ export class WorkerCatalog {
     this.#waiting.delete(id);
   }
 
-  /** At once from the catalog when it knows the name and its signature; else after asking the head. */
+  /**
+   * At once from the catalog when it knows the name and its signature (a graph's is known when it
+   * is registered, even when a fn step leaves it open); else after asking the head.
+   */
   target(params: Params): InferTarget | Promise<InferTarget> {
-    if (this.#targets.get(params.name)?.metadata) return this.#find(params);
+    const known = this.#targets.get(params.name);
+    if (known && (known.metadata || known.kind === 'graph')) return this.#find(params);
     return this.#lookup(params.name).then((fresh) => {
       if (fresh) this.#targets.set(fresh.name, fresh);
       else if (fresh === null) this.#targets.delete(params.name);

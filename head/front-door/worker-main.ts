@@ -1,7 +1,7 @@
-import { ShutdownGate, relayToHead, serveInPlace } from '../../runtime/index.js';
+import { ShutdownGate, checkInferRequest, relayToHead, serveInPlace } from '../../runtime/index.js';
 import type { InferenceBackend } from '../../runtime/index.js';
 import type { Socket } from 'node:net';
-import { TroupeError, checkWire, connect, createLogger, isDynamic, mapFromWire, mapToWire, onParentGone, validateInputs } from '../../runtime/index.js';
+import { TroupeError, connect, createLogger, mapFromWire, mapToWire, onParentGone } from '../../runtime/index.js';
 import type { Cluster, ErrorCode } from '../../runtime/index.js';
 import { HeadToWorkerSchema } from './messages.js';
 import type { WorkerSettings, WorkerToHead } from './messages.js';
@@ -23,16 +23,16 @@ const gate = new ShutdownGate();
 const served = new Map<string, number>();
 const failures = new Map<string, Map<ErrorCode, number>>();
 
-/** The same checks the head makes before it queues a call (head/inference.ts), then the SDK's run. */
+/** The same checks the head makes before it queues a call (head/inference.ts), then the SDK's run (of a deployment or a graph). */
 function backendOf(cluster: Cluster): InferenceBackend {
   return {
     target: (params) => catalog.target(params),
     async run(request) {
       // inferResponse looked the deployment up a moment ago: known, this answers at once.
       const target = await catalog.target({ name: request.deployment });
-      for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
-      if (!target.metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${target.name}' has no READY replica yet`);
-      if (!isDynamic({ kind: target.kind, metadata: target.metadata })) validateInputs(target.name, target.metadata, request.inputs, request.outputs);
+      checkInferRequest(target, request);
+      // A graph goes through the SDK's run too: it has no routes, so the SDK sends it to the head's
+      // graph service over the worker's connection. The connection stays here, with its keep-alive.
       try {
         const outputs = await cluster.run(target.name, mapFromWire(request.inputs, 'input'), {
           ...(request.outputs ? { outputs: request.outputs } : {}),

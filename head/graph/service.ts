@@ -23,6 +23,15 @@ interface RegisteredGraph {
   deployments: string[];
 }
 
+export interface GraphDeployOptions {
+  /** Bound on the wait for READY (TROUPE_ERR_DEPLOY_TIMEOUT past it; the deploy goes on). */
+  timeoutMs?: number;
+  /** Runs once the graph is registered, waited or not. */
+  onDeployed?: (view: GraphDeploymentView) => void;
+  /** Sees the model and fn specs the graph defines before any is deployed; throws to refuse the graph. */
+  check?: (specs: readonly ModelDeployment[]) => void;
+}
+
 /** Rejects with TROUPE_ERR_DEADLINE_EXCEEDED at `deadline`, whatever `work` is doing. */
 function byDeadline<T>(work: Promise<T>, deadline: number | undefined, what: string): Promise<T> {
   if (deadline === undefined) return work;
@@ -46,6 +55,7 @@ export class GraphService {
   readonly #graphs = new Map<string, RegisteredGraph>();
   readonly #results: ResultStore;
   readonly #caller: StepCaller;
+  readonly #watchers = new Set<() => void>();
 
   constructor(state: ClusterState, controller: Controller, log: Logger, results: Partial<ResultStoreOptions> = {}) {
     this.#state = state;
@@ -64,6 +74,22 @@ export class GraphService {
 
   has(name: string): boolean {
     return this.#graphs.has(name);
+  }
+
+  /** Calls `listener` whenever a graph is registered or forgotten (front-door catalogs follow it); returns the unsubscribe. */
+  watch(listener: () => void): () => void {
+    this.#watchers.add(listener);
+    return () => this.#watchers.delete(listener);
+  }
+
+  /** A registered graph's inputs and outputs as its nodes' signatures give them (null where a fn declares none). */
+  signature(name: string): Signature | undefined {
+    return this.#graphs.get(name)?.signature;
+  }
+
+  /** The registered graphs that call deployment `name`, by name (named sub-graphs included). */
+  usersOf(name: string): string[] {
+    return [...this.#graphs].filter(([, g]) => g.deployments.includes(name)).map(([graph]) => graph);
   }
 
   /** A registered graph's plan, for the status page to draw as boxes and arrows. */
@@ -104,12 +130,13 @@ export class GraphService {
    * naming every actor of its deployments not READY and why; the deploy itself goes on, and the
    * graph becomes runnable when its deployments are READY (then `onDeployed` runs, waited or not).
    */
-  async deploy(raw: unknown, options: { timeoutMs?: number; onDeployed?: (view: GraphDeploymentView) => void } = {}): Promise<GraphDeploymentView> {
+  async deploy(raw: unknown, options: GraphDeployOptions = {}): Promise<GraphDeploymentView> {
     const parsed = GraphDocumentSchema.safeParse(raw);
     if (!parsed.success) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `invalid graph: ${formatIssues(parsed.error.issues)}`);
     const doc = parsed.data;
     const compiled = compileGraph(doc, (name) => this.#existing(name));
     const specs = compiled.deployments.map((node) => this.#deploymentSpec(node));
+    options.check?.(specs);
     const done = this.#deployCompiled(doc, compiled, specs);
     if (options.onDeployed) done.then(options.onDeployed, () => {});
     if (options.timeoutMs === undefined) return done;
@@ -137,6 +164,7 @@ export class GraphService {
     }
     // Registered only once every composite passed its type check: a refused graph changes nothing.
     for (const [name, g] of registered) this.#graphs.set(name, g);
+    this.#changed();
     this.#log.info({ graph: doc.graph, graphs: [...registered.keys()], steps: compiled.steps }, 'graph deployed');
     const root = compiled.root;
     const signature = root.kind === 'model' || root.kind === 'fn' ? this.#leafSignature(root.name) : registered.get(root.name)!.signature;
@@ -170,6 +198,20 @@ export class GraphService {
   /** Forgets a graph (its models and fns stay deployed). */
   undeploy(name: string): void {
     if (!this.#graphs.delete(name)) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no graph named '${name}'`);
+    this.#changed();
+  }
+
+  #changed(): void {
+    for (const listener of this.#watchers) listener();
+  }
+
+  /**
+   * Runs a registered graph for an HTTP inference request. Not recorded as a run: no future can
+   * name it, so the result store need not hold its outputs.
+   */
+  infer(request: Omit<RunMessage, 'id'>): Promise<WireTensorMap> {
+    const deadline = request.timeoutMs !== undefined ? Date.now() + request.timeoutMs : undefined;
+    return this.#run(request, deadline).then((a) => a.outputs);
   }
 
   /**
@@ -183,7 +225,7 @@ export class GraphService {
     return work;
   }
 
-  async #run(message: RunMessage, deadline: number | undefined): Promise<RunAnswer> {
+  async #run(message: Omit<RunMessage, 'id'>, deadline: number | undefined): Promise<RunAnswer> {
     const trace: RunTrace | undefined = message.trace ? [] : undefined;
     // No await without futures: a plain run takes no extra turn of the event loop here.
     const inputs = message.refs ? await this.#inputs(message, deadline) : message.inputs;
@@ -213,7 +255,7 @@ export class GraphService {
   }
 
   /** The run's tensors plus the outputs of the runs its futures name, resolved here. */
-  async #inputs(message: RunMessage, deadline: number | undefined): Promise<WireTensorMap> {
+  async #inputs(message: Omit<RunMessage, 'id'>, deadline: number | undefined): Promise<WireTensorMap> {
     const refs = Object.entries(message.refs ?? {});
     if (refs.length === 0) return message.inputs;
     for (const [name] of refs) {

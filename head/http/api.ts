@@ -19,7 +19,7 @@ import { registerTritonRoutes } from './triton-routes.js';
  * (`{"error", "code"}`), unknown paths included. Call once, before the app listens.
  *
  * @example
- * registerHttpApi(app, { state, controller, graphs, log, host, token, dataDir, maxBodyBytes, maxModelBytes, draining: () => gate.draining });
+ * registerHttpApi(app, { state, controller, graphs, deployments, log, host, token, dataDir, maxBodyBytes, maxModelBytes, draining: () => gate.draining });
  */
 export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): void {
   app.setNotFoundHandler((request, reply) =>
@@ -43,8 +43,9 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
       registerJobRoutes(scope, ctx);
       ctx.docs.route(
         scope,
-        { method: 'GET', url: '/api/v1/cluster', tag: 'Cluster', auth: 'read', summary: 'Nodes (resources, GPUs), deployments and actors', responses: { 200: { description: 'the cluster', schema: ClusterViewSchema } } },
-        async () => options.state.view(),
+        { method: 'GET', url: '/api/v1/cluster', tag: 'Cluster', auth: 'read', summary: 'Nodes (resources, GPUs), deployments and actors, and graphs', responses: { 200: { description: 'the cluster', schema: ClusterViewSchema } } },
+        // The same view the SDK's describe answers, graphs included.
+        async () => ({ ...options.state.view(), graphs: options.graphs.views() }),
       );
       const openapi = async () => ctx.docs.document();
       ctx.docs.route(scope, { method: 'GET', url: '/docs', tag: 'Docs', auth: 'read', summary: 'This OpenAPI 3.1 description (JSON)', responses: { 200: { description: 'OpenAPI document' } } }, openapi);

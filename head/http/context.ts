@@ -1,5 +1,6 @@
 import type { Logger } from '../../runtime/index.js';
 import type { Controller } from '../controller.js';
+import type { Deployments } from '../deployments.js';
 import type { GraphService } from '../graph/service.js';
 import type { ClusterState } from '../state.js';
 import type { JobOptions, JobStore } from './jobs.js';
@@ -15,6 +16,8 @@ export interface HttpApiOptions {
   controller: Controller;
   /** Runs of deployments and graphs (async jobs run through it). */
   graphs: GraphService;
+  /** Deploys and deletes models, fns and graphs: the same service the SDK's frames use. */
+  deployments: Deployments;
   log: Logger;
   /** The address the head listens on: inference needs the token only beyond loopback. */
   host: string;

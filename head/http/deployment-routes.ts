@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { DeploymentViewSchema, ModelDeploymentSchema, NameSchema, TroupeError, looksLikeGraphDocument } from '../../runtime/index.js';
+import { DeploymentViewSchema, GraphViewSchema, ModelDeploymentSchema, NameSchema, TroupeError, looksLikeGraphDocument } from '../../runtime/index.js';
 import type { DeploymentView } from '../../runtime/index.js';
 import { DEFAULT_DEPLOY_TIMEOUT_S, MAX_DEPLOY_TIMEOUT_S, PendingActorSchema, pendingActors } from '../../runtime/deploy-timeout.js';
 import { formatModelRef, parseModelRef } from '../../runtime/model-ref.js';
-import { DeployTimeoutError, boundDeploy } from '../deploy-bound.js';
+import { DeployTimeoutError } from '../deploy-bound.js';
 import type { DeploymentRecord } from '../state.js';
 import { bodyBuffer, parseDocument } from './body.js';
 import type { ApiContext } from './context.js';
@@ -16,7 +16,11 @@ import type { ApiContext } from './context.js';
  * PUT) or a path under the agents' `--model-dir`.
  */
 
-const DeploymentDetailSchema = DeploymentViewSchema.extend({ spec: z.record(z.string(), z.unknown()) });
+const DeploymentDetailSchema = DeploymentViewSchema.extend({
+  spec: z.record(z.string(), z.unknown()),
+  /** Present when this PUT replaced a READY deployment with a different spec: what changed. */
+  replaced: z.string().optional(),
+});
 
 /** A 202 past the bound: also every actor not READY with its reason, and one message naming them. */
 const DeploymentWaitingSchema = DeploymentDetailSchema.extend({ pending: z.array(PendingActorSchema), message: z.string() });
@@ -27,10 +31,6 @@ const TimeoutSSchema = z
   .regex(/^\d+(\.\d+)?$/)
   .transform(Number)
   .pipe(z.number().positive().max(MAX_DEPLOY_TIMEOUT_S));
-
-function zodSummary(issues: readonly { path: PropertyKey[]; message: string }[]): string {
-  return issues.map((i) => (i.path.length ? `${i.path.map(String).join('.')}: ${i.message}` : i.message)).join('; ');
-}
 
 function detail(ctx: ApiContext, d: DeploymentRecord): DeploymentView & { spec: Record<string, unknown> } {
   return { ...ctx.state.deploymentView(d), spec: { ...d.spec } };
@@ -78,7 +78,7 @@ function resolveModel(ctx: ApiContext, model: unknown): unknown {
 }
 
 export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  const { docs, state, controller, log } = ctx;
+  const { docs, state, log } = ctx;
   const tag = 'Deployments';
 
   docs.route(
@@ -95,6 +95,7 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
         `The wait is bounded: when ?timeoutS (seconds, default ${DEFAULT_DEPLOY_TIMEOUT_S}, at most ${MAX_DEPLOY_TIMEOUT_S}) passes first, the answer is 202 with each actor's state and reason, ` +
         '"pending" (every actor not READY: PENDING ones say what the scheduler could not find) and a "message" naming them. ' +
         'The deployment stays and the head keeps placing it; PUT again or GET it to follow. A graph body answers 202 likewise, with "deployments". ' +
+        'A PUT that changes the spec of a READY deployment replaces it and says so in "replaced" (what changed). ' +
         'A 4xx changes nothing: a deploy refused for its spec, path, model file or fn reference (even once an actor tried to load it) leaves no deployment it created, ' +
         'and puts back the spec an update replaced; the message says which.',
       query: {
@@ -116,49 +117,50 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
       if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new TroupeError('TROUPE_ERR_BAD_SPEC', 'the body must be an object such as {"model": "mlp.onnx"}');
       const body = doc as Record<string, unknown>;
       // A graph's JSON form (the one the SDK's builders produce) deploys the graph and its models.
-      if (looksLikeGraphDocument(body)) {
-        if (body.graph !== name) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the body is graph '${String(body.graph).slice(0, 100)}' but the path names '${name}'`);
-        const created = !ctx.graphs.plan(name);
+      const graph = looksLikeGraphDocument(body);
+      if (graph && body.graph !== name) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the body is graph '${String(body.graph).slice(0, 100)}' but the path names '${name}'`);
+      if (!graph && body.name !== undefined && body.name !== name) {
+        throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the body names deployment '${String(body.name).slice(0, 100)}' but the path names '${name}'`);
+      }
+      // PUT says what should run: saying it again changes nothing, saying something else replaces it.
+      const started = ctx.deployments.deploy({
+        spec: graph ? body : { ...body, name },
+        timeoutMs: waitMs,
+        replace: true,
+        resolveModel: (model) => resolveModel(ctx, model),
+      });
+      const replaced = started.replaced ? { replaced: started.replaced } : {};
+      if (started.kind === 'graph') {
         if (!wait) {
-          ctx.graphs.deploy(body).catch((err: unknown) => log.info({ graph: name, err: (err as Error).message }, 'graph did not deploy'));
-          return reply.code(202).send({ graph: name, state: 'DEPLOYING' });
+          started.ready.catch((err: unknown) => log.info({ graph: name, err: (err as Error).message }, 'graph did not deploy'));
+          return reply.code(202).send({ graph: name, state: 'DEPLOYING', ...replaced });
         }
         try {
-          return reply.code(created ? 201 : 200).send(await ctx.graphs.deploy(body, { timeoutMs: waitMs }));
+          return reply.code(started.created ? 201 : 200).send({ ...(await started.ready), ...replaced });
         } catch (err) {
           if (!(err instanceof DeployTimeoutError)) throw err;
           const pending = err.views.flatMap(pendingActors);
-          return reply.code(202).send({ graph: name, state: 'DEPLOYING', deployments: err.views, pending, message: err.message });
+          return reply.code(202).send({ graph: name, state: 'DEPLOYING', deployments: err.views, pending, message: err.message, ...replaced });
         }
       }
-      if (body.name !== undefined && body.name !== name) {
-        throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the body names deployment '${String(body.name).slice(0, 100)}' but the path names '${name}'`);
-      }
-      const parsed = ModelDeploymentSchema.safeParse({ ...body, name, model: resolveModel(ctx, body.model) });
-      if (!parsed.success) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `invalid deployment: ${zodSummary(parsed.error.issues)}`);
-      const created = !state.deployments.has(name);
-      const ready = controller.deploy(parsed.data);
       const current = () => {
         const d = state.deployments.get(name);
         if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `deployment '${name}' was removed while deploying`);
-        return detail(ctx, d);
+        return { ...detail(ctx, d), ...replaced };
       };
       if (!wait) {
-        ready.catch((err: unknown) => log.info({ deployment: name, err: (err as Error).message }, 'deployment did not become READY'));
+        started.ready.catch((err: unknown) => log.info({ deployment: name, err: (err as Error).message }, 'deployment did not become READY'));
         return reply.code(202).send(current());
       }
       try {
-        await boundDeploy(ready, waitMs, { kind: 'deployment', name }, () => {
-          const d = state.deployments.get(name);
-          return d ? [state.deploymentView(d)] : [];
-        });
+        await started.ready;
       } catch (err) {
         if (!(err instanceof DeployTimeoutError)) throw err;
         // Past the bound is not a failure of the request: the deployment was accepted and stays.
         const view = current();
         return reply.code(202).send({ ...view, pending: pendingActors(view), message: err.message });
       }
-      return reply.code(created ? 201 : 200).send(current());
+      return reply.code(started.created ? 201 : 200).send(current());
     },
   );
 
@@ -170,22 +172,52 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
 
   docs.route(
     app,
-    { method: 'GET', url: '/api/v1/deployments/:name', tag, auth: 'read', summary: 'One deployment: state, spec and each actor (state, reason, node, device, pid, restarts)', responses: { 200: { description: 'the deployment', schema: DeploymentDetailSchema } } },
+    {
+      method: 'GET',
+      url: '/api/v1/deployments/:name',
+      tag,
+      auth: 'read',
+      summary: 'One deployment: state, spec and each actor (state, reason, node, device, pid, restarts); or one graph: its kind, steps, inferred inputs and outputs, and the deployments it calls',
+      responses: { 200: { description: 'the deployment, or the graph', schema: z.union([DeploymentDetailSchema, GraphViewSchema]) } },
+    },
     async (request) => {
       const name = deploymentName(request);
+      // A graph is read where it is written and deleted (PUT and DELETE on this path).
+      const graph = ctx.graphs.views().find((g) => g.name === name);
+      if (graph) return graph;
       const d = state.deployments.get(name);
-      if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${name}'`);
+      if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment or graph named '${name}'`);
       return detail(ctx, d);
     },
   );
 
   docs.route(
     app,
-    { method: 'DELETE', url: '/api/v1/deployments/:name', tag, auth: 'write', summary: 'Drain and remove a deployment (answers once its actors have finished their calls)', responses: { 200: { description: 'removed', schema: z.object({ name: z.string(), deleted: z.literal(true) }) } } },
+    {
+      method: 'DELETE',
+      url: '/api/v1/deployments/:name',
+      tag,
+      auth: 'write',
+      summary: 'Remove a graph (its models stay), or drain and remove a deployment (answers once its actors have finished their calls)',
+      description:
+        'A deployment that a deployed graph calls is refused with 409 TROUPE_ERR_DEPLOYMENT_IN_USE naming the graphs; ' +
+        '?force=true deletes it anyway (the graphs then fail until it is deployed again).',
+      query: { force: 'true: delete a deployment even while graphs call it (default false)' },
+      responses: { 200: { description: 'removed', schema: z.object({ name: z.string(), kind: z.enum(['graph', 'deployment']), deleted: z.literal(true) }) } },
+    },
     async (request) => {
       const name = deploymentName(request);
-      await controller.undeploy(name);
-      return { name, deleted: true as const };
+      const removed = await ctx.deployments.undeploy(name, { force: forceFlag(request) });
+      return { ...removed, deleted: true as const };
     },
   );
+}
+
+/** ?force: true, 1 or empty force; false, 0 or absent do not. */
+function forceFlag(request: FastifyRequest): boolean {
+  const value = (request.query as Record<string, string | string[] | undefined>).force;
+  if (Array.isArray(value)) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?force is given ${value.length} times`);
+  if (value === undefined) return false;
+  if (!['true', 'false', '1', '0', ''].includes(value)) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?force must be true or false, got '${value.slice(0, 40)}'`);
+  return value === 'true' || value === '1' || value === '';
 }

@@ -9,7 +9,7 @@ import type { DeploymentRecord } from '../state.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { TROUPE_VERSION } from './openapi.js';
-import { deploymentOf, stateBackend } from './state-backend.js';
+import { stateBackend, targetFor } from './state-backend.js';
 
 /**
  * The Open Inference Protocol (KServe v2) endpoints, where every deployment is a "model" with one
@@ -50,7 +50,7 @@ function isReady(d: DeploymentRecord): boolean {
 export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { docs, state } = ctx;
   const tag = 'Open Inference Protocol (v2)';
-  const backend = stateBackend(state);
+  const backend = stateBackend(state, ctx.graphs);
 
   docs.route(app, { method: 'GET', url: '/v2/health/live', tag, auth: 'read', summary: 'Server live', responses: { 200: { description: 'live (no body)' } } }, async (_req, reply) =>
     reply.code(200).send(),
@@ -81,22 +81,30 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
     extensions: EXTENSIONS,
   }));
 
+  // A graph is a model here too, as Triton's ensembles are: platform "ensemble", its inputs and
+  // outputs inferred from its nodes' signatures.
   const metadata = async (request: FastifyRequest) => {
-    const d = deploymentOf(state, request.params as Params);
-    if (!d.metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `model '${d.spec.name}' has no READY replica yet, so its inputs and outputs are not known`);
+    const target = targetFor(state, ctx.graphs, request.params as Params);
+    if (!target.metadata) {
+      const why = target.kind === 'graph' ? 'a step of it is a fn that declares no signature' : 'it has no READY replica yet';
+      throw new TroupeError('TROUPE_ERR_NOT_READY', `model '${target.name}': its inputs and outputs are not known (${why})`);
+    }
     return {
-      name: d.spec.name,
+      name: target.name,
       versions: [MODEL_VERSION],
-      platform: 'onnx_onnxv1',
-      inputs: d.metadata.inputs.map(tensorMetadata),
-      outputs: d.metadata.outputs.map(tensorMetadata),
+      platform: target.kind === 'graph' ? 'ensemble' : 'onnx_onnxv1',
+      inputs: target.metadata.inputs.map(tensorMetadata),
+      outputs: target.metadata.outputs.map(tensorMetadata),
     };
   };
   const ready = async (request: FastifyRequest, reply: FastifyReply) => {
-    const d = ctx.state.deployments.get((request.params as Params).name);
-    const version = (request.params as Params).version;
-    if (!d || (version !== undefined && version !== MODEL_VERSION)) return reply.code(404).send();
-    return reply.code(isReady(d) ? 200 : 400).send();
+    const { name, version } = request.params as Params;
+    if (version !== undefined && version !== MODEL_VERSION) return reply.code(404).send();
+    const graph = ctx.graphs.views().find((g) => g.name === name);
+    // A graph is ready when every deployment it calls is.
+    const used = graph ? graph.deployments.map((n) => ctx.state.deployments.get(n)) : [ctx.state.deployments.get(name)];
+    if (!graph && !used[0]) return reply.code(404).send();
+    return reply.code(used.every((d) => d !== undefined && isReady(d)) ? 200 : 400).send();
   };
   const infer = async (request: FastifyRequest, reply: FastifyReply) => {
     const body = await decodeBody(bodyBuffer(request.body), request.headers, ctx.maxBodyBytes);

@@ -1,23 +1,54 @@
-import { findTarget } from '../../runtime/index.js';
+import { checkInferRequest, findTarget } from '../../runtime/index.js';
 import type { InferTarget, InferenceBackend, Params } from '../../runtime/index.js';
 import { runInference } from '../inference.js';
+import type { GraphService } from '../graph/service.js';
 import type { ClusterState, DeploymentRecord } from '../state.js';
 
 export function targetOf(d: DeploymentRecord): InferTarget {
   return { name: d.spec.name, kind: d.spec.kind ?? 'model', metadata: d.metadata, ...(d.spec.labels ? { labels: d.spec.labels } : {}) };
 }
 
-/** The deployment record a URL names, or TROUPE_ERR_UNKNOWN_DEPLOYMENT (404). */
-export function deploymentOf(state: ClusterState, params: Params): DeploymentRecord {
-  let found: DeploymentRecord | undefined;
-  findTarget(params, (name) => (found = state.deployments.get(name)) && targetOf(found), () => state.deployments.keys());
-  return found!;
+/**
+ * A registered graph as an inference target: its inputs and outputs as its nodes' signatures give
+ * them, or none where a fn declares nothing (then its inputs are checked by its steps).
+ */
+export function graphTargetOf(graphs: GraphService, name: string): InferTarget | undefined {
+  const signature = graphs.signature(name);
+  if (!signature) return undefined;
+  const { inputs, outputs } = signature;
+  return { name, kind: 'graph', metadata: inputs && outputs ? { inputs, outputs } : null };
 }
 
-/** Inference served by the head itself: its deployments and its queue to their replicas. */
-export function stateBackend(state: ClusterState): InferenceBackend {
+/** What `name` is served as: a graph, or a deployment, or nothing. */
+export function lookupTarget(state: ClusterState, graphs: GraphService, name: string): InferTarget | undefined {
+  const d = state.deployments.get(name);
+  return graphTargetOf(graphs, name) ?? (d ? targetOf(d) : undefined);
+}
+
+/** Every graph and deployment as the front-door workers' catalogs hold them. */
+export function allTargets(state: ClusterState, graphs: GraphService): InferTarget[] {
+  const names = [...graphs.views().map((g) => g.name), ...state.deployments.keys()];
+  return [...new Set(names)].flatMap((name) => lookupTarget(state, graphs, name) ?? []);
+}
+
+/** The deployment or graph a URL names, or TROUPE_ERR_UNKNOWN_DEPLOYMENT (404) naming what is deployed. */
+export function targetFor(state: ClusterState, graphs: GraphService, params: Params): InferTarget {
+  return findTarget(params, (name) => lookupTarget(state, graphs, name), () => [...state.deployments.keys(), ...graphs.views().map((g) => g.name)]);
+}
+
+/**
+ * Inference served by the head itself: a deployment through its queue to its replicas, a graph
+ * through the graph service (checked against the graph's signature first, as a model is against
+ * its metadata).
+ */
+export function stateBackend(state: ClusterState, graphs: GraphService): InferenceBackend {
   return {
-    target: (params) => targetOf(deploymentOf(state, params)),
-    run: (request) => runInference(state, request),
+    target: (params) => targetFor(state, graphs, params),
+    run: (request) => {
+      const graph = graphTargetOf(graphs, request.deployment);
+      if (!graph) return runInference(state, request);
+      checkInferRequest(graph, request);
+      return graphs.infer(request);
+    },
   };
 }

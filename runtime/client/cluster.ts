@@ -102,6 +102,21 @@ export interface DeployOptions {
   timeoutMs?: number;
   /** false: return at once, with actors as they are (e.g. PENDING with a reason). Default true. */
   wait?: boolean;
+  /**
+   * true: replace a READY deployment of the same name whose spec differs (a graph's models
+   * likewise). Without it such a deploy is refused with TROUPE_ERR_DEPLOYMENT_EXISTS saying what
+   * differs, so a deploy never silently swaps out something that is serving. {@link Cluster.update}
+   * sets it. Deploying the same spec again needs nothing: it changes nothing.
+   */
+  replace?: boolean;
+}
+
+export interface UndeployOptions {
+  /**
+   * true: delete a deployment even while deployed graphs call it (they then fail until it is
+   * deployed again). Without it that is refused with TROUPE_ERR_DEPLOYMENT_IN_USE naming the graphs.
+   */
+  force?: boolean;
 }
 
 /**
@@ -153,13 +168,32 @@ export class Cluster {
     // only for what is left of the bound (and a timed-out deploy has none left, so is not retried).
     return withRetries(this.#conn, { retries: this.#retries, deadline }, () => {
       const left = Math.max(1, deadline - Date.now());
-      return this.#conn.request({ type: 'deploy', spec: wire, timeoutMs: left, ...(options.wait === false ? { wait: false } : {}) }, left + DEPLOY_GRACE_MS);
+      return this.#conn.request(
+        { type: 'deploy', spec: wire, timeoutMs: left, ...(options.wait === false ? { wait: false } : {}), ...(options.replace ? { replace: true } : {}) },
+        left + DEPLOY_GRACE_MS,
+      );
     });
   }
 
-  /** Drains and removes a deployment. */
-  async undeploy(name: string): Promise<void> {
-    await this.#conn.request({ type: 'undeploy', name }, 60_000);
+  /**
+   * Deploys with `replace: true`: changes a deployment (or a graph and its models) that may be
+   * READY, e.g. to another replica count or model file.
+   *
+   * @example
+   * await cluster.update({ name: 'mlp', model: 'mlp.onnx', replicas: 2, cpus: 0.25 });
+   */
+  async update(spec: ModelDeploymentInput, options?: Omit<DeployOptions, 'replace'>): Promise<DeploymentView>;
+  async update(graph: GraphStep | GraphDocument, options?: Omit<DeployOptions, 'replace'>): Promise<GraphDeploymentView>;
+  async update(spec: ModelDeploymentInput | GraphStep | GraphDocument, options: Omit<DeployOptions, 'replace'> = {}): Promise<DeploymentView | GraphDeploymentView> {
+    return this.deploy(spec as ModelDeploymentInput, { ...options, replace: true });
+  }
+
+  /**
+   * Removes a graph (its models and fns stay deployed), or drains and removes a deployment. A
+   * deployment that graphs call is refused with TROUPE_ERR_DEPLOYMENT_IN_USE unless `force`.
+   */
+  async undeploy(name: string, options: UndeployOptions = {}): Promise<void> {
+    await this.#conn.request({ type: 'undeploy', name, ...(options.force ? { force: true } : {}) }, 60_000);
   }
 
   /**

@@ -1,7 +1,9 @@
 import { TroupeError } from '../errors.js';
 import type { DeploymentLabels } from '../spec.js';
 import type { ModelMetadata } from '../protocol/common.js';
+import { checkWire } from '../tensor/wire.js';
 import type { WireTensorMap } from '../tensor/wire.js';
+import { validateInputs } from '../validate-inputs.js';
 import type { ClientToHead } from '../protocol/client.js';
 
 /** The only version each deployment has, in the Open Inference Protocol's terms. */
@@ -12,14 +14,33 @@ export type Params = { name: string; version?: string };
 /** One inference: a run of a deployment, as the SDK's run message carries it. */
 export type InferenceRequest = Omit<Extract<ClientToHead, { type: 'run' }>, 'id' | 'type'>;
 
-/** What serving an inference needs to know of a deployment: its name, kind and signature. */
+/** What serving an inference needs to know of a deployment or graph: its name, kind and signature. */
 export interface InferTarget {
   name: string;
-  kind: 'model' | 'fn';
-  /** Null until a replica is READY and has said what it takes. */
+  kind: 'model' | 'fn' | 'graph';
+  /**
+   * A deployment's: null until a replica is READY and has said what it takes. A graph's: inferred
+   * from its nodes' signatures, null where a fn step declares none.
+   */
   metadata: ModelMetadata | null;
   /** The spec's class labels, for the classification extension. */
   labels?: DeploymentLabels | undefined;
+}
+
+/** Whether `target` takes whatever it is given: a fn that declares nothing, or a graph whose signature is not known. */
+export function takesAnything(target: InferTarget): boolean {
+  if (target.kind === 'graph') return target.metadata === null;
+  return !target.metadata || (target.kind === 'fn' && target.metadata.inputs.length === 0 && target.metadata.outputs.length === 0);
+}
+
+/**
+ * The checks made before a call is queued (as head/inference.ts makes them for a deployment): well-formed
+ * tensors, a deployment with a READY replica, inputs and outputs that fit the signature.
+ */
+export function checkInferRequest(target: InferTarget, request: InferenceRequest): void {
+  for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
+  if (!target.metadata && target.kind !== 'graph') throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${target.name}' has no READY replica yet`);
+  if (!takesAnything(target)) validateInputs(target.name, target.metadata!, request.inputs, request.outputs);
 }
 
 /**

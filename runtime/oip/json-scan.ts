@@ -1,8 +1,8 @@
 import { TroupeError } from '../errors.js';
-import { isDynamic } from '../graph/signature.js';
 import { validateInputs } from '../validate-inputs.js';
 import type { WireTensorMap } from '../tensor/wire.js';
 import { checkShape, elementCount } from '../tensor/tensor.js';
+import { takesAnything } from './infer-backend.js';
 import type { InferTarget } from './infer-backend.js';
 import { datatypeOfDtype, dtypeOfDatatype } from './datatypes.js';
 
@@ -253,7 +253,7 @@ export function checkInferJson(json: Buffer, target: InferTarget, maxElements = 
   // The same check the head makes after decoding, made before a large request's data exists (a
   // small one is decoded first, so its messages name the bad element as before).
   const large = inputs.some((input) => input.values > CHECK_KINDS_ABOVE);
-  if (large && complete && inputs.length === Object.keys(wire).length && target.metadata && !isDynamic({ kind: target.kind, metadata: target.metadata })) {
-    validateInputs(target.name, target.metadata, wire);
+  if (large && complete && inputs.length === Object.keys(wire).length && !takesAnything(target)) {
+    validateInputs(target.name, target.metadata!, wire);
   }
 }

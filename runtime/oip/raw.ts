@@ -1,8 +1,8 @@
 import { TroupeError } from '../errors.js';
 import { byteLengthOf } from '../tensor/dtypes.js';
 import { checkWire } from '../tensor/wire.js';
-import { isDynamic } from '../graph/signature.js';
 import type { WireTensorMap } from '../tensor/wire.js';
+import { takesAnything } from './infer-backend.js';
 import type { InferTarget } from './infer-backend.js';
 import type { InferRequest } from './codec.js';
 import { datatypeOfDtype, oipDtype, oipShape } from './datatypes.js';
@@ -29,7 +29,7 @@ export function rawInferRequest(target: InferTarget, body: Buffer): { request: I
   const why = `a raw binary request (Inference-Header-Content-Length: 0) to '${target.name}'`;
   if (!target.metadata)
     throw new TroupeError('TROUPE_ERR_NOT_READY', `${why} needs the model's signature, and no replica of it is READY yet`);
-  if (isDynamic({ kind: target.kind, metadata: target.metadata }))
+  if (takesAnything(target))
     throw new TroupeError(
       'TROUPE_ERR_BAD_REQUEST',
       `${why}: the deployment declares no inputs, so the body's tensor cannot be deduced; send a JSON header`,

@@ -26,8 +26,16 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
     wait: z.boolean().optional(),
     /** How long the head waits for READY before failing with TROUPE_ERR_DEPLOY_TIMEOUT and the reasons (default 60 s). */
     timeoutMs: z.number().positive().max(MAX_DEPLOY_TIMEOUT_S * 1000).optional(),
+    /** true: a READY deployment of the same name with a different spec is replaced (else TROUPE_ERR_DEPLOYMENT_EXISTS). */
+    replace: z.boolean().optional(),
   }),
-  z.object({ type: z.literal('undeploy'), id: IdSchema, name: NameSchema }),
+  z.object({
+    type: z.literal('undeploy'),
+    id: IdSchema,
+    name: NameSchema,
+    /** true: delete a deployment even while graphs call it (else TROUPE_ERR_DEPLOYMENT_IN_USE). */
+    force: z.boolean().optional(),
+  }),
   z.object({
     type: z.literal('run'),
     id: IdSchema,

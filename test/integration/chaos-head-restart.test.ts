@@ -98,7 +98,7 @@ describe('chaos: head restart under load', { timeout: 180_000 }, () => {
   }
 
   test('a deployment changed between restarts is kept too: scaled to three, all three are adopted after a restart', async () => {
-    await retrying.deploy({ name: 'mlp', model: 'mlp.onnx', replicas: 3, threads: 1, batch: { maxSize: 8 } });
+    await retrying.update({ name: 'mlp', model: 'mlp.onnx', replicas: 3, threads: 1, batch: { maxSize: 8 } });
     const before = await snapshot();
     await cluster.restartHead('SIGKILL');
     const after = await waitFor('three READY mlp replicas and the fn actor on the new head', async () => {

@@ -73,7 +73,7 @@ describe('chaos: silent and leaving nodes, graceful shutdown', { timeout: 180_00
 
   test('SIGTERM to an agent under load: it leaves at once, its actors drain, nothing fails with retries on', async () => {
     // Both replicas are on node-a now; a third one is spread onto node-b.
-    await retrying.deploy({ name: 'mlp', model: 'mlp.onnx', replicas: 3, threads: 1, batch: { maxSize: 8 } });
+    await retrying.update({ name: 'mlp', model: 'mlp.onnx', replicas: 3, threads: 1, batch: { maxSize: 8 } });
     const onB = (await actorsOf('mlp')).filter((a) => a.node === 'node-b');
     assert.ok(onB.length >= 1, JSON.stringify(await actorsOf('mlp')));
     const loadPlain = new SteadyLoad(plain, 'mlp', x, { concurrency: 100 });

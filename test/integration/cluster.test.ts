@@ -125,7 +125,7 @@ describe('cluster: GPU-pinned placement, lifecycle and node membership', { timeo
   });
 
   test('scaling down drains and frees resources; undeploy removes', async () => {
-    const view = await client.deploy({ name: 'cpu', model: 'mlp.onnx', replicas: 1, threads: 1 });
+    const view = await client.update({ name: 'cpu', model: 'mlp.onnx', replicas: 1, threads: 1 });
     assert.equal(view.actors.filter((a) => a.state === 'READY').length, 1);
     await waitFor('scaled-down actors to be gone', async () => actorsOf(await client.describe(), 'cpu').length === 1);
     await client.undeploy('half');

@@ -84,7 +84,7 @@ describe('direct calls from the SDK to replicas', { timeout: 180_000 }, () => {
   });
 
   test('the routes follow the deployment: after a redeploy the next direct run is answered by the new model', async () => {
-    await client.deploy({ name: 'm', model: 'member12.onnx', threads: 1, batch: { maxSize: 8 } });
+    await client.update({ name: 'm', model: 'member12.onnx', threads: 1, batch: { maxSize: 8 } });
     const want = await runInProcess(join(cluster.modelDir, 'member12.onnx'), { x });
     // The old replica left the routes before the deploy was answered: no run reaches it again.
     for (let i = 0; i < 5; i++) assert.deepEqual(floats((await client.run('m', { x })).logits), floats(want.logits));

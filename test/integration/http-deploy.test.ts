@@ -94,8 +94,8 @@ describe('HTTP: deployments, cluster, docs, and the deploy/status CLI', { timeou
     assertError(await put('mlp', JSON.stringify({ model: 'mlp.onnx' }), JSON_HEADERS, '?wait=maybe'), 400, 'TROUPE_ERR_BAD_REQUEST', /\?wait must be true or false/);
     assertError(await put('esc', JSON.stringify({ model: '../etc/passwd' })), 400, 'TROUPE_ERR_MODEL_PATH', /model path '..\/etc\/passwd' is outside the agent's model directory/);
     assertError(await put('gone', JSON.stringify({ model: 'missing.onnx' })), 400, 'TROUPE_ERR_MODEL_PATH', /model 'missing.onnx' not found/);
-    assertError(await call(cluster.url, 'GET', '/api/v1/deployments/nope'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no deployment named 'nope'/);
-    assertError(await call(cluster.url, 'DELETE', '/api/v1/deployments/nope'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no deployment named 'nope'/);
+    assertError(await call(cluster.url, 'GET', '/api/v1/deployments/nope'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no deployment or graph named 'nope'/);
+    assertError(await call(cluster.url, 'DELETE', '/api/v1/deployments/nope'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no deployment or graph named 'nope' \(deployed: 'mlp', 'cnn'\)/);
     // A refused deploy leaves nothing behind.
     for (const name of ['esc', 'gone']) assert.equal((await call(cluster.url, 'GET', `/api/v1/deployments/${name}`)).status, 404, name);
     assert.equal((await get('mlp')).state, 'READY', 'the good deployment is untouched');
@@ -105,7 +105,7 @@ describe('HTTP: deployments, cluster, docs, and the deploy/status CLI', { timeou
     const pid = (await get('cnn')).actors[0]!.pid!;
     const answer = await call(cluster.url, 'DELETE', '/api/v1/deployments/cnn');
     assert.equal(answer.status, 200);
-    assert.deepEqual(answer.json, { name: 'cnn', deleted: true });
+    assert.deepEqual(answer.json, { name: 'cnn', kind: 'deployment', deleted: true });
     await waitFor('the cnn actor to exit', () => !isAlive(pid), 15_000);
     assert.equal((await call(cluster.url, 'GET', '/api/v1/deployments/cnn')).status, 404);
   });

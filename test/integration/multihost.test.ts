@@ -271,7 +271,7 @@ else describe('across machines: head and agents in their own network namespaces'
     assert.ok(stats.ok > 80, `${stats.ok} requests answered`);
 
     // The node takes work again: a third replica goes to it (spread), and serves.
-    await driver.call('deploy', { spec: { name: 'mlp', model: 'mlp.onnx', replicas: 3, threads: 1 } });
+    await driver.call('deploy', { spec: { name: 'mlp', model: 'mlp.onnx', replicas: 3, threads: 1 }, replace: true });
     const scaled = actorsOf(await driver.describe(), 'mlp');
     assert.deepEqual(scaled.map((a) => a.node).sort(), ['agent-a', 'agent-b', 'agent-b']);
     assert.ok(scaled.every((a) => a.state === 'READY'));

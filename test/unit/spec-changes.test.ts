@@ -1,0 +1,25 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ModelDeploymentSchema } from '../../runtime/index.js';
+import type { ModelDeploymentInput } from '../../runtime/index.js';
+import { specChanges } from '../../head/deployments.js';
+
+const spec = (input: Partial<ModelDeploymentInput>) => ModelDeploymentSchema.parse({ name: 'mlp', model: 'mlp.onnx', ...input });
+
+test('the same spec, with defaults given or left out, is no change', () => {
+  assert.deepEqual(specChanges(spec({}), spec({ replicas: 1, cpus: 1, batch: { maxSize: 1, maxDelayMs: 0 } })), []);
+});
+
+test('each key that differs is named, nested values compared whole', () => {
+  assert.deepEqual(specChanges(spec({ cpus: 0.25 }), spec({ cpus: 0.5, batch: { maxSize: 8 } })), ['batch', 'cpus']);
+  assert.deepEqual(specChanges(spec({}), spec({ memory: '1Gi' })), ['memory']);
+  assert.deepEqual(specChanges(spec({ memory: '1Gi' }), spec({})), ['memory']);
+});
+
+test("an autoscaled deployment's replica count is the autoscaler's: the same spec again is no change, another autoscale is", () => {
+  const autoscale = { minReplicas: 1, maxReplicas: 4 };
+  const scaled = { ...spec({ autoscale }), replicas: 3 };
+  assert.deepEqual(specChanges(scaled, spec({ autoscale })), []);
+  assert.deepEqual(specChanges(scaled, spec({ autoscale: { minReplicas: 1, maxReplicas: 8 } })), ['autoscale', 'replicas']);
+  assert.deepEqual(specChanges(spec({ replicas: 3 }), spec({})), ['replicas']);
+});
