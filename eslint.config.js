@@ -17,6 +17,10 @@ const layer = (self, others) => ({
             group: others.flatMap((o) => [`../${o}/*`, `../../${o}/*`, `../../../${o}/*`]),
             message: `${self}/ may import only runtime/ and its own files (docs/architecture.md).`,
           },
+          {
+            group: ['**/runtime/index.js'],
+            message: "runtime/index.ts is the SDK's public surface; the processes import runtime/internal.js, so the public list grows only on purpose.",
+          },
         ],
       },
     ],
@@ -40,5 +44,6 @@ export default tseslint.config(
   layer('actors', ['head', 'node-agent', 'cli']),
   layer('head', ['actors', 'node-agent', 'cli']),
   layer('node-agent', ['actors', 'head', 'cli']),
+  layer('cli', ['actors']),
   prettier,
 );

@@ -1,4 +1,4 @@
-import type { Tensor } from '../runtime/index.js';
+import type { Tensor } from '../runtime/internal.js';
 
 // Which calls may share a run. Joining and splitting their rows is runtime/tensor/rows.ts.
 

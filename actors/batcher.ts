@@ -1,5 +1,5 @@
-import { TroupeError, concatTensorRows, sharedBufferPool, sharesMemory, splitRows } from '../runtime/index.js';
-import type { CallTiming, Tensor } from '../runtime/index.js';
+import { TroupeError, concatTensorRows, sharedBufferPool, sharesMemory, splitRows } from '../runtime/internal.js';
+import type { CallTiming, Tensor } from '../runtime/internal.js';
 import { batchKey, rowsOf } from './batch-tensors.js';
 import { CallTotalsRecorder } from './call-totals.js';
 

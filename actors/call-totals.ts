@@ -1,5 +1,5 @@
-import { MAX_BATCH_SIZES_REPORTED } from '../runtime/index.js';
-import type { CallTotals, DurationTotal } from '../runtime/index.js';
+import { MAX_BATCH_SIZES_REPORTED } from '../runtime/internal.js';
+import type { CallTotals, DurationTotal } from '../runtime/internal.js';
 
 /** One model execution's phases, in ms: joining the calls' inputs, the run, splitting its outputs. */
 export interface ExecutionTimes {
@@ -14,7 +14,7 @@ const add = (total: DurationTotal, count: number, ms: number) => {
 };
 
 /**
- * The running totals behind Triton's statistics extension (head/inference-statistics.ts), kept
+ * The running totals behind Triton's statistics extension (head/state/inference-statistics.ts), kept
  * where the times are known: in the actor, for every call whoever sent it (the head, a front-door
  * worker, an SDK client calling directly). Each call in a batch is charged the batch's input, run
  * and output times, as Triton charges each request; each batch size counts its executions once.

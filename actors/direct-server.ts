@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
-import { Channel, ClientToReplicaSchema, DEFAULT_MAX_FRAME_BYTES, FrameStream, MappedRegions, TroupeError, newSecret, sameSecret, sharedMemoryAddon } from '../runtime/index.js';
-import type { ActorCall, ActorToHead, ClientToReplica } from '../runtime/index.js';
+import { Channel, ClientToReplicaSchema, DEFAULT_MAX_FRAME_BYTES, FrameStream, MappedRegions, TroupeError, newSecret, sameSecret, sharedMemoryAddon } from '../runtime/internal.js';
+import type { ActorCall, ActorToHead, ClientToReplica } from '../runtime/internal.js';
 
 export interface DirectServer {
   /** Where clients connect, e.g. `tcp://127.0.0.1:41234`. */

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { AgentToActorIpcSchema, FnActorEnvSchema, FnSignatureSchema, TroupeError, createLogger, disableOrtTelemetryByDefault, mapFromWire, mapToWire, tensor, onParentGone } from '../runtime/index.js';
-import type { ActorToAgentIpc, FnActorEnv, FnSignature, StepFn, Tensor } from '../runtime/index.js';
+import { AgentToActorIpcSchema, FnActorEnvSchema, FnSignatureSchema, TroupeError, createLogger, disableOrtTelemetryByDefault, mapFromWire, mapToWire, tensor, onParentGone } from '../runtime/internal.js';
+import type { ActorToAgentIpc, FnActorEnv, FnSignature, StepFn, Tensor } from '../runtime/internal.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { joinHead } from './head-socket.js';
 import type { HeadSocket } from './head-socket.js';

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { GraphDocumentSchema, TroupeError, compileGraph, execute, formatIssues, fromWire, inferSignature, leavesOf, mapFromWire, mapToWire, resolveModelPath } from '../runtime/index.js';
-import type { GraphDocument, LeafInfo, ModelMetadata, PlanNode, StepCaller, Tensor } from '../runtime/index.js';
+import { GraphDocumentSchema, TroupeError, compileGraph, execute, formatIssues, fromWire, inferSignature, leavesOf, mapFromWire, mapToWire, resolveModelPath } from '../runtime/internal.js';
+import type { GraphDocument, LeafInfo, ModelMetadata, PlanNode, StepCaller, Tensor } from '../runtime/internal.js';
 import { OnnxModel } from './onnx-model.js';
 import type { LoadOptions } from './onnx-model.js';
 

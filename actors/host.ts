@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
-import { ActorEnvSchema, AgentToActorIpcSchema, BatchSchema, TroupeError, createLogger, mapFromWire, mapToWire, onParentGone, sharesMemory, validateInputs } from '../runtime/index.js';
-import type { ActorCall, ActorEnv, ActorToAgentIpc, ActorToHead, Channel, HeadToActor } from '../runtime/index.js';
+import { ActorEnvSchema, AgentToActorIpcSchema, BatchSchema, TroupeError, createLogger, mapFromWire, mapToWire, onParentGone, sharesMemory, validateInputs } from '../runtime/internal.js';
+import type { ActorCall, ActorEnv, ActorToAgentIpc, ActorToHead, Channel, HeadToActor } from '../runtime/internal.js';
 import { startDirectServer } from './direct-server.js';
 import type { DirectServer } from './direct-server.js';
 import { DirectCallStats } from './direct-stats.js';

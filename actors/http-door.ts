@@ -1,6 +1,6 @@
 import { Socket } from 'node:net';
-import { TroupeError, handoffAddon } from '../runtime/index.js';
-import type { ActorToHead, HandoffAddon, HeadToActor, Logger } from '../runtime/index.js';
+import { TroupeError, handoffAddon } from '../runtime/internal.js';
+import type { ActorToHead, HandoffAddon, HeadToActor, Logger } from '../runtime/internal.js';
 
 /** What the head tells an actor when it opens the handoff: how to serve the connections it hands over. */
 export type HandoffSettings = Omit<Extract<HeadToActor, { type: 'handoffOpen' }>, 'type' | 'id'>;

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
-import { ShutdownGate, findTarget, mapFromWire, mapToWire, relayToHead, serveInPlace, sharesMemory, validateInputs } from '../runtime/index.js';
-import type { InferTarget, InferenceBackend, InPlaceOptions, Logger, ModelMetadata, Tensor } from '../runtime/index.js';
+import { ShutdownGate, findTarget, mapFromWire, mapToWire, relayToHead, serveInPlace, sharesMemory, validateInputs } from '../runtime/internal.js';
+import type { InferTarget, InferenceBackend, InPlaceOptions, Logger, ModelMetadata, Tensor } from '../runtime/internal.js';
 import type { HandoffSettings, HttpDoor } from './http-door.js';
 
 /** Runs one call through the actor's batcher, as calls from the head and from clients do. */

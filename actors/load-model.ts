@@ -1,4 +1,4 @@
-import type { ModelMetadata, Tensor } from '../runtime/index.js';
+import type { ModelMetadata, Tensor } from '../runtime/internal.js';
 import { GRAPH_FILE, GraphModel } from './graph-model.js';
 import { OnnxModel } from './onnx-model.js';
 import type { LoadOptions } from './onnx-model.js';

@@ -1,6 +1,6 @@
 import ort from 'onnxruntime-node';
-import { DTYPES, TroupeError, byteLengthOf, disableOrtTelemetryByDefault, isDType } from '../runtime/index.js';
-import type { ModelMetadata, NumericDType, Tensor, TensorInfo } from '../runtime/index.js';
+import { DTYPES, TroupeError, byteLengthOf, disableOrtTelemetryByDefault, isDType } from '../runtime/internal.js';
+import type { ModelMetadata, NumericDType, Tensor, TensorInfo } from '../runtime/internal.js';
 
 // No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();

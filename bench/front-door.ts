@@ -5,7 +5,7 @@
 // measured with its front-door workers (the default) and serving HTTP itself (--http-workers 0).
 // Writes bench/RESULTS-front-door.md. Bounded: each load run lasts SECONDS (default 3).
 import { writeFile } from 'node:fs/promises';
-import { connect, tensor } from '../runtime/index.js';
+import { connect, tensor } from '../runtime/internal.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import type { TestCluster } from '../test/helpers/cluster.js';
 import { baselineServer } from './lib/baseline-server.js';

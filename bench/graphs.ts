@@ -6,8 +6,8 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildMlp } from '../models/index.js';
-import { combineOutputs, connect, ensemble, model, pipeline, tensor } from '../runtime/index.js';
-import type { Cluster, Tensor } from '../runtime/index.js';
+import { combineOutputs, connect, ensemble, model, pipeline, tensor } from '../runtime/internal.js';
+import type { Cluster, Tensor } from '../runtime/internal.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import { measureFloor } from './lib/floor.js';
 import { closedLoop } from './lib/load.js';

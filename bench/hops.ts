@@ -6,7 +6,7 @@
 // Bounded: each load run lasts SECONDS (default 3) after its warm-up (see bench/lib/load.ts).
 import { writeFile } from 'node:fs/promises';
 import ort from 'onnxruntime-node';
-import { connect, disableOrtTelemetryByDefault, tensor } from '../runtime/index.js';
+import { connect, disableOrtTelemetryByDefault, tensor } from '../runtime/internal.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import { baselineServer } from './lib/baseline-server.js';
 import { keepAliveCaller, oipRequest } from './lib/http-load.js';

@@ -5,8 +5,8 @@
 //   SOAK_CONCURRENCY  SDK calls in flight during the soak (default 64)
 // Every wait is bounded; the cluster is real processes on loopback, as in the tests.
 import { processUsage } from '../node-agent/proc-stats.js';
-import { connect, tensor } from '../runtime/index.js';
-import type { ActorView, Cluster } from '../runtime/index.js';
+import { connect, tensor } from '../runtime/internal.js';
+import type { ActorView, Cluster } from '../runtime/internal.js';
 import { startCluster, waitFor } from '../test/helpers/cluster.js';
 import type { TestCluster } from '../test/helpers/cluster.js';
 import { systemLine } from './lib/system.js';

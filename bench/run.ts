@@ -2,8 +2,8 @@
 // baseline (raw onnxruntime-node in-process, and the simplest Node HTTP server around it) and
 // reported as a ratio. Writes bench/RESULTS.md. Bounded: each load run lasts SECONDS (default 3).
 import { writeFile } from 'node:fs/promises';
-import { connect, tensor } from '../runtime/index.js';
-import type { Cluster } from '../runtime/index.js';
+import { connect, tensor } from '../runtime/internal.js';
+import type { Cluster } from '../runtime/internal.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import type { TestCluster } from '../test/helpers/cluster.js';
 import { baselineServer } from './lib/baseline-server.js';

@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeExampleModels } from '../models/index.js';
-import { disableOrtTelemetryByDefault, sharedMemoryAddon } from '../runtime/index.js';
+import { disableOrtTelemetryByDefault, sharedMemoryAddon } from '../runtime/internal.js';
 import { measureFloorApart } from './lib/floor.js';
 import { closedLoop } from './lib/load.js';
 import { socketReplicas } from './lib/socket-replicas.js';

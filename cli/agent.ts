@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { NodeAgent } from '../node-agent/index.js';
-import { NameSchema } from '../runtime/index.js';
+import { NameSchema } from '../runtime/internal.js';
 import { helpOf, onShutdown, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
 

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { childNodeArgs } from '../runtime/index.js';
+import { childNodeArgs } from '../runtime/internal.js';
 
 const CLI_ENTRY = fileURLToPath(new URL('./main.js', import.meta.url));
 

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import { z } from 'zod';
-import { TroupeError, onParentGone } from '../runtime/index.js';
+import { TroupeError, onParentGone } from '../runtime/internal.js';
 
 export type FlagSpec = NonNullable<ParseArgsConfig['options']>;
 

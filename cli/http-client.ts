@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { TroupeError, isErrorCode } from '../runtime/index.js';
+import { TroupeError, isErrorCode } from '../runtime/internal.js';
 import type { FlagSpec } from './flags.js';
 
 /**

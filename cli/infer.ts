@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { TroupeError } from '../runtime/index.js';
+import { TroupeError } from '../runtime/internal.js';
 import { helpOf, parseFlags, specOf } from './flags.js';
 import type { ArgDef, FlagDef } from './flags.js';
 import { DEFAULT_HEAD, HeadUrlSchema, headClient, splitPositionals } from './http-client.js';

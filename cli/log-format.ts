@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { LOG_FORMATS, TroupeError } from '../runtime/index.js';
-import type { LogFormat } from '../runtime/index.js';
+import { LOG_FORMATS, TroupeError } from '../runtime/internal.js';
+import type { LogFormat } from '../runtime/internal.js';
 import type { FlagDef } from './flags.js';
 
 /** The flag every command takes, wherever it stands on the command line. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { TroupeError } from '../runtime/index.js';
+import { TroupeError } from '../runtime/internal.js';
 import { COMMANDS } from './commands.js';
 import { takeLogFormat } from './log-format.js';
 import { usage } from './reference.js';

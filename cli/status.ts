@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ClusterViewSchema } from '../runtime/index.js';
-import type { ClusterView } from '../runtime/index.js';
+import { ClusterViewSchema } from '../runtime/internal.js';
+import type { ClusterView } from '../runtime/internal.js';
 import { helpOf, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
 import { DEFAULT_HEAD, HeadUrlSchema, headClient } from './http-client.js';

@@ -1,4 +1,4 @@
-import { ShutdownGate, drainingError } from '../runtime/index.js';
+import { ShutdownGate, drainingError } from '../runtime/internal.js';
 import { createServer } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { availableParallelism } from 'node:os';
@@ -7,20 +7,20 @@ import type { Duplex } from 'node:stream';
 import Fastify from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
-import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, DEFAULT_MAX_FRAME_BYTES, TroupeError, acceptFrames, createLogger, wantsFrames } from '../runtime/index.js';
-import type { Channel } from '../runtime/index.js';
-import { serveActor } from './actor-connection.js';
-import { serveAgent } from './agent-connection.js';
-import { checkBearer, isLoopback } from '../runtime/index.js';
-import { serveClient } from './client-connection.js';
-import { startAutoscaler } from './autoscaler.js';
-import { Controller } from './controller.js';
-import { lockDataDir } from './data-dir-lock.js';
-import { headModelBytes } from './memory-estimate.js';
-import type { DataDirLock } from './data-dir-lock.js';
-import { FIRST_MESSAGE_TIMEOUT_MS } from './first-message.js';
-import { DurableStore } from './durable.js';
-import type { SavedState } from './durable.js';
+import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, DEFAULT_MAX_FRAME_BYTES, TroupeError, acceptFrames, createLogger, wantsFrames } from '../runtime/internal.js';
+import type { Channel } from '../runtime/internal.js';
+import { serveActor } from './connections/actor-connection.js';
+import { serveAgent } from './connections/agent-connection.js';
+import { checkBearer, isLoopback } from '../runtime/internal.js';
+import { serveClient } from './connections/client-connection.js';
+import { startAutoscaler } from './control/autoscaler.js';
+import { Controller } from './control/controller.js';
+import { lockDataDir } from './state/data-dir-lock.js';
+import { headModelBytes } from './control/memory-estimate.js';
+import type { DataDirLock } from './state/data-dir-lock.js';
+import { FIRST_MESSAGE_TIMEOUT_MS } from './connections/first-message.js';
+import { DurableStore } from './state/durable.js';
+import type { SavedState } from './state/durable.js';
 import { sendError } from './http/errors.js';
 import { FrontDoor } from './front-door/front-door.js';
 import { splitConnections } from './front-door/connection-split.js';
@@ -29,16 +29,16 @@ import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
 import { stateBackend } from './http/state-backend.js';
 import { GraphService } from './graph/service.js';
-import { Deployments } from './deployments.js';
-import type { ControllerOptions } from './controller-options.js';
+import { Deployments } from './control/deployments.js';
+import type { ControllerOptions } from './control/controller-options.js';
 import { registerHttpApi } from './http/api.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MODEL_BYTES } from './http/context.js';
 import type { JobOptions } from './http/jobs.js';
-import { DEFAULT_LIVENESS, watchLiveness } from './liveness.js';
-import type { LivenessOptions } from './liveness.js';
-import { readinessBody, serverReadiness } from './readiness.js';
-import { joiningActor } from './records.js';
-import { ClusterState } from './state.js';
+import { DEFAULT_LIVENESS, watchLiveness } from './control/liveness.js';
+import type { LivenessOptions } from './control/liveness.js';
+import { readinessBody, serverReadiness } from './control/readiness.js';
+import { joiningActor } from './state/record-changes.js';
+import { ClusterState } from './state/cluster-state.js';
 import { registerStatusPage } from './status/index.js';
 
 export interface HeadOptions {
@@ -121,7 +121,7 @@ function refuse(socket: Duplex, status: number, text: string, why: string): void
  */
 export async function startHead(options: HeadOptions = {}): Promise<Head> {
   const dataDir = resolve(options.dataDir ?? join('.troupe', 'head'));
-  // Only a head that keeps its state in the directory needs it to itself (head/data-dir-lock.ts).
+  // Only a head that keeps its state in the directory needs it to itself (head/state/data-dir-lock.ts).
   const lock = (options.persistState ?? options.dataDir !== undefined) ? await lockDataDir(dataDir) : undefined;
   try {
     return await runHead(options, dataDir, lock);
@@ -204,7 +204,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/metrics', async (_req, reply) => reply.type(state.metrics.registry.contentType).send(await state.metrics.registry.metrics()));
-  // The same answer as /v2/health/ready and the status page (head/readiness.ts), with the status probes expect.
+  // The same answer as /v2/health/ready and the status page (head/control/readiness.ts), with the status probes expect.
   app.get('/readyz', async (_req, reply) => {
     const readiness = serverReadiness(state, gate.draining);
     return reply.code(readiness.ready ? 200 : 503).send(readinessBody(readiness));

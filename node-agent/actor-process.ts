@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { childNodeArgs } from '../runtime/index.js';
+import { childNodeArgs } from '../runtime/internal.js';
 import { ActorHealth } from './health.js';
 import { processUsage } from './proc-stats.js';
 import type { HealthOptions } from './health.js';

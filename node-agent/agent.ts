@@ -1,7 +1,7 @@
 import { cpus as osCpus, hostname, totalmem } from 'node:os';
 import { WebSocket } from 'ws';
-import { AGENT_LEAVING, AgentToHeadReplies, Channel, clientSocketOptions, createLogger, defaultMaxActors, HeadToAgentSchema, Reconnect, TroupeError } from '../runtime/index.js';
-import type { AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/index.js';
+import { AGENT_LEAVING, AgentToHeadReplies, Channel, clientSocketOptions, createLogger, defaultMaxActors, HeadToAgentSchema, Reconnect, TroupeError } from '../runtime/internal.js';
+import type { AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/internal.js';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { ActorProcess, FN_ACTOR_ENTRY } from './actor-process.js';

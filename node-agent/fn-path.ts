@@ -1,6 +1,6 @@
 import { realpath, stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { TroupeError } from '../runtime/index.js';
+import { TroupeError } from '../runtime/internal.js';
 
 export interface FnModule {
   /** Absolute path of the module file, inside the module directory (for the actor, never for callers). */

@@ -1,4 +1,4 @@
-import type { Gpu, GpuProcess } from '../runtime/index.js';
+import type { Gpu, GpuProcess } from '../runtime/internal.js';
 import { queryComputeApps, queryGpus } from './gpus/index.js';
 
 export interface GpuSample {

@@ -1,4 +1,4 @@
-import { ActorToAgentIpcSchema } from '../runtime/index.js';
+import { ActorToAgentIpcSchema } from '../runtime/internal.js';
 
 export interface HealthOptions {
   /** How often the agent pings each actor. */

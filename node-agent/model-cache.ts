@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { TroupeError, newId, resolveModelPath } from '../runtime/index.js';
+import { TroupeError, newId, resolveModelPath } from '../runtime/internal.js';
 import { blobUrl, parseModelRef } from '../runtime/model-ref.js';
 import type { ModelRef } from '../runtime/model-ref.js';
 

@@ -8,7 +8,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import ort from 'onnxruntime-node';
 import { WebSocket, WebSocketServer } from 'ws';
-import { disableOrtTelemetryByDefault } from '../../runtime/index.js';
+import { disableOrtTelemetryByDefault } from '../../runtime/internal.js';
 
 // No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();

@@ -3,7 +3,7 @@
 // Usage: node plain-http-server.js MODEL INPUT_NAME FEATURES [THREADS]; prints "listening PORT".
 import { createServer } from 'node:http';
 import ort from 'onnxruntime-node';
-import { disableOrtTelemetryByDefault } from '../../runtime/index.js';
+import { disableOrtTelemetryByDefault } from '../../runtime/internal.js';
 
 // No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();

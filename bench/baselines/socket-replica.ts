@@ -12,7 +12,7 @@
 import { createServer } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import ort from 'onnxruntime-node';
-import { disableOrtTelemetryByDefault, sharedMemoryAddon } from '../../runtime/index.js';
+import { disableOrtTelemetryByDefault, sharedMemoryAddon } from '../../runtime/internal.js';
 
 // No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();

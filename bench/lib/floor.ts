@@ -1,7 +1,7 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import ort from 'onnxruntime-node';
-import { disableOrtTelemetryByDefault } from '../../runtime/index.js';
+import { disableOrtTelemetryByDefault } from '../../runtime/internal.js';
 
 // No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();

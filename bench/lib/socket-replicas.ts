@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { SharedMemoryAddon } from '../../runtime/index.js';
+import type { SharedMemoryAddon } from '../../runtime/internal.js';
 
 /** One bench/baselines/socket-replica process and this process's socket to it. */
 interface Replica {

@@ -3,7 +3,8 @@
  * own (simulated) GPU, run as a pipeline; checks the output against the uncut model in-process.
  */
 import ort from 'onnxruntime-node';
-import { disableOrtTelemetryByDefault, tensor } from '../../runtime/index.js';
+import { tensor } from '../../runtime/index.js';
+import { disableOrtTelemetryByDefault } from '../../runtime/internal.js';
 import { runExample } from '../local-cluster.js';
 import { shardedGraph, writeShardedModels } from './stages.js';
 

@@ -1,7 +1,7 @@
 import { Socket } from 'node:net';
-import { handoffAddon } from '../../runtime/index.js';
-import type { ActorToHead, Channel, DeploymentLabels, HandoffAddon, HeadToActor, HeadToActorReplies, Logger } from '../../runtime/index.js';
-import type { ActorRecord } from '../state.js';
+import { handoffAddon } from '../../runtime/internal.js';
+import type { ActorToHead, Channel, DeploymentLabels, HandoffAddon, HeadToActor, HeadToActorReplies, Logger } from '../../runtime/internal.js';
+import type { ActorRecord } from '../state/records.js';
 
 type ActorChannel = Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies>;
 

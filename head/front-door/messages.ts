@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ERROR_CODES, LabelsSchema, ModelMetadataSchema } from '../../runtime/index.js';
+import { ERROR_CODES, LabelsSchema, ModelMetadataSchema } from '../../runtime/internal.js';
 
 /**
  * What the head and its front-door workers say over their IPC channel (advanced serialization,

@@ -52,6 +52,6 @@ export class WorkerCatalog {
       this.#ask(id, name);
     });
   }
-}import { findTarget } from '../../runtime/index.js';
-import type { InferTarget, Params } from '../../runtime/index.js';
+}import { findTarget } from '../../runtime/internal.js';
+import type { InferTarget, Params } from '../../runtime/internal.js';
 

@@ -1,8 +1,8 @@
-import { ShutdownGate, checkInferRequest, relayToHead, serveInPlace } from '../../runtime/index.js';
-import type { InferenceBackend } from '../../runtime/index.js';
+import { ShutdownGate, checkInferRequest, relayToHead, serveInPlace } from '../../runtime/internal.js';
+import type { InferenceBackend } from '../../runtime/internal.js';
 import type { Socket } from 'node:net';
-import { TroupeError, connect, createLogger, mapFromWire, mapToWire, onParentGone } from '../../runtime/index.js';
-import type { Cluster, ErrorCode } from '../../runtime/index.js';
+import { TroupeError, connect, createLogger, mapFromWire, mapToWire, onParentGone } from '../../runtime/internal.js';
+import type { Cluster, ErrorCode } from '../../runtime/internal.js';
 import { HeadToWorkerSchema } from './messages.js';
 import type { WorkerSettings, WorkerToHead } from './messages.js';
 import { WorkerCatalog } from './worker-catalog.js';
@@ -23,7 +23,7 @@ const gate = new ShutdownGate();
 const served = new Map<string, number>();
 const failures = new Map<string, Map<ErrorCode, number>>();
 
-/** The same checks the head makes before it queues a call (head/inference.ts), then the SDK's run (of a deployment or a graph). */
+/** The same checks the head makes before it queues a call (head/calls/inference.ts), then the SDK's run (of a deployment or a graph). */
 function backendOf(cluster: Cluster): InferenceBackend {
   return {
     target: (params) => catalog.target(params),

@@ -1,5 +1,5 @@
-import { TroupeError, pickReferenced, referenceFailed } from '../../runtime/index.js';
-import type { RunRef, WireTensor, WireTensorMap } from '../../runtime/index.js';
+import { TroupeError, pickReferenced, referenceFailed } from '../../runtime/internal.js';
+import type { RunRef, WireTensor, WireTensorMap } from '../../runtime/internal.js';
 
 export interface ResultStoreOptions {
   /** Finished runs kept, at most. */

@@ -1,9 +1,9 @@
-import { GraphDocumentSchema, ModelDeploymentSchema, TroupeError, compileGraph, countSteps, execute, leavesOf, formatIssues, inferSignature, isDynamic } from '../../runtime/index.js';
-import type { ClientToHead, CompiledGraph, DeploymentView, GraphDeploymentView, GraphDocument, GraphView, LeafInfo, Logger, ModelDeployment, PlanNode, RunTrace, Signature, StepCaller, WireTensorMap } from '../../runtime/index.js';
-import { runInferenceTimed } from '../inference.js';
-import type { Controller } from '../controller.js';
-import type { ClusterState } from '../state.js';
-import { boundDeploy } from '../deploy-bound.js';
+import { GraphDocumentSchema, ModelDeploymentSchema, TroupeError, compileGraph, countSteps, execute, leavesOf, formatIssues, inferSignature, isDynamic } from '../../runtime/internal.js';
+import type { ClientToHead, CompiledGraph, DeploymentView, GraphDeploymentView, GraphDocument, GraphView, LeafInfo, Logger, ModelDeployment, PlanNode, RunTrace, Signature, StepCaller, WireTensorMap } from '../../runtime/internal.js';
+import { runInferenceTimed } from '../calls/inference.js';
+import type { Controller } from '../control/controller.js';
+import type { ClusterState } from '../state/cluster-state.js';
+import { boundDeploy } from '../control/deploy-bound.js';
 import { ResultStore } from './results.js';
 import type { ResultStoreOptions } from './results.js';
 

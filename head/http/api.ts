@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { ClusterViewSchema } from '../../runtime/index.js';
+import { ClusterViewSchema } from '../../runtime/internal.js';
 import { authHook } from './auth.js';
 import { acceptBuffers, acceptSpecBuffers, acceptStreams } from './body.js';
 import type { ApiContext, HttpApiOptions } from './context.js';

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { authError } from '../../runtime/index.js';
-import type { AuthPolicy } from '../../runtime/index.js';
+import { authError } from '../../runtime/internal.js';
+import type { AuthPolicy } from '../../runtime/internal.js';
 import { sendError } from './errors.js';
 
 export interface RouteConfig {

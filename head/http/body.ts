@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { parse as parseYaml } from 'yaml';
-import { TroupeError } from '../../runtime/index.js';
-import { firstLine, parseJson } from '../../runtime/index.js';
+import { TroupeError } from '../../runtime/internal.js';
+import { firstLine, parseJson } from '../../runtime/internal.js';
 
 /**
  * How the API reads bodies. Each route group runs in its own fastify scope and parses every

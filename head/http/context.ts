@@ -1,8 +1,8 @@
-import type { Logger } from '../../runtime/index.js';
-import type { Controller } from '../controller.js';
-import type { Deployments } from '../deployments.js';
+import type { Logger } from '../../runtime/internal.js';
+import type { Controller } from '../control/controller.js';
+import type { Deployments } from '../control/deployments.js';
 import type { GraphService } from '../graph/service.js';
-import type { ClusterState } from '../state.js';
+import type { ClusterState } from '../state/cluster-state.js';
 import type { JobOptions, JobStore } from './jobs.js';
 import type { ModelStore } from './model-store.js';
 import type { ApiDocs } from './openapi.js';
@@ -28,7 +28,7 @@ export interface HttpApiOptions {
   maxBodyBytes: number;
   /** Largest model upload. */
   maxModelBytes: number;
-  /** Whether the head is draining: it is then not ready (head/readiness.ts). */
+  /** Whether the head is draining: it is then not ready (head/control/readiness.ts). */
   draining: () => boolean;
   /** Async jobs: retention, bounds and concurrency (defaults in jobs.ts). */
   jobOptions?: Partial<JobOptions>;

@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { DeploymentViewSchema, GraphViewSchema, ModelDeploymentSchema, NameSchema, TroupeError, looksLikeGraphDocument } from '../../runtime/index.js';
-import type { DeploymentView } from '../../runtime/index.js';
+import { DeploymentViewSchema, GraphViewSchema, ModelDeploymentSchema, NameSchema, TroupeError, looksLikeGraphDocument } from '../../runtime/internal.js';
+import type { DeploymentView } from '../../runtime/internal.js';
 import { DEFAULT_DEPLOY_TIMEOUT_S, MAX_DEPLOY_TIMEOUT_S, PendingActorSchema, pendingActors } from '../../runtime/deploy-timeout.js';
 import { formatModelRef, parseModelRef } from '../../runtime/model-ref.js';
-import { DeployTimeoutError } from '../deploy-bound.js';
-import type { DeploymentRecord } from '../state.js';
+import { DeployTimeoutError } from '../control/deploy-bound.js';
+import type { DeploymentRecord } from '../state/records.js';
 import { bodyBuffer, parseDocument } from './body.js';
 import type { ApiContext } from './context.js';
 

@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
-import { errorResponse, requestFailed } from '../../runtime/index.js';
-import type { HttpError, Logger } from '../../runtime/index.js';
+import { errorResponse, requestFailed } from '../../runtime/internal.js';
+import type { HttpError, Logger } from '../../runtime/internal.js';
 
 export function sendError(reply: FastifyReply, error: HttpError): FastifyReply {
   const { headers, body } = errorResponse(error);

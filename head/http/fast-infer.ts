@@ -1,7 +1,7 @@
-import { alignmentPad, answerInference, bodyTooLarge, errorAnswer, headerLengthOf, inferRoute, refusal, requestFailed } from '../../runtime/index.js';
-import type { HttpAnswer, InferBody, InferExchangeOptions } from '../../runtime/index.js';
+import { alignmentPad, answerInference, bodyTooLarge, errorAnswer, headerLengthOf, inferRoute, refusal, requestFailed } from '../../runtime/internal.js';
+import type { HttpAnswer, InferBody, InferExchangeOptions } from '../../runtime/internal.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sharedBufferPool } from '../../runtime/index.js';
+import { sharedBufferPool } from '../../runtime/internal.js';
 
 /**
  * The body, whole, or the 413 once it grows past `limit` (the declared length is checked first).

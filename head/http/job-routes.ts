@@ -1,8 +1,8 @@
-import { HEADER_LENGTH, InferRequestSchema, classCounts, classifyOutputs, decodeInferRequest, encodeInferResponse, parseJson, splitInferBody } from '../../runtime/index.js';
+import { HEADER_LENGTH, InferRequestSchema, classCounts, classifyOutputs, decodeInferRequest, encodeInferResponse, parseJson, splitInferBody } from '../../runtime/internal.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { TroupeError, checkWire, isDynamic, newId, validateInputs } from '../../runtime/index.js';
-import type { WireTensorMap } from '../../runtime/index.js';
+import { TroupeError, checkWire, isDynamic, newId, validateInputs } from '../../runtime/internal.js';
+import type { WireTensorMap } from '../../runtime/internal.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { jobJson } from './jobs.js';

@@ -1,5 +1,5 @@
-import { TroupeError, newId, toWireError } from '../../runtime/index.js';
-import type { WireError } from '../../runtime/index.js';
+import { TroupeError, newId, toWireError } from '../../runtime/internal.js';
+import type { WireError } from '../../runtime/internal.js';
 
 /**
  * Async jobs: a run accepted now, answered later (what people otherwise build with a task queue

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { TroupeError } from '../../runtime/index.js';
+import { TroupeError } from '../../runtime/internal.js';
 import { SHA256_HEX } from '../../runtime/model-ref.js';
 import { bodyStream } from './body.js';
 import type { ApiContext } from './context.js';

@@ -1,11 +1,11 @@
-import { HEADER_LENGTH, InferRequestSchema, MODEL_VERSION, datatypeOfDtype, decodeBody, encodeBody, inferResponse, oipShape, responseCodingFor } from '../../runtime/index.js';
-import type { Params } from '../../runtime/index.js';
+import { HEADER_LENGTH, InferRequestSchema, MODEL_VERSION, datatypeOfDtype, decodeBody, encodeBody, inferResponse, oipShape, responseCodingFor } from '../../runtime/internal.js';
+import type { Params } from '../../runtime/internal.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { TroupeError } from '../../runtime/index.js';
-import type { TensorInfo } from '../../runtime/index.js';
-import { readinessBody, serverReadiness } from '../readiness.js';
-import type { DeploymentRecord } from '../state.js';
+import { TroupeError } from '../../runtime/internal.js';
+import type { TensorInfo } from '../../runtime/internal.js';
+import { readinessBody, serverReadiness } from '../control/readiness.js';
+import type { DeploymentRecord } from '../state/records.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { TROUPE_VERSION } from './openapi.js';

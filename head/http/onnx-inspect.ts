@@ -1,7 +1,7 @@
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
-import { TroupeError } from '../../runtime/index.js';
-import type { TensorInfo } from '../../runtime/index.js';
+import { TroupeError } from '../../runtime/internal.js';
+import type { TensorInfo } from '../../runtime/internal.js';
 
 // onnx-proto is CommonJS; under NodeNext only its default export is reliably importable.
 const { onnx } = onnxProto;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { AuthPolicy } from '../../runtime/index.js';
+import type { AuthPolicy } from '../../runtime/internal.js';
 
 /**
  * The API's OpenAPI 3.1 description, built from the same zod schemas the handlers validate with

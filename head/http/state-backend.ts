@@ -1,8 +1,9 @@
-import { checkInferRequest, findTarget } from '../../runtime/index.js';
-import type { InferTarget, InferenceBackend, Params } from '../../runtime/index.js';
-import { runInference } from '../inference.js';
+import { checkInferRequest, findTarget } from '../../runtime/internal.js';
+import type { InferTarget, InferenceBackend, Params } from '../../runtime/internal.js';
+import { runInference } from '../calls/inference.js';
 import type { GraphService } from '../graph/service.js';
-import type { ClusterState, DeploymentRecord } from '../state.js';
+import type { ClusterState } from '../state/cluster-state.js';
+import type { DeploymentRecord } from '../state/records.js';
 
 export function targetOf(d: DeploymentRecord): InferTarget {
   return { name: d.spec.name, kind: d.spec.kind ?? 'model', metadata: d.metadata, ...(d.spec.labels ? { labels: d.spec.labels } : {}) };

@@ -1,12 +1,11 @@
-import { MODEL_VERSION } from '../../runtime/index.js';
-import type { Params } from '../../runtime/index.js';
+import { MODEL_VERSION } from '../../runtime/internal.js';
+import type { Params } from '../../runtime/internal.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { TroupeError } from '../../runtime/index.js';
-import { tritonModelStat } from '../inference-statistics.js';
-import { loadModel, repositoryIndex, unloadModel } from '../model-repository.js';
-import type { DeploymentRecord } from '../state.js';
-import { tritonModelConfig } from '../triton-config.js';
+import { TroupeError } from '../../runtime/internal.js';
+import { loadModel, repositoryIndex, unloadModel } from '../control/model-repository.js';
+import type { DeploymentRecord } from '../state/records.js';
+import { tritonModelConfig } from './triton-config.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 
@@ -129,7 +128,7 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
           'Times run from arrival in the replica; inference_count counts rows, execution_count model executions (batches).',
         responses: { 200: { description: 'statistics', schema: StatsResponseSchema } },
       },
-      async (request) => ({ model_stats: [tritonModelStat(named(request))] }),
+      async (request) => ({ model_stats: [named(request).stats.triton(named(request).spec.name)] }),
     );
   }
 
@@ -144,7 +143,7 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       responses: { 200: { description: 'statistics', schema: StatsResponseSchema } },
     },
     async () => ({
-      model_stats: [...state.deployments.values()].sort((a, b) => a.spec.name.localeCompare(b.spec.name)).map(tritonModelStat),
+      model_stats: [...state.deployments.values()].sort((a, b) => a.spec.name.localeCompare(b.spec.name)).map((d) => d.stats.triton(d.spec.name)),
     }),
   );
 

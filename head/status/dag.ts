@@ -1,4 +1,4 @@
-import type { PlanNode } from '../../runtime/index.js';
+import type { PlanNode } from '../../runtime/internal.js';
 import type { Dag, DagGroup, DagNode } from './client/protocol.js';
 
 interface Ends {

@@ -1,4 +1,4 @@
-import type { ClusterState } from '../state.js';
+import type { ClusterState } from '../state/cluster-state.js';
 import type { StatusEvent } from './client/protocol.js';
 
 /** Events the page can ask for on connecting; the head's log keeps more. */

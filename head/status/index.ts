@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ClusterState } from '../state.js';
+import type { ClusterState } from '../state/cluster-state.js';
 import { sendError } from '../http/errors.js';
 import { StatusAssets } from './assets.js';
 import type { StatusSession } from './client/protocol.js';

@@ -1,6 +1,7 @@
-import type { ActorStats } from '../../runtime/index.js';
-import type { ClusterState, DeploymentRecord } from '../state.js';
-import { SeriesStore } from '../timeseries.js';
+import type { ActorStats } from '../../runtime/internal.js';
+import type { ClusterState } from '../state/cluster-state.js';
+import type { DeploymentRecord } from '../state/records.js';
+import { SeriesStore } from '../state/timeseries.js';
 
 /** How the status page names a series: `<metric>|<subject>`, subject a deployment or a GPU. */
 export type Metric = 'rps' | 'p50' | 'p99' | 'queue' | 'batch' | 'util' | 'mem';

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { newSecret } from '../../runtime/index.js';
-import { checkBearer, isLoopback } from '../../runtime/index.js';
+import { newSecret } from '../../runtime/internal.js';
+import { checkBearer, isLoopback } from '../../runtime/internal.js';
 
 export const SESSION_COOKIE = 'troupe_status';
 const SESSION_TTL_MS = 12 * 3600_000;

@@ -1,7 +1,8 @@
-import type { GraphView, PlanNode } from '../../runtime/index.js';
-import { headLoopDelay } from '../event-loop.js';
-import { readinessBody, serverReadiness } from '../readiness.js';
-import type { ActorRecord, ClusterState, NodeRecord } from '../state.js';
+import type { GraphView, PlanNode } from '../../runtime/internal.js';
+import { headLoopDelay } from '../state/event-loop.js';
+import { readinessBody, serverReadiness } from '../control/readiness.js';
+import type { ClusterState } from '../state/cluster-state.js';
+import type { ActorRecord, NodeRecord } from '../state/records.js';
 import type { StatusActor, StatusDeployment, StatusGpu, StatusGraph, StatusNode, StatusSnapshot } from './client/protocol.js';
 import { graphDag } from './dag.js';
 import type { EventFeed } from './event-feed.js';

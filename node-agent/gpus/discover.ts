@@ -1,4 +1,4 @@
-import type { Gpu } from '../../runtime/index.js';
+import type { Gpu } from '../../runtime/internal.js';
 import { queryGpus } from './nvidia-smi.js';
 import { simulatedGpus } from './simulated.js';
 

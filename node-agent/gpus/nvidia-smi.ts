@@ -1,5 +1,5 @@
-import { GpuProcessSchema, GpuSchema } from '../../runtime/index.js';
-import type { Gpu, GpuProcess } from '../../runtime/index.js';
+import { GpuProcessSchema, GpuSchema } from '../../runtime/internal.js';
+import type { Gpu, GpuProcess } from '../../runtime/internal.js';
 import type { ZodType } from 'zod';
 import { CellError, optionalNumber, recordLines, requiredInteger, requiredNumber, requiredText, splitCells } from './csv-fields.js';
 import { runTool } from './run-tool.js';

@@ -26,5 +26,5 @@ export function simulatedGpus(count: number, memoryMiB = DEFAULT_SIMULATED_MEMOR
     utilizationPct: 0,
     simulated: true,
   }));
-}import type { Gpu } from '../../runtime/index.js';
+}import type { Gpu } from '../../runtime/internal.js';
 

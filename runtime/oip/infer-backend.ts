@@ -34,7 +34,7 @@ export function takesAnything(target: InferTarget): boolean {
 }
 
 /**
- * The checks made before a call is queued (as head/inference.ts makes them for a deployment): well-formed
+ * The checks made before a call is queued (as head/calls/inference.ts makes them for a deployment): well-formed
  * tensors, a deployment with a READY replica, inputs and outputs that fit the signature.
  */
 export function checkInferRequest(target: InferTarget, request: InferenceRequest): void {

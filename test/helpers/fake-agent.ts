@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import type { AgentLink, StartActorOrder } from '../../head/agent-link.js';
-import type { Clock, ClockTimer } from '../../head/clock.js';
-import type { HeadActorLink } from '../../head/state.js';
+import type { AgentLink, StartActorOrder } from '../../head/control/agent-link.js';
+import type { Clock, ClockTimer } from '../../head/control/clock.js';
+import type { HeadActorLink } from '../../head/state/records.js';
 import { TroupeError } from '../../runtime/errors.js';
 import type { CallReply } from '../../runtime/protocol/actor.js';
 import type { WireTensorMap } from '../../runtime/tensor/wire.js';

@@ -1,6 +1,6 @@
 import { Packr } from 'msgpackr';
 import { WebSocket } from 'ws';
-import { ERROR_CODES, decodeFrame } from '../../runtime/index.js';
+import { ERROR_CODES, decodeFrame } from '../../runtime/internal.js';
 
 /** mulberry32: a small seeded PRNG, so a failing fuzz run replays exactly. */
 export class Prng {

@@ -3,8 +3,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GraphBuilder, buildMlp } from '../../models/index.js';
-import { TroupeError } from '../../runtime/index.js';
-import type { ErrorCode, Tensor } from '../../runtime/index.js';
+import { TroupeError } from '../../runtime/internal.js';
+import type { ErrorCode, Tensor } from '../../runtime/internal.js';
 
 /** The compiled tree (dist/): agents in graph tests use it as their --module-dir. */
 export const DIST_ROOT = fileURLToPath(new URL('../../', import.meta.url));

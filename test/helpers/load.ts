@@ -1,5 +1,5 @@
-import { TroupeError } from '../../runtime/index.js';
-import type { Cluster, RunInputs, RunOptions } from '../../runtime/index.js';
+import { TroupeError } from '../../runtime/internal.js';
+import type { Cluster, RunInputs, RunOptions } from '../../runtime/internal.js';
 
 export interface LoadOutcome {
   sent: number;

@@ -1,4 +1,4 @@
-import type { Clock, ClockTimer } from '../../head/clock.js';
+import type { Clock, ClockTimer } from '../../head/control/clock.js';
 
 interface Timer {
   at: number;

@@ -1,7 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { childNodeArgs } from '../../runtime/index.js';
+import { childNodeArgs } from '../../runtime/internal.js';
 import { isAlive } from './cluster.js';
 
 /**

@@ -1,6 +1,6 @@
 import { WebSocket } from 'ws';
-import { RoutesSchema, decodeFrame, encodeFrame } from '../../runtime/index.js';
-import type { Routes } from '../../runtime/index.js';
+import { RoutesSchema, decodeFrame, encodeFrame } from '../../runtime/internal.js';
+import type { Routes } from '../../runtime/internal.js';
 
 /** The routes the head hands a client for `deployment` (replica addresses and tokens), asked over a raw socket. */
 export async function routesOf(url: string, deployment: string): Promise<Routes> {

@@ -1,6 +1,6 @@
 import ort from 'onnxruntime-node';
-import { disableOrtTelemetryByDefault } from '../../runtime/index.js';
-import type { Tensor } from '../../runtime/index.js';
+import { disableOrtTelemetryByDefault } from '../../runtime/internal.js';
+import type { Tensor } from '../../runtime/internal.js';
 
 // No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();

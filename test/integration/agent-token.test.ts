@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
-import { TroupeError, connect } from '../../runtime/index.js';
+import { TroupeError, connect } from '../../runtime/internal.js';
 import { isAlive, waitFor } from '../helpers/cluster.js';
 import { childEnv } from '../helpers/env.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { TroupeError, connect, tensor } from '../../runtime/index.js';
-import type { ActorView, Cluster, Outputs } from '../../runtime/index.js';
+import { TroupeError, connect, tensor } from '../../runtime/internal.js';
+import type { ActorView, Cluster, Outputs } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { connect, tensor } from '../../runtime/index.js';
-import type { ActorView, Cluster } from '../../runtime/index.js';
+import { connect, tensor } from '../../runtime/internal.js';
+import type { ActorView, Cluster } from '../../runtime/internal.js';
 import { isAlive, startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { SteadyLoad, progress, retryableCount } from '../helpers/load.js';

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { startChild, stopChild } from '../../cli/children.js';
 import { startHead } from '../../head/index.js';
-import { TroupeError } from '../../runtime/index.js';
+import { TroupeError } from '../../runtime/internal.js';
 import { childEnv } from '../helpers/env.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));

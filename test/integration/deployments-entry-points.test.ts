@@ -4,15 +4,15 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { TroupeError, connect, ensemble, model, tensor } from '../../runtime/index.js';
-import type { Cluster } from '../../runtime/index.js';
+import { TroupeError, connect, ensemble, model, tensor } from '../../runtime/internal.js';
+import type { Cluster } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import { childEnv } from '../helpers/env.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { call } from '../helpers/http.js';
 
 /**
- * One deployments service (head/deployments.ts) behind every entry point: the SDK's frames, HTTP
+ * One deployments service (head/control/deployments.ts) behind every entry point: the SDK's frames, HTTP
  * and the CLI (through HTTP) follow the same rules for graphs and models, checked here side by
  * side with the same steps. Only replacing differs, by design: an SDK deploy asks for it, a PUT
  * (and so the CLI) is declarative and replaces, saying so.

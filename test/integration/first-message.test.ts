@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { WebSocket } from 'ws';
 import { startHead } from '../../head/index.js';
 import type { Head } from '../../head/index.js';
-import { connect, decodeFrame, encodeFrame } from '../../runtime/index.js';
+import { connect, decodeFrame, encodeFrame } from '../../runtime/internal.js';
 
 const BOUND_MS = 500;
 

@@ -3,7 +3,7 @@ import { Agent } from 'node:http';
 import { connect as connectTcp } from 'node:net';
 import type { Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { tensor } from '../../runtime/index.js';
+import { tensor } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { assertError, binaryBody, call, nodeCall } from '../helpers/http.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { connect, dataParallel, model, tensor } from '../../runtime/index.js';
-import type { Cluster } from '../../runtime/index.js';
+import { connect, dataParallel, model, tensor } from '../../runtime/internal.js';
+import type { Cluster } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, floats, rejectsWith } from '../helpers/graphs.js';

@@ -7,8 +7,8 @@ import { MEMBERS, argmaxRows, runEnsemble, writeEnsembleModels } from '../../exa
 import { standardize } from '../../examples/ensemble/steps.js';
 import { score, writeScorer } from '../../examples/data-parallel/score.js';
 import { shardedGraph, writeShardedModels } from '../../examples/sharded/stages.js';
-import { connect, tensor } from '../../runtime/index.js';
-import type { Cluster, Tensor } from '../../runtime/index.js';
+import { connect, tensor } from '../../runtime/internal.js';
+import type { Cluster, Tensor } from '../../runtime/internal.js';
 import { startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, floats } from '../helpers/graphs.js';

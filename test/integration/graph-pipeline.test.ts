@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { connect, fn, model, pipeline, tensor } from '../../runtime/index.js';
-import type { Cluster, GraphDocument } from '../../runtime/index.js';
+import { connect, fn, model, pipeline, tensor } from '../../runtime/internal.js';
+import type { Cluster, GraphDocument } from '../../runtime/internal.js';
 import { startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { FNS, GRAPH_AGENT, floats, rejectsWith, writeGraphModels } from '../helpers/graphs.js';

@@ -4,7 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import type { ClusterView, DeploymentView } from '../../runtime/index.js';
+import type { ClusterView, DeploymentView } from '../../runtime/internal.js';
 import { isAlive, startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { assertError, call } from '../helpers/http.js';

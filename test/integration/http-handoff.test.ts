@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { tensor } from '../../runtime/index.js';
+import { tensor } from '../../runtime/internal.js';
 import { handoffAddon } from '../../runtime/handoff/addon.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';

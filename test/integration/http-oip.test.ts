@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { connect, tensor } from '../../runtime/index.js';
-import type { Cluster } from '../../runtime/index.js';
+import { connect, tensor } from '../../runtime/internal.js';
+import type { Cluster } from '../../runtime/internal.js';
 import { isAlive, startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { assertError, binaryBody, call, splitBinaryAnswer } from '../helpers/http.js';

@@ -3,8 +3,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { connect } from '../../runtime/index.js';
-import type { Cluster } from '../../runtime/index.js';
+import { connect } from '../../runtime/internal.js';
+import type { Cluster } from '../../runtime/internal.js';
 import { startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { connect } from '../../runtime/index.js';
-import type { Cluster, DeploymentView } from '../../runtime/index.js';
+import { connect } from '../../runtime/internal.js';
+import type { Cluster, DeploymentView } from '../../runtime/internal.js';
 import { startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 

@@ -8,8 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { writeExampleModels } from '../../models/index.js';
 import { WebSocket } from 'ws';
-import { connect, decodeFrame, encodeFrame, tensor } from '../../runtime/index.js';
-import type { Cluster } from '../../runtime/index.js';
+import { connect, decodeFrame, encodeFrame, tensor } from '../../runtime/internal.js';
+import type { Cluster } from '../../runtime/internal.js';
 import { waitFor } from '../helpers/cluster.js';
 import { childEnv } from '../helpers/env.js';
 

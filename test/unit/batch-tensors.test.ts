@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { rowsOf } from '../../actors/batch-tensors.js';
-import { BufferPool, concatTensorRows, decodeFrame, encodeFrame, fromWire, splitRows, tensor, toWire } from '../../runtime/index.js';
-import type { Tensor } from '../../runtime/index.js';
+import { BufferPool, concatTensorRows, decodeFrame, encodeFrame, fromWire, splitRows, tensor, toWire } from '../../runtime/internal.js';
+import type { Tensor } from '../../runtime/internal.js';
 
 const rows = (t: Tensor) => [...(t.data as Float32Array)];
 const pool = new BufferPool();

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Batcher } from '../../actors/batcher.js';
 import type { BatcherOptions, RunModel } from '../../actors/batcher.js';
-import { TroupeError, tensor } from '../../runtime/index.js';
-import type { Tensor } from '../../runtime/index.js';
+import { TroupeError, tensor } from '../../runtime/internal.js';
+import type { Tensor } from '../../runtime/internal.js';
 
 /**
  * A model that echoes its input and, while `hold` is set, keeps each run going until the test

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Batcher } from '../../actors/batcher.js';
 import type { RunModel } from '../../actors/batcher.js';
-import { MAX_BATCH_SIZES_REPORTED, TroupeError, tensor } from '../../runtime/index.js';
-import type { CallTotals, Tensor } from '../../runtime/index.js';
+import { MAX_BATCH_SIZES_REPORTED, TroupeError, tensor } from '../../runtime/internal.js';
+import type { CallTotals, Tensor } from '../../runtime/internal.js';
 import { CallTotalsRecorder } from '../../actors/call-totals.js';
-import { InferenceStatistics } from '../../head/inference-statistics.js';
+import { InferenceStatistics } from '../../head/state/inference-statistics.js';
 
 const call = (rows: number): Record<string, Tensor> => ({ x: tensor('float32', [rows, 2], new Float32Array(2 * rows)) });
 const echo: RunModel = async (inputs) => ({ y: inputs.x! });

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, test } from 'node:test';
 import { z } from 'zod';
-import { Channel, FrameStream, TroupeError } from '../../runtime/index.js';
+import { Channel, FrameStream, TroupeError } from '../../runtime/internal.js';
 
 /** Requests the asking side sends; the answering side replies to `good` as promised and to `bad` with the wrong shape. */
 type Ask = { type: 'good'; id: string; n: number } | { type: 'bad'; id: string };

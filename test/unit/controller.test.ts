@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Controller } from '../../head/controller.js';
-import type { ControllerOptions } from '../../head/controller-options.js';
-import { ClusterState } from '../../head/state.js';
-import type { ActorRecord } from '../../head/state.js';
+import { Controller } from '../../head/control/controller.js';
+import type { ControllerOptions } from '../../head/control/controller-options.js';
+import { ClusterState } from '../../head/state/cluster-state.js';
+import type { ActorRecord } from '../../head/state/records.js';
 import { createLogger } from '../../runtime/log.js';
 import { ModelDeploymentSchema } from '../../runtime/spec.js';
 import { TroupeError } from '../../runtime/errors.js';

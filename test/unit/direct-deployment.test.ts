@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { TroupeError, toWire, tensor } from '../../runtime/index.js';
+import { TroupeError, toWire, tensor } from '../../runtime/internal.js';
 import { DirectDeployment } from '../../runtime/client/direct-deployment.js';
 import { waitFor } from '../helpers/cluster.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ShutdownGate } from '../../runtime/http/shutdown-gate.js';
-import { TroupeError } from '../../runtime/index.js';
+import { TroupeError } from '../../runtime/internal.js';
 
 test('draining waits for accepted work and refuses new work with the retryable SHUTTING_DOWN', async () => {
   const gate = new ShutdownGate();

@@ -3,9 +3,9 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { DurableStore } from '../../head/durable.js';
-import type { SavedActor } from '../../head/durable.js';
-import { ModelDeploymentSchema, createLogger } from '../../runtime/index.js';
+import { DurableStore } from '../../head/state/durable.js';
+import type { SavedActor } from '../../head/state/durable.js';
+import { ModelDeploymentSchema, createLogger } from '../../runtime/internal.js';
 
 const log = createLogger('test');
 let dir: string;

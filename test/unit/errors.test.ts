@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
-import { ERRORS, TroupeError, fromWireError, toWireError } from '../../runtime/index.js';
+import { ERRORS, TroupeError, fromWireError, toWireError } from '../../runtime/internal.js';
 
 test('docs/errors.md lists exactly the codes in runtime/errors.ts, with the same status and retryability', async () => {
   const doc = await readFile(new URL('../../../docs/errors.md', import.meta.url), 'utf8');

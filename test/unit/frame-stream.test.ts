@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
 import { after, test } from 'node:test';
-import { BufferPool, FrameStream, TroupeError } from '../../runtime/index.js';
-import type { FrameSink } from '../../runtime/index.js';
+import { BufferPool, FrameStream, TroupeError } from '../../runtime/internal.js';
+import type { FrameSink } from '../../runtime/internal.js';
 import { FrameReader } from '../../runtime/transport/frame-reader.js';
 import { lengthPrefixed } from '../helpers/raw-stream.js';
 

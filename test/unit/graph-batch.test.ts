@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { batchSize, chunkBounds, concatRows, fromWire, sliceRows, tensor, toWire } from '../../runtime/index.js';
+import { batchSize, chunkBounds, concatRows, fromWire, sliceRows, tensor, toWire } from '../../runtime/internal.js';
 
 test('chunkBounds cuts rows into chunks with a ragged last one', () => {
   assert.deepEqual(chunkBounds(10, 4), [[0, 4], [4, 8], [8, 10]]);

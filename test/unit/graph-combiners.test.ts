@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TroupeError, argmax, combineOutputs, concat, groupOutputs, max, mean, tensor, vote } from '../../runtime/index.js';
+import { TroupeError, argmax, combineOutputs, concat, groupOutputs, max, mean, tensor, vote } from '../../runtime/internal.js';
 
 const t = (shape: number[], values: number[]) => tensor('float32', shape, Float32Array.from(values));
 const values = (x: { data: unknown }) => [...(x.data as Float32Array)];

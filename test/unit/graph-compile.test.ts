@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { GraphDocumentSchema, compileGraph, dataParallel, ensemble, fn, inferSignature, model, pipeline, sourceOf, toGraphDocument } from '../../runtime/index.js';
-import type { GraphDocument, LeafInfo, ModelMetadata } from '../../runtime/index.js';
+import { GraphDocumentSchema, compileGraph, dataParallel, ensemble, fn, inferSignature, model, pipeline, sourceOf, toGraphDocument } from '../../runtime/internal.js';
+import type { GraphDocument, LeafInfo, ModelMetadata } from '../../runtime/internal.js';
 
 const meta = (inputs: [string, string, (number | string)[]][], outputs: [string, string, (number | string)[]][]): ModelMetadata => ({
   inputs: inputs.map(([name, dtype, shape]) => ({ name, dtype, shape })),

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ResultStore } from '../../head/graph/results.js';
-import { TroupeError, tensor, toWire } from '../../runtime/index.js';
-import type { WireTensorMap } from '../../runtime/index.js';
+import { TroupeError, tensor, toWire } from '../../runtime/internal.js';
+import type { WireTensorMap } from '../../runtime/internal.js';
 
 const outputs = (bytes: number): WireTensorMap => ({ y: toWire(tensor('uint8', [bytes], new Uint8Array(bytes))) });
 const tick = () => new Promise((r) => setImmediate(r));

@@ -1,4 +1,4 @@
-import { authError, needsToken } from '../../runtime/index.js';
+import { authError, needsToken } from '../../runtime/internal.js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import Fastify from 'fastify';
@@ -7,8 +7,8 @@ import { errorHandler } from '../../head/http/errors.js';
 import { checkModelName } from '../../head/http/model-store.js';
 import { inspectOnnx } from '../../head/http/onnx-inspect.js';
 import { buildMlp } from '../../models/index.js';
-import { TroupeError, createLogger } from '../../runtime/index.js';
-import type { ErrorCode } from '../../runtime/index.js';
+import { TroupeError, createLogger } from '../../runtime/internal.js';
+import type { ErrorCode } from '../../runtime/internal.js';
 import { blobUrl, formatModelRef, parseModelRef } from '../../runtime/model-ref.js';
 
 function throwsCode(fn: () => unknown, code: ErrorCode, message: RegExp): void {

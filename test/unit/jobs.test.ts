@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { JobStore, jobJson } from '../../head/http/jobs.js';
 import type { JobOptions } from '../../head/http/jobs.js';
-import { TroupeError } from '../../runtime/index.js';
+import { TroupeError } from '../../runtime/internal.js';
 
 /** A job whose work finishes when the test says so. */
 function manual(): { work: () => Promise<string>; started: () => boolean; succeed: (text: string) => void; fail: (err: Error) => void } {

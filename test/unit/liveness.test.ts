@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Controller } from '../../head/controller.js';
-import { watchLiveness } from '../../head/liveness.js';
-import { ClusterState } from '../../head/state.js';
-import type { Clock } from '../../head/clock.js';
-import { createLogger } from '../../runtime/index.js';
+import { Controller } from '../../head/control/controller.js';
+import { watchLiveness } from '../../head/control/liveness.js';
+import { ClusterState } from '../../head/state/cluster-state.js';
+import type { Clock } from '../../head/control/clock.js';
+import { createLogger } from '../../runtime/internal.js';
 import { FakeAgent } from '../helpers/fake-agent.js';
 import { ManualClock } from '../helpers/manual-clock.js';
 

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { TroupeError, resolveModelPath } from '../../runtime/index.js';
+import { TroupeError, resolveModelPath } from '../../runtime/internal.js';
 import { withShownPath } from '../../runtime/model-path.js';
 
 let root: string;

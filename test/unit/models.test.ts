@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
 import { GraphBuilder, Rng, attr, boundaryTensor, buildMlp, buildMobileNetV2Like, buildSmallCnn, decodeModel, emitStages, normalArray, writeExampleModels } from '../../models/index.js';
 import type { DenseWeights, MlpModel } from '../../models/index.js';
-import { disableOrtTelemetryByDefault } from '../../runtime/index.js';
+import { disableOrtTelemetryByDefault } from '../../runtime/internal.js';
 
 // No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();

@@ -5,8 +5,8 @@ import { BinaryReader, assembleBinaryBody, decodeBytesElements, encodeBytesEleme
 import { InferRequestSchema, decodeInferRequest, encodeInferResponse, wantsBinary } from '../../runtime/oip/codec.js';
 import { OIP_DATATYPES, datatypeOfDtype, dtypeOfDatatype, oipShape } from '../../runtime/oip/datatypes.js';
 import { flattenData, jsonTextOfWire, wireFromJson } from '../../runtime/oip/json.js';
-import { TroupeError, fromWire, toWire, tensor } from '../../runtime/index.js';
-import type { ErrorCode, WireTensor } from '../../runtime/index.js';
+import { TroupeError, fromWire, toWire, tensor } from '../../runtime/internal.js';
+import type { ErrorCode, WireTensor } from '../../runtime/internal.js';
 
 function throwsCode(fn: () => unknown, code: ErrorCode, message: RegExp): void {
   assert.throws(fn, (err: unknown) => {

@@ -6,8 +6,8 @@ import type { InferTarget } from '../../runtime/oip/infer-backend.js';
 import { classCounts, classify, classifyOutputs, printfFixed6 } from '../../runtime/oip/classification.js';
 import { InferRequestSchema } from '../../runtime/oip/codec.js';
 import { isRawRequest, rawInferRequest } from '../../runtime/oip/raw.js';
-import { ModelDeploymentSchema, TroupeError } from '../../runtime/index.js';
-import type { ErrorCode, WireTensor } from '../../runtime/index.js';
+import { ModelDeploymentSchema, TroupeError } from '../../runtime/internal.js';
+import type { ErrorCode, WireTensor } from '../../runtime/internal.js';
 
 function throwsCode(fn: () => unknown, code: ErrorCode, message: RegExp): void {
   assert.throws(fn, (err: unknown) => {

@@ -6,7 +6,7 @@ import type { Duplex } from 'node:stream';
 import { test } from 'node:test';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
-import { TroupeError, openFrameTransport } from '../../runtime/index.js';
+import { TroupeError, openFrameTransport } from '../../runtime/internal.js';
 
 const OPTIONS = { maxFrameBytes: 1 << 20, pooled: false, timeoutMs: 5000 };
 

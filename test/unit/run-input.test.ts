@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { TroupeError, tensor } from '../../runtime/index.js';
+import { TroupeError, tensor } from '../../runtime/internal.js';
 import { asTensor } from '../../runtime/client/run-input.js';
 
 describe('run inputs', () => {

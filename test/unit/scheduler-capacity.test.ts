@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { place, usageOf } from '../../head/scheduler.js';
-import type { ActorRecord, NodeRecord } from '../../head/state.js';
-import type { ActorState, Gpu, NodeState } from '../../runtime/index.js';
+import { place, usageOf } from '../../head/control/scheduler.js';
+import type { ActorRecord, NodeRecord } from '../../head/state/records.js';
+import type { ActorState, Gpu, NodeState } from '../../runtime/internal.js';
 
 // What counts against a node's capacity, and the reasons placement gives when nothing fits.
 // Which node and GPU a replica goes to under spread and pack: scheduler.test.ts.

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { place } from '../../head/scheduler.js';
-import type { ResourceRequest, Strategy } from '../../head/scheduler.js';
-import type { ActorRecord, NodeRecord } from '../../head/state.js';
+import { place } from '../../head/control/scheduler.js';
+import type { ResourceRequest, Strategy } from '../../head/control/scheduler.js';
+import type { ActorRecord, NodeRecord } from '../../head/state/records.js';
 
 /** A node as an agent with `--simulate-gpus gpus --cpus cpus` registers it. */
 function node(name: string, gpus: number, cpus = 8): NodeRecord {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ModelDeploymentSchema } from '../../runtime/index.js';
-import type { ModelDeploymentInput } from '../../runtime/index.js';
-import { specChanges } from '../../head/deployments.js';
+import { ModelDeploymentSchema } from '../../runtime/internal.js';
+import type { ModelDeploymentInput } from '../../runtime/internal.js';
+import { specChanges } from '../../head/control/deployments.js';
 
 const spec = (input: Partial<ModelDeploymentInput>) => ModelDeploymentSchema.parse({ name: 'mlp', model: 'mlp.onnx', ...input });
 

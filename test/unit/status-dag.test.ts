@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { dataParallel, ensemble, fn, model, pipeline, toGraphDocument } from '../../runtime/index.js';
-import { compileGraph } from '../../runtime/index.js';
-import type { GraphStep } from '../../runtime/index.js';
+import { dataParallel, ensemble, fn, model, pipeline, toGraphDocument } from '../../runtime/internal.js';
+import { compileGraph } from '../../runtime/internal.js';
+import type { GraphStep } from '../../runtime/internal.js';
 import { graphDag } from '../../head/status/dag.js';
 import type { Dag } from '../../head/status/client/protocol.js';
 

@@ -3,7 +3,7 @@ import { after, describe, test } from 'node:test';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import { registerStatusPage } from '../../head/status/index.js';
-import { ClusterState } from '../../head/state.js';
+import { ClusterState } from '../../head/state/cluster-state.js';
 
 const TOKEN = 'status-test-token-41c9';
 

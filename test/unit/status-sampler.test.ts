@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { ActorStats } from '../../runtime/index.js';
-import { DeploymentStats } from '../../head/deployment-stats.js';
+import type { ActorStats } from '../../runtime/internal.js';
+import { DeploymentStats } from '../../head/state/deployment-stats.js';
 import { ClusterSampler } from '../../head/status/sampler.js';
-import { ClusterState } from '../../head/state.js';
-import type { ActorRecord, DeploymentRecord, NodeRecord } from '../../head/state.js';
+import { ClusterState } from '../../head/state/cluster-state.js';
+import type { ActorRecord, DeploymentRecord, NodeRecord } from '../../head/state/records.js';
 
 const stats = (batches: number, rows: number, computeMs = 0, queued = 0): ActorStats => ({ calls: rows, batches, rows, expired: 0, failed: 0, computeMs, queueMs: 0, queued });
 

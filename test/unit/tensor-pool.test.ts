@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sharedMemoryAddon } from '../../runtime/index.js';
+import { sharedMemoryAddon } from '../../runtime/internal.js';
 import { SHARED_MIN_BYTES, SharedTensorPool } from '../../runtime/shm/tensor-pool.js';
 
 const MiB = 2 ** 20;

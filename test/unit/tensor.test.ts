@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DTYPES, DTYPE_NAMES, checkWire, decodeFrame, encodeFrame, encodeFrameParts, fromWire, tensor, toWire } from '../../runtime/index.js';
-import type { DType, TypedArray, WireTensor } from '../../runtime/index.js';
+import { DTYPES, DTYPE_NAMES, checkWire, decodeFrame, encodeFrame, encodeFrameParts, fromWire, tensor, toWire } from '../../runtime/internal.js';
+import type { DType, TypedArray, WireTensor } from '../../runtime/internal.js';
 
 const samples: Record<DType, () => ReturnType<typeof tensor>> = {
   float32: () => tensor('float32', [2, 3], Float32Array.from([1.5, -2, 3, 4, 5, 6])),

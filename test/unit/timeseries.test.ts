@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { SeriesStore } from '../../head/timeseries.js';
+import { SeriesStore } from '../../head/state/timeseries.js';
 
 describe('SeriesStore: the head\'s in-memory time series', () => {
   test('since() gives only the samples after a sequence number, with null where a series had no value', () => {

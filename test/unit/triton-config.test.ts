@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ModelDeploymentSchema } from '../../runtime/index.js';
-import type { ModelMetadata } from '../../runtime/index.js';
-import { newDeployment } from '../../head/records.js';
-import type { ActorRecord } from '../../head/state.js';
-import { tritonModelConfig } from '../../head/triton-config.js';
+import { ModelDeploymentSchema } from '../../runtime/internal.js';
+import type { ModelMetadata } from '../../runtime/internal.js';
+import { newDeployment } from '../../head/state/record-changes.js';
+import type { ActorRecord } from '../../head/state/records.js';
+import { tritonModelConfig } from '../../head/http/triton-config.js';
 
 const metadata: ModelMetadata = {
   inputs: [{ name: 'image', dtype: 'uint8', shape: ['batch', 3, 'h', 'w'] }],

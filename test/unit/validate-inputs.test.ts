@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { validateInputs } from '../../runtime/index.js';
-import type { ModelMetadata, WireTensor } from '../../runtime/index.js';
+import { validateInputs } from '../../runtime/internal.js';
+import type { ModelMetadata, WireTensor } from '../../runtime/internal.js';
 
 const meta: ModelMetadata = {
   inputs: [

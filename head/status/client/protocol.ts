@@ -148,7 +148,7 @@ export interface StatusSnapshot {
   graphs: StatusGraph[];
   /** How late the head's event loop ran over its last 10 s window (ms): a stall shows here first. */
   headLoopDelay: { p50Ms: number; p99Ms: number; maxMs: number };
-  /** The head's readiness, the very answer of `/readyz` and `/v2/health/ready` (head/readiness.ts). */
+  /** The head's readiness, the very answer of `/readyz` and `/v2/health/ready` (head/control/readiness.ts). */
   readiness: { status: 'ready' | 'not ready'; ready: boolean; nodes: number; reason?: string };
   series: StatusSeries;
   events: StatusEvent[];

@@ -1,0 +1,40 @@
+import { TroupeError, checkWire, isDynamic, validateInputs } from '../../runtime/internal.js';
+import type { CallResult, InferenceRequest, WireTensorMap } from '../../runtime/internal.js';
+import type { ClusterState } from '../state/cluster-state.js';
+
+export type { InferenceRequest };
+
+/**
+ * One call to a model deployment, checked before any work is queued (so a bad call costs the
+ * cluster nothing), then queued for a replica. Outcome and latency go to the deployment's stats.
+ */
+export async function runInferenceTimed(state: ClusterState, request: InferenceRequest): Promise<CallResult> {
+  const d = state.deployments.get(request.deployment);
+  if (!d) {
+    const known = [...state.deployments.keys()].map((n) => `'${n}'`).join(', ') || 'none';
+    throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${request.deployment}' (deployed: ${known})`);
+  }
+  for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
+  if (!d.metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${d.spec.name}' has no READY replica yet`);
+  // A fn that declares no signature takes whatever it is given; it checks its own inputs.
+  if (!isDynamic({ kind: d.spec.kind ?? 'model', metadata: d.metadata })) validateInputs(d.spec.name, d.metadata, request.inputs, request.outputs);
+  const started = performance.now();
+  try {
+    const result = await d.dispatcher.submit(request.inputs, {
+      ...(request.outputs ? { outputs: request.outputs } : {}),
+      ...(request.timeoutMs !== undefined ? { deadline: Date.now() + request.timeoutMs } : {}),
+    });
+    const ms = performance.now() - started;
+    d.stats.record(ms);
+    state.metrics.observe(d.spec.name, ms / 1000, result);
+    return result;
+  } catch (err) {
+    d.stats.record(performance.now() - started, err instanceof TroupeError ? err.code : 'TROUPE_ERR_INTERNAL');
+    throw err;
+  }
+}
+
+/** {@link runInferenceTimed}, outputs only. */
+export async function runInference(state: ClusterState, request: InferenceRequest): Promise<WireTensorMap> {
+  return (await runInferenceTimed(state, request)).outputs;
+}

@@ -1,0 +1,67 @@
+import { AGENT_LEAVING, AgentToHeadSchema, Channel, HeadToAgentReplies } from '../../runtime/internal.js';
+import type { AgentToHead, HeadToAgent, Logger } from '../../runtime/internal.js';
+import type { WebSocket } from 'ws';
+import { channelAgentLink } from '../control/agent-link.js';
+import type { AgentChannel } from '../control/agent-link.js';
+import type { Controller } from '../control/controller.js';
+import { FIRST_MESSAGE_TIMEOUT_MS, FirstMessageBound } from './first-message.js';
+import type { NodeRecord } from '../state/records.js';
+
+/**
+ * Serves one node agent's control connection: registration, heartbeats, actor exits, each handed
+ * to the controller, which owns the node's record. A node that reconnects under the same name
+ * keeps its identity; the actors it still runs are adopted if the head still wants them there
+ * (also after a head restart), and stopped otherwise. The controller reaches the agent back
+ * through this connection's AgentLink (agent-link.ts).
+ */
+export function serveAgent(
+  ws: WebSocket,
+  address: string,
+  controller: Controller,
+  log: Logger,
+  firstMessageTimeoutMs = FIRST_MESSAGE_TIMEOUT_MS,
+): void {
+  let node: NodeRecord | undefined;
+  // An agent registers at once; a connection that never does holds a socket for nothing.
+  const bound = new FirstMessageBound(firstMessageTimeoutMs, () =>
+    log.info({ address }, 'closing an agent connection that never registered'),
+  );
+  const channel: AgentChannel = new Channel<AgentToHead, HeadToAgent, typeof HeadToAgentReplies>(ws, {
+    replies: HeadToAgentReplies,
+    schema: AgentToHeadSchema,
+    onMessage: (message) => {
+      bound.heard();
+      switch (message.type) {
+        case 'register': {
+          // An address the agent advertises wins over the one its connection came from (NAT, proxies).
+          const registration = { name: message.name, address: message.address ?? address, resources: message.resources };
+          try {
+            node = controller.agentRegistered(registration, message.actors, agent);
+          } catch (err) {
+            channel.fail(message.id, err);
+            return;
+          }
+          channel.reply(message.id, { nodeId: node.id });
+          // After the reply: the agent knows its node id before its first start order arrives.
+          controller.schedule();
+          return;
+        }
+        case 'heartbeat':
+          if (node) controller.nodeHeartbeat(node, message);
+          return;
+        case 'actorExited':
+          // With the reporting node: an exit from a node the actor no longer runs on is a stale process.
+          controller.actorExited(message.actorId, message, node?.id);
+          return;
+        default:
+          return;
+      }
+    },
+    onRefused: () => bound.heard(),
+    onClose: (_code, reason) => {
+      if (node) controller.agentDisconnected(node, agent, reason === AGENT_LEAVING);
+    },
+  });
+  const agent = channelAgentLink(channel);
+  bound.watch(channel);
+}

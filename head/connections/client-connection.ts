@@ -1,0 +1,119 @@
+import type { ShutdownGate } from '../../runtime/internal.js';
+import { Channel, ClientToHeadSchema, sharesMemory } from '../../runtime/internal.js';
+import type { ClientToHead, FrameTransport, HeadToClient, Logger } from '../../runtime/internal.js';
+import type { WebSocket } from 'ws';
+import { DEFAULT_DEPLOY_TIMEOUT_S } from '../../runtime/deploy-timeout.js';
+import type { DeployStarted, Deployments } from '../control/deployments.js';
+import { FIRST_MESSAGE_TIMEOUT_MS, FirstMessageBound } from './first-message.js';
+import type { GraphService } from '../graph/service.js';
+import type { ClusterState } from '../state/cluster-state.js';
+
+/**
+ * Answers a client has not read yet, at most. A client that keeps sending calls but never reads
+ * the answers would otherwise make the head buffer them without bound; past this it is dropped
+ * (its calls fail with TROUPE_ERR_CONNECTION_CLOSED on its side, should it ever read again).
+ */
+export const MAX_UNREAD_BYTES = 512 * 2 ** 20;
+
+export interface ClientServiceOptions {
+  /** Refuses new work with TROUPE_ERR_SHUTTING_DOWN while the head drains. */
+  gate?: ShutdownGate;
+  /** A connection that says nothing (not even `hello`) for this long is closed (default 10 s). */
+  firstMessageTimeoutMs?: number | undefined;
+}
+
+/**
+ * Serves one SDK client (a frame stream, or a WebSocket through a TLS proxy): deploy, undeploy,
+ * run, describe; models and graphs alike. Returns its channel.
+ */
+export function serveClient(
+  ws: WebSocket | FrameTransport,
+  state: ClusterState,
+  deployments: Deployments,
+  log: Logger,
+  graphs: GraphService,
+  options: ClientServiceOptions = {},
+): Channel<ClientToHead, HeadToClient> {
+  const { gate } = options;
+  const admit = <T>(what: string, work: () => Promise<T>): Promise<T> => (gate ? gate.run(what, work) : work());
+  const timeoutMs = options.firstMessageTimeoutMs ?? FIRST_MESSAGE_TIMEOUT_MS;
+  const bound = new FirstMessageBound(timeoutMs, () => log.info({ timeoutMs }, 'closing a client connection that said nothing'));
+  const channel: Channel<ClientToHead, HeadToClient> = new Channel<ClientToHead, HeadToClient>(ws, {
+    schema: ClientToHeadSchema,
+    onMessage: (message, release) => {
+      bound.heard();
+      const answer = (work: Promise<unknown>) =>
+        work.then(
+          (value) => {
+            if (channel.bufferedBytes > MAX_UNREAD_BYTES) {
+              log.warn({ unreadBytes: channel.bufferedBytes }, 'dropping a client that does not read its answers');
+              channel.terminate();
+              return;
+            }
+            channel.reply(message.id, value);
+          },
+          (err: unknown) => channel.fail(message.id, err),
+        );
+      if (message.type !== 'run') release?.();
+      switch (message.type) {
+        case 'run': {
+          // Through the graph service, so every run can be named by a later run's future.
+          // The answer is queued before the call counts as done, so a draining head sends it before closing.
+          // Its frame goes back to the pool once the run succeeded: every actor it went to has
+          // answered, so the bytes sent on have left the process (after a failure they may still
+          // sit in a socket's queue, and the frame is left to the collector).
+          const run = () => {
+            const work = graphs.run(message);
+            if (release) work.then((a) => sharesMemory(a.outputs, message.inputs) || release(), () => {});
+            return answer(work);
+          };
+          admit(`run '${message.deployment.slice(0, 64)}'`, run).catch((err: unknown) => channel.fail(message.id, err));
+          return;
+        }
+        case 'deploy': {
+          if (gate?.draining) {
+            void answer(admit('deploy', () => Promise.resolve()));
+            return;
+          }
+          // Bounded, so a deploy that cannot be placed answers with why instead of holding the
+          // call open; an SDK that predates timeoutMs gets the default.
+          const timeoutMs = message.timeoutMs ?? DEFAULT_DEPLOY_TIMEOUT_S * 1000;
+          let started: DeployStarted;
+          try {
+            started = deployments.deploy({ spec: message.spec, timeoutMs, replace: message.replace === true });
+          } catch (err) {
+            channel.fail(message.id, err);
+            return;
+          }
+          if (message.wait === false && started.kind === 'deployment') {
+            started.ready.catch(() => {});
+            void answer(Promise.resolve(state.deploymentView(state.deployments.get(started.name)!)));
+          } else void answer(started.ready);
+          return;
+        }
+        case 'undeploy':
+          void answer(deployments.undeploy(message.name, { force: message.force === true }).then(() => ({})));
+          return;
+        case 'hello':
+          channel.reply(message.id, {});
+          return;
+        case 'describe':
+          channel.reply(message.id, { ...state.view(), graphs: graphs.views() });
+          return;
+        case 'routes':
+          channel.reply(message.id, state.routes.subscribe(message.deployment, channel));
+          return;
+        case 'load':
+          state.clientLoads.report(channel, message.loads);
+          channel.reply(message.id, {});
+          return;
+      }
+    },
+    onRefused: (err) => {
+      bound.heard();
+      log.debug({ err: err.message }, 'client sent a bad frame');
+    },
+  });
+  bound.watch(channel);
+  return channel;
+}

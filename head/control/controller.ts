@@ -1,0 +1,514 @@
+import { TroupeError, newSecret } from '../../runtime/internal.js';
+import type { ActorStats, DeploymentView, ErrorCode, Logger, ModelDeployment, ModelMetadata, WireError } from '../../runtime/internal.js';
+import { DEFAULT_CONTROLLER_OPTIONS } from './controller-options.js';
+import type { ActorExitReport, ControllerOptions, RunningActorReport } from './controller-options.js';
+import type { AgentLink } from './agent-link.js';
+import { systemClock } from './clock.js';
+import type { Clock, ClockTimer } from './clock.js';
+import type { DurableStore, SavedState } from '../state/durable.js';
+import { ReadyWaiters } from './ready-waiters.js';
+import { describeExit, freeReplicaIndex, needsNewActors, newActorRecord, newDeployment, restoredActorRecord, returnToPending, snapshotState, startActorMessage } from '../state/record-changes.js';
+import { isRefusal, refusalOutcome, refusedError } from './refused-deploy.js';
+import { place } from './scheduler.js';
+import { adoptListed } from './adoption.js';
+import { MemoryReservations } from './memory-estimate.js';
+import { recordCrash } from './restart-policy.js';
+import { retireActor } from './retire.js';
+import { applyHeartbeat, registerNode } from './nodes.js';
+import type { AgentRegistration, Heartbeat } from './nodes.js';
+import type { ClusterState } from '../state/cluster-state.js';
+import type { HeadActorLink, ActorRecord, DeploymentRecord, NodeRecord } from '../state/records.js';
+
+/**
+ * Drives deployments toward what users asked for: creates actors, places them on nodes, restarts
+ * crashed ones with back-off, and stops the ones no longer wanted. All state changes go through
+ * here (node registrations, heartbeats and silence too) so the reasons shown to people stay
+ * consistent. Its effects go through ports: each node's {@link AgentLink} and a {@link Clock}.
+ */
+export class Controller {
+  readonly #state: ClusterState;
+  readonly #log: Logger;
+  readonly #options: ControllerOptions;
+  readonly #waiters = new ReadyWaiters();
+  readonly #clock: Clock;
+  readonly #timers = new Set<ClockTimer>();
+  readonly #store: DurableStore | undefined;
+  /** Actors whose process is known to run already (restored, or reconnecting): their `ready` is a rejoin. */
+  readonly #rejoining = new WeakSet<ActorRecord>();
+  readonly #memory: MemoryReservations;
+  /** When each actor's data-plane socket last closed, so a stale grace timer can tell. */
+  readonly #disconnectedSince = new WeakMap<ActorRecord, number>();
+
+  constructor(state: ClusterState, log: Logger, options: Partial<ControllerOptions> = {}, store?: DurableStore) {
+    this.#state = state;
+    this.#log = log;
+    this.#options = { ...DEFAULT_CONTROLLER_OPTIONS, ...options };
+    this.#clock = options.clock ?? systemClock;
+    this.#memory = new MemoryReservations(this.#options.modelBytes);
+    this.#store = store;
+    store?.track(() => snapshotState(this.#state));
+  }
+
+  /** Specs or actors changed: the store coalesces state-file writes, the route book client pushes. */
+  #dirty(): void {
+    this.#store?.markDirty();
+    this.#state.routes.changed();
+  }
+
+  /**
+   * Rebuilds deployments from a restarted head's state file. Actors that were running come back
+   * STARTING, waiting for their node: when its agent re-registers and lists them they are adopted
+   * (same process, model not reloaded), and an actor that reconnects by itself with its secret is
+   * READY again as soon as it re-sends `ready`. Those whose node does not return within
+   * `adoptGraceMs` are placed anew; replicas with no saved actor are created PENDING.
+   */
+  restore(saved: SavedState): void {
+    for (const spec of saved.deployments) {
+      const d = newDeployment(spec, this.#memory.reserve(spec));
+      this.#state.deployments.set(spec.name, d);
+      for (const s of saved.actors.filter((x) => x.deployment === spec.name).slice(0, spec.replicas)) {
+        const a = restoredActorRecord(s);
+        this.#state.actors.set(a.id, a);
+        this.#rejoining.add(a);
+        d.actors.push(a);
+      }
+      for (let i = d.actors.length; i < spec.replicas; i++) d.actors.push(this.#addActor(newActorRecord(d, freeReplicaIndex(d))));
+    }
+    const adopting = [...this.#state.actors.values()].filter((a) => a.awaitingNode).length;
+    if (saved.deployments.length > 0) {
+      this.#log.info({ deployments: saved.deployments.length, adopting }, 'restored deployments from the state file');
+      this.#state.events.add('head-restored', `restored ${saved.deployments.length} deployment(s); ${adopting} running actor(s) to adopt`);
+    }
+    this.#later(this.#options.adoptGraceMs, () => {
+      for (const a of this.#state.actors.values()) {
+        if (!a.awaitingNode || a.nodeId !== null || a.state !== 'STARTING') continue;
+        this.#replace(a, `node ${a.awaitingNode} did not reconnect within ${Math.round(this.#options.adoptGraceMs / 1000)} s of a head restart`);
+      }
+      this.schedule();
+    });
+    this.#dirty();
+  }
+
+  /** An actor that will not be adopted: placed anew as a fresh process (a new secret shuts the old one out). */
+  #replace(a: ActorRecord, why: string): void {
+    returnToPending(a, why);
+    this.#dirty();
+  }
+
+  /**
+   * A node agent registered on `agent`: its node is ALIVE with what it offers, the actors it lists
+   * are kept, adopted or stopped (see nodeRegistered). Throws TROUPE_ERR_NODE_NAME_TAKEN while a
+   * live node holds the name. The caller answers the agent, then calls schedule().
+   */
+  agentRegistered(registration: AgentRegistration, running: readonly RunningActorReport[], agent: AgentLink): NodeRecord {
+    const node = registerNode(this.#state, registration, agent, this.#clock.now());
+    for (const actorId of this.nodeRegistered(node, running)) {
+      this.#log.info({ node: node.name, actor: actorId }, 'stopping an actor the head does not want on this node');
+      void agent.stopActor(actorId, 5000);
+    }
+    this.#log.info({ node: node.name, cpus: node.resources.cpus, gpus: node.resources.gpus.length }, 'node joined');
+    this.#state.events.add('node-joined', `${node.name} joined (${node.resources.cpus} CPUs, ${node.resources.gpus.length} GPUs)`);
+    return node;
+  }
+
+  /** A node's heartbeat: it is heard from now; a SUSPECT node is ALIVE again and may take actors. */
+  nodeHeartbeat(node: NodeRecord, heartbeat: Heartbeat): void {
+    // Actors left PENDING while this node was SUSPECT may fit here again.
+    if (applyHeartbeat(this.#state, node, heartbeat, this.#clock.now())) this.schedule();
+  }
+
+  /**
+   * A node agent's connection closed. An agent `leaving` on purpose takes its node out at once;
+   * otherwise liveness decides when the silent node is DEAD, and a closed socket only makes it
+   * SUSPECT now. A connection already replaced by a newer one changes nothing.
+   */
+  agentDisconnected(node: NodeRecord, agent: AgentLink, leaving: boolean): void {
+    if (node.agent !== agent) return;
+    node.agent = undefined;
+    if (leaving) {
+      node.state = 'DEAD';
+      this.#log.info({ node: node.name }, 'node left');
+      this.#state.events.add('node-left', `${node.name} left the cluster`);
+      this.nodeLost(node, 'left');
+      return;
+    }
+    if (node.state === 'ALIVE') node.state = 'SUSPECT';
+    this.#log.warn({ node: node.name }, 'node connection closed');
+  }
+
+  /** Liveness: an ALIVE node silent for `silentMs` is SUSPECT, and takes no new actors. */
+  nodeSuspect(node: NodeRecord, silentMs: number): void {
+    if (node.state !== 'ALIVE') return;
+    node.state = 'SUSPECT';
+    this.#log.warn({ node: node.name, silentMs }, 'node is SUSPECT');
+    this.#state.events.add('node-suspect', `${node.name} SUSPECT after ${silentMs} ms without a heartbeat`);
+  }
+
+  /** Liveness: a node silent for `silentMs` is DEAD; its connection is dropped and its actors restart elsewhere. */
+  nodeDead(node: NodeRecord, silentMs: number): void {
+    if (node.state === 'DEAD') return;
+    node.state = 'DEAD';
+    node.agent?.close();
+    node.agent = undefined;
+    this.#log.warn({ node: node.name, silentMs }, 'node is DEAD');
+    this.#state.events.add('node-lost', `${node.name} DEAD after ${silentMs} ms without a heartbeat`);
+    this.nodeLost(node, 'lost');
+  }
+
+  /** The head itself did not run for `ms` (a stall): that time counts as no node's silence. */
+  headStalled(ms: number): void {
+    const now = this.#clock.now();
+    for (const node of this.#state.nodes.values()) node.lastSeen = Math.min(now, node.lastSeen + ms);
+  }
+
+  /**
+   * A node agent (re)registered, listing the actors it still runs: those this head knows there are
+   * kept or adopted, the others returned to be stopped (adoption.ts). Actors the head thinks run
+   * there that the agent does not list died while it was away.
+   */
+  nodeRegistered(node: NodeRecord, running: readonly RunningActorReport[]): string[] {
+    const { listed, stop } = adoptListed(this.#state, node, running, this.#log);
+    for (const a of [...this.#state.actors.values()]) {
+      if (listed.has(a.id)) continue;
+      if (a.nodeId === node.id && (a.state === 'STARTING' || a.state === 'READY')) {
+        this.#crashed(a, `its process was gone when node ${node.name} reconnected`);
+      } else if (a.nodeId === null && a.awaitingNode === node.name && a.state === 'STARTING') {
+        this.#replace(a, `node ${node.name} reconnected without it`);
+      } else if (a.nodeId === node.id && a.state === 'DRAINING') {
+        // Its stop order may have been lost with the old connection; it is gone or it is stopped now.
+        if (!running.some((r) => r.actorId === a.id)) this.#state.actors.delete(a.id);
+      }
+    }
+    this.#dirty();
+    return stop;
+  }
+
+  /**
+   * Creates or updates a deployment; resolves when every replica is READY. A deploy refused for
+   * what it asks (see refused-deploy.ts) changes nothing: a new deployment is removed again, an
+   * update goes back to the spec it replaced, and the state file says so before the caller hears.
+   */
+  deploy(spec: ModelDeployment): Promise<DeploymentView> {
+    const existing = this.#state.deployments.get(spec.name);
+    const previous = existing?.spec ?? null;
+    const d = this.#apply(spec, existing);
+    this.#log.info({ deployment: spec.name, replicas: spec.replicas, model: spec.model }, 'deployment changed');
+    this.#state.events.add('deployment-changed', `${spec.name}: ${spec.replicas} replica(s) of ${spec.model}`);
+    const done = this.#waiters.wait(spec.name, previous);
+    this.schedule();
+    this.#checkReady(d);
+    return done;
+  }
+
+  /** Makes `spec` what deployment `spec.name` wants: actors added, replaced or retired to match. */
+  #apply(spec: ModelDeployment, existing: DeploymentRecord | undefined): DeploymentRecord {
+    if (existing && needsNewActors(existing.spec, spec)) {
+      // A different model or resource shape needs new actors; retire all the old ones.
+      for (const a of existing.actors) void this.#retire(a);
+      existing.actors = [];
+      existing.metadata = null;
+    }
+    const d: DeploymentRecord = existing ?? newDeployment(spec, this.#memory.reserve(spec));
+    d.spec = spec;
+    d.memoryReserved = this.#memory.reserve(spec);
+    d.unhealthy = null;
+    this.#state.deployments.set(spec.name, d);
+    const live = d.actors.filter((a) => a.state !== 'DEAD');
+    for (let i = live.length; i < spec.replicas; i++) d.actors.push(this.#addActor(newActorRecord(d, freeReplicaIndex(d))));
+    for (const a of live.slice(spec.replicas)) void this.#retire(a);
+    d.actors = d.actors.filter((a) => a.state !== 'DRAINING');
+    this.#dirty();
+    return d;
+  }
+
+  /**
+   * The deploys waiting on `d` fail with `error`. A refusal is undone first, and the answer waits
+   * until the state file no longer holds what was refused, so a crash right after it cannot bring
+   * that back.
+   */
+  #deployFailed(d: DeploymentRecord, error: TroupeError): void {
+    const name = d.spec.name;
+    const before = this.#waiters.before(name);
+    if (before === undefined || !isRefusal(error)) return this.#waiters.settle(name, error);
+    const settle = this.#waiters.take(name);
+    const outcome = refusalOutcome(before, d.spec);
+    if (before && outcome !== 'unchanged') {
+      // The replicas that failed go; the spec that was in force is placed again.
+      for (const a of d.actors.filter((x) => x.state === 'DEAD')) this.#state.actors.delete(a.id);
+      d.actors = d.actors.filter((a) => a.state !== 'DEAD');
+      this.#apply(before, d);
+      this.schedule();
+    }
+    const refused = refusedError(error, name, before, outcome);
+    if (outcome === 'removed') void this.#forget(d, refused);
+    this.#log.warn({ deployment: name, code: error.code }, refused.message);
+    this.#state.events.add('deployment-refused', refused.message);
+    void (this.#store?.flush() ?? Promise.resolve()).then(() => settle(refused));
+  }
+
+  /** Stops a deployment's actors (each finishes its in-flight calls first) and forgets it. */
+  async undeploy(name: string): Promise<void> {
+    const d = this.#state.deployments.get(name);
+    if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${name}'`);
+    const removed = new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `deployment '${name}' was removed`);
+    this.#waiters.settle(name, removed);
+    this.#state.events.add('deployment-removed', `${name} removed; draining ${d.actors.length} actor(s)`);
+    await this.#forget(d, removed);
+  }
+
+  /** Removes a deployment: queued calls fail with `why`, its actors drain and stop. */
+  async #forget(d: DeploymentRecord, why: TroupeError): Promise<void> {
+    this.#state.deployments.delete(d.spec.name);
+    this.#dirty();
+    d.dispatcher.failAll(why);
+    this.#state.metrics.forget(d.spec.name);
+    await Promise.all(d.actors.map((a) => this.#retire(a)));
+    this.schedule();
+  }
+
+  /** Places every PENDING actor that now fits; the rest keep a reason a person can act on. */
+  schedule(): void {
+    for (const d of this.#state.deployments.values()) {
+      for (const a of d.actors) {
+        if (a.state !== 'PENDING') continue;
+        const placement = place(
+          { cpus: d.spec.cpus, gpus: d.spec.gpus, memoryBytes: d.memoryReserved },
+          d.spec.name,
+          this.#state.nodes.values(),
+          this.#state.actors.values(),
+          d.spec.placement,
+        );
+        if (!placement.ok) {
+          a.reason = placement.reason;
+          continue;
+        }
+        a.nodeId = placement.node.id;
+        a.gpus = placement.gpus;
+        a.gpuShare = placement.gpuShare;
+        a.device = a.gpus.length === 0 ? 'cpu' : `gpu:${a.gpus.join(',')}`;
+        a.state = 'STARTING';
+        a.reason = null;
+        this.#start(a, d, placement.node);
+      }
+    }
+  }
+
+  #addActor(a: ActorRecord): ActorRecord {
+    this.#state.actors.set(a.id, a);
+    return a;
+  }
+
+  #start(a: ActorRecord, d: DeploymentRecord, node: NodeRecord): void {
+    const agent = node.agent;
+    if (!agent) return;
+    this.#rejoining.delete(a);
+    a.secret = newSecret();
+    a.awaitingNode = null;
+    // Answers to this start count only while the actor is still this start (same secret).
+    const secret = a.secret;
+    this.#dirty();
+    agent
+      .startActor(startActorMessage(a, d))
+      .then(
+        ({ pid }) => {
+          if (a.secret === secret && (a.state === 'STARTING' || a.state === 'READY')) {
+            a.pid = pid;
+            this.#dirty();
+          }
+        },
+        (err: unknown) => {
+          // Only while this start is still current. A connection that dropped meanwhile is settled
+          // elsewhere: a re-registration lists the actor (kept) or not (crashed), a lost node
+          // restarts it.
+          if (a.secret !== secret || a.state !== 'STARTING' || a.nodeId !== node.id || node.agent !== agent) return;
+          const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
+          // A lost agent connection (or an agent shutting down) says nothing about the model: try again.
+          if (error.retryable) this.#crashed(a, `could not start on ${node.name}: ${error.message}`, error.code);
+          else this.#fail(a, error);
+        },
+      );
+  }
+
+  /** The actor's process could not start or load its model: retrying will not help. */
+  #fail(a: ActorRecord, error: TroupeError): void {
+    a.state = 'DEAD';
+    a.reason = error.message;
+    this.#dirty();
+    const d = this.#state.deployments.get(a.deployment);
+    if (!d || !d.actors.includes(a)) return;
+    d.dispatcher.pump();
+    d.unhealthy = error.message;
+    this.#log.warn({ actor: a.name, code: error.code, reason: error.message }, 'actor failed to start');
+    this.#state.events.add('actor-dead', `${a.name} failed to start: ${error.message}`);
+    this.#deployFailed(d, error);
+  }
+
+  actorReady(a: ActorRecord, link: HeadActorLink, metadata: ModelMetadata, visibleDevices: string, direct?: ActorRecord['direct'], modelBytes?: number): void {
+    const d = this.#state.deployments.get(a.deployment);
+    if (!d || (a.state !== 'STARTING' && a.state !== 'READY')) {
+      link.close('not wanted');
+      return;
+    }
+    // A second connection of the same process replaces the first: calls left on the old one fail
+    // as ACTOR_DIED and are retried, instead of waiting on a socket nobody reads.
+    if (a.link && a.link !== link) a.link.terminate('replaced by a new connection of the same actor');
+    const rejoined = a.state === 'READY' || this.#rejoining.has(a);
+    this.#rejoining.delete(a);
+    a.link = link;
+    a.direct = direct;
+    a.visibleDevices = visibleDevices;
+    a.state = 'READY';
+    a.reason = null;
+    d.metadata = metadata;
+    this.#memory.reported(d, a, modelBytes);
+    this.#log.info({ actor: a.name, node: this.#state.nodeName(a.nodeId) ?? a.awaitingNode, device: a.device, pid: a.pid, rejoined }, 'actor ready');
+    this.#state.events.add(
+      rejoined ? 'actor-rejoined' : 'actor-ready',
+      `${a.name} READY${rejoined ? ' again' : ''} on ${this.#state.nodeName(a.nodeId) ?? a.awaitingNode} (${a.device}, pid ${a.pid})`,
+    );
+    this.#dirty();
+    this.#checkReady(d);
+    d.dispatcher.pump();
+  }
+
+  /** An actor's running totals; the deployment's monotonic counters take the increase. */
+  actorStats(a: ActorRecord, stats: ActorStats): void {
+    this.#state.deployments.get(a.deployment)?.stats.absorb(a.stats, stats);
+    a.stats = stats;
+  }
+
+  /**
+   * An actor's data-plane socket closed. Its process may live on (a dropped connection, a head
+   * that restarts): it reconnects by itself, and until it does it takes no calls. If it died
+   * instead, its agent reports the exit. One that neither rejoins nor is reported gone within
+   * `adoptGraceMs` is replaced: stopped through its agent (the exit restarts it), or placed
+   * anew when no agent speaks for it.
+   */
+  actorDisconnected(a: ActorRecord, link: HeadActorLink): void {
+    if (a.link !== link) return;
+    a.link = undefined;
+    if (a.state !== 'READY') return;
+    a.state = 'STARTING';
+    a.reason = 'reconnecting to the head';
+    this.#rejoining.add(a);
+    this.#state.routes.changed();
+    const [secret, since] = [a.secret, this.#clock.now()];
+    this.#disconnectedSince.set(a, since);
+    queueMicrotask(() => this.#state.deployments.get(a.deployment)?.dispatcher.pump());
+    this.#later(this.#options.adoptGraceMs, () => {
+      // Rejoined, restarted or removed meanwhile, or disconnected again later: nothing to do here.
+      if (a.link || a.state !== 'STARTING' || a.secret !== secret || this.#disconnectedSince.get(a) !== since) return;
+      if (!this.#state.actors.has(a.id)) return;
+      const why = `it did not reconnect within ${Math.round(this.#options.adoptGraceMs / 1000)} s`;
+      const agent = a.nodeId ? this.#state.nodes.get(a.nodeId)?.agent : undefined;
+      this.#log.warn({ actor: a.name, node: this.#state.nodeName(a.nodeId) }, `replacing an actor: ${why}`);
+      if (agent) void agent.stopActor(a.id, 1000);
+      else if (a.nodeId === null) {
+        this.#replace(a, why);
+        this.schedule();
+      }
+    });
+  }
+
+  actorLoadFailed(a: ActorRecord, error: WireError): void {
+    this.#fail(a, new TroupeError(error.code, error.message));
+  }
+
+  /**
+   * The agent of node `nodeId` saw an actor process exit. Wanted actors restart with back-off. An
+   * exit reported by a node the actor no longer runs on is an old process (a duplicate stopped
+   * after its node came back) and changes nothing.
+   */
+  actorExited(actorId: string, exit: ActorExitReport, nodeId?: string): void {
+    const a = this.#state.actors.get(actorId);
+    if (!a) return;
+    if (nodeId !== undefined && a.nodeId !== nodeId) return;
+    this.#dirty();
+    a.link?.terminate('the actor process exited');
+    a.link = undefined;
+    a.pid = null;
+    a.visibleDevices = null;
+    a.gpuMemoryMiB = null;
+    const cause = describeExit(exit);
+    if (a.state === 'DRAINING' || a.state === 'DEAD') {
+      this.#state.actors.delete(a.id);
+      if (a.state === 'DEAD' && exit.stderrTail && a.reason && !a.reason.includes('exited')) a.reason += ` (${cause})`;
+      this.schedule();
+      return;
+    }
+    this.#crashed(a, cause);
+  }
+
+  /**
+   * A node is gone: its actors are placed elsewhere. A node that `left` on purpose costs its actors
+   * no restart budget; a `lost` one counts as a crash of each.
+   */
+  nodeLost(node: NodeRecord, how: 'left' | 'lost'): void {
+    this.#dirty();
+    for (const a of this.#state.actors.values()) {
+      if (a.nodeId !== node.id) continue;
+      // A lost node's actors may be unreachable: drop their sockets now, so the calls they hold
+      // fail as ACTOR_DIED at once and are retried on other replicas, instead of waiting for a TCP
+      // timeout. A node that leaves on purpose drains its actors (SIGTERM: they finish what they
+      // hold and close their sockets themselves), so their links are only let go.
+      if (how === 'lost') a.link?.terminate(`node ${node.name} was lost`);
+      a.link = undefined;
+      a.pid = null;
+      if (a.state === 'DRAINING') this.#state.actors.delete(a.id);
+      else if (a.state === 'DEAD') continue;
+      else if (how === 'lost') this.#crashed(a, `node ${node.name} was lost`);
+      else returnToPending(a, `node ${node.name} left`);
+    }
+    this.schedule();
+  }
+
+  /** `code`: what a deploy waiting on this actor fails with if it gives up (default ACTOR_DIED). */
+  #crashed(a: ActorRecord, cause: string, code: ErrorCode = 'TROUPE_ERR_ACTOR_DIED'): void {
+    this.#dirty();
+    // Waiting calls fail now if no replica is left that could ever serve them.
+    queueMicrotask(() => this.#state.deployments.get(a.deployment)?.dispatcher.pump());
+    const outcome = recordCrash(a, cause, this.#options, this.#clock.now());
+    if (outcome.dead) {
+      const d = this.#state.deployments.get(a.deployment);
+      if (d) {
+        d.unhealthy = `${a.name} is DEAD: ${a.reason}`;
+        this.#deployFailed(d, new TroupeError(code, d.unhealthy));
+      }
+      this.#log.error({ actor: a.name, cause }, 'actor is DEAD');
+      this.#state.events.add('actor-dead', `${a.name} DEAD: ${a.reason}`);
+      return;
+    }
+    this.#log.warn({ actor: a.name, cause, restartInMs: outcome.delayMs, restarts: a.restarts }, 'actor crashed; restarting');
+    this.#state.events.add('actor-crashed', `${a.name} ${cause.split('\n')[0]}; restart ${a.restarts} in ${outcome.delayMs} ms`);
+    this.#later(outcome.delayMs, () => {
+      if (a.state !== 'RESTARTING') return;
+      a.state = 'PENDING';
+      a.reason = 'waiting for placement after a restart';
+      this.schedule();
+    });
+  }
+
+  /** Takes an actor out of service; it finishes in-flight calls, then its process stops (retire.ts). */
+  #retire(a: ActorRecord): Promise<void> {
+    return retireActor(this.#state, a, this.#options.drainMs, () => this.#dirty(), this.#clock);
+  }
+
+  #checkReady(d: DeploymentRecord): void {
+    const ready = d.actors.filter((a) => a.state === 'READY').length;
+    if (ready >= d.spec.replicas) this.#waiters.settle(d.spec.name, this.#state.deploymentView(d));
+  }
+
+  #later(ms: number, fn: () => void): void {
+    const timer = this.#clock.setTimeout(() => {
+      this.#timers.delete(timer);
+      fn();
+    }, ms);
+    this.#timers.add(timer);
+  }
+
+  close(): void {
+    for (const t of this.#timers) this.#clock.clearTimeout(t);
+    this.#timers.clear();
+    this.#waiters.settleAll(new TroupeError('TROUPE_ERR_SHUTTING_DOWN', 'the head is shutting down'));
+  }
+}

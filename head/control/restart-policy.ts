@@ -1,0 +1,31 @@
+import type { ActorRecord } from '../state/records.js';
+
+export interface RestartPolicy {
+  /** Crashes within `restartWindowMs` after which an actor is DEAD. */
+  maxRestarts: number;
+  restartWindowMs: number;
+}
+
+/** The back-off before a crashed actor is placed again: 100 ms, doubling with each recent crash, at most 30 s. */
+const FIRST_BACKOFF_MS = 100;
+const MAX_BACKOFF_MS = 30_000;
+
+/**
+ * Records a crash of `a` at `now`: it leaves its node, and is DEAD past the policy's restarts
+ * within its window, or else RESTARTING, to be placed again after the returned back-off.
+ */
+export function recordCrash(a: ActorRecord, cause: string, policy: RestartPolicy, now = Date.now()): { dead: true } | { dead: false; delayMs: number } {
+  a.awaitingNode = null;
+  a.nodeId = null;
+  a.gpus = [];
+  a.recentCrashes = [...a.recentCrashes.filter((t) => now - t < policy.restartWindowMs), now];
+  if (a.recentCrashes.length > policy.maxRestarts) {
+    a.state = 'DEAD';
+    a.reason = `${cause}; gave up after ${policy.maxRestarts} restarts in ${Math.round(policy.restartWindowMs / 1000)} s`;
+    return { dead: true };
+  }
+  a.state = 'RESTARTING';
+  a.reason = cause;
+  a.restarts++;
+  return { dead: false, delayMs: Math.min(FIRST_BACKOFF_MS * 2 ** (a.recentCrashes.length - 1), MAX_BACKOFF_MS) };
+}

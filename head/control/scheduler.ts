@@ -1,0 +1,147 @@
+import { maxActorsOf } from '../../runtime/internal.js';
+import type { ActorRecord, NodeRecord } from '../state/records.js';
+
+export interface ResourceRequest {
+  cpus: number;
+  /** 0, a fraction of one GPU, or a whole number of GPUs. */
+  gpus: number;
+  /** Host memory, in bytes (0: not accounted). */
+  memoryBytes?: number;
+}
+
+export type Strategy = 'spread' | 'pack';
+
+export type Placement =
+  | { ok: true; node: NodeRecord; gpus: number[]; gpuShare: number }
+  | { ok: false; reason: string };
+
+/** What an ALIVE node has left, given the actors placed on it. */
+export interface NodeUsage {
+  cpusUsed: number;
+  memoryUsed: number;
+  /** Actor processes placed on the node (STARTING, READY or DRAINING), held against its --max-actors. */
+  actors: number;
+  /** Used fraction per GPU index. */
+  gpuUsed: Map<number, number>;
+  /** Actor names holding each GPU, for PENDING reasons a person can act on. */
+  gpuHolders: Map<number, string[]>;
+  /** Replicas of the deployment being placed, on the node and on each of its GPUs. */
+  sameDeployment: number;
+  sameDeploymentOnGpu: Map<number, number>;
+}
+
+const EPSILON = 1e-9;
+
+const mib = (bytes: number) => Math.max(0, Math.round(bytes / 2 ** 20));
+
+export function usageOf(node: NodeRecord, actors: Iterable<ActorRecord>, deployment: string): NodeUsage {
+  const usage: NodeUsage = { cpusUsed: 0, memoryUsed: 0, actors: 0, gpuUsed: new Map(), gpuHolders: new Map(), sameDeployment: 0, sameDeploymentOnGpu: new Map() };
+  for (const a of actors) {
+    if (a.nodeId !== node.id || a.state === 'DEAD' || a.state === 'PENDING') continue;
+    usage.cpusUsed += a.cpus;
+    usage.memoryUsed += a.memoryBytes;
+    usage.actors++;
+    if (a.deployment === deployment) usage.sameDeployment++;
+    for (const g of a.gpus) {
+      usage.gpuUsed.set(g, (usage.gpuUsed.get(g) ?? 0) + a.gpuShare);
+      usage.gpuHolders.set(g, [...(usage.gpuHolders.get(g) ?? []), a.name]);
+      if (a.deployment === deployment) usage.sameDeploymentOnGpu.set(g, (usage.sameDeploymentOnGpu.get(g) ?? 0) + 1);
+    }
+  }
+  return usage;
+}
+
+/** GPUs chosen on one node, with what the strategies compare between nodes. */
+interface GpuChoice {
+  indices: number[];
+  /** Replicas of the same deployment already on the chosen GPUs: spread wants 0. */
+  shared: number;
+  /** What the chosen GPUs have free before this actor: pack wants the least. */
+  free: number;
+}
+
+/**
+ * Picks GPUs on one node, or null when none fit. Whole GPUs take devices nobody holds. A fraction
+ * goes, under `spread`, to a GPU holding the fewest replicas of the same deployment (so replicas
+ * share a device only once every fitting one holds one); under `pack`, and among equals for
+ * `spread`, to the fullest GPU that still fits, keeping whole devices free for actors that need one.
+ */
+function pickGpus(node: NodeRecord, usage: NodeUsage, gpus: number, strategy: Strategy): GpuChoice | null {
+  const all = node.resources.gpus.map((g) => ({
+    index: g.index,
+    free: 1 - (usage.gpuUsed.get(g.index) ?? 0),
+    shared: usage.sameDeploymentOnGpu.get(g.index) ?? 0,
+  }));
+  if (gpus < 1) {
+    const fits = all
+      .filter((g) => g.free + EPSILON >= gpus)
+      .sort((a, b) => (strategy === 'spread' ? a.shared - b.shared : 0) || a.free - b.free || a.index - b.index);
+    const best = fits[0];
+    return best ? { indices: [best.index], shared: best.shared, free: best.free } : null;
+  }
+  const whole = all.filter((g) => g.free >= 1 - EPSILON).slice(0, gpus);
+  return whole.length >= gpus ? { indices: whole.map((g) => g.index), shared: 0, free: whole.length } : null;
+}
+
+/** The node's actor cap is reached: a process more would exceed what its --max-actors allows. */
+function atActorCap(node: NodeRecord, usage: NodeUsage): boolean {
+  return usage.actors >= maxActorsOf(node.resources);
+}
+
+function describeShortage(node: NodeRecord, usage: NodeUsage, req: ResourceRequest): string {
+  if (atActorCap(node, usage)) return `node ${node.name} holds its ${maxActorsOf(node.resources)} actors (--max-actors)`;
+  const cpusFree = node.resources.cpus - usage.cpusUsed;
+  if (cpusFree + EPSILON < req.cpus) return `${node.name} has ${cpusFree} of ${node.resources.cpus} CPUs free`;
+  const memFree = node.resources.memoryBytes - usage.memoryUsed;
+  if (memFree < (req.memoryBytes ?? 0)) {
+    return `${node.name} has ${mib(memFree)} MiB of ${mib(node.resources.memoryBytes)} MiB memory free, a replica reserves ${mib(req.memoryBytes ?? 0)} MiB`;
+  }
+  if (node.resources.gpus.length === 0) return `${node.name} has no GPU`;
+  const holders = [...new Set([...usage.gpuHolders.values()].flat())];
+  const freeWhole = node.resources.gpus.filter((g) => (usage.gpuUsed.get(g.index) ?? 0) < EPSILON).length;
+  const held = holders.length > 0 ? ` (held by ${holders.join(', ')})` : '';
+  return `${node.name} has ${freeWhole} of ${node.resources.gpus.length} GPUs free${held}`;
+}
+
+/**
+ * Places one actor. `spread` (the default) puts replicas of one deployment on different nodes
+ * first (the node with the fewest of them), then on different GPUs of a node (see pickGpus), and
+ * only then lets two share a GPU; among equals the least loaded node wins. `pack` is the
+ * opposite: the fullest GPU and the busiest node that fit, keeping whole nodes and devices free
+ * for large actors. A failure says, node by node, what is missing.
+ */
+export function place(
+  req: ResourceRequest,
+  deployment: string,
+  nodes: Iterable<NodeRecord>,
+  actors: Iterable<ActorRecord>,
+  strategy: Strategy = 'spread',
+): Placement {
+  const actorList = [...actors];
+  const alive = [...nodes].filter((n) => n.state === 'ALIVE');
+  const needs = `needs ${req.gpus > 0 ? `${req.gpus} GPU${req.gpus === 1 ? '' : 's'} and ` : ''}${req.cpus} CPU${req.cpus === 1 ? '' : 's'}`;
+  if (alive.length === 0) return { ok: false, reason: `${needs}; no node is alive` };
+  const candidates: { node: NodeRecord; gpus: GpuChoice | null; usage: NodeUsage }[] = [];
+  const shortages: string[] = [];
+  for (const node of alive) {
+    const usage = usageOf(node, actorList, deployment);
+    const cpusOk =
+      !atActorCap(node, usage) &&
+      node.resources.cpus - usage.cpusUsed + EPSILON >= req.cpus &&
+      node.resources.memoryBytes - usage.memoryUsed >= (req.memoryBytes ?? 0);
+    const gpus = req.gpus > 0 ? pickGpus(node, usage, req.gpus, strategy) : null;
+    if (cpusOk && (req.gpus === 0 || gpus)) candidates.push({ node, gpus, usage });
+    else shortages.push(describeShortage(node, usage, req));
+  }
+  if (candidates.length === 0) return { ok: false, reason: `${needs}; ${shortages.join('; ')}` };
+  const load = (c: (typeof candidates)[number]) => c.usage.cpusUsed / c.node.resources.cpus;
+  const shared = (c: (typeof candidates)[number]) => c.gpus?.shared ?? 0;
+  const gpuFree = (c: (typeof candidates)[number]) => c.gpus?.free ?? 0;
+  candidates.sort((a, b) =>
+    strategy === 'spread'
+      ? a.usage.sameDeployment - b.usage.sameDeployment || shared(a) - shared(b) || load(a) - load(b) || a.node.name.localeCompare(b.node.name)
+      : gpuFree(a) - gpuFree(b) || load(b) - load(a) || a.node.name.localeCompare(b.node.name),
+  );
+  const best = candidates[0]!;
+  return { ok: true, node: best.node, gpus: best.gpus?.indices ?? [], gpuShare: req.gpus > 0 && req.gpus < 1 ? req.gpus : 1 };
+}

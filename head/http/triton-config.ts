@@ -1,0 +1,130 @@
+import { TroupeError } from '../../runtime/internal.js';
+import type { DType, TensorInfo } from '../../runtime/internal.js';
+import type { DeploymentRecord } from '../state/records.js';
+
+/**
+ * A deployment as Triton's model configuration (model_config.proto, in the JSON shape Triton's
+ * `GET /v2/models/{m}/config` answers): what Triton's clients and tools read to learn a model's
+ * batching, tensors and instances. A function of the deployment alone, so every protocol that
+ * serves it (HTTP here, gRPC's ModelConfig) gives the same answer.
+ */
+
+/** model_config.proto's DataType for each dtype; int4/uint4 have none (TYPE_INVALID). */
+const DATA_TYPES: Record<DType, string> = {
+  bool: 'TYPE_BOOL',
+  uint8: 'TYPE_UINT8',
+  uint16: 'TYPE_UINT16',
+  uint32: 'TYPE_UINT32',
+  uint64: 'TYPE_UINT64',
+  int8: 'TYPE_INT8',
+  int16: 'TYPE_INT16',
+  int32: 'TYPE_INT32',
+  int64: 'TYPE_INT64',
+  float16: 'TYPE_FP16',
+  float32: 'TYPE_FP32',
+  float64: 'TYPE_FP64',
+  string: 'TYPE_STRING',
+  int4: 'TYPE_INVALID',
+  uint4: 'TYPE_INVALID',
+};
+
+export function tritonDataType(dtype: string): string {
+  return Object.hasOwn(DATA_TYPES, dtype) ? DATA_TYPES[dtype as DType] : 'TYPE_INVALID';
+}
+
+export interface TritonTensorConfig {
+  name: string;
+  data_type: string;
+  dims: number[];
+}
+
+export interface TritonModelConfig {
+  name: string;
+  platform: string;
+  backend: string;
+  version_policy: { latest: { num_versions: number } };
+  max_batch_size: number;
+  input: (TritonTensorConfig & { format: string; is_shape_tensor: boolean; allow_ragged_batch: boolean; optional: boolean })[];
+  output: (TritonTensorConfig & { label_filename: string; is_shape_tensor: boolean })[];
+  instance_group: { name: string; kind: 'KIND_CPU' | 'KIND_GPU'; count: number; gpus: number[] }[];
+  dynamic_batching?: {
+    preferred_batch_size: number[];
+    max_queue_delay_microseconds: number;
+    preserve_ordering: boolean;
+    default_queue_policy: {
+      timeout_action: 'REJECT';
+      default_timeout_microseconds: number;
+      allow_timeout_override: boolean;
+      max_queue_size: number;
+    };
+  };
+  parameters: Record<string, { string_value: string }>;
+}
+
+/** Symbolic and negative dims are variable: -1, as Triton writes them. */
+function dims(shape: readonly (number | string)[]): number[] {
+  return shape.map((d) => (typeof d === 'number' && d >= 0 ? d : -1));
+}
+
+/**
+ * Whether the deployment batches: a batch size above 1 and a variable first dim on every tensor
+ * (the rule the actors apply, actors/host.ts). Then, as in Triton, max_batch_size is that size and
+ * dims leave the batch axis out; otherwise max_batch_size is 0 and dims are the full shape.
+ */
+function batches(d: DeploymentRecord, inputs: readonly TensorInfo[], outputs: readonly TensorInfo[]): boolean {
+  return d.spec.batch.maxSize > 1 && [...inputs, ...outputs].every((t) => typeof t.shape[0] === 'string');
+}
+
+export function tritonModelConfig(d: DeploymentRecord): TritonModelConfig {
+  const { spec, metadata } = d;
+  if (!metadata)
+    throw new TroupeError('TROUPE_ERR_NOT_READY', `model '${spec.name}' has no READY replica yet, so its inputs and outputs are not known`);
+  const batching = batches(d, metadata.inputs, metadata.outputs);
+  const shapeOf = (t: TensorInfo) => dims(batching ? t.shape.slice(1) : t.shape);
+  const fn = (spec.kind ?? 'model') === 'fn';
+  const gpus = [...new Set(d.actors.flatMap((a) => a.gpus))].sort((a, b) => a - b);
+  return {
+    name: spec.name,
+    // A fn step is code of ours, not a model file: no Triton platform fits it.
+    platform: fn ? '' : 'onnxruntime_onnx',
+    backend: fn ? 'troupe_fn' : 'onnxruntime',
+    version_policy: { latest: { num_versions: 1 } },
+    max_batch_size: batching ? spec.batch.maxSize : 0,
+    input: metadata.inputs.map((t) => ({
+      name: t.name,
+      data_type: tritonDataType(t.dtype),
+      format: 'FORMAT_NONE',
+      dims: shapeOf(t),
+      is_shape_tensor: false,
+      allow_ragged_batch: false,
+      optional: false,
+    })),
+    output: metadata.outputs.map((t) => ({
+      name: t.name,
+      data_type: tritonDataType(t.dtype),
+      dims: shapeOf(t),
+      label_filename: '',
+      is_shape_tensor: false,
+    })),
+    instance_group: [
+      { name: spec.name, kind: spec.gpus > 0 ? 'KIND_GPU' : 'KIND_CPU', count: spec.replicas, gpus: spec.gpus > 0 ? gpus : [] },
+    ],
+    ...(batching
+      ? {
+          dynamic_batching: {
+            preferred_batch_size: spec.batch.preferredSizes ?? [],
+            // Troupe's batches wait for nothing unless waitWhenIdle asks (docs/batching.md).
+            max_queue_delay_microseconds: spec.batch.waitWhenIdle ? Math.round(spec.batch.maxDelayMs * 1000) : 0,
+            preserve_ordering: false,
+            default_queue_policy: {
+              timeout_action: 'REJECT',
+              default_timeout_microseconds: 0,
+              allow_timeout_override: true,
+              max_queue_size: spec.maxQueue,
+            },
+          },
+        }
+      : {}),
+    parameters: {},
+  };
+}

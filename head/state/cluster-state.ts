@@ -1,0 +1,70 @@
+import type { ActorView, ClusterView, DeploymentView, Gpu, NodeView } from '../../runtime/internal.js';
+import { ClientLoads } from './client-loads.js';
+import { EventLog } from './events.js';
+import { HeadMetrics } from './metrics.js';
+import { inFlightOf } from './records.js';
+import type { ActorRecord, ClusterRecords, DeploymentRecord, NodeRecord } from './records.js';
+import { RouteBook } from './route-book.js';
+
+/** Everything the head knows about the cluster, and how it looks to users. */
+export class ClusterState implements ClusterRecords {
+  readonly nodes = new Map<string, NodeRecord>();
+  readonly actors = new Map<string, ActorRecord>();
+  readonly deployments = new Map<string, DeploymentRecord>();
+  readonly events = new EventLog();
+  readonly metrics: HeadMetrics = new HeadMetrics(this);
+  readonly routes = new RouteBook(this.deployments);
+  readonly clientLoads = new ClientLoads();
+
+  nodeName(id: string | null): string | null {
+    return id === null ? null : (this.nodes.get(id)?.name ?? id);
+  }
+
+  actorView(a: ActorRecord): ActorView {
+    return {
+      id: a.id,
+      name: a.name,
+      deployment: a.deployment,
+      state: a.state,
+      reason: a.reason,
+      // An actor restored after a head restart is on the node it was, even before that agent is back.
+      node: this.nodeName(a.nodeId) ?? a.awaitingNode ?? null,
+      gpus: a.gpus,
+      device: a.device,
+      pid: a.pid,
+      restarts: a.restarts,
+      inFlight: inFlightOf(a),
+      visibleDevices: a.visibleDevices,
+      gpuMemoryMiB: a.gpuMemoryMiB,
+      stats: a.stats,
+    };
+  }
+
+  deploymentView(d: DeploymentRecord): DeploymentView {
+    const ready = d.actors.filter((a) => a.state === 'READY').length;
+    return {
+      name: d.spec.name,
+      model: d.spec.model,
+      replicas: d.spec.replicas,
+      state: d.unhealthy ? 'UNHEALTHY' : ready >= d.spec.replicas ? 'READY' : 'DEPLOYING',
+      metadata: d.metadata,
+      queued: d.dispatcher.queued,
+      requests: d.stats.snapshot(),
+      actors: d.actors.map((a) => this.actorView(a)),
+    };
+  }
+
+  nodeView(n: NodeRecord): NodeView {
+    const gpus: Gpu[] = n.resources.gpus;
+    return { id: n.id, name: n.name, state: n.state, address: n.address, resources: n.resources, gpus };
+  }
+
+  view(): ClusterView {
+    return {
+      nodes: [...this.nodes.values()].map((n) => this.nodeView(n)),
+      deployments: [...this.deployments.values()].map((d) => this.deploymentView(d)),
+      events: this.events.recent(100),
+    };
+  }
+}
+

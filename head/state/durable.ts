@@ -1,0 +1,188 @@
+import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { ModelDeploymentSchema, NameSchema, newId } from '../../runtime/internal.js';
+import type { Logger, ModelDeployment } from '../../runtime/internal.js';
+
+/**
+ * The head's durable state, so a restarted head costs seconds, not deployments:
+ *
+ *   <dataDir>/state.json   deployments (specs), graph documents, and the identity of every actor
+ *                          that was started (id, name, node, GPUs, pid and its secret)
+ *
+ * Uploaded models already live under `<dataDir>/models` (http/model-store.ts). The cluster token
+ * is never written here: it comes from `--token` or TROUPE_TOKEN at every start.
+ *
+ * Actor secrets are what let a running actor rejoin a restarted head (it presents id + secret),
+ * so the file is 0600 in a 0700 directory, and no log line ever carries it. Writes are coalesced
+ * (many changes in one turn cost one write), serialised, and atomic: a temporary file is written
+ * and fsynced, then renamed over the old one, so a crash mid-write leaves the old state or the new.
+ */
+
+const STATE_FILE = 'state.json';
+const FORMAT = 1;
+
+export const SavedActorSchema = z.object({
+  id: z.string().min(1).max(64),
+  name: z.string().min(1).max(200),
+  deployment: NameSchema,
+  /** Name of the node it ran on: node ids are not kept, names are what agents register with. */
+  node: z.string().min(1).max(256),
+  gpus: z.array(z.number().int().min(0)).max(64),
+  gpuShare: z.number().min(0).max(1),
+  cpus: z.number().min(0),
+  memoryBytes: z.number().min(0),
+  device: z.string().max(256),
+  pid: z.number().int().nullable(),
+  restarts: z.number().int().min(0),
+  secret: z.string().min(8).max(128),
+});
+export type SavedActor = z.infer<typeof SavedActorSchema>;
+
+const StateFileSchema = z.object({
+  format: z.literal(FORMAT),
+  savedAt: z.string(),
+  deployments: z.array(z.unknown()),
+  graphs: z.array(z.object({ name: z.string(), doc: z.unknown() })),
+  actors: z.array(z.unknown()),
+});
+
+export interface SavedState {
+  deployments: ModelDeployment[];
+  /** Graph documents as they were deployed, by graph name. */
+  graphs: Map<string, unknown>;
+  actors: SavedActor[];
+}
+
+/** What the store asks of the head when it writes: the state to keep, as it is now. */
+export type Snapshot = () => { deployments: ModelDeployment[]; actors: SavedActor[] };
+
+export class DurableStore {
+  readonly #file: string;
+  readonly #log: Logger;
+  readonly #graphs = new Map<string, unknown>();
+  #snapshot: Snapshot = () => ({ deployments: [], actors: [] });
+  #scheduled: NodeJS.Timeout | undefined;
+  #writing: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  private constructor(dir: string, log: Logger) {
+    this.#file = join(dir, STATE_FILE);
+    this.#log = log;
+  }
+
+  /** Opens the store in `dataDir` and reads what an earlier head left there (nothing if absent or unreadable). */
+  static async open(dataDir: string, log: Logger): Promise<{ store: DurableStore; saved: SavedState }> {
+    const store = new DurableStore(dataDir, log);
+    const saved: SavedState = { deployments: [], graphs: new Map(), actors: [] };
+    const text = await readFile(store.#file, 'utf8').catch(() => undefined);
+    if (text === undefined) return { store, saved };
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      raw = undefined;
+    }
+    const parsed = StateFileSchema.safeParse(raw);
+    if (!parsed.success) {
+      log.warn({ file: store.#file }, 'ignoring an unreadable state file; starting with no deployments');
+      return { store, saved };
+    }
+    for (const d of parsed.data.deployments) {
+      const spec = ModelDeploymentSchema.safeParse(d);
+      if (spec.success) saved.deployments.push(spec.data);
+      else log.warn({ file: store.#file }, 'skipping an invalid deployment in the state file');
+    }
+    for (const a of parsed.data.actors) {
+      const actor = SavedActorSchema.safeParse(a);
+      if (actor.success) saved.actors.push(actor.data);
+    }
+    for (const { name, doc } of parsed.data.graphs) {
+      saved.graphs.set(name, doc);
+      store.#graphs.set(name, doc);
+    }
+    return { store, saved };
+  }
+
+  /** Where the state of the head is read from and written to. */
+  get file(): string {
+    return this.#file;
+  }
+
+  /** Sets how the current state is read when a write happens. */
+  track(snapshot: Snapshot): void {
+    this.#snapshot = snapshot;
+  }
+
+  /** A graph was deployed (or replaced): it comes back after a restart. */
+  setGraph(name: string, doc: unknown): void {
+    this.#graphs.set(name, doc);
+    this.markDirty();
+  }
+
+  deleteGraph(name: string): void {
+    if (this.#graphs.delete(name)) this.markDirty();
+  }
+
+  /** Something durable changed: a write follows shortly (changes in the same few ms share it). */
+  markDirty(): void {
+    if (this.#closed || this.#scheduled) return;
+    this.#scheduled = setTimeout(() => {
+      this.#scheduled = undefined;
+      void this.#save();
+    }, 10);
+  }
+
+  /** Writes whatever is pending now and stops further writes; resolves once it is on disk. */
+  async close(): Promise<void> {
+    if (this.#scheduled) {
+      clearTimeout(this.#scheduled);
+      this.#scheduled = undefined;
+      await this.#save();
+    }
+    this.#closed = true;
+    await this.#writing;
+  }
+
+  /** Resolves once every write asked for so far is on disk (tests and shutdown). */
+  async flush(): Promise<void> {
+    if (this.#scheduled) {
+      clearTimeout(this.#scheduled);
+      this.#scheduled = undefined;
+      void this.#save();
+    }
+    await this.#writing;
+  }
+
+  #save(): Promise<void> {
+    const write = async () => {
+      const { deployments, actors } = this.#snapshot();
+      const body = JSON.stringify({
+        format: FORMAT,
+        savedAt: new Date().toISOString(),
+        deployments,
+        graphs: [...this.#graphs].map(([name, doc]) => ({ name, doc })),
+        actors,
+      });
+      const dir = join(this.#file, '..');
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      const tmp = `${this.#file}.${newId()}.tmp`;
+      try {
+        const handle = await open(tmp, 'w', 0o600);
+        try {
+          await handle.writeFile(body);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        await rename(tmp, this.#file);
+      } catch (err) {
+        await rm(tmp, { force: true });
+        // Never the body: it holds actor secrets.
+        this.#log.error({ file: this.#file, err: (err as Error).message }, 'could not save the head state');
+      }
+    };
+    this.#writing = this.#writing.then(write, write);
+    return this.#writing;
+  }
+}

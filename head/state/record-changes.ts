@@ -1,0 +1,172 @@
+import { newId, newSecret, sameSecret } from '../../runtime/internal.js';
+import type { HeadToAgent, ModelDeployment } from '../../runtime/internal.js';
+import { DeploymentStats } from './deployment-stats.js';
+import { Dispatcher } from '../calls/dispatcher.js';
+import type { ActorExitReport } from '../control/controller-options.js';
+import type { SavedActor } from './durable.js';
+import type { ClusterState } from './cluster-state.js';
+import type { ActorRecord, DeploymentRecord } from './records.js';
+
+// How the controller's records are made, compared and saved: plain functions over cluster state.
+
+/** Changes an actor cannot take while running: everything it was started with. */
+export function needsNewActors(old: ModelDeployment, next: ModelDeployment): boolean {
+  return (
+    old.model !== next.model ||
+    old.gpus !== next.gpus ||
+    old.cpus !== next.cpus ||
+    old.threads !== next.threads ||
+    old.memory !== next.memory ||
+    JSON.stringify(old.batch) !== JSON.stringify(next.batch)
+  );
+}
+
+export function newDeployment(spec: ModelDeployment, memoryReserved: number): DeploymentRecord {
+  const d = { spec, actors: [], metadata: null, unhealthy: null, stats: new DeploymentStats(), memoryReserved } as unknown as DeploymentRecord;
+  d.dispatcher = new Dispatcher(d);
+  return d;
+}
+
+function lastLines(text: string, n: number): string {
+  return text.trimEnd().split('\n').slice(-n).join('\n');
+}
+
+/** The lowest replica number not in use, so names stay short and stable across scaling. */
+export function freeReplicaIndex(d: DeploymentRecord): number {
+  const used = new Set(d.actors.filter((a) => a.state !== 'DEAD' && a.state !== 'DRAINING').map((a) => Number(a.name.split('#')[1])));
+  let i = 0;
+  while (used.has(i)) i++;
+  return i;
+}
+
+/** A new replica's record, PENDING until the scheduler places it. */
+export function newActorRecord(d: DeploymentRecord, replica: number): ActorRecord {
+  return {
+    id: newId(),
+    name: `${d.spec.name}#${replica}`,
+    deployment: d.spec.name,
+    state: 'PENDING',
+    reason: 'waiting for placement',
+    nodeId: null,
+    gpus: [],
+    gpuShare: 1,
+    cpus: d.spec.cpus,
+    device: 'cpu',
+    pid: null,
+    restarts: 0,
+    recentCrashes: [],
+    secret: newSecret(),
+    link: undefined,
+    visibleDevices: null,
+    gpuMemoryMiB: null,
+    memoryBytes: d.memoryReserved,
+    stats: null,
+    usage: null,
+  };
+}
+
+/** What the state file keeps: every deployment's spec, and each started actor's identity. */
+export function snapshotState(state: ClusterState): { deployments: ModelDeployment[]; actors: SavedActor[] } {
+  const deployments = [...state.deployments.values()].map((d) => d.spec);
+  const actors: SavedActor[] = [];
+  for (const d of state.deployments.values()) {
+    for (const a of d.actors) {
+      // Only actors that may have a live process are worth adopting; PENDING ones are placed anew.
+      if (a.state !== 'STARTING' && a.state !== 'READY') continue;
+      const node = a.nodeId ? state.nodes.get(a.nodeId)?.name : (a.awaitingNode ?? undefined);
+      if (!node) continue;
+      actors.push({
+        id: a.id,
+        name: a.name,
+        deployment: a.deployment,
+        node,
+        gpus: a.gpus,
+        gpuShare: a.gpuShare,
+        cpus: a.cpus,
+        memoryBytes: a.memoryBytes,
+        device: a.device,
+        pid: a.pid,
+        restarts: a.restarts,
+        secret: a.secret,
+      });
+    }
+  }
+  return { deployments, actors };
+}
+
+/** An actor saved by an earlier head, STARTING until its node re-registers and lists it. */
+export function restoredActorRecord(s: SavedActor): ActorRecord {
+  return {
+    id: s.id,
+    name: s.name,
+    deployment: s.deployment,
+    state: 'STARTING',
+    reason: `waiting for node ${s.node} to reconnect after a head restart`,
+    nodeId: null,
+    gpus: s.gpus,
+    gpuShare: s.gpuShare,
+    cpus: s.cpus,
+    device: s.device,
+    pid: s.pid,
+    restarts: s.restarts,
+    recentCrashes: [],
+    secret: s.secret,
+    link: undefined,
+    visibleDevices: null,
+    gpuMemoryMiB: null,
+    memoryBytes: s.memoryBytes,
+    stats: null,
+    usage: null,
+    awaitingNode: s.node,
+  };
+}
+
+/** An actor that will not be adopted: back to PENDING, to be placed anew as a fresh process. */
+export function returnToPending(a: ActorRecord, why: string): void {
+  a.awaitingNode = null;
+  a.link?.terminate(why);
+  a.link = undefined;
+  a.nodeId = null;
+  a.pid = null;
+  a.gpus = [];
+  a.state = 'PENDING';
+  a.reason = `${why}; waiting for placement`;
+}
+
+/** The agent's order to start this actor's process for deployment `d`. */
+export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Extract<HeadToAgent, { type: 'startActor' }>, 'id'> {
+  return {
+    type: 'startActor',
+    actorId: a.id,
+    deployment: d.spec.name,
+    secret: a.secret,
+    model: d.spec.model,
+    gpus: a.gpus,
+    // onnxruntime would otherwise start a thread per core in every actor and, with several
+    // actors on a node, oversubscribe it; the actor's CPU budget is its thread count.
+    threads: d.spec.threads ?? Math.max(1, Math.round(d.spec.cpus)),
+    batch: d.spec.batch,
+    ...(d.spec.kind === 'fn' ? { kind: 'fn' as const, fn: d.spec.model } : {}),
+  };
+}
+
+/** Why an actor's process ended, as people read it: who killed it or its exit, and its last stderr lines. */
+export function describeExit(exit: ActorExitReport): string {
+  const how = exit.killedBecause ?? `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`;
+  return `${how}${exit.stderrTail ? `: ${lastLines(exit.stderrTail, 5)}` : ''}`;
+}
+
+/**
+ * The record of an actor process that joins the head (or rejoins it after losing the head: a
+ * restart, a dropped connection) if its secret is right and the head still wants that process.
+ * A secret is replaced whenever an actor is started anew, so an old process of a replaced actor
+ * is shut out (and exits).
+ */
+export function joiningActor(state: ClusterState, actorId: string, secret: string): ActorRecord | undefined {
+  const a = state.actors.get(actorId);
+  // Constant time: a byte-by-byte compare would let a caller find the secret by timing.
+  if (!a || !sameSecret(secret, a.secret) || (a.state !== 'STARTING' && a.state !== 'READY')) return undefined;
+  const node = a.nodeId ? state.nodes.get(a.nodeId) : undefined;
+  if (node?.state === 'DEAD') return undefined;
+  return a;
+}

@@ -1,0 +1,107 @@
+import type { ActorState, ActorStats, CallQueue, ModelDeployment, ModelMetadata, NodeResources, NodeState, Replica } from '../../runtime/internal.js';
+import type { AgentLink } from '../control/agent-link.js';
+import type { DeploymentStats } from './deployment-stats.js';
+
+// The head's records of nodes, actors and deployments: plain data the controller changes and
+// everything else reads (cluster-state.ts holds them).
+
+export interface NodeRecord {
+  id: string;
+  name: string;
+  address: string;
+  state: NodeState;
+  resources: NodeResources;
+  /** The agent's connection while it has one: where the controller asks it to start and stop actors. */
+  agent: AgentLink | undefined;
+  lastSeen: number;
+  /** The agent process's own CPU time and memory, from its heartbeats. */
+  usage: ProcessUsage | null;
+}
+
+export interface ProcessUsage {
+  rssBytes: number;
+  cpuSeconds: number;
+}
+
+export interface ActorRecord {
+  id: string;
+  /** Stable human name, `<deployment>#<replica>`. */
+  name: string;
+  deployment: string;
+  state: ActorState;
+  reason: string | null;
+  nodeId: string | null;
+  /** GPU indices on its node; with a fractional share, one index. */
+  gpus: number[];
+  /** Fraction of each GPU in `gpus` this actor holds (1 for whole GPUs). */
+  gpuShare: number;
+  cpus: number;
+  device: string;
+  pid: number | null;
+  restarts: number;
+  /** Crash times inside the restart window, for max-restarts accounting. */
+  recentCrashes: number[];
+  secret: string;
+  link: HeadActorLink | undefined;
+  /** Where it takes direct calls from clients, once READY (never shown, logged or stored). */
+  direct?: { url: string; token: string } | undefined;
+  visibleDevices: string | null;
+  gpuMemoryMiB: number | null;
+  memoryBytes: number;
+  /** The actor's own running totals (batches, rows, expired calls...), about once a second. */
+  stats: ActorStats | null;
+  usage: ProcessUsage | null;
+  /**
+   * Set on an actor restored from the head's state file after a restart: the name of the node it
+   * ran on. Its agent lists it when it re-registers and the actor is adopted (same process), or
+   * it is placed anew if that node does not bring it back.
+   */
+  awaitingNode?: string | null;
+}
+
+export interface DeploymentRecord {
+  spec: ModelDeployment;
+  actors: ActorRecord[];
+  metadata: ModelMetadata | null;
+  unhealthy: string | null;
+  /** Calls waiting for a replica with room. */
+  dispatcher: CallQueue;
+  stats: DeploymentStats;
+  /** Host memory each new replica reserves: the spec's, or an estimate (head/control/memory-estimate.ts). */
+  memoryReserved: number;
+  /**
+   * Set by a repository unload (head/control/model-repository.ts): the spec to load back, and the spec
+   * without replicas that replaced it (a deploy since then replaced that in turn, and wins).
+   */
+  unloaded?: { spec: ModelDeployment; as: ModelDeployment } | undefined;
+}
+
+/**
+ * Calls an actor holds: those the head sent, or, when clients call it directly, the count it last
+ * reported (which includes the head's), whichever is larger.
+ */
+export function inFlightOf(a: ActorRecord): number {
+  return Math.max(a.link?.inFlight ?? 0, a.state === 'READY' ? (a.stats?.inFlight ?? 0) : 0);
+}
+
+/**
+ * The head's link to one actor's socket (a ReplicaLink in production): the calls the deployment's
+ * queue sends it, and what the controller does with it when the actor leaves service.
+ */
+export interface HeadActorLink extends Replica {
+  readonly closed: boolean;
+  /** Resolves when no call is in flight (at once if none is), or after `timeoutMs`. */
+  whenIdle(timeoutMs: number): Promise<void>;
+  /** Closes with a handshake: the actor is not wanted. */
+  close(reason: string): void;
+  /** Drops the socket at once; calls in flight fail as ACTOR_DIED (and are retried elsewhere). */
+  terminate(reason?: string): void;
+}
+
+/** What reads the records (metrics, routes) needs of the cluster state, without depending on it. */
+export interface ClusterRecords {
+  readonly nodes: ReadonlyMap<string, NodeRecord>;
+  readonly actors: ReadonlyMap<string, ActorRecord>;
+  readonly deployments: ReadonlyMap<string, DeploymentRecord>;
+  nodeName(id: string | null): string | null;
+}

@@ -1,0 +1,81 @@
+import { replicaCallLimit } from '../../runtime/internal.js';
+import type { Channel, ClientToHead, HeadToClient, Routes } from '../../runtime/internal.js';
+import type { DeploymentRecord } from './records.js';
+
+type ClientChannel = Channel<ClientToHead, HeadToClient>;
+
+/**
+ * Tells SDK clients where each model deployment's READY replicas take direct calls, and pushes
+ * the new list to every client that asked about a deployment whenever it changes (a replica
+ * became READY, left, restarted, or the deployment was updated or removed). Pushes are coalesced
+ * into one per microtask turn and leave before any answer queued after the change, so a client
+ * that awaited a deploy already has its new replicas when the answer arrives.
+ */
+export class RouteBook {
+  readonly #deployments: Map<string, DeploymentRecord>;
+  readonly #subscribers = new Map<string, Set<ClientChannel>>();
+  readonly #sent = new Map<string, string>();
+  readonly #watchers = new Set<() => void>();
+  #scheduled = false;
+
+  constructor(deployments: Map<string, DeploymentRecord>) {
+    this.#deployments = deployments;
+  }
+
+  routesOf(name: string): Routes {
+    const d = this.#deployments.get(name);
+    const replicas: Routes['replicas'] = [];
+    if (d && (d.spec.kind ?? 'model') === 'model') {
+      for (const a of d.actors) if (a.state === 'READY' && a.link && a.direct) replicas.push({ actor: a.id, url: a.direct.url, token: a.direct.token });
+    }
+    return {
+      deployment: name,
+      replicas,
+      perReplicaLimit: replicaCallLimit(d?.spec.batch.maxSize ?? 1),
+      maxQueue: d?.spec.maxQueue ?? 0,
+      maxRetries: d?.spec.maxRetries ?? 0,
+    };
+  }
+
+  /** The routes of `name` now; `channel` gets every later change until it closes. */
+  subscribe(name: string, channel: ClientChannel): Routes {
+    let set = this.#subscribers.get(name);
+    if (!set) this.#subscribers.set(name, (set = new Set()));
+    if (!set.has(channel)) {
+      set.add(channel);
+      void channel.whenClosed.then(() => {
+        set.delete(channel);
+        if (set.size === 0 && this.#subscribers.get(name) === set) {
+          this.#subscribers.delete(name);
+          this.#sent.delete(name);
+        }
+      });
+    }
+    const routes = this.routesOf(name);
+    this.#sent.set(name, JSON.stringify(routes));
+    return routes;
+  }
+
+  /** Calls `listener` once per microtask turn in which deployments or actors changed; returns the way to stop. */
+  watch(listener: () => void): () => void {
+    this.#watchers.add(listener);
+    return () => this.#watchers.delete(listener);
+  }
+
+  /** Something about deployments or actors changed: push the routes that differ from those sent. */
+  changed(): void {
+    if (this.#scheduled || (this.#subscribers.size === 0 && this.#watchers.size === 0)) return;
+    this.#scheduled = true;
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      for (const listener of this.#watchers) listener();
+      for (const [name, channels] of this.#subscribers) {
+        const routes = this.routesOf(name);
+        const text = JSON.stringify(routes);
+        if (this.#sent.get(name) === text) continue;
+        this.#sent.set(name, text);
+        for (const channel of channels) channel.send({ type: 'routes', routes });
+      }
+    });
+  }
+}
