@@ -82,7 +82,11 @@ export class Batcher {
     return this.#queue.length + this.#inRun;
   }
 
-  submit(inputs: Record<string, Tensor>, outputs?: readonly string[], timeoutMs?: number): Promise<{ outputs: Record<string, Tensor>; timing: CallTiming }> {
+  submit(
+    inputs: Record<string, Tensor>,
+    outputs?: readonly string[],
+    timeoutMs?: number,
+  ): Promise<{ outputs: Record<string, Tensor>; timing: CallTiming }> {
     return new Promise((resolve, reject) => {
       const arrived = performance.now();
       const rows = this.#options.batchable && this.#options.maxSize > 1 ? rowsOf(inputs) : null;
@@ -147,7 +151,12 @@ export class Batcher {
         this.#queue.splice(i, 1);
         this.stats.expired++;
         this.totals.failed([now - job.arrived]);
-        job.reject(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deadline passed after ${Math.round(now - job.arrived)} ms in the actor's queue; not run`));
+        job.reject(
+          new TroupeError(
+            'TROUPE_ERR_DEADLINE_EXCEEDED',
+            `deadline passed after ${Math.round(now - job.arrived)} ms in the actor's queue; not run`,
+          ),
+        );
       }
     }
   }
@@ -185,7 +194,7 @@ export class Batcher {
     const limit = this.#target(first);
     const batch = [first];
     let rows = first.rows;
-    for (let i = 0; i < this.#queue.length && rows < limit; ) {
+    for (let i = 0; i < this.#queue.length && rows < limit;) {
       const job = this.#queue[i]!;
       if (job.key === first.key && job.rows !== null && rows + job.rows <= limit) {
         batch.push(job);
@@ -221,7 +230,10 @@ export class Batcher {
         const inputs: Record<string, Tensor> = {};
         const copies: Buffer[] = [];
         for (const name of Object.keys(first.inputs)) {
-          const joined = concatTensorRows(batch.map((j) => j.inputs[name]!), sharedBufferPool);
+          const joined = concatTensorRows(
+            batch.map((j) => j.inputs[name]!),
+            sharedBufferPool,
+          );
           inputs[name] = joined.tensor;
           if (joined.copy) copies.push(joined.copy);
         }
@@ -234,7 +246,10 @@ export class Batcher {
           if (!result || !sharesMemory(result, inputs)) for (const copy of copies) sharedBufferPool.give(copy);
         }
         split = performance.now();
-        outputs = this.#split(result, batch.map((j) => j.rows!));
+        outputs = this.#split(
+          result,
+          batch.map((j) => j.rows!),
+        );
       }
       const end = performance.now();
       const computeMs = end - start;
@@ -265,7 +280,10 @@ export class Batcher {
     const perCall: Record<string, Tensor>[] = rows.map(() => ({}));
     for (const [name, t] of Object.entries(outputs)) {
       if (t.shape[0] !== total) {
-        throw new TroupeError('TROUPE_ERR_INFERENCE', `output '${name}' has ${t.shape[0]} rows for a batch of ${total}: this model cannot be batched`);
+        throw new TroupeError(
+          'TROUPE_ERR_INFERENCE',
+          `output '${name}' has ${t.shape[0]} rows for a batch of ${total}: this model cannot be batched`,
+        );
       }
       splitRows(t, rows).forEach((part, i) => (perCall[i]![name] = part));
     }

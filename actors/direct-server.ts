@@ -1,6 +1,16 @@
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
-import { Channel, ClientToReplicaSchema, DEFAULT_MAX_FRAME_BYTES, FrameStream, MappedRegions, TroupeError, newSecret, sameSecret, sharedMemoryAddon } from '../runtime/internal.js';
+import {
+  Channel,
+  ClientToReplicaSchema,
+  DEFAULT_MAX_FRAME_BYTES,
+  FrameStream,
+  MappedRegions,
+  TroupeError,
+  newSecret,
+  sameSecret,
+  sharedMemoryAddon,
+} from '../runtime/internal.js';
 import type { ActorCall, ActorToHead, ClientToReplica } from '../runtime/internal.js';
 
 export interface DirectServer {
@@ -76,9 +86,11 @@ export async function startDirectServer(host: string, serve: ServeDirectCall): P
             return channel.fail(message.id, err);
           }
         }
-        if (admitted) return channel.fail(message.id, new TroupeError('TROUPE_ERR_BAD_MESSAGE', 'hello was already said on this connection'));
+        if (admitted)
+          return channel.fail(message.id, new TroupeError('TROUPE_ERR_BAD_MESSAGE', 'hello was already said on this connection'));
         if (message.type !== 'hello') return refuse(message.id, "say 'hello' with the replica's token before calling it");
-        if (!sameSecret(message.token, token)) return refuse(message.id, "wrong token for this replica (ask the head for the replica's routes)");
+        if (!sameSecret(message.token, token))
+          return refuse(message.id, "wrong token for this replica (ask the head for the replica's routes)");
         admitted = true;
         clearTimeout(timer);
         stream.maxFrameBytes = DEFAULT_MAX_FRAME_BYTES;

@@ -1,6 +1,17 @@
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { AgentToActorIpcSchema, FnActorEnvSchema, FnSignatureSchema, TroupeError, createLogger, disableOrtTelemetryByDefault, mapFromWire, mapToWire, tensor, onParentGone } from '../runtime/internal.js';
+import {
+  AgentToActorIpcSchema,
+  FnActorEnvSchema,
+  FnSignatureSchema,
+  TroupeError,
+  createLogger,
+  disableOrtTelemetryByDefault,
+  mapFromWire,
+  mapToWire,
+  tensor,
+  onParentGone,
+} from '../runtime/internal.js';
 import type { ActorToAgentIpc, FnActorEnv, FnSignature, StepFn, Tensor } from '../runtime/internal.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { joinHead } from './head-socket.js';
@@ -22,7 +33,9 @@ const EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, UNWANTED: 5 } as const;
 function readEnv(): FnActorEnv {
   const parsed = FnActorEnvSchema.safeParse(process.env);
   if (!parsed.success) {
-    process.stderr.write(`troupe fn actor: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`);
+    process.stderr.write(
+      `troupe fn actor: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`,
+    );
     process.exit(EXIT.BAD_ENV);
   }
   return parsed.data;
@@ -42,20 +55,27 @@ async function load(env: FnActorEnv): Promise<{ fn: StepFn; signature: FnSignatu
   }
   const fn = mod[env.TROUPE_FN_EXPORT];
   if (typeof fn !== 'function') {
-    const has = Object.keys(mod).filter((k) => typeof mod[k] === 'function').join(', ') || 'no functions';
+    const has =
+      Object.keys(mod)
+        .filter((k) => typeof mod[k] === 'function')
+        .join(', ') || 'no functions';
     throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `${what} is not an exported function (the module exports ${has})`);
   }
   const declared = (fn as StepFn).signature;
   if (declared === undefined) return { fn: fn as StepFn, signature: { inputs: [], outputs: [] } };
   const signature = FnSignatureSchema.safeParse(declared);
-  if (!signature.success) throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `${what} has a malformed signature: ${signature.error.issues[0]?.message}`);
+  if (!signature.success)
+    throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `${what} has a malformed signature: ${signature.error.issues[0]?.message}`);
   return { fn: fn as StepFn, signature: signature.data };
 }
 
 /** A fn's answer as tensors: a map of {dtype, shape, data}, each checked, else TROUPE_ERR_FN_FAILED. */
 function checkOutputs(name: string, value: unknown): Record<string, Tensor> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new TroupeError('TROUPE_ERR_FN_FAILED', `fn '${name}' returned ${Array.isArray(value) ? 'an array' : typeof value}, not a map of tensors`);
+    throw new TroupeError(
+      'TROUPE_ERR_FN_FAILED',
+      `fn '${name}' returned ${Array.isArray(value) ? 'an array' : typeof value}, not a map of tensors`,
+    );
   }
   const out: Record<string, Tensor> = {};
   for (const [key, t] of Object.entries(value as Record<string, unknown>)) {
@@ -109,7 +129,13 @@ async function main(): Promise<void> {
     exitCodes: EXIT,
     readiness: () =>
       loaded
-        ? { type: 'ready', metadata: loaded.signature, device: 'cpu', provider: 'fn', visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '' }
+        ? {
+            type: 'ready',
+            metadata: loaded.signature,
+            device: 'cpu',
+            provider: 'fn',
+            visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '',
+          }
         : (loadError ?? new TroupeError('TROUPE_ERR_MODEL_LOAD', 'the fn did not load')),
     onMessage: (message, channel) => {
       // A fn actor offers no handoff socket, so a head sends it calls only.
@@ -127,13 +153,18 @@ async function main(): Promise<void> {
         .then(
           (value) => {
             const all = checkOutputs(name, value);
-            const wanted = message.outputs?.length ? Object.fromEntries(message.outputs.filter((o) => o in all).map((o) => [o, all[o]!])) : all;
+            const wanted = message.outputs?.length
+              ? Object.fromEntries(message.outputs.filter((o) => o in all).map((o) => [o, all[o]!]))
+              : all;
             const rows = Object.values(message.inputs)[0]?.shape[0] ?? 0;
             const timing = { queueMs: 0, computeMs: performance.now() - started, batchRows: rows, batchCalls: 1 };
             channel.send({ type: 'reply', id: message.id, value: { outputs: mapToWire(wanted), timing } });
           },
           (err: unknown) => {
-            const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_FN_FAILED', `fn '${name}' threw: ${(err as Error)?.message ?? String(err)}`);
+            const error =
+              err instanceof TroupeError
+                ? err
+                : new TroupeError('TROUPE_ERR_FN_FAILED', `fn '${name}' threw: ${(err as Error)?.message ?? String(err)}`);
             channel.fail(message.id, error);
           },
         )

@@ -1,6 +1,18 @@
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { GraphDocumentSchema, TroupeError, compileGraph, execute, formatIssues, fromWire, inferSignature, leavesOf, mapFromWire, mapToWire, resolveModelPath } from '../runtime/internal.js';
+import {
+  GraphDocumentSchema,
+  TroupeError,
+  compileGraph,
+  execute,
+  formatIssues,
+  fromWire,
+  inferSignature,
+  leavesOf,
+  mapFromWire,
+  mapToWire,
+  resolveModelPath,
+} from '../runtime/internal.js';
 import type { GraphDocument, LeafInfo, ModelMetadata, PlanNode, StepCaller, Tensor } from '../runtime/internal.js';
 import { OnnxModel } from './onnx-model.js';
 import type { LoadOptions } from './onnx-model.js';
@@ -37,11 +49,23 @@ function fail(path: string, message: string): TroupeError {
 /** Steps that cannot run in this process: fn steps (they run in fn actors) and options that only a deployment takes. */
 function checkServable(doc: GraphDocument, path: string): void {
   for (const node of doc.nodes) {
-    if (node.kind === 'fn') throw fail(path, `fn '${node.name}': a graph served by one actor holds model steps only (fn steps run in fn actors; deploy the graph itself for those)`);
+    if (node.kind === 'fn')
+      throw fail(
+        path,
+        `fn '${node.name}': a graph served by one actor holds model steps only (fn steps run in fn actors; deploy the graph itself for those)`,
+      );
     if (node.kind !== 'model') continue;
-    if (node.model === undefined) throw fail(path, `model '${node.name}' has no model path: every model of a graph served by one actor is loaded from a file next to the graph file`);
+    if (node.model === undefined)
+      throw fail(
+        path,
+        `model '${node.name}' has no model path: every model of a graph served by one actor is loaded from a file next to the graph file`,
+      );
     const options = Object.keys(node).filter((k) => !['kind', 'name', 'model'].includes(k));
-    if (options.length > 0) throw fail(path, `model '${node.name}' has deployment options (${options.join(', ')}); its models share the deployment's replicas, threads and batching, so set those on the deployment`);
+    if (options.length > 0)
+      throw fail(
+        path,
+        `model '${node.name}' has deployment options (${options.join(', ')}); its models share the deployment's replicas, threads and batching, so set those on the deployment`,
+      );
   }
 }
 
@@ -108,7 +132,9 @@ export class GraphModel {
     } catch (err) {
       throw fail(path, (err as Error).message);
     }
-    const files = new Map(parsed.data.nodes.flatMap((n) => (n.kind === 'model' && n.model !== undefined ? [[n.name, n.model] as const] : [])));
+    const files = new Map(
+      parsed.data.nodes.flatMap((n) => (n.kind === 'model' && n.model !== undefined ? [[n.name, n.model] as const] : [])),
+    );
     const models = new Map<string, OnnxModel>();
     try {
       for (const name of leavesOf(root)) {
@@ -132,7 +158,11 @@ export class GraphModel {
     const out: Record<string, Tensor> = {};
     for (const name of outputs?.length ? outputs : Object.keys(all)) {
       const w = Object.hasOwn(all, name) ? all[name] : undefined;
-      if (!w) throw new TroupeError('TROUPE_ERR_BAD_INPUT', `graph '${this.#plan.name}' has no output '${name}' (it gives ${Object.keys(all).join(', ')})`);
+      if (!w)
+        throw new TroupeError(
+          'TROUPE_ERR_BAD_INPUT',
+          `graph '${this.#plan.name}' has no output '${name}' (it gives ${Object.keys(all).join(', ')})`,
+        );
       out[name] = fromWire(w, `output '${name}'`);
     }
     return out;

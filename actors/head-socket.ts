@@ -1,5 +1,14 @@
-import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, Channel, DEFAULT_MAX_FRAME_BYTES, HeadToActorSchema, Reconnect, TroupeError, openFrameTransport, toWireError } from '../runtime/internal.js';
-import type { ActorToHead, HeadToActor, Logger } from '../runtime/internal.js';
+import {
+  ACTOR_ID_HEADER,
+  ACTOR_SECRET_HEADER,
+  Channel,
+  DEFAULT_MAX_FRAME_BYTES,
+  HeadToActorSchema,
+  Reconnect,
+  openFrameTransport,
+  toWireError,
+} from '../runtime/internal.js';
+import type { ActorToHead, HeadToActor, Logger, TroupeError } from '../runtime/internal.js';
 
 type HeadChannel = Channel<HeadToActor, ActorToHead>;
 

@@ -1,5 +1,16 @@
 import { statSync } from 'node:fs';
-import { ActorEnvSchema, AgentToActorIpcSchema, BatchSchema, TroupeError, createLogger, mapFromWire, mapToWire, onParentGone, sharesMemory, validateInputs } from '../runtime/internal.js';
+import {
+  ActorEnvSchema,
+  AgentToActorIpcSchema,
+  BatchSchema,
+  TroupeError,
+  createLogger,
+  mapFromWire,
+  mapToWire,
+  onParentGone,
+  sharesMemory,
+  validateInputs,
+} from '../runtime/internal.js';
 import type { ActorCall, ActorEnv, ActorToAgentIpc, ActorToHead, Channel, HeadToActor } from '../runtime/internal.js';
 import { startDirectServer } from './direct-server.js';
 import type { DirectServer } from './direct-server.js';
@@ -32,7 +43,9 @@ export const ACTOR_EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, UNWANTED: 5 } as const;
 function readEnv(): ActorEnv {
   const parsed = ActorEnvSchema.safeParse(process.env);
   if (!parsed.success) {
-    process.stderr.write(`troupe actor: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`);
+    process.stderr.write(
+      `troupe actor: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`,
+    );
     process.exit(ACTOR_EXIT.BAD_ENV);
   }
   return parsed.data;
@@ -48,7 +61,13 @@ function batchOptions(env: ActorEnv, model: ServedModel): BatcherOptions {
   const batch = spec?.success ? spec.data : { maxSize: 1, maxDelayMs: 0 };
   const symbolicFirst = (shape: readonly (number | string)[]) => typeof shape[0] === 'string';
   const batchable = model.batchable !== false && [...model.metadata.inputs, ...model.metadata.outputs].every((t) => symbolicFirst(t.shape));
-  return { maxSize: batch.maxSize, maxDelayMs: batch.maxDelayMs, waitWhenIdle: batch.waitWhenIdle === true, preferredSizes: batch.preferredSizes, batchable };
+  return {
+    maxSize: batch.maxSize,
+    maxDelayMs: batch.maxDelayMs,
+    waitWhenIdle: batch.waitWhenIdle === true,
+    preferredSizes: batch.preferredSizes,
+    batchable,
+  };
 }
 
 /** A file's size, or undefined when it cannot be read (the head then keeps its base estimate). */
@@ -114,7 +133,12 @@ async function main(): Promise<void> {
    * One call, from the head or from a client calling directly. The head has checked its calls
    * against the model already; a direct call is checked here, with the same messages.
    */
-  const serveCall = (message: ActorCall, channel: Pick<Channel<HeadToActor, ActorToHead>, 'send' | 'fail'>, direct: boolean, release?: () => void) => {
+  const serveCall = (
+    message: ActorCall,
+    channel: Pick<Channel<HeadToActor, ActorToHead>, 'send' | 'fail'>,
+    direct: boolean,
+    release?: () => void,
+  ) => {
     if (!executor || !loaded) return release?.();
     if (stopping) {
       release?.();
@@ -143,7 +167,16 @@ async function main(): Promise<void> {
 
   if (loaded && executor) {
     const batcher = executor;
-    const serve = actorHttpServer({ deployment, metadata: loaded.metadata, submit: (inputs, outputs, timeoutMs) => batcher.submit(inputs, outputs, timeoutMs), stopping: () => stopping, log }, () => door);
+    const serve = actorHttpServer(
+      {
+        deployment,
+        metadata: loaded.metadata,
+        submit: (inputs, outputs, timeoutMs) => batcher.submit(inputs, outputs, timeoutMs),
+        stopping: () => stopping,
+        log,
+      },
+      () => door,
+    );
     door = HttpDoor.create(env.TROUPE_ACTOR_ID, serve, (message) => head?.send(message), log);
   }
 
@@ -199,7 +232,13 @@ async function main(): Promise<void> {
   if (!executor) return;
   const batcher = executor;
   setInterval(() => {
-    const stats = { ...batcher.stats, queued: batcher.queued, inFlight: batcher.outstanding, ...directCalls.report(), totals: batcher.totals.totals };
+    const stats = {
+      ...batcher.stats,
+      queued: batcher.queued,
+      inFlight: batcher.outstanding,
+      ...directCalls.report(),
+      totals: batcher.totals.totals,
+    };
     const text = JSON.stringify(stats);
     if (text !== last) head?.send({ type: 'stats', stats });
     last = text;

@@ -1,10 +1,23 @@
 import type { Socket } from 'node:net';
-import { ShutdownGate, findTarget, mapFromWire, mapToWire, relayToHead, serveInPlace, sharesMemory, validateInputs } from '../runtime/internal.js';
+import {
+  ShutdownGate,
+  findTarget,
+  mapFromWire,
+  mapToWire,
+  relayToHead,
+  serveInPlace,
+  sharesMemory,
+  validateInputs,
+} from '../runtime/internal.js';
 import type { InferTarget, InferenceBackend, InPlaceOptions, Logger, ModelMetadata, Tensor } from '../runtime/internal.js';
 import type { HandoffSettings, HttpDoor } from './http-door.js';
 
 /** Runs one call through the actor's batcher, as calls from the head and from clients do. */
-export type SubmitCall = (inputs: Record<string, Tensor>, outputs: readonly string[] | undefined, timeoutMs: number | undefined) => Promise<{ outputs: Record<string, Tensor> }>;
+export type SubmitCall = (
+  inputs: Record<string, Tensor>,
+  outputs: readonly string[] | undefined,
+  timeoutMs: number | undefined,
+) => Promise<{ outputs: Record<string, Tensor> }>;
 
 export interface ActorHttp {
   deployment: string;
@@ -29,9 +42,19 @@ export function actorHttpServer(actor: ActorHttp, door: () => HttpDoor | undefin
   let relay: { port: number; ask: InPlaceOptions['relay'] } | undefined;
   return (socket: Socket, head: Buffer, settings: HandoffSettings): Socket => {
     if (relay?.port !== settings.relayPort) relay = { port: settings.relayPort, ask: relayToHead(settings.relayPort) };
-    const target: InferTarget = { name: actor.deployment, kind: 'model', metadata: actor.metadata, ...(settings.labels ? { labels: settings.labels } : {}) };
+    const target: InferTarget = {
+      name: actor.deployment,
+      kind: 'model',
+      metadata: actor.metadata,
+      ...(settings.labels ? { labels: settings.labels } : {}),
+    };
     const backend: InferenceBackend = {
-      target: (params) => findTarget(params, (name) => (name === actor.deployment ? target : undefined), () => [actor.deployment]),
+      target: (params) =>
+        findTarget(
+          params,
+          (name) => (name === actor.deployment ? target : undefined),
+          () => [actor.deployment],
+        ),
       async run(request) {
         validateInputs(actor.deployment, actor.metadata, request.inputs, request.outputs);
         const inputs = mapFromWire(request.inputs, 'input');
@@ -39,7 +62,9 @@ export function actorHttpServer(actor: ActorHttp, door: () => HttpDoor | undefin
         const wire = mapToWire(outputs);
         // The request's body goes back to the pool once answered: an output that is a view of it is copied first.
         if (!sharesMemory(outputs, inputs)) return wire;
-        return Object.fromEntries(Object.entries(wire).map(([name, t]) => [name, { ...t, data: t.data instanceof Uint8Array ? Uint8Array.from(t.data) : t.data }]));
+        return Object.fromEntries(
+          Object.entries(wire).map(([name, t]) => [name, { ...t, data: t.data instanceof Uint8Array ? Uint8Array.from(t.data) : t.data }]),
+        );
       },
     };
     return serveInPlace(socket, head, {

@@ -27,7 +27,8 @@ function warmupInput(info: TensorInfo): ort.Tensor {
   const shape = info.shape.map((d) => (typeof d === 'number' ? d : 1));
   const count = shape.reduce((a, b) => a * b, 1);
   if (info.dtype === 'string') return new ort.Tensor('string', new Array<string>(count).fill(''), shape);
-  if (!isDType(info.dtype) || info.dtype === 'string') throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `input '${info.name}' has unsupported type ${info.dtype}`);
+  if (!isDType(info.dtype) || info.dtype === 'string')
+    throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `input '${info.name}' has unsupported type ${info.dtype}`);
   const Ctor = DTYPES[info.dtype as NumericDType].array;
   const data = new Ctor(byteLengthOf(info.dtype, count) / Ctor.BYTES_PER_ELEMENT);
   return new ort.Tensor(info.dtype as 'float32', data as Float32Array, shape);

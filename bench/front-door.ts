@@ -34,7 +34,9 @@ type Row = { label: string; result: LoadResult; ratioTo?: number };
 
 /** One line of CPU microseconds per request by kind of process, from a run measured with cpuPerRequest. */
 function cpuLine(label: string, measured: { result: LoadResult; cpu: Map<string, number> }): string {
-  const parts = [...measured.cpu].filter(([name, us]) => name !== 'agent' && us >= 0.05).map(([name, us]) => `${name} ${fmt(us, us < 10 ? 1 : 0)}`);
+  const parts = [...measured.cpu]
+    .filter(([name, us]) => name !== 'agent' && us >= 0.05)
+    .map(([name, us]) => `${name} ${fmt(us, us < 10 ? 1 : 0)}`);
   const total = [...measured.cpu].filter(([name]) => name !== 'agent').reduce((a, [, us]) => a + us, 0);
   return `- ${label}, ${fmt(measured.result.rps)} req/s: ${parts.join(', ')} (all ${fmt(total)} µs a request)`;
 }
@@ -74,34 +76,86 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
     ['batching maxSize 64', 64],
   ] as const) {
     await deployMlp(cluster, { maxSize });
-    for (const c of [1, 16, 64, 256]) rows.push({ label: `Troupe HTTP OIP binary, front-door workers, ${label}`, result: await httpLoad(oip(cluster.url, true), c, SECONDS), ratioTo: versus(c) });
+    for (const c of [1, 16, 64, 256])
+      rows.push({
+        label: `Troupe HTTP OIP binary, front-door workers, ${label}`,
+        result: await httpLoad(oip(cluster.url, true), c, SECONDS),
+        ratioTo: versus(c),
+      });
   }
-  for (const c of [16, 64, 256]) rows.push({ label: 'Troupe HTTP OIP JSON, front-door workers, batching maxSize 64', result: await httpLoad(oip(cluster.url, false), c, SECONDS), ratioTo: versus(c) });
+  for (const c of [16, 64, 256])
+    rows.push({
+      label: 'Troupe HTTP OIP JSON, front-door workers, batching maxSize 64',
+      result: await httpLoad(oip(cluster.url, false), c, SECONDS),
+      ratioTo: versus(c),
+    });
   await deployMlp(headOnly, { maxSize: 64 });
-  for (const c of [1, 16, 64, 256]) rows.push({ label: 'Troupe HTTP OIP binary, served by the head (--http-workers 0), batching maxSize 64', result: await httpLoad(oip(headOnly.url, true), c, SECONDS), ratioTo: versus(c) });
+  for (const c of [1, 16, 64, 256])
+    rows.push({
+      label: 'Troupe HTTP OIP binary, served by the head (--http-workers 0), batching maxSize 64',
+      result: await httpLoad(oip(headOnly.url, true), c, SECONDS),
+      ratioTo: versus(c),
+    });
   for (const replicas of [1, 2]) {
     await deployMlp(handoff, { maxSize: 64 }, replicas);
     await whenDoorsOpen(handoff.url, 'mlp', replicas, oip(handoff.url, true));
     const label = `Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff), ${replicas} replica${replicas > 1 ? 's' : ''}, batching maxSize 64`;
     for (const c of [1, 16, 64, 256]) rows.push({ label, result: await httpLoad(oip(handoff.url, true), c, SECONDS), ratioTo: versus(c) });
   }
-  for (const c of [16, 64, 256]) rows.push({ label: 'Troupe HTTP OIP JSON, replicas serve HTTP (--http-handoff), 2 replicas, batching maxSize 64', result: await httpLoad(oip(handoff.url, false), c, SECONDS), ratioTo: versus(c) });
+  for (const c of [16, 64, 256])
+    rows.push({
+      label: 'Troupe HTTP OIP JSON, replicas serve HTTP (--http-handoff), 2 replicas, batching maxSize 64',
+      result: await httpLoad(oip(handoff.url, false), c, SECONDS),
+      ratioTo: versus(c),
+    });
   say(loadTable(rows).replace('vs floor', 'vs simplest server'));
   // Where the CPU goes at 64 in flight: µs of each kind of process per request ('client' is the
   // load generator, this process). The two cores are the budget every path shares.
   say('\nCPU per request at 64 in flight, µs by process (client: the load generator):\n');
   const plainAgain = await baselineServer(cluster.models.mlp, 'plain-http-server');
   try {
-    say(cpuLine('simplest Node HTTP server', await cpuPerRequest(() => httpLoad({ url: plainAgain.url, method: 'POST', body: Buffer.from(mlpX.buffer) }, 64, SECONDS), (r) => r.requests)));
+    say(
+      cpuLine(
+        'simplest Node HTTP server',
+        await cpuPerRequest(
+          () => httpLoad({ url: plainAgain.url, method: 'POST', body: Buffer.from(mlpX.buffer) }, 64, SECONDS),
+          (r) => r.requests,
+        ),
+      ),
+    );
   } finally {
     plainAgain.stop();
   }
-  say(cpuLine('Troupe HTTP OIP binary, front-door workers, batching maxSize 64', await cpuPerRequest(() => httpLoad(oip(cluster.url, true), 64, SECONDS), (r) => r.requests)));
-  say(cpuLine('Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff), 2 replicas, batching maxSize 64', await cpuPerRequest(() => httpLoad(oip(handoff.url, true), 64, SECONDS), (r) => r.requests)));
+  say(
+    cpuLine(
+      'Troupe HTTP OIP binary, front-door workers, batching maxSize 64',
+      await cpuPerRequest(
+        () => httpLoad(oip(cluster.url, true), 64, SECONDS),
+        (r) => r.requests,
+      ),
+    ),
+  );
+  say(
+    cpuLine(
+      'Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff), 2 replicas, batching maxSize 64',
+      await cpuPerRequest(
+        () => httpLoad(oip(handoff.url, true), 64, SECONDS),
+        (r) => r.requests,
+      ),
+    ),
+  );
   const sdk = await connect(cluster.url);
   const x = tensor('float32', [1, 64], mlpX);
   try {
-    say(cpuLine('Troupe SDK straight to the replica, batching maxSize 64', await cpuPerRequest(() => closedLoop(() => sdk.run('mlp', { x }), { concurrency: 64, seconds: SECONDS }), (r) => r.requests)));
+    say(
+      cpuLine(
+        'Troupe SDK straight to the replica, batching maxSize 64',
+        await cpuPerRequest(
+          () => closedLoop(() => sdk.run('mlp', { x }), { concurrency: 64, seconds: SECONDS }),
+          (r) => r.requests,
+        ),
+      ),
+    );
   } finally {
     await sdk.close();
   }
@@ -119,7 +173,11 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       ['batching off', { maxSize: 1 }],
     ] as const) {
       await policyClient.update({ name: 'policy', model: 'mlp.onnx', threads: 1, batch, maxQueue: 100_000 });
-      for (const c of [1, 64]) policyRows.push({ label, result: await closedLoop(() => policyClient.run('policy', { x: px }), { concurrency: c, seconds: SECONDS }) });
+      for (const c of [1, 64])
+        policyRows.push({
+          label,
+          result: await closedLoop(() => policyClient.run('policy', { x: px }), { concurrency: c, seconds: SECONDS }),
+        });
     }
     await policyClient.undeploy('policy');
   } finally {
@@ -127,7 +185,9 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
   }
   say(loadTable(policyRows));
   const p50 = (label: string) => rows.find((r) => r.label.endsWith(label) && r.result.concurrency === 1)?.result.p50Ms ?? NaN;
-  say(`\nConcurrency 1, p50: batching maxSize 64 ${fmt(p50('front-door workers, batching maxSize 64'), 3)} ms, batching off ${fmt(p50('front-door workers, batching off'), 3)} ms (difference ${fmt(p50('front-door workers, batching maxSize 64') - p50('front-door workers, batching off'), 3)} ms).`);
+  say(
+    `\nConcurrency 1, p50: batching maxSize 64 ${fmt(p50('front-door workers, batching maxSize 64'), 3)} ms, batching off ${fmt(p50('front-door workers, batching off'), 3)} ms (difference ${fmt(p50('front-door workers, batching maxSize 64') - p50('front-door workers, batching off'), 3)} ms).`,
+  );
 }
 
 async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: TestCluster): Promise<void> {
@@ -135,19 +195,35 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
   const floors: { batch: number; best: number; rows: number[] }[] = [];
   for (const batch of [1, 2, 4, 8]) floors.push({ batch, ...(await bestLayoutFloor(cluster.models.mobilenet, batch, 2)) });
   const floor = floors.reduce((a, b) => (b.best > a.best ? b : a));
-  say(`Floor, raw onnxruntime-node, samples/s (1 process x 2 threads / 2 processes x 1 thread): ${floors.map((f) => `batch ${f.batch}: ${f.rows.map((r) => fmt(r, 1)).join(' / ')}`).join('; ')}. Best batch: ${floor.batch}.\n`);
+  say(
+    `Floor, raw onnxruntime-node, samples/s (1 process x 2 threads / 2 processes x 1 thread): ${floors.map((f) => `batch ${f.batch}: ${f.rows.map((r) => fmt(r, 1)).join(' / ')}`).join('; ')}. Best batch: ${floor.batch}.\n`,
+  );
   const request = (url: string) => oipRequest(`${url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true);
   say(
     `Alternating windows (2 s each; batching maxSize ${floor.batch}), samples/s: floor's best layout at batch ${floor.batch} / Troupe HTTP at 16 in flight / at 64 in flight / served by the head (--http-workers 0) at 16 / replicas serve HTTP (--http-handoff) at 16 / at 64 / bare socket replicas at 16, each image sent over a socket (the least any server that receives images over sockets pays on these cores):\n`,
   );
   for (const layout of LAYOUTS) {
-    const spec = { name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch: { maxSize: floor.batch }, maxQueue: 100_000 };
+    const spec = {
+      name: 'cnn',
+      model: 'mobilenet.onnx',
+      threads: layout.threads,
+      replicas: layout.replicas,
+      batch: { maxSize: floor.batch },
+      maxQueue: 100_000,
+    };
     for (const c of [cluster, headOnly, handoff]) {
       const client = await connect(c.url);
       await client.update(spec).finally(() => client.close());
     }
     await whenDoorsOpen(handoff.url, 'cnn', layout.replicas, request(handoff.url));
-    const ratios = { c16: [] as number[], c64: [] as number[], head16: [] as number[], door16: [] as number[], door64: [] as number[], bare: [] as number[] };
+    const ratios = {
+      c16: [] as number[],
+      c64: [] as number[],
+      head16: [] as number[],
+      door16: [] as number[],
+      door64: [] as number[],
+      bare: [] as number[],
+    };
     const windows: string[] = [];
     const bare = await socketReplicas(cluster.models.mobilenet, cnnInput.name, cnnInput.shape(1).slice(1), layout.threads, layout.replicas);
     try {
@@ -166,7 +242,9 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
         ratios.door64.push(d64.rps / f.best);
         ratios.bare.push(b16.rps / f.best);
         const errors = r16.errors + r64.errors + h16.errors + d16.errors + d64.errors;
-        windows.push(`${[f.best, r16.rps, r64.rps, h16.rps, d16.rps, d64.rps, b16.rps].map((v) => fmt(v, 1)).join(' / ')}${errors > 0 ? ` (errors ${errors})` : ''}`);
+        windows.push(
+          `${[f.best, r16.rps, r64.rps, h16.rps, d16.rps, d64.rps, b16.rps].map((v) => fmt(v, 1)).join(' / ')}${errors > 0 ? ` (errors ${errors})` : ''}`,
+        );
       }
     } finally {
       bare.stop();
@@ -175,7 +253,9 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       const client = await connect(c.url);
       await client.undeploy('cnn').finally(() => client.close());
     }
-    say(`- ${layout.replicas} replica${layout.replicas > 1 ? 's' : ''} x ${layout.threads} thread${layout.threads > 1 ? 's' : ''}: ${windows.join('; ')}.`);
+    say(
+      `- ${layout.replicas} replica${layout.replicas > 1 ? 's' : ''} x ${layout.threads} thread${layout.threads > 1 ? 's' : ''}: ${windows.join('; ')}.`,
+    );
     say(
       `  Medians over the floor: HTTP, 16 in flight ${fmt(median(ratios.c16), 2)}x; 64 in flight ${fmt(median(ratios.c64), 2)}x; served by the head, 16 in flight ${fmt(median(ratios.head16), 2)}x; replicas serve HTTP, 16 in flight ${fmt(median(ratios.door16), 2)}x, 64 in flight ${fmt(median(ratios.door64), 2)}x; bare socket replicas ${fmt(median(ratios.bare), 2)}x.`,
     );
@@ -183,27 +263,73 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
   // Where the CPU goes, 2 replicas x 1 thread, 16 in flight.
   const client = await connect(cluster.url);
   try {
-    await client.update({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: floor.batch }, maxQueue: 100_000 });
+    await client.update({
+      name: 'cnn',
+      model: 'mobilenet.onnx',
+      threads: 1,
+      replicas: 2,
+      batch: { maxSize: floor.batch },
+      maxQueue: 100_000,
+    });
     say('\nCPU per image, 2 replicas x 1 thread, 16 in flight, µs by process (client: the load generator):\n');
-    say(cpuLine('Troupe HTTP OIP binary, front-door workers', await cpuPerRequest(() => httpLoad(request(cluster.url), 16, SECONDS), (r) => r.requests)));
+    say(
+      cpuLine(
+        'Troupe HTTP OIP binary, front-door workers',
+        await cpuPerRequest(
+          () => httpLoad(request(cluster.url), 16, SECONDS),
+          (r) => r.requests,
+        ),
+      ),
+    );
     const x = tensor('float32', [1, 3, 224, 224], image);
-    say(cpuLine('Troupe SDK, images through shared memory', await cpuPerRequest(() => closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS }), (r) => r.requests)));
+    say(
+      cpuLine(
+        'Troupe SDK, images through shared memory',
+        await cpuPerRequest(
+          () => closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS }),
+          (r) => r.requests,
+        ),
+      ),
+    );
     await client.undeploy('cnn');
   } finally {
     await client.close();
   }
   const doors = await connect(handoff.url);
   try {
-    await doors.update({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: floor.batch }, maxQueue: 100_000 });
+    await doors.update({
+      name: 'cnn',
+      model: 'mobilenet.onnx',
+      threads: 1,
+      replicas: 2,
+      batch: { maxSize: floor.batch },
+      maxQueue: 100_000,
+    });
     await whenDoorsOpen(handoff.url, 'cnn', 2, request(handoff.url));
-    say(cpuLine('Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff)', await cpuPerRequest(() => httpLoad(request(handoff.url), 16, SECONDS), (r) => r.requests)));
+    say(
+      cpuLine(
+        'Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff)',
+        await cpuPerRequest(
+          () => httpLoad(request(handoff.url), 16, SECONDS),
+          (r) => r.requests,
+        ),
+      ),
+    );
     await doors.undeploy('cnn');
   } finally {
     await doors.close();
   }
   const bare = await socketReplicas(cluster.models.mobilenet, cnnInput.name, cnnInput.shape(1).slice(1), 1, 2);
   try {
-    say(cpuLine('bare socket replicas, images sent', await cpuPerRequest(() => closedLoop(() => bare.call(image), { concurrency: 16, seconds: SECONDS }), (r) => r.requests)));
+    say(
+      cpuLine(
+        'bare socket replicas, images sent',
+        await cpuPerRequest(
+          () => closedLoop(() => bare.call(image), { concurrency: 16, seconds: SECONDS }),
+          (r) => r.requests,
+        ),
+      ),
+    );
   } finally {
     bare.stop();
   }
@@ -216,7 +342,9 @@ const handoff = await startCluster({ agents, headArgs: ['--http-handoff'] });
 try {
   say('# Front door: HTTP against its baselines\n');
   say(systemLine());
-  say(`- each load run: ${SECONDS} s closed loop after an unmeasured warm-up; load generator (autocannon; undici at concurrency 1) in the same machine, sharing its cores; three clusters up: front-door workers (default), none (--http-workers 0), and replicas serving HTTP (--http-handoff)`);
+  say(
+    `- each load run: ${SECONDS} s closed loop after an unmeasured warm-up; load generator (autocannon; undici at concurrency 1) in the same machine, sharing its cores; three clusters up: front-door workers (default), none (--http-workers 0), and replicas serving HTTP (--http-handoff)`,
+  );
   if (wanted('mlp')) await mlpSection(cluster, headOnly, handoff);
   if (wanted('cnn')) await cnnSection(cluster, headOnly, handoff);
 } finally {

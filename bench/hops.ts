@@ -27,7 +27,12 @@ const say = (text: string) => {
 };
 
 /** p50 and p90 (ms) of `runs` session.run calls, each after the thread slept `gapUs` (Atomics.wait: a real sleep). */
-async function runAfterSleep(session: ort.InferenceSession, feeds: Record<string, ort.Tensor>, gapUs: number, runs = 3000): Promise<[number, number]> {
+async function runAfterSleep(
+  session: ort.InferenceSession,
+  feeds: Record<string, ort.Tensor>,
+  gapUs: number,
+  runs = 3000,
+): Promise<[number, number]> {
   const slept = new Int32Array(new SharedArrayBuffer(4));
   const times = new Float64Array(runs);
   for (let i = 0; i < runs; i++) {
@@ -47,7 +52,10 @@ async function runAfterSleep(session: ort.InferenceSession, feeds: Record<string
  */
 async function cpuPerCall(call: () => PromiseLike<unknown>): Promise<{ result: LoadResult; cpu: Map<string, number> }> {
   await closedLoop(call, { concurrency: 1, seconds: SECONDS });
-  const measured = await cpuPerRequest(() => closedLoop(call, { concurrency: 1, seconds: SECONDS }), (r) => r.requests);
+  const measured = await cpuPerRequest(
+    () => closedLoop(call, { concurrency: 1, seconds: SECONDS }),
+    (r) => r.requests,
+  );
   measured.cpu.delete('agent');
   return measured;
 }
@@ -72,7 +80,9 @@ try {
   await session.release();
 
   say('\n## CPU per call, by process\n');
-  say('Closed loop at concurrency 1 after an unmeasured one; CPU time from /proc over the measured run (its warm-up windows included) divided by the calls made. The relay is bench/baselines/http-relay.ts: an HTTP server forwarding each body over one WebSocket to a process holding the session, with nothing else.\n');
+  say(
+    'Closed loop at concurrency 1 after an unmeasured one; CPU time from /proc over the measured run (its warm-up windows included) divided by the calls made. The relay is bench/baselines/http-relay.ts: an HTTP server forwarding each body over one WebSocket to a process holding the session, with nothing else.\n',
+  );
   await client.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1, batch: { maxSize: 64 }, maxQueue: 100_000 });
   const data = new Float32Array(64).map((_, i) => Math.sin(i));
   const x = tensor('float32', [1, 64], data);

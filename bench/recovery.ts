@@ -43,10 +43,15 @@ async function actorCrash(client: Cluster): Promise<number[]> {
     const before = (await actors(client, name))[0]!;
     const t = performance.now();
     process.kill(before.pid!, 'SIGKILL');
-    await waitFor('the actor to be READY again', async () => {
-      const a = (await actors(client, name))[0];
-      return a?.state === 'READY' && a.pid !== before.pid ? a : undefined;
-    }, 60_000, POLL_MS);
+    await waitFor(
+      'the actor to be READY again',
+      async () => {
+        const a = (await actors(client, name))[0];
+        return a?.state === 'READY' && a.pid !== before.pid ? a : undefined;
+      },
+      60_000,
+      POLL_MS,
+    );
     times.push((performance.now() - t) / 1000);
     await client.undeploy(name);
   }
@@ -54,7 +59,11 @@ async function actorCrash(client: Cluster): Promise<number[]> {
 }
 
 /** kill -9 of the agent of node-b: to node-b DEAD, and to its replica READY on node-a. */
-async function nodeLoss(cluster: TestCluster, client: Cluster, agentArgs: (name: string) => string[]): Promise<{ dead: number[]; ready: number[] }> {
+async function nodeLoss(
+  cluster: TestCluster,
+  client: Cluster,
+  agentArgs: (name: string) => string[],
+): Promise<{ dead: number[]; ready: number[] }> {
   const dead: number[] = [];
   const ready: number[] = [];
   await client.deploy({ name: 'rec-node', model: 'mlp.onnx', threads: 1, replicas: 2 });
@@ -69,12 +78,22 @@ async function nodeLoss(cluster: TestCluster, client: Cluster, agentArgs: (name:
     }
     const t = performance.now();
     agentB.process.kill('SIGKILL');
-    await waitFor('node-b to be DEAD', async () => (await client.describe()).nodes.find((n) => n.name === 'node-b')?.state === 'DEAD', 60_000, POLL_MS);
+    await waitFor(
+      'node-b to be DEAD',
+      async () => (await client.describe()).nodes.find((n) => n.name === 'node-b')?.state === 'DEAD',
+      60_000,
+      POLL_MS,
+    );
     dead.push((performance.now() - t) / 1000);
-    await waitFor("node-b's replica READY elsewhere", async () => {
-      const a = (await actors(client, 'rec-node')).find((r) => r.id === onB.id);
-      return a?.state === 'READY' && a.node !== 'node-b' ? a : undefined;
-    }, 60_000, POLL_MS);
+    await waitFor(
+      "node-b's replica READY elsewhere",
+      async () => {
+        const a = (await actors(client, 'rec-node')).find((r) => r.id === onB.id);
+        return a?.state === 'READY' && a.node !== 'node-b' ? a : undefined;
+      },
+      60_000,
+      POLL_MS,
+    );
     ready.push((performance.now() - t) / 1000);
     await cluster.startAgent(agentArgs('node-b'));
   }
@@ -83,7 +102,11 @@ async function nodeLoss(cluster: TestCluster, client: Cluster, agentArgs: (name:
 }
 
 /** Head killed (SIGKILL) or stopped (SIGTERM) and started again: to listening, to serving calls, to every actor adopted. */
-async function headRestart(cluster: TestCluster, client: Cluster, signal: 'SIGKILL' | 'SIGTERM'): Promise<{ listening: number[]; serving: number[]; adopted: number[]; samePids: boolean }> {
+async function headRestart(
+  cluster: TestCluster,
+  client: Cluster,
+  signal: 'SIGKILL' | 'SIGTERM',
+): Promise<{ listening: number[]; serving: number[]; adopted: number[]; samePids: boolean }> {
   await client.deploy({ name: 'rec-head', model: 'mlp.onnx', threads: 1, replicas: 2 });
   const listening: number[] = [];
   const serving: number[] = [];
@@ -96,12 +119,22 @@ async function headRestart(cluster: TestCluster, client: Cluster, signal: 'SIGKI
     await restarted;
     listening.push((performance.now() - t) / 1000);
     // Serving: the first call that succeeds through the (reconnecting) client.
-    await waitFor('a call to succeed on the new head', async () => (await client.run('rec-head', { x }, { timeoutMs: 2000 })).logits !== undefined, 60_000, POLL_MS);
+    await waitFor(
+      'a call to succeed on the new head',
+      async () => (await client.run('rec-head', { x }, { timeoutMs: 2000 })).logits !== undefined,
+      60_000,
+      POLL_MS,
+    );
     serving.push((performance.now() - t) / 1000);
-    const after = await waitFor('both actors READY and adopted', async () => {
-      const now = await actors(client, 'rec-head');
-      return now.length === 2 && now.every((a) => a.state === 'READY') ? now : undefined;
-    }, 60_000, POLL_MS);
+    const after = await waitFor(
+      'both actors READY and adopted',
+      async () => {
+        const now = await actors(client, 'rec-head');
+        return now.length === 2 && now.every((a) => a.state === 'READY') ? now : undefined;
+      },
+      60_000,
+      POLL_MS,
+    );
     adopted.push((performance.now() - t) / 1000);
     samePids &&= JSON.stringify(after.map((a) => a.pid).sort()) === JSON.stringify(before);
   }
@@ -152,7 +185,10 @@ async function soak(cluster: TestCluster, client: Cluster): Promise<string> {
     '',
     '| process | RSS before (MiB) | RSS after (MiB) | peak (MiB) | growth |',
     '| --- | ---: | ---: | ---: | ---: |',
-    ...pids.map(([name], i) => `| ${name} | ${mib(before[i]!)} | ${mib(after[i]!)} | ${mib(peak[i]!)} | ${fmt(((after[i]! - before[i]!) / before[i]!) * 100, 1)}% |`),
+    ...pids.map(
+      ([name], i) =>
+        `| ${name} | ${mib(before[i]!)} | ${mib(after[i]!)} | ${mib(peak[i]!)} | ${fmt(((after[i]! - before[i]!) / before[i]!) * 100, 1)}% |`,
+    ),
   ];
   return lines.join('\n');
 }
@@ -163,7 +199,9 @@ try {
   const client = await connect(cluster.url, { retries: 50 });
   say('## Fault tolerance: recovery times and memory under a soak\n');
   say(systemLine());
-  say(`- cluster: one head, two agents on this machine (default liveness: SUSPECT after 3 s, DEAD after 10 s of silence); ${REPEAT} measurements each; polled every ${POLL_MS} ms\n`);
+  say(
+    `- cluster: one head, two agents on this machine (default liveness: SUSPECT after 3 s, DEAD after 10 s of silence); ${REPEAT} measurements each; polled every ${POLL_MS} ms\n`,
+  );
   const crash = await actorCrash(client);
   const loss = await nodeLoss(cluster, client, agentArgs);
   const killed = await headRestart(cluster, client, 'SIGKILL');
@@ -177,7 +215,9 @@ try {
   say(`| head kill -9 → serving again (first call through a reconnecting client) | ${stats(killed.serving)} |`);
   say(`| head kill -9 → every actor adopted and READY (same pids: ${killed.samePids ? 'yes' : 'NO'}) | ${stats(killed.adopted)} |`);
   say(`| head SIGTERM (drain) → serving again on the next head | ${stats(stopped.serving)} |`);
-  say(`| head SIGTERM (drain) → every actor adopted and READY (same pids: ${stopped.samePids ? 'yes' : 'NO'}) | ${stats(stopped.adopted)} |`);
+  say(
+    `| head SIGTERM (drain) → every actor adopted and READY (same pids: ${stopped.samePids ? 'yes' : 'NO'}) | ${stats(stopped.adopted)} |`,
+  );
   say('');
   say(await soak(cluster, client));
   say(`\n(10-minute soak: \`SOAK_SECONDS=600 npm run bench:recovery\`.)`);

@@ -31,7 +31,12 @@ const say = (text: string) => {
 
 const mlpInput = { name: 'x', shape: (b: number) => [b, 64] };
 
-async function bestFloor(path: string, input: FloorInput, batches: number[], threads?: number): Promise<{ all: FloorResult[]; best: FloorResult }> {
+async function bestFloor(
+  path: string,
+  input: FloorInput,
+  batches: number[],
+  threads?: number,
+): Promise<{ all: FloorResult[]; best: FloorResult }> {
   const all: FloorResult[] = [];
   for (const b of batches) all.push(await measureFloor(path, input, b, Math.min(SECONDS, 2), threads));
   return { all, best: all.reduce((a, b) => (b.rowsPerSecond > a.rowsPerSecond ? b : a)) };
@@ -39,7 +44,8 @@ async function bestFloor(path: string, input: FloorInput, batches: number[], thr
 
 async function sdkRuns(client: Cluster, name: string, x: ReturnType<typeof tensor>, inputName: string): Promise<LoadResult[]> {
   const results: LoadResult[] = [];
-  for (const c of CONCURRENCY) results.push(await closedLoop(() => client.run(name, { [inputName]: x }), { concurrency: c, seconds: SECONDS }));
+  for (const c of CONCURRENCY)
+    results.push(await closedLoop(() => client.run(name, { [inputName]: x }), { concurrency: c, seconds: SECONDS }));
   return results;
 }
 
@@ -47,8 +53,14 @@ async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> 
   say('\n## Small MLP (input [N,64] float32, 64-256-256-10), one actor, 1 intra-op thread\n');
   const floor = await bestFloor(cluster.models.mlp, mlpInput, [1, 8, 32, 128], 1);
   const f1 = floor.all[0]!;
-  say(`Floor, raw onnxruntime-node in-process: batch 1: ${fmt(f1.callsPerSecond)} calls/s, p50 ${fmt(f1.p50Ms, 4)} ms; best batch ${floor.best.batch}: ${fmt(floor.best.rowsPerSecond)} rows/s.\n`);
-  const x = tensor('float32', [1, 64], new Float32Array(64).map((_, i) => Math.sin(i)));
+  say(
+    `Floor, raw onnxruntime-node in-process: batch 1: ${fmt(f1.callsPerSecond)} calls/s, p50 ${fmt(f1.p50Ms, 4)} ms; best batch ${floor.best.batch}: ${fmt(floor.best.rowsPerSecond)} rows/s.\n`,
+  );
+  const x = tensor(
+    'float32',
+    [1, 64],
+    new Float32Array(64).map((_, i) => Math.sin(i)),
+  );
   const rows: { label: string; result: LoadResult; ratioTo?: number }[] = [];
 
   const plain = await baselineServer(cluster.models.mlp, 'plain-http-server');
@@ -59,23 +71,39 @@ async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> 
   plainResults.forEach((r) => rows.push({ label: 'simplest Node HTTP server, in-process session', result: r, ratioTo: f1.callsPerSecond }));
   // The least a server with the model in another process can do (bench/baselines/http-relay.ts).
   const relay = await baselineServer(cluster.models.mlp, 'http-relay');
-  rows.push({ label: 'minimal HTTP relay to a model process over WebSocket', result: await httpLoad({ url: relay.url, method: 'POST', body }, 1, SECONDS), ratioTo: f1.callsPerSecond });
+  rows.push({
+    label: 'minimal HTTP relay to a model process over WebSocket',
+    result: await httpLoad({ url: relay.url, method: 'POST', body }, 1, SECONDS),
+    ratioTo: f1.callsPerSecond,
+  });
   relay.stop();
 
-  for (const [label, batch] of [['SDK straight to the replica, batching off', { maxSize: 1 }], ['SDK straight to the replica, batching maxSize 64', { maxSize: 64 }]] as const) {
+  for (const [label, batch] of [
+    ['SDK straight to the replica, batching off', { maxSize: 1 }],
+    ['SDK straight to the replica, batching maxSize 64', { maxSize: 64 }],
+  ] as const) {
     await client.update({ name: 'mlp', model: 'mlp.onnx', threads: 1, batch, maxQueue: 100_000 });
     for (const r of await sdkRuns(client, 'mlp', x, 'x')) rows.push({ label, result: r, ratioTo: f1.callsPerSecond });
   }
   // The same SDK with every call relayed by the head (connect(url, { direct: false })).
   const viaHead = await connect(cluster.url, { direct: false });
-  for (const r of await sdkRuns(viaHead, 'mlp', x, 'x')) rows.push({ label: 'SDK through the head (direct: false), batching maxSize 64', result: r, ratioTo: f1.callsPerSecond });
+  for (const r of await sdkRuns(viaHead, 'mlp', x, 'x'))
+    rows.push({ label: 'SDK through the head (direct: false), batching maxSize 64', result: r, ratioTo: f1.callsPerSecond });
   await viaHead.close();
   const oipUrl = `${cluster.url}/v2/models/mlp/infer`;
-  const live = await fetch(`${cluster.url}/v2/health/live`).then((r) => r.ok, () => false);
+  const live = await fetch(`${cluster.url}/v2/health/live`).then(
+    (r) => r.ok,
+    () => false,
+  );
   if (live) {
     for (const binary of [true, false]) {
       const request = oipRequest(oipUrl, 'x', [1, 64], x.data as Float32Array, 'logits', binary);
-      for (const c of CONCURRENCY) rows.push({ label: `HTTP OIP, ${binary ? 'binary' : 'JSON'} tensors, batching maxSize 64`, result: await httpLoad(request, c, SECONDS), ratioTo: f1.callsPerSecond });
+      for (const c of CONCURRENCY)
+        rows.push({
+          label: `HTTP OIP, ${binary ? 'binary' : 'JSON'} tensors, batching maxSize 64`,
+          result: await httpLoad(request, c, SECONDS),
+          ratioTo: f1.callsPerSecond,
+        });
     }
   }
   say(loadTable(rows));
@@ -83,7 +111,9 @@ async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> 
   const sdk1 = at('SDK straight to the replica, batching off', 1);
   const http1 = at('HTTP OIP, binary', 1);
   const relay1 = at('minimal HTTP relay', 1);
-  say(`\nRuntime overhead at concurrency 1 (p50 end to end minus raw session.run p50): SDK ${fmt((sdk1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms; HTTP binary ${fmt((http1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms; the minimal HTTP relay ${fmt((relay1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms.`);
+  say(
+    `\nRuntime overhead at concurrency 1 (p50 end to end minus raw session.run p50): SDK ${fmt((sdk1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms; HTTP binary ${fmt((http1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms; the minimal HTTP relay ${fmt((relay1?.p50Ms ?? NaN) - f1.p50Ms, 3)} ms.`,
+  );
 }
 
 /** Alternating windows per layout: enough for a median that one slow window does not move. */
@@ -101,8 +131,18 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
   for (const batch of batches) floors.push({ batch, ...(await bestLayoutFloor(cluster.models.mobilenet, batch, Math.min(SECONDS, 2))) });
   const floor = floors.reduce((a, b) => (b.best > a.best ? b : a));
   const best = floor.batch;
-  say(`Floor, raw onnxruntime-node, samples/s by batch size (${LAYOUTS.map(layoutName).map((n) => `${n}`).join(' / ')} processes x intra-op threads, fresh processes running at once): ${floors.map((f) => `batch ${f.batch}: ${f.rows.map((r) => fmt(r, 1)).join(' / ')}`).join('; ')}. Best: batch ${best}, ${fmt(floor.best, 1)} samples/s.\n`);
-  const x = tensor('float32', [1, 3, 224, 224], new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i)));
+  say(
+    `Floor, raw onnxruntime-node, samples/s by batch size (${LAYOUTS.map(layoutName)
+      .map((n) => `${n}`)
+      .join(
+        ' / ',
+      )} processes x intra-op threads, fresh processes running at once): ${floors.map((f) => `batch ${f.batch}: ${f.rows.map((r) => fmt(r, 1)).join(' / ')}`).join('; ')}. Best: batch ${best}, ${fmt(floor.best, 1)} samples/s.\n`,
+  );
+  const x = tensor(
+    'float32',
+    [1, 3, 224, 224],
+    new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i)),
+  );
   const image = x.data as Float32Array;
   const rows: { label: string; result: LoadResult; ratioTo?: number }[] = [];
   // Batching is configured as a user would after looking at the floor: at its best batch size.
@@ -111,8 +151,16 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
       ['batching off', { maxSize: 1 }],
       [`batching maxSize ${best} (the floor's best)`, { maxSize: best, maxDelayMs: 2 }],
     ] as const) {
-      await client.update({ name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch, maxQueue: 100_000 });
-      for (const r of await sdkRuns(client, 'cnn', x, 'image')) rows.push({ label: `SDK, ${layoutName(layout)}, ${label}`, result: r, ratioTo: floor.best });
+      await client.update({
+        name: 'cnn',
+        model: 'mobilenet.onnx',
+        threads: layout.threads,
+        replicas: layout.replicas,
+        batch,
+        maxQueue: 100_000,
+      });
+      for (const r of await sdkRuns(client, 'cnn', x, 'image'))
+        rows.push({ label: `SDK, ${layoutName(layout)}, ${label}`, result: r, ratioTo: floor.best });
     }
   }
   say(loadTable(rows));
@@ -127,9 +175,18 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
   // and with every image sent in its frame (sharedMemory: false), as a client on another host would.
   const framed = await connect(cluster.url, { sharedMemory: false });
   const sharedOff = client.sharedMemory.off;
-  say(`\nAlternating windows (2 s each, concurrency 16, batching maxSize ${best}), samples/s: served by Troupe, images through shared memory${sharedOff ? ` (OFF on this machine: ${sharedOff})` : ''} / Troupe, images in frames / by bare socket replicas, ${best} image${best > 1 ? 's' : ''} a frame / the same, the images held by the replica (not sent) / floor's best layout at batch ${best} (${LAYOUTS.map(layoutName).join(' / ')}):\n`);
+  say(
+    `\nAlternating windows (2 s each, concurrency 16, batching maxSize ${best}), samples/s: served by Troupe, images through shared memory${sharedOff ? ` (OFF on this machine: ${sharedOff})` : ''} / Troupe, images in frames / by bare socket replicas, ${best} image${best > 1 ? 's' : ''} a frame / the same, the images held by the replica (not sent) / floor's best layout at batch ${best} (${LAYOUTS.map(layoutName).join(' / ')}):\n`,
+  );
   for (const layout of LAYOUTS) {
-    await client.update({ name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
+    await client.update({
+      name: 'cnn',
+      model: 'mobilenet.onnx',
+      threads: layout.threads,
+      replicas: layout.replicas,
+      batch: { maxSize: best, maxDelayMs: 2 },
+      maxQueue: 100_000,
+    });
     const bare = await socketReplicas(cluster.models.mobilenet, cnnInput.name, cnnInput.shape(1).slice(1), layout.threads, layout.replicas);
     // The bare client sends the floor's best batch in each frame, as a client batching for itself
     // would: 16 images in flight, and at least two frames a replica (one running, one waiting).
@@ -137,7 +194,13 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
     const batch = new Float32Array(best * image.length);
     for (let i = 0; i < best; i++) batch.set(image, i * image.length);
     const windows: string[] = [];
-    const ratios = { served: [] as number[], framed: [] as number[], bare: [] as number[], held: [] as number[], servedToBare: [] as number[] };
+    const ratios = {
+      served: [] as number[],
+      framed: [] as number[],
+      bare: [] as number[],
+      held: [] as number[],
+      servedToBare: [] as number[],
+    };
     try {
       await bare.hold(batch);
       for (let i = 0; i < WINDOWS; i++) {
@@ -152,7 +215,9 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
         ratios.bare.push(b / f.best);
         ratios.held.push(h / f.best);
         ratios.servedToBare.push(r.rps / b);
-        windows.push(`${[r.rps, rf.rps, b, h].map((v) => fmt(v, 1)).join(' / ')} / ${fmt(f.best, 1)} (${f.rows.map((v) => fmt(v, 1)).join(' / ')})`);
+        windows.push(
+          `${[r.rps, rf.rps, b, h].map((v) => fmt(v, 1)).join(' / ')} / ${fmt(f.best, 1)} (${f.rows.map((v) => fmt(v, 1)).join(' / ')})`,
+        );
       }
     } finally {
       bare.stop();
@@ -169,16 +234,32 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
   // The same images by the other paths: through the head over the SDK, and HTTP with binary
   // tensors (what KServe and Triton clients send), where the head receives and forwards each image.
   say(`\n### Paths: 2 x 1 thread, batching maxSize ${best}, concurrency 16\n`);
-  await client.update({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
+  await client.update({
+    name: 'cnn',
+    model: 'mobilenet.onnx',
+    threads: 1,
+    replicas: 2,
+    batch: { maxSize: best, maxDelayMs: 2 },
+    maxQueue: 100_000,
+  });
   const viaHead = await connect(cluster.url, { direct: false });
   const framedPaths = await connect(cluster.url, { sharedMemory: false });
   const paths: { label: string; result: LoadResult; ratioTo?: number }[] = [];
   try {
     for (const [label, run] of [
       ['SDK, straight to the replicas', () => closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS })],
-      ['SDK, straight to the replicas, images in frames (sharedMemory: false)', () => closedLoop(() => framedPaths.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS })],
-      ['SDK through the head (direct: false)', () => closedLoop(() => viaHead.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS })],
-      ['HTTP OIP, binary tensors', () => httpLoad(oipRequest(`${cluster.url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true), 16, SECONDS)],
+      [
+        'SDK, straight to the replicas, images in frames (sharedMemory: false)',
+        () => closedLoop(() => framedPaths.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS }),
+      ],
+      [
+        'SDK through the head (direct: false)',
+        () => closedLoop(() => viaHead.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS }),
+      ],
+      [
+        'HTTP OIP, binary tensors',
+        () => httpLoad(oipRequest(`${cluster.url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true), 16, SECONDS),
+      ],
     ] as const) {
       paths.push({ label, result: await run(), ratioTo: floor.best });
     }
@@ -187,7 +268,9 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
     await framedPaths.close();
   }
   say(loadTable(paths));
-  say("\n(ratio: served samples/s over the floor's best; through the head, each 600 KB image crosses one more process, which shares the two cores with the models)");
+  say(
+    "\n(ratio: served samples/s over the floor's best; through the head, each 600 KB image crosses one more process, which shares the two cores with the models)",
+  );
 
   say(`\n### Scale: one replica vs two replicas, 1 intra-op thread each, batching maxSize ${best}, concurrency 16\n`);
   const scale: { label: string; result: LoadResult; ratioTo?: number }[] = [];
@@ -195,11 +278,21 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
   for (let i = 0; i < 3; i++) {
     const pair: LoadResult[] = [];
     for (const replicas of [1, 2]) {
-      await client.update({ name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas, batch: { maxSize: best, maxDelayMs: 2 }, maxQueue: 100_000 });
+      await client.update({
+        name: 'cnn',
+        model: 'mobilenet.onnx',
+        threads: 1,
+        replicas,
+        batch: { maxSize: best, maxDelayMs: 2 },
+        maxQueue: 100_000,
+      });
       pair.push(await closedLoop(() => client.run('cnn', { image: x }), { concurrency: 16, seconds: SECONDS }));
     }
     scaleRatios.push(pair[1]!.rps / pair[0]!.rps);
-    scale.push({ label: `1 replica (round ${i + 1})`, result: pair[0]! }, { label: `2 replicas (round ${i + 1})`, result: pair[1]!, ratioTo: pair[0]!.rps });
+    scale.push(
+      { label: `1 replica (round ${i + 1})`, result: pair[0]! },
+      { label: `2 replicas (round ${i + 1})`, result: pair[1]!, ratioTo: pair[0]!.rps },
+    );
   }
   say(loadTable(scale).replace('vs floor', 'vs 1 replica'));
   say(`\nMedian of the three rounds: two replicas serve ${fmt(median(scaleRatios), 2)}x one replica.`);
@@ -211,7 +304,9 @@ const client = await connect(cluster.url);
 try {
   say('# Benchmark results\n');
   say(systemLine());
-  say(`- each load run: ${SECONDS} s closed loop after an unmeasured warm-up (0.5 s; at concurrency 1, 1 s windows until three p50s agree within 10%, at most 15 s); load generator in the same machine (it shares the cores)`);
+  say(
+    `- each load run: ${SECONDS} s closed loop after an unmeasured warm-up (0.5 s; at concurrency 1, 1 s windows until three p50s agree within 10%, at most 15 s); load generator in the same machine (it shares the cores)`,
+  );
   if (wanted('mlp')) await mlpSection(cluster, client);
   if (wanted('cnn')) await cnnSection(cluster, client);
   if (wanted('lifecycle')) {

@@ -34,7 +34,9 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 say('# Images through shared memory: the design change, measured\n');
 say(systemLine());
-say(`- model: the repo's MobileNet-v2-shaped CNN, input [1,3,224,224] float32 (588 KiB an image); ${REPLICAS} processes x 1 intra-op thread, one image a run; ${CONCURRENCY} images in flight from one client process; command: \`npm run bench:shm\``);
+say(
+  `- model: the repo's MobileNet-v2-shaped CNN, input [1,3,224,224] float32 (588 KiB an image); ${REPLICAS} processes x 1 intra-op thread, one image a run; ${CONCURRENCY} images in flight from one client process; command: \`npm run bench:shm\``,
+);
 const addon = sharedMemoryAddon();
 if (typeof addon === 'string') {
   say(`\nNot measured: ${addon}.`);
@@ -48,12 +50,16 @@ if (typeof addon === 'string') {
   const ratios = { sockets: [] as number[], shared: [] as number[] };
   try {
     for (let i = 0; i < WINDOWS; i++) {
-      const floor = (await measureFloorApart(models.mobilenet, { name: 'image', shape: (b) => [b, ...ROW] }, 1, WINDOW_SECONDS, 1, REPLICAS)).rowsPerSecond;
+      const floor = (
+        await measureFloorApart(models.mobilenet, { name: 'image', shape: (b) => [b, ...ROW] }, 1, WINDOW_SECONDS, 1, REPLICAS)
+      ).rowsPerSecond;
       const sockets = await closedLoop(() => overSockets.call(image), { concurrency: CONCURRENCY, seconds: WINDOW_SECONDS });
       const shared = await closedLoop(() => throughShm.call(image), { concurrency: CONCURRENCY, seconds: WINDOW_SECONDS });
       ratios.sockets.push(sockets.rps / floor);
       ratios.shared.push(shared.rps / floor);
-      rows.push(`| ${i + 1} | ${fmt(floor, 1)} | ${fmt(sockets.rps, 1)} | ${fmt(sockets.rps / floor, 2)}x | ${fmt(shared.rps, 1)} | ${fmt(shared.rps / floor, 2)}x | ${sockets.errors + shared.errors} |`);
+      rows.push(
+        `| ${i + 1} | ${fmt(floor, 1)} | ${fmt(sockets.rps, 1)} | ${fmt(sockets.rps / floor, 2)}x | ${fmt(shared.rps, 1)} | ${fmt(shared.rps / floor, 2)}x | ${sockets.errors + shared.errors} |`,
+      );
     }
   } finally {
     overSockets.stop();
@@ -64,6 +70,8 @@ if (typeof addon === 'string') {
   say('| window | floor (2 raw processes) | images over the sockets | vs floor | images through shared memory | vs floor | errors |');
   say('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const row of rows) say(row);
-  say(`\nMedians over the floor: images over the sockets ${fmt(median(ratios.sockets), 2)}x; through shared memory ${fmt(median(ratios.shared), 2)}x.`);
+  say(
+    `\nMedians over the floor: images over the sockets ${fmt(median(ratios.sockets), 2)}x; through shared memory ${fmt(median(ratios.shared), 2)}x.`,
+  );
 }
 await writeFile(new URL('../../bench/RESULTS-shared-memory.md', import.meta.url), `${out.join('\n')}\n`);

@@ -7,7 +7,11 @@ import type { FlagDef } from './flags.js';
 export const AGENT_FLAGS: readonly FlagDef[] = [
   { name: 'head', value: 'URL', help: 'the head, e.g. ws://127.0.0.1:8470 (required)', required: true },
   { name: 'name', value: 'NAME', help: "this node's name (default: host name)" },
-  { name: 'advertise', value: 'ADDRESS', help: "host name or IP the head records for this node (default: the\naddress the agent's connection comes from)" },
+  {
+    name: 'advertise',
+    value: 'ADDRESS',
+    help: "host name or IP the head records for this node (default: the\naddress the agent's connection comes from)",
+  },
   { name: 'model-dir', value: 'DIR', help: 'directory deployments name models in (default: current directory)' },
   { name: 'cpus', value: 'N', help: 'CPUs to offer the scheduler (default: all cores)' },
   { name: 'max-actors', value: 'N', help: 'most actor processes on this node (default: 8 per CPU of --cpus)' },
@@ -15,7 +19,11 @@ export const AGENT_FLAGS: readonly FlagDef[] = [
   { name: 'simulate-gpus', value: 'N', help: 'pretend this machine has N GPUs (actors run on CPU)' },
   { name: 'simulated-gpu-memory', value: 'MIB', help: 'memory of each simulated GPU (default 16384)' },
   { name: 'token', value: 'TOKEN', help: 'cluster token (or TROUPE_TOKEN)' },
-  { name: 'module-dir', value: 'DIR', help: 'directory fn steps name their modules in; without it the agent runs\nno fn steps (they run arbitrary code: see docs/security.md).\nnode_modules/, dot-folders and paths leading out are refused' },
+  {
+    name: 'module-dir',
+    value: 'DIR',
+    help: 'directory fn steps name their modules in; without it the agent runs\nno fn steps (they run arbitrary code: see docs/security.md).\nnode_modules/, dot-folders and paths leading out are refused',
+  },
   { name: 'state-dir', value: 'DIR', help: 'where the agent records the actors it runs, to kill orphans on restart' },
   { name: 'nvidia-smi', value: 'PATH', help: 'nvidia-smi to run (default: from PATH)' },
   { name: 'heartbeat-ms', value: 'MS', help: 'heartbeat interval (default 1000)' },
@@ -38,7 +46,12 @@ export const AgentFlagsSchema = z.object({
   moduleDir: z.string().min(1).optional(),
   cpus: z.coerce.number().positive('must be above 0').max(4096).optional(),
   maxActors: z.coerce.number().int('must be a whole number').min(1).max(100_000).optional(),
-  memoryMib: z.coerce.number().int('must be a whole number').min(1).max(1 << 30).optional(),
+  memoryMib: z.coerce
+    .number()
+    .int('must be a whole number')
+    .min(1)
+    .max(1 << 30)
+    .optional(),
   simulateGpus: z.coerce.number().int('must be a whole number').min(0).max(64).optional(),
   simulatedGpuMemory: z.coerce.number().int().positive().optional(),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
@@ -78,4 +91,3 @@ export async function agentCommand(argv: string[]): Promise<void> {
   await agent.start();
   process.stdout.write(`troupe agent ${agent.name} joined ${flags.head}\n`);
 }
-

@@ -21,9 +21,33 @@ export interface Command {
 
 /** Every command, in the order `troupe --help` and docs/cli.md list them. */
 export const COMMANDS: readonly Command[] = [
-  { name: 'up', summary: 'start an embedded cluster (head + local agent) with an example model', args: [], flags: UP_FLAGS, help: UP_HELP, schema: UpFlagsSchema, run: upCommand },
-  { name: 'head', summary: 'run the head: scheduler, HTTP API, connection endpoints', args: [], flags: HEAD_FLAGS, help: HEAD_HELP, schema: HeadFlagsSchema, run: headCommand },
-  { name: 'agent', summary: 'run a node agent that starts model actors for a head', args: [], flags: AGENT_FLAGS, help: AGENT_HELP, schema: AgentFlagsSchema, run: agentCommand },
+  {
+    name: 'up',
+    summary: 'start an embedded cluster (head + local agent) with an example model',
+    args: [],
+    flags: UP_FLAGS,
+    help: UP_HELP,
+    schema: UpFlagsSchema,
+    run: upCommand,
+  },
+  {
+    name: 'head',
+    summary: 'run the head: scheduler, HTTP API, connection endpoints',
+    args: [],
+    flags: HEAD_FLAGS,
+    help: HEAD_HELP,
+    schema: HeadFlagsSchema,
+    run: headCommand,
+  },
+  {
+    name: 'agent',
+    summary: 'run a node agent that starts model actors for a head',
+    args: [],
+    flags: AGENT_FLAGS,
+    help: AGENT_HELP,
+    schema: AgentFlagsSchema,
+    run: agentCommand,
+  },
   {
     name: 'deploy',
     summary: 'create or update a deployment or a graph from a JSON or YAML file (HTTP API)',
@@ -33,7 +57,15 @@ export const COMMANDS: readonly Command[] = [
     schema: DeployFlagsObject,
     run: deployCommand,
   },
-  { name: 'delete', summary: 'remove a graph or a deployment (HTTP API)', args: DELETE_ARGS, flags: DELETE_FLAGS, help: DELETE_HELP, schema: DeleteFlagsSchema, run: deleteCommand },
+  {
+    name: 'delete',
+    summary: 'remove a graph or a deployment (HTTP API)',
+    args: DELETE_ARGS,
+    flags: DELETE_FLAGS,
+    help: DELETE_HELP,
+    schema: DeleteFlagsSchema,
+    run: deleteCommand,
+  },
   {
     name: 'infer',
     summary: 'run a deployment or a graph once on a JSON request (HTTP API)',
@@ -43,5 +75,13 @@ export const COMMANDS: readonly Command[] = [
     schema: InferFlagsSchema,
     run: inferCommand,
   },
-  { name: 'status', summary: 'show nodes, deployments and actors, and graphs (HTTP API)', args: [], flags: STATUS_FLAGS, help: STATUS_HELP, schema: StatusFlagsSchema, run: statusCommand },
+  {
+    name: 'status',
+    summary: 'show nodes, deployments and actors, and graphs (HTTP API)',
+    args: [],
+    flags: STATUS_FLAGS,
+    help: STATUS_HELP,
+    schema: StatusFlagsSchema,
+    run: statusCommand,
+  },
 ];

@@ -30,7 +30,11 @@ export const DEPLOY_FLAGS: readonly FlagDef[] = [
   { name: 'timeout', value: 'S', help: 'the older name of --timeout-s', hidden: true },
 ];
 
-export const DEPLOY_HELP = helpOf('troupe deploy FILE: create or update a deployment or a graph from a JSON or YAML file', DEPLOY_ARGS, DEPLOY_FLAGS);
+export const DEPLOY_HELP = helpOf(
+  'troupe deploy FILE: create or update a deployment or a graph from a JSON or YAML file',
+  DEPLOY_ARGS,
+  DEPLOY_FLAGS,
+);
 
 const SPEC = specOf(DEPLOY_FLAGS);
 
@@ -47,7 +51,10 @@ export const DeployFlagsObject = z.object({
 });
 
 const Schema = DeployFlagsObject.refine((f) => !(f.wait && f.noWait), { message: 'give --wait or --no-wait, not both', path: ['noWait'] })
-  .refine((f) => f.timeoutS === undefined || f.timeout === undefined, { message: 'give --timeout-s or its older name --timeout, not both', path: ['timeoutS'] })
+  .refine((f) => f.timeoutS === undefined || f.timeout === undefined, {
+    message: 'give --timeout-s or its older name --timeout, not both',
+    path: ['timeoutS'],
+  })
   .transform(({ timeout, ...f }) => ({ ...f, timeoutS: f.timeoutS ?? timeout ?? DEFAULT_DEPLOY_TIMEOUT_S }));
 
 /** What a PUT that replaced a READY deployment adds to its answer. */
@@ -66,12 +73,17 @@ const GraphAnswerSchema = z.object({
  */
 async function deployGraph(client: HeadClient, doc: Record<string, unknown>, wait: boolean, timeoutS: number): Promise<void> {
   const name = doc.graph as string;
-  const answer = await client.request('PUT', `/api/v1/deployments/${encodeURIComponent(name)}?wait=${wait}&timeoutS=${Math.min(timeoutS, PUT_WAIT_S)}`, doc);
+  const answer = await client.request(
+    'PUT',
+    `/api/v1/deployments/${encodeURIComponent(name)}?wait=${wait}&timeoutS=${Math.min(timeoutS, PUT_WAIT_S)}`,
+    doc,
+  );
   const body = GraphAnswerSchema.parse(answer.body);
   if (body.replaced) process.stdout.write(`${body.replaced}\n`);
   if (!wait) return void process.stdout.write(`graph '${name}' accepted\n`);
   for (const view of body.deployments ?? []) process.stdout.write(`  ${progressLine(view)}\n`);
-  if (answer.status === 202) throw new TroupeError('TROUPE_ERR_DEPLOY_TIMEOUT', body.message ?? `graph '${name}' is not READY after ${timeoutS} s`);
+  if (answer.status === 202)
+    throw new TroupeError('TROUPE_ERR_DEPLOY_TIMEOUT', body.message ?? `graph '${name}' is not READY after ${timeoutS} s`);
   process.stdout.write(`graph '${name}' is READY: POST /v2/models/${name}/infer runs it\n`);
 }
 
@@ -89,9 +101,13 @@ async function readSpec(file: string): Promise<Record<string, unknown>> {
   try {
     doc = extname(file).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text);
   } catch (err) {
-    throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${file} is not valid ${extname(file).toLowerCase() === '.json' ? 'JSON' : 'YAML or JSON'}: ${(err as Error).message.split('\n')[0]}`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_SPEC',
+      `${file} is not valid ${extname(file).toLowerCase() === '.json' ? 'JSON' : 'YAML or JSON'}: ${(err as Error).message.split('\n')[0]}`,
+    );
   }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${file} must hold one object such as {"name": "mlp", "model": "mlp.onnx"}`);
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+    throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${file} must hold one object such as {"name": "mlp", "model": "mlp.onnx"}`);
   const spec = doc as Record<string, unknown>;
   if (looksLikeGraphDocument(spec)) {
     if (typeof spec.graph !== 'string') throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${file}: "graph" must be the graph's name`);
@@ -123,7 +139,10 @@ export async function deployCommand(argv: string[]): Promise<void> {
   const { positionals, flags: rest } = splitPositionals('deploy', argv, SPEC);
   const flags = parseFlags('deploy', rest, SPEC, Schema);
   if (positionals.length !== 1) {
-    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `deploy: ${positionals.length === 0 ? 'FILE is required' : `one FILE only, got ${positionals.length}`} (see troupe deploy --help)`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_FLAG',
+      `deploy: ${positionals.length === 0 ? 'FILE is required' : `one FILE only, got ${positionals.length}`} (see troupe deploy --help)`,
+    );
   }
   const spec = await readSpec(positionals[0]!);
   const client = headClient(flags.head, flags.token ?? process.env.TROUPE_TOKEN);
@@ -168,8 +187,12 @@ export async function deployCommand(argv: string[]): Promise<void> {
   }
   if (status === 202) {
     // Each actor on its own line, then the error (stderr, exit 1) naming them all in one message.
-    for (const p of pendingActors(view)) process.stdout.write(`  ${p.actor} ${p.state}${p.node ? ` on ${p.node}` : ''}${p.reason ? `: ${p.reason}` : ''}\n`);
-    throw new TroupeError('TROUPE_ERR_DEPLOY_TIMEOUT', deployTimeoutMessage({ kind: 'deployment', name: view.name }, [view], flags.timeoutS * 1000));
+    for (const p of pendingActors(view))
+      process.stdout.write(`  ${p.actor} ${p.state}${p.node ? ` on ${p.node}` : ''}${p.reason ? `: ${p.reason}` : ''}\n`);
+    throw new TroupeError(
+      'TROUPE_ERR_DEPLOY_TIMEOUT',
+      deployTimeoutMessage({ kind: 'deployment', name: view.name }, [view], flags.timeoutS * 1000),
+    );
   }
   process.stdout.write(`deployment '${view.name}' is READY: ${progressLine(view)}\n`);
 }

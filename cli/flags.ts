@@ -44,7 +44,10 @@ export function synopsisOf(args: readonly ArgDef[], flags: readonly FlagDef[]): 
 
 /** A command's `--help`: its title line, then each argument and flag with its help in one column. */
 export function helpOf(title: string, args: readonly ArgDef[], flags: readonly FlagDef[], footer = ''): string {
-  const rows: [string, string][] = [...args.map((a): [string, string] => [a.name, a.help]), ...flags.filter((f) => !f.hidden).map((f): [string, string] => [labelOf(f), f.help])];
+  const rows: [string, string][] = [
+    ...args.map((a): [string, string] => [a.name, a.help]),
+    ...flags.filter((f) => !f.hidden).map((f): [string, string] => [labelOf(f), f.help]),
+  ];
   // Labels up to this wide share one column; a longer one puts its help on the same line after two spaces.
   const width = Math.min(28, Math.max(...rows.map(([label]) => label.length))) + 2;
   const lines = rows.map(([label, help]) => {

@@ -6,11 +6,19 @@ import type { FlagDef } from './flags.js';
 export const HEAD_FLAGS: readonly FlagDef[] = [
   { name: 'host', value: 'HOST', help: 'address to listen on (default 127.0.0.1, or TROUPE_HOST)' },
   { name: 'port', value: 'PORT', help: 'port to listen on, 0 for any (default 8470, or TROUPE_PORT)' },
-  { name: 'token', value: 'TOKEN', help: 'cluster token agents and clients must present (or TROUPE_TOKEN);\nrequired when HOST is not loopback' },
+  {
+    name: 'token',
+    value: 'TOKEN',
+    help: 'cluster token agents and clients must present (or TROUPE_TOKEN);\nrequired when HOST is not loopback',
+  },
   { name: 'suspect-after-ms', value: 'MS', help: 'heartbeat silence before a node is SUSPECT (default 3000)' },
   { name: 'dead-after-ms', value: 'MS', help: 'heartbeat silence before a node is DEAD and its actors move (default 10000)' },
   { name: 'max-restarts', value: 'N', help: 'crashes in 10 minutes before an actor is DEAD (default 5)' },
-  { name: 'data-dir', value: 'DIR', help: "where uploaded models and the head's state (deployments, graphs,\nrunning actors, in state.json) are kept (default .troupe/head); a head\nrestarted on the same DIR brings its deployments back and adopts the\nactors that kept running; one head per DIR (it holds DIR/head.lock)" },
+  {
+    name: 'data-dir',
+    value: 'DIR',
+    help: "where uploaded models and the head's state (deployments, graphs,\nrunning actors, in state.json) are kept (default .troupe/head); a head\nrestarted on the same DIR brings its deployments back and adopts the\nactors that kept running; one head per DIR (it holds DIR/head.lock)",
+  },
   { name: 'max-body-mib', value: 'N', help: 'largest HTTP request body, e.g. an inference (default 64)' },
   { name: 'max-model-mib', value: 'N', help: 'largest model upload (default 1024)' },
   { name: 'max-frame-mib', value: 'N', help: 'largest frame from a peer; a larger one closes its connection (default 256)' },
@@ -20,14 +28,24 @@ export const HEAD_FLAGS: readonly FlagDef[] = [
   { name: 'max-job-mib', value: 'N', help: 'bytes of async job results kept, at most (default 256)' },
   { name: 'job-concurrency', value: 'N', help: 'async jobs running at once; the rest wait QUEUED (default 32)' },
   { name: 'max-connections', value: 'N', help: 'open TCP connections the head accepts at once; more are closed (default 10000)' },
-  { name: 'http-workers', value: 'N', help: 'processes beside the head that serve inference-protocol connections\n(/v2/...) and call replicas directly (default: one per core, at most\n4; 0 serves every request in the head process)' },
-  { name: 'http-handoff', help: "replicas on this host serve their deployment's inference connections\nthemselves, handed over by the head: no worker between client and\nmodel; balanced by connection; a replica's connections end with it\n(needs --http-workers above 0; docs/front-door.md)" },
+  {
+    name: 'http-workers',
+    value: 'N',
+    help: 'processes beside the head that serve inference-protocol connections\n(/v2/...) and call replicas directly (default: one per core, at most\n4; 0 serves every request in the head process)',
+  },
+  {
+    name: 'http-handoff',
+    help: "replicas on this host serve their deployment's inference connections\nthemselves, handed over by the head: no worker between client and\nmodel; balanced by connection; a replica's connections end with it\n(needs --http-workers above 0; docs/front-door.md)",
+  },
 ];
 
 export const HEAD_HELP = helpOf('troupe head: run the head (scheduler, HTTP API and connection endpoints)', [], HEAD_FLAGS);
 
 export const HeadFlagsSchema = z.object({
-  host: z.string().min(1).default(process.env.TROUPE_HOST ?? '127.0.0.1'),
+  host: z
+    .string()
+    .min(1)
+    .default(process.env.TROUPE_HOST ?? '127.0.0.1'),
   port: PortSchema.default(Number(process.env.TROUPE_PORT ?? 8470)),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
   suspectAfterMs: z.coerce.number().int().min(100).max(3_600_000).optional(),
@@ -38,7 +56,11 @@ export const HeadFlagsSchema = z.object({
   maxModelMib: z.coerce.number().positive('must be above 0').max(2047).optional(),
   maxFrameMib: z.coerce.number().positive('must be above 0').max(2047).optional(),
   drainMs: z.coerce.number().int().min(0).max(600_000).optional(),
-  jobTtlS: z.coerce.number().positive('must be above 0').max(30 * 86_400).optional(),
+  jobTtlS: z.coerce
+    .number()
+    .positive('must be above 0')
+    .max(30 * 86_400)
+    .optional(),
   maxJobs: z.coerce.number().int('must be a whole number').min(1).max(1_000_000).optional(),
   maxJobMib: z.coerce.number().positive('must be above 0').max(65_536).optional(),
   jobConcurrency: z.coerce.number().int('must be a whole number').min(1).max(10_000).optional(),

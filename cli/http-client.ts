@@ -10,7 +10,9 @@ import type { FlagSpec } from './flags.js';
 
 export const DEFAULT_HEAD = process.env.TROUPE_HEAD ?? `http://127.0.0.1:${process.env.TROUPE_PORT ?? 8470}`;
 
-export const HeadUrlSchema = z.string().regex(/^(https?|wss?):\/\/[^\s/]+(\/\S*)?$/, 'must be an http:// (or ws://) URL such as http://127.0.0.1:8470');
+export const HeadUrlSchema = z
+  .string()
+  .regex(/^(https?|wss?):\/\/[^\s/]+(\/\S*)?$/, 'must be an http:// (or ws://) URL such as http://127.0.0.1:8470');
 
 /** The head's HTTP base URL; the ws:// form the SDK and agents use is accepted too. */
 export function httpBase(head: string): string {
@@ -64,7 +66,8 @@ export function headClient(head: string, token: string | undefined): HeadClient 
       }
       if (response.ok) return { status: response.status, body: parsed };
       const error = parsed as { error?: unknown; code?: unknown } | undefined;
-      const message = typeof error?.error === 'string' ? error.error : `HTTP ${response.status} from ${method} ${path}: ${text.slice(0, 200)}`;
+      const message =
+        typeof error?.error === 'string' ? error.error : `HTTP ${response.status} from ${method} ${path}: ${text.slice(0, 200)}`;
       throw new TroupeError(isErrorCode(error?.code) ? error.code : 'TROUPE_ERR_INTERNAL', message);
     },
   };

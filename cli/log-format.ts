@@ -36,6 +36,7 @@ export function takeLogFormat(argv: readonly string[], env: NodeJS.ProcessEnv = 
     return { format: process.stdout.isTTY && process.stderr.isTTY ? 'pretty' : 'json', rest };
   }
   const parsed = FormatSchema.safeParse(wanted);
-  if (!parsed.success) throw new TroupeError('TROUPE_ERR_BAD_FLAG', `${source}: ${parsed.error.issues[0]!.message}, not '${wanted.slice(0, 40)}'`);
+  if (!parsed.success)
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `${source}: ${parsed.error.issues[0]!.message}, not '${wanted.slice(0, 40)}'`);
   return { format: parsed.data, rest };
 }

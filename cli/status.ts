@@ -23,7 +23,10 @@ export const StatusFlagsSchema = z.object({
 export function formatCluster(view: ClusterView): string {
   const lines: string[] = [`nodes (${view.nodes.length}):`];
   for (const n of view.nodes) {
-    const gpus = n.gpus.length === 0 ? 'no GPUs' : `${n.gpus.length} GPU${n.gpus.length > 1 ? 's' : ''}${n.gpus.some((g) => g.simulated) ? ' (simulated)' : ''}`;
+    const gpus =
+      n.gpus.length === 0
+        ? 'no GPUs'
+        : `${n.gpus.length} GPU${n.gpus.length > 1 ? 's' : ''}${n.gpus.some((g) => g.simulated) ? ' (simulated)' : ''}`;
     lines.push(`  ${n.name.padEnd(16)} ${n.state.padEnd(8)} ${n.resources.cpus} CPUs, ${gpus}, ${n.address}`);
   }
   lines.push(`deployments (${view.deployments.length}):`);
@@ -31,7 +34,9 @@ export function formatCluster(view: ClusterView): string {
     const ready = d.actors.filter((a) => a.state === 'READY').length;
     lines.push(`  ${d.name.padEnd(16)} ${d.state.padEnd(10)} ${ready}/${d.replicas} READY  model ${d.model}`);
     for (const a of d.actors) {
-      const where = [a.node ? `node ${a.node}` : 'no node', a.device, a.pid ? `pid ${a.pid}` : null, `restarts ${a.restarts}`].filter(Boolean).join('  ');
+      const where = [a.node ? `node ${a.node}` : 'no node', a.device, a.pid ? `pid ${a.pid}` : null, `restarts ${a.restarts}`]
+        .filter(Boolean)
+        .join('  ');
       lines.push(`    ${a.name.padEnd(14)} ${a.state.padEnd(10)} ${where}${a.reason ? `  (${a.reason})` : ''}`);
     }
   }

@@ -42,7 +42,11 @@ export async function upCommand(argv: string[]): Promise<void> {
   const modelDir = resolve(flags.dataDir, 'models');
   await writeExampleModels(modelDir);
 
-  const head = startChild(['head', '--port', String(flags.port), '--data-dir', resolve(flags.dataDir, 'head')], /listening on (\S+)/, 30_000);
+  const head = startChild(
+    ['head', '--port', String(flags.port), '--data-dir', resolve(flags.dataDir, 'head')],
+    /listening on (\S+)/,
+    30_000,
+  );
   const children = [head];
   let stopping = false;
   const stopAll = async () => {
@@ -70,7 +74,9 @@ export async function upCommand(argv: string[]): Promise<void> {
   const { logits } = await cluster.run('mlp', { x: sampleInput() });
   const values = [...(logits?.data as Float32Array)];
   const best = values.indexOf(Math.max(...values));
-  process.stdout.write(`sample inference: logits ${logits?.dtype}[${logits?.shape.join(',')}] = [${values.map((v) => v.toFixed(4)).join(', ')}], argmax ${best}\n`);
+  process.stdout.write(
+    `sample inference: logits ${logits?.dtype}[${logits?.shape.join(',')}] = [${values.map((v) => v.toFixed(4)).join(', ')}], argmax ${best}\n`,
+  );
   await cluster.close();
   process.stdout.write(`\nTroupe is up at ${url}  (SDK: connect('${url.replace('http', 'ws')}'); Ctrl-C to stop)\n`);
 }

@@ -49,7 +49,21 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
     children.push(head);
     const url = await head.line;
     // Its own --state-dir, so two examples at once never take each other's actors for orphans.
-    const args = ['agent', '--head', url, '--name', 'local', '--model-dir', modelDir, '--module-dir', DIST_ROOT, '--cpus', String(options.cpus ?? 32), '--state-dir', join(modelDir, '.agent')];
+    const args = [
+      'agent',
+      '--head',
+      url,
+      '--name',
+      'local',
+      '--model-dir',
+      modelDir,
+      '--module-dir',
+      DIST_ROOT,
+      '--cpus',
+      String(options.cpus ?? 32),
+      '--state-dir',
+      join(modelDir, '.agent'),
+    ];
     if (options.simulateGpus) args.push('--simulate-gpus', String(options.simulateGpus));
     const agent = startChild(args, /joined/, 30_000, env);
     children.push(agent);

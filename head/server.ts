@@ -7,7 +7,15 @@ import type { Duplex } from 'node:stream';
 import Fastify from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
-import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, DEFAULT_MAX_FRAME_BYTES, TroupeError, acceptFrames, createLogger, wantsFrames } from '../runtime/internal.js';
+import {
+  ACTOR_ID_HEADER,
+  ACTOR_SECRET_HEADER,
+  DEFAULT_MAX_FRAME_BYTES,
+  TroupeError,
+  acceptFrames,
+  createLogger,
+  wantsFrames,
+} from '../runtime/internal.js';
 import type { Channel } from '../runtime/internal.js';
 import { serveActor } from './connections/actor-connection.js';
 import { serveAgent } from './connections/agent-connection.js';
@@ -186,7 +194,12 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       server.keepAliveTimeout = timeouts.keepAliveTimeout;
       server.requestTimeout = timeouts.requestTimeout;
       server.setTimeout(timeouts.connectionTimeout);
-      if (httpWorkers > 0) split = splitConnections(server, (socket, head) => doors?.take(socket, head) || (frontDoor?.take(socket, head) ?? false), server.headersTimeout);
+      if (httpWorkers > 0)
+        split = splitConnections(
+          server,
+          (socket, head) => doors?.take(socket, head) || (frontDoor?.take(socket, head) ?? false),
+          server.headersTimeout,
+        );
       return server;
     },
   });

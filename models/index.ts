@@ -4,15 +4,7 @@ export type { Attr, Attrs, DType, Dim, ModelOptions, TensorData, TensorSpec } fr
 export { Rng, heUniform, lecunUniform, normalArray, uniformArray } from './random.js';
 export { boundaryTensor, emitModel, emitStages } from './layered.js';
 export type { Layer, LayerRange, LayeredModel } from './layered.js';
-export {
-  convOutSize,
-  convWeights,
-  denseWeights,
-  emitActivation,
-  emitConv,
-  emitDense,
-  emitPoolClassifier,
-} from './layers.js';
+export { convOutSize, convWeights, denseWeights, emitActivation, emitConv, emitDense, emitPoolClassifier } from './layers.js';
 export type { Activation, ConvWeights, DenseWeights, Init } from './layers.js';
 export { DEFAULT_SEED, MOBILENET_V2_CONFIG, buildMlp, buildMobileNetV2Like, buildSmallCnn } from './zoo.js';
 export type { BuiltModel, MlpModel, MlpOptions, MobileNetV2Options, SmallCnnOptions } from './zoo.js';

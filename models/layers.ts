@@ -49,10 +49,7 @@ export function denseWeights(rng: Rng, inDim: number, outDim: number, init: Init
 }
 
 /** Draws a convolution's weights then biases from `rng`. `group` = cin gives depthwise. */
-export function convWeights(
-  rng: Rng,
-  spec: { cin: number; cout: number; kernel: number; group?: number; init: Init },
-): ConvWeights {
+export function convWeights(rng: Rng, spec: { cin: number; cout: number; kernel: number; group?: number; init: Init }): ConvWeights {
   const group = spec.group ?? 1;
   if (spec.cin % group !== 0 || spec.cout % group !== 0) {
     throw new Error(`conv group ${group} must divide cin ${spec.cin} and cout ${spec.cout}`);
@@ -88,14 +85,7 @@ export function emitActivation(g: GraphBuilder, act: Activation, input: string, 
 }
 
 /** MatMul + Add (+ activation) reading [N, inDim] and writing [N, outDim]. */
-export function emitDense(
-  g: GraphBuilder,
-  prefix: string,
-  input: string,
-  output: string,
-  dw: DenseWeights,
-  act: Activation,
-): void {
+export function emitDense(g: GraphBuilder, prefix: string, input: string, output: string, dw: DenseWeights, act: Activation): void {
   const w = g.initializer(`${prefix}_w`, [dw.inDim, dw.outDim], dw.w);
   const b = g.initializer(`${prefix}_b`, [dw.outDim], dw.b);
   const mm = g.fresh(`${prefix}_matmul`);
@@ -133,13 +123,7 @@ export function emitConv(
 }
 
 /** GlobalAveragePool + Flatten + Gemm: [N, C, H, W] to [N, outDim] logits. */
-export function emitPoolClassifier(
-  g: GraphBuilder,
-  prefix: string,
-  input: string,
-  output: string,
-  dw: DenseWeights,
-): void {
+export function emitPoolClassifier(g: GraphBuilder, prefix: string, input: string, output: string, dw: DenseWeights): void {
   const w = g.initializer(`${prefix}_w`, [dw.inDim, dw.outDim], dw.w);
   const b = g.initializer(`${prefix}_b`, [dw.outDim], dw.b);
   const pooled = g.fresh(`${prefix}_pool`);

@@ -146,7 +146,11 @@ export function buildMobileNetV2Like(opts: MobileNetV2Options = {}): BuiltModel 
   let c = makeDivisible(32 * alpha);
   let size = convOutSize(res, 3, 2, 1);
   const stem = convWeights(rng.fork(), { cin: 3, cout: c, kernel: 3, init: 'he' });
-  layers.push({ name: 'stem', outDims: ['N', c, size, size], emit: (g, x, y) => emitConv(g, 'stem', x, y, stem, { stride: 2, act: 'relu6' }) });
+  layers.push({
+    name: 'stem',
+    outDims: ['N', c, size, size],
+    emit: (g, x, y) => emitConv(g, 'stem', x, y, stem, { stride: 2, act: 'relu6' }),
+  });
 
   let blockIndex = 0;
   for (const [t, ch, n, s] of MOBILENET_V2_CONFIG) {

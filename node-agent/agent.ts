@@ -1,6 +1,16 @@
 import { cpus as osCpus, hostname, totalmem } from 'node:os';
 import { WebSocket } from 'ws';
-import { AGENT_LEAVING, AgentToHeadReplies, Channel, clientSocketOptions, createLogger, defaultMaxActors, HeadToAgentSchema, Reconnect, TroupeError } from '../runtime/internal.js';
+import {
+  AGENT_LEAVING,
+  AgentToHeadReplies,
+  Channel,
+  clientSocketOptions,
+  createLogger,
+  defaultMaxActors,
+  HeadToAgentSchema,
+  Reconnect,
+  TroupeError,
+} from '../runtime/internal.js';
 import type { AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/internal.js';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -70,12 +80,15 @@ export class NodeAgent {
   #channel: HeadChannel | undefined;
   #gpus: Gpu[] = [];
   #heartbeat: NodeJS.Timeout | undefined;
-  readonly #reconnect = new Reconnect(() => {
-    this.#connect().catch((err: unknown) => {
-      this.#log.warn({ err: (err as Error).message }, 'reconnect failed');
-      this.#onDisconnect();
-    });
-  }, { keepsProcessAlive: true });
+  readonly #reconnect = new Reconnect(
+    () => {
+      this.#connect().catch((err: unknown) => {
+        this.#log.warn({ err: (err as Error).message }, 'reconnect failed');
+        this.#onDisconnect();
+      });
+    },
+    { keepsProcessAlive: true },
+  );
   #stopping = false;
   /** Where this node's actors listen for direct calls from clients (see actors/direct-server.ts). */
   #dataHost: string | undefined;
@@ -87,7 +100,12 @@ export class NodeAgent {
   }
 
   get name(): string {
-    return this.#options.name ?? hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63);
+    return (
+      this.#options.name ??
+      hostname()
+        .replace(/[^A-Za-z0-9._-]/g, '-')
+        .slice(0, 63)
+    );
   }
 
   /** Discovers resources, connects and registers; resolves once the head has accepted this node. */
@@ -139,9 +157,16 @@ export class NodeAgent {
       ws.once('unexpected-response', (_req, res) => {
         ws.terminate();
         const refusal = String(res.headers['x-troupe-error'] ?? `HTTP ${res.statusCode}`);
-        reject(new TroupeError(res.statusCode === 401 ? 'TROUPE_ERR_UNAUTHORIZED' : 'TROUPE_ERR_CONNECTION_CLOSED', `head refused this agent: ${refusal}`));
+        reject(
+          new TroupeError(
+            res.statusCode === 401 ? 'TROUPE_ERR_UNAUTHORIZED' : 'TROUPE_ERR_CONNECTION_CLOSED',
+            `head refused this agent: ${refusal}`,
+          ),
+        );
       });
-      ws.once('error', (err) => reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `cannot reach the head at ${url.href}: ${err.message}`)));
+      ws.once('error', (err) =>
+        reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `cannot reach the head at ${url.href}: ${err.message}`)),
+      );
     });
     const channel: HeadChannel = new Channel<HeadToAgent, AgentToHead, typeof AgentToHeadReplies>(ws, {
       replies: AgentToHeadReplies,
@@ -214,7 +239,10 @@ export class NodeAgent {
     const named = message.kind === 'fn' ? (message.fn ?? message.model) : message.model;
     // Refusals name the path as the deploy gave it; the directories stay in this agent's log.
     const refused = (err: unknown): never => {
-      this.#log.warn({ actor: message.actorId, named, modelDir: this.#options.modelDir, moduleDir: this.#options.moduleDir ?? null }, `refused: ${(err as Error).message}`);
+      this.#log.warn(
+        { actor: message.actorId, named, modelDir: this.#options.modelDir, moduleDir: this.#options.moduleDir ?? null },
+        `refused: ${(err as Error).message}`,
+      );
       throw err;
     };
     const fn = message.kind === 'fn' ? await resolveFnRef(this.#options.moduleDir, named).catch(refused) : undefined;

@@ -37,7 +37,10 @@ async function isFile(path: string): Promise<boolean> {
  */
 export async function resolveFnRef(moduleDir: string | undefined, ref: string): Promise<FnModule> {
   if (!moduleDir) {
-    throw new TroupeError('TROUPE_ERR_NO_MODULE_DIR', `fn '${ref.slice(0, 200)}' refused: this agent has no module directory, so it runs no fn steps (start it with --module-dir DIR to offer the modules in DIR)`);
+    throw new TroupeError(
+      'TROUPE_ERR_NO_MODULE_DIR',
+      `fn '${ref.slice(0, 200)}' refused: this agent has no module directory, so it runs no fn steps (start it with --module-dir DIR to offer the modules in DIR)`,
+    );
   }
   const hash = ref.lastIndexOf('#');
   const file = hash > 0 ? ref.slice(0, hash) : '';
@@ -51,16 +54,26 @@ export async function resolveFnRef(moduleDir: string | undefined, ref: string): 
   const rel = inside(root, full);
   if (rel === undefined) throw new TroupeError('TROUPE_ERR_MODEL_PATH', `fn module '${shown}' is outside the agent's module directory`);
   const hidden = hiddenPart(rel);
-  if (hidden) throw new TroupeError('TROUPE_ERR_MODEL_PATH', `fn module '${shown}' is in '${hidden}', which fn steps may not use (node_modules/ and dot-folders are refused)`);
+  if (hidden)
+    throw new TroupeError(
+      'TROUPE_ERR_MODEL_PATH',
+      `fn module '${shown}' is in '${hidden}', which fn steps may not use (node_modules/ and dot-folders are refused)`,
+    );
   if (!(await isFile(full)) && /\.[mc]?ts$/.test(full)) {
     const compiled = full.replace(/\.([mc]?)ts$/, '.$1js');
     if (await isFile(compiled)) full = compiled;
   }
-  if (!(await isFile(full))) throw new TroupeError('TROUPE_ERR_MODEL_PATH', `fn module '${shown}' not found in the agent's module directory`);
+  if (!(await isFile(full)))
+    throw new TroupeError('TROUPE_ERR_MODEL_PATH', `fn module '${shown}' not found in the agent's module directory`);
   // A symlink inside the directory must not lead outside it, nor into a place refused above.
   const real = await realpath(full);
   const realRel = inside(root, real);
-  if (realRel === undefined) throw new TroupeError('TROUPE_ERR_MODEL_PATH', `fn module '${shown}' links outside the agent's module directory`);
-  if (hiddenPart(realRel)) throw new TroupeError('TROUPE_ERR_MODEL_PATH', `fn module '${shown}' links into node_modules/ or a dot-folder, which fn steps may not use`);
+  if (realRel === undefined)
+    throw new TroupeError('TROUPE_ERR_MODEL_PATH', `fn module '${shown}' links outside the agent's module directory`);
+  if (hiddenPart(realRel))
+    throw new TroupeError(
+      'TROUPE_ERR_MODEL_PATH',
+      `fn module '${shown}' links into node_modules/ or a dot-folder, which fn steps may not use`,
+    );
   return { path: real, exportName };
 }

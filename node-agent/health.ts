@@ -51,7 +51,8 @@ export class ActorHealth {
   verdict(now = Date.now()): string | null {
     const silent = now - this.#lastAnswer;
     if (silent <= this.#options.timeoutMs) return null;
-    if (silent > this.#options.maxInferenceMs) return `no answer to health checks for ${silent} ms (limit ${this.#options.maxInferenceMs} ms even while computing)`;
+    if (silent > this.#options.maxInferenceMs)
+      return `no answer to health checks for ${silent} ms (limit ${this.#options.maxInferenceMs} ms even while computing)`;
     const computing = this.#cpuNow !== null && this.#cpuAtAnswer !== null && this.#cpuNow - this.#cpuAtAnswer > 0.05 * (silent / 1000);
     return computing ? null : `no answer to health checks for ${silent} ms and no CPU used meanwhile`;
   }

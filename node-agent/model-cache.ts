@@ -80,7 +80,8 @@ async function fetchModel(source: ModelSource, ref: ModelRef, file: string): Pro
   try {
     await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), tee, createWriteStream(tmp, { mode: 0o600 }));
     const got = hash.digest('hex');
-    if (got !== ref.sha256) throw new TroupeError('TROUPE_ERR_MODEL_FETCH', `${what} arrived with sha256 ${got}: the bytes are not the model that was deployed`);
+    if (got !== ref.sha256)
+      throw new TroupeError('TROUPE_ERR_MODEL_FETCH', `${what} arrived with sha256 ${got}: the bytes are not the model that was deployed`);
     // Rename is atomic: a cached file is either absent or complete and verified.
     await rename(tmp, file);
     return file;

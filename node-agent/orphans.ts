@@ -39,12 +39,14 @@ export class ActorLedger {
   /** Replaces the ledger with `actors` (writes are serialised and atomic: temp file + rename). */
   record(actors: RunningActor[]): Promise<void> {
     const body = JSON.stringify(actors);
-    this.#writing = this.#writing.then(async () => {
-      await mkdir(dirname(this.#file), { recursive: true });
-      const temp = `${this.#file}.${process.pid}.tmp`;
-      await writeFile(temp, body);
-      await rename(temp, this.#file);
-    }).catch(() => {});
+    this.#writing = this.#writing
+      .then(async () => {
+        await mkdir(dirname(this.#file), { recursive: true });
+        const temp = `${this.#file}.${process.pid}.tmp`;
+        await writeFile(temp, body);
+        await rename(temp, this.#file);
+      })
+      .catch(() => {});
     return this.#writing;
   }
 

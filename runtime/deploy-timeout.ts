@@ -12,7 +12,12 @@ export const DEFAULT_DEPLOY_TIMEOUT_S = 60;
 export const MAX_DEPLOY_TIMEOUT_S = 3600;
 
 /** One actor a deploy is still waiting for, and why (PENDING: what the scheduler found missing). */
-export const PendingActorSchema = z.object({ actor: z.string(), state: z.enum(ACTOR_STATES), reason: z.string().nullable(), node: z.string().nullable() });
+export const PendingActorSchema = z.object({
+  actor: z.string(),
+  state: z.enum(ACTOR_STATES),
+  reason: z.string().nullable(),
+  node: z.string().nullable(),
+});
 export type PendingActor = z.infer<typeof PendingActorSchema>;
 
 /** Every actor of the deployment that is not READY yet. */
@@ -48,7 +53,11 @@ export function describeNotReady(view: DeploymentView, when = ''): string {
  * The message of TROUPE_ERR_DEPLOY_TIMEOUT (and of an HTTP 202 past the bound): every actor not
  * READY with its reason, and that nothing was undone, so nobody redeploys in a loop thinking it was.
  */
-export function deployTimeoutMessage(what: { kind: 'deployment' | 'graph'; name: string }, views: readonly DeploymentView[], waitedMs: number): string {
+export function deployTimeoutMessage(
+  what: { kind: 'deployment' | 'graph'; name: string },
+  views: readonly DeploymentView[],
+  waitedMs: number,
+): string {
   if (what.kind === 'deployment') {
     const state = views[0] ? describeNotReady(views[0], ` after ${seconds(waitedMs)}`) : `not READY after ${seconds(waitedMs)}`;
     return `deployment '${what.name}': ${state}; it stays deployed and the head keeps placing and starting its replicas (undeploy it to give up)`;

@@ -19,7 +19,15 @@ export type { DType } from './tensor/dtypes.js';
 
 // Graphs: pipelines, ensembles, data-parallel steps, and fn steps' signature.
 export { dataParallel, ensemble, fn, model, pipeline } from './graph/builder.js';
-export type { CombineOption, DataParallelOptions, EnsembleOptions, FnStepOptions, GraphStep, ModelStepOptions, PipelineOptions } from './graph/builder.js';
+export type {
+  CombineOption,
+  DataParallelOptions,
+  EnsembleOptions,
+  FnStepOptions,
+  GraphStep,
+  ModelStepOptions,
+  PipelineOptions,
+} from './graph/builder.js';
 export type { GraphDocument } from './graph/schema.js';
 export type { StepFn } from './protocol/fn-actor.js';
 export type { RunTrace, StepTiming } from './graph/trace.js';

@@ -12,8 +12,31 @@ export { disableOrtTelemetryByDefault } from './ort-telemetry.js';
 export { childNodeArgs } from './profiling.js';
 export { LOG_FORMATS, createLogger } from './log.js';
 export type { LogFormat, Logger } from './log.js';
-export { ActorEnvSchema, ActorStatsSchema, ActorToHeadSchema, CallTimingSchema, CallTotalsSchema, MAX_BATCH_SIZES_REPORTED, ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, ClientToReplicaSchema, HeadToActorReplies, HeadToActorSchema } from './protocol/actor.js';
-export type { ActorCall, ActorEnv, ActorStats, ActorToHead, BatchSizeTotals, CallTiming, CallTotals, DurationTotal, ClientToReplica, HeadToActor } from './protocol/actor.js';
+export {
+  ActorEnvSchema,
+  ActorStatsSchema,
+  ActorToHeadSchema,
+  CallTimingSchema,
+  CallTotalsSchema,
+  MAX_BATCH_SIZES_REPORTED,
+  ACTOR_ID_HEADER,
+  ACTOR_SECRET_HEADER,
+  ClientToReplicaSchema,
+  HeadToActorReplies,
+  HeadToActorSchema,
+} from './protocol/actor.js';
+export type {
+  ActorCall,
+  ActorEnv,
+  ActorStats,
+  ActorToHead,
+  BatchSizeTotals,
+  CallTiming,
+  CallTotals,
+  DurationTotal,
+  ClientToReplica,
+  HeadToActor,
+} from './protocol/actor.js';
 export { AGENT_LEAVING, AgentToHeadReplies, AgentToHeadSchema, HeadToAgentReplies, HeadToAgentSchema } from './protocol/agent.js';
 export type { AgentToHead, HeadToAgent } from './protocol/agent.js';
 export { ClientToHeadSchema, HeadToClientSchema, RunRefSchema } from './protocol/client.js';
@@ -57,7 +80,15 @@ export { ACTOR_STATES, ActorViewSchema, ClusterViewSchema, DeploymentViewSchema,
 export type { ActorState, ActorView, ClusterView, DeploymentView, NodeState, NodeView } from './views.js';
 // Graphs: the builder, the JSON form, and what the head needs to check and run them.
 export { dataParallel, ensemble, fn, isGraphStep, model, pipeline, toGraphDocument } from './graph/builder.js';
-export type { CombineOption, DataParallelOptions, EnsembleOptions, FnStepOptions, GraphStep, ModelStepOptions, PipelineOptions } from './graph/builder.js';
+export type {
+  CombineOption,
+  DataParallelOptions,
+  EnsembleOptions,
+  FnStepOptions,
+  GraphStep,
+  ModelStepOptions,
+  PipelineOptions,
+} from './graph/builder.js';
 export {
   CombineSchema,
   DataParallelNodeSchema,
@@ -73,9 +104,28 @@ export {
   WiringSchema,
   looksLikeGraphDocument,
 } from './graph/schema.js';
-export type { Combine, DataParallelNode, EnsembleNode, FnNode, GraphDocument, GraphNode, ModelNode, PipelineNode, Wiring } from './graph/schema.js';
+export type {
+  Combine,
+  DataParallelNode,
+  EnsembleNode,
+  FnNode,
+  GraphDocument,
+  GraphNode,
+  ModelNode,
+  PipelineNode,
+  Wiring,
+} from './graph/schema.js';
 export { compileGraph, countSteps, leavesOf } from './graph/compile.js';
-export type { CompiledGraph, Existing, PlanCombine, PlanDataParallel, PlanEnsemble, PlanLeaf, PlanNode, PlanPipeline } from './graph/compile.js';
+export type {
+  CompiledGraph,
+  Existing,
+  PlanCombine,
+  PlanDataParallel,
+  PlanEnsemble,
+  PlanLeaf,
+  PlanNode,
+  PlanPipeline,
+} from './graph/compile.js';
 export { fits, inferSignature, inputNames, isDynamic } from './graph/signature.js';
 export type { LeafInfo, Signature } from './graph/signature.js';
 export { everything, sourceOf } from './graph/wiring.js';
@@ -103,7 +153,15 @@ export { bodyTooLarge, drainingError, errorResponse, requestFailed, toHttpError 
 export type { HttpError } from './http/errors.js';
 export { serveInPlace } from './http/in-place-connection.js';
 export type { InPlaceOptions } from './http/in-place-connection.js';
-export { alignmentPad, answerInference, errorAnswer, headerLengthOf, inferRoute, refusal, TENSOR_ALIGNMENT } from './http/infer-exchange.js';
+export {
+  alignmentPad,
+  answerInference,
+  errorAnswer,
+  headerLengthOf,
+  inferRoute,
+  refusal,
+  TENSOR_ALIGNMENT,
+} from './http/infer-exchange.js';
 export type { HttpAnswer, InferBody, InferExchangeOptions, InferRoute } from './http/infer-exchange.js';
 export { firstLine, parseJson } from './http/parse-json.js';
 export { relayToHead } from './http/relay.js';
@@ -111,9 +169,26 @@ export { ShutdownGate } from './http/shutdown-gate.js';
 export { assembleBinaryBody, BinaryReader, decodeBytesElements, encodeBytesElements, HEADER_LENGTH, splitInferBody } from './oip/binary.js';
 export type { SplitBody } from './oip/binary.js';
 export { classCounts, classify, classifyOutputs, printfFixed6 } from './oip/classification.js';
-export { decodeInferRequest, encodeInferResponse, InferRequestSchema, ParametersSchema, RequestInputSchema, RequestOutputSchema, wantsBinary } from './oip/codec.js';
+export {
+  decodeInferRequest,
+  encodeInferResponse,
+  InferRequestSchema,
+  ParametersSchema,
+  RequestInputSchema,
+  RequestOutputSchema,
+  wantsBinary,
+} from './oip/codec.js';
 export type { DecodedRequest, EncodedResponse, InferRequest } from './oip/codec.js';
-export { ACCEPTED_REQUEST_CODINGS, decodeBody, encodeBody, isEncoded, MIN_COMPRESSED_BYTES, responseCoding, responseCodingFor, unsupportedCoding } from './oip/content-coding.js';
+export {
+  ACCEPTED_REQUEST_CODINGS,
+  decodeBody,
+  encodeBody,
+  isEncoded,
+  MIN_COMPRESSED_BYTES,
+  responseCoding,
+  responseCodingFor,
+  unsupportedCoding,
+} from './oip/content-coding.js';
 export type { ContentCoding } from './oip/content-coding.js';
 export { datatypeOfDtype, dtypeOfDatatype, OIP_DATATYPES, OIP_TO_DTYPE, oipDtype, oipShape } from './oip/datatypes.js';
 export type { OipDatatype, OipDType } from './oip/datatypes.js';

@@ -40,6 +40,10 @@ export async function resolveModelPath(modelDir: string, path: string, folder = 
 export function withShownPath(err: TroupeError, absolute: string, shown: string | undefined): TroupeError {
   if (!shown) return err;
   const shownDir = dirname(shown) === '.' ? '' : `${dirname(shown)}/`;
-  const message = err.message.split(absolute).join(shown).split(dirname(absolute) + sep).join(shownDir);
+  const message = err.message
+    .split(absolute)
+    .join(shown)
+    .split(dirname(absolute) + sep)
+    .join(shownDir);
   return message === err.message ? err : new TroupeError(err.code, message);
 }

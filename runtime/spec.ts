@@ -82,7 +82,11 @@ export const ModelDeploymentSchema = z
      * CPUs each replica holds. At least MIN_REPLICA_CPUS: a tiny share (0.01, or 1e-300) let one
      * 2-CPU node start hundreds of actor processes of ~100 MB each.
      */
-    cpus: z.number().min(MIN_REPLICA_CPUS, `must be at least ${MIN_REPLICA_CPUS} (the smallest CPU share a replica may hold)`).max(1024).default(1),
+    cpus: z
+      .number()
+      .min(MIN_REPLICA_CPUS, `must be at least ${MIN_REPLICA_CPUS} (the smallest CPU share a replica may hold)`)
+      .max(1024)
+      .default(1),
     /** Host memory each replica needs, in bytes or with a unit ('512Mi', '2Gi', '1.5GB'). */
     memory: z.union([z.number().int().nonnegative(), z.string()]).transform(toBytes).optional(),
     /** `spread` replicas over nodes, then GPUs (default), or `pack` them onto the busiest node that fits. */

@@ -41,7 +41,10 @@ export function validateInputs(model: string, metadata: ModelMetadata, inputs: W
   }
   for (const info of metadata.inputs) {
     if (!(info.name in inputs)) {
-      throw new TroupeError('TROUPE_ERR_BAD_INPUT', `missing input '${info.name}' (${formatShape(info.dtype, info.shape)}) for model '${model}'`);
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_INPUT',
+        `missing input '${info.name}' (${formatShape(info.dtype, info.shape)}) for model '${model}'`,
+      );
     }
   }
   for (const name of outputs ?? []) {

@@ -41,7 +41,12 @@ export const DeploymentViewSchema = z.object({
   /** Calls waiting in the head for a replica with room. */
   queued: z.number(),
   /** Outcomes seen by the head, and recent latency percentiles (ms). */
-  requests: z.object({ ok: z.number(), failed: z.record(z.string(), z.number()), p50Ms: z.number().nullable(), p99Ms: z.number().nullable() }),
+  requests: z.object({
+    ok: z.number(),
+    failed: z.record(z.string(), z.number()),
+    p50Ms: z.number().nullable(),
+    p99Ms: z.number().nullable(),
+  }),
   actors: z.array(ActorViewSchema),
 });
 export type DeploymentView = z.infer<typeof DeploymentViewSchema>;

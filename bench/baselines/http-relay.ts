@@ -22,7 +22,10 @@ const features = Number(featuresArg);
 
 if (role === 'model') {
   // The model process: one session, one call at a time, in arrival order.
-  const session = await ort.InferenceSession.create(modelPath, threadsArg ? { intraOpNumThreads: Number(threadsArg), interOpNumThreads: 1 } : {});
+  const session = await ort.InferenceSession.create(
+    modelPath,
+    threadsArg ? { intraOpNumThreads: Number(threadsArg), interOpNumThreads: 1 } : {},
+  );
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
   wss.on('listening', () => process.send?.((wss.address() as AddressInfo).port));
   wss.on('connection', (socket) =>

@@ -14,7 +14,10 @@ if (!modelPath || !inputName || !featuresArg) {
   process.exit(2);
 }
 const features = Number(featuresArg);
-const session = await ort.InferenceSession.create(modelPath, threadsArg ? { intraOpNumThreads: Number(threadsArg), interOpNumThreads: 1 } : {});
+const session = await ort.InferenceSession.create(
+  modelPath,
+  threadsArg ? { intraOpNumThreads: Number(threadsArg), interOpNumThreads: 1 } : {},
+);
 const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));

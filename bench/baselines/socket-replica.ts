@@ -24,7 +24,11 @@ if (!modelPath || !inputName || !rowArg || !threadsArg) {
 }
 const row = JSON.parse(rowArg) as number[];
 const rowFloats = row.reduce((a, b) => a * b, 1);
-const session = await ort.InferenceSession.create(modelPath, { graphOptimizationLevel: 'all', intraOpNumThreads: Number(threadsArg), interOpNumThreads: 1 });
+const session = await ort.InferenceSession.create(modelPath, {
+  graphOptimizationLevel: 'all',
+  intraOpNumThreads: Number(threadsArg),
+  interOpNumThreads: 1,
+});
 await session.run({ [inputName]: new ort.Tensor('float32', new Float32Array(rowFloats), [1, ...row]) });
 
 /** The shared region's rows, one a slot, when started with one. */

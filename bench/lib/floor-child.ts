@@ -10,5 +10,12 @@ const go = () =>
     process.once('message', () => resolve());
     process.send!('ready');
   });
-const result = await measureFloor(model!, { name: name!, shape: (b) => [b, ...rowShape] }, Number(batch), Number(seconds), Number(threads), go);
+const result = await measureFloor(
+  model!,
+  { name: name!, shape: (b) => [b, ...rowShape] },
+  Number(batch),
+  Number(seconds),
+  Number(threads),
+  go,
+);
 process.send!(result, () => process.exit(0));

@@ -26,7 +26,14 @@ export interface FloorInput {
  * loop on the same model, input and thread setting, for about `seconds`. `warmedUp`, if given, is
  * awaited between the warm-up runs and the measured ones.
  */
-export async function measureFloor(modelPath: string, input: FloorInput, batch: number, seconds: number, threads?: number, warmedUp?: () => Promise<void>): Promise<FloorResult> {
+export async function measureFloor(
+  modelPath: string,
+  input: FloorInput,
+  batch: number,
+  seconds: number,
+  threads?: number,
+  warmedUp?: () => Promise<void>,
+): Promise<FloorResult> {
   const session = await ort.InferenceSession.create(modelPath, {
     graphOptimizationLevel: 'all',
     ...(threads !== undefined ? { intraOpNumThreads: threads, interOpNumThreads: 1 } : {}),
@@ -60,10 +67,21 @@ export async function measureFloor(modelPath: string, input: FloorInput, batch: 
  * one by a few percent. Several processes: the best a machine's cores give a model that
  * parallelises poorly is often one single-threaded session per core.
  */
-export async function measureFloorApart(modelPath: string, input: FloorInput, batch: number, seconds: number, threads: number, processes = 1): Promise<FloorResult> {
+export async function measureFloorApart(
+  modelPath: string,
+  input: FloorInput,
+  batch: number,
+  seconds: number,
+  threads: number,
+  processes = 1,
+): Promise<FloorResult> {
   const script = fileURLToPath(new URL('./floor-child.js', import.meta.url));
   const row = JSON.stringify(input.shape(1).slice(1));
-  const children = Array.from({ length: processes }, () => fork(script, [modelPath, input.name, row, String(batch), String(threads), String(seconds)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  const children = Array.from({ length: processes }, () =>
+    fork(script, [modelPath, input.name, row, String(batch), String(threads), String(seconds)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
   const next = (child: (typeof children)[number]) =>
     new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('a floor process did not answer within 120 s')), 120_000);

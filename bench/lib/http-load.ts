@@ -15,7 +15,12 @@ type Request = { url: string; method?: string; headers?: Record<string, string>;
 export function keepAliveCaller(request: Request): { call: () => Promise<void>; close: () => void } {
   const url = new URL(request.url);
   const client = new Client(url.origin, { pipelining: 1 });
-  const options = { path: `${url.pathname}${url.search}`, method: (request.method ?? 'GET') as 'GET', headers: request.headers ?? {}, body: request.body ?? null };
+  const options = {
+    path: `${url.pathname}${url.search}`,
+    method: (request.method ?? 'GET') as 'GET',
+    headers: request.headers ?? {},
+    body: request.body ?? null,
+  };
   return {
     call: async () => {
       const answer = await client.request(options);
@@ -65,7 +70,10 @@ export interface HttpRequest {
 
 export function oipRequest(url: string, input: string, shape: number[], data: Float32Array, output: string, binary: boolean): HttpRequest {
   if (!binary) {
-    const body = JSON.stringify({ inputs: [{ name: input, shape, datatype: 'FP32', data: Array.from(data) }], outputs: [{ name: output }] });
+    const body = JSON.stringify({
+      inputs: [{ name: input, shape, datatype: 'FP32', data: Array.from(data) }],
+      outputs: [{ name: output }],
+    });
     return { url, method: 'POST', headers: { 'content-type': 'application/json' }, body };
   }
   const header = Buffer.from(

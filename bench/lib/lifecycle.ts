@@ -14,13 +14,18 @@ import { fmt } from './table.js';
 /** Spawn-to-READY per model (deploy call to all replicas READY), and `troupe up` to first inference. */
 export async function measureStartup(cluster: TestCluster, client: Cluster): Promise<string> {
   const lines = ['| what | seconds |', '| --- | ---: |'];
-  for (const [name, model] of [['startup-mlp', 'mlp.onnx'], ['startup-cnn', 'mobilenet.onnx']] as const) {
+  for (const [name, model] of [
+    ['startup-mlp', 'mlp.onnx'],
+    ['startup-cnn', 'mobilenet.onnx'],
+  ] as const) {
     const t = performance.now();
     await client.deploy({ name, model });
     lines.push(`| deploy ${model}: actor spawned, model loaded, warm-up run, READY | ${fmt((performance.now() - t) / 1000, 2)} |`);
     await client.undeploy(name);
   }
-  lines.push(`| \`troupe up\`: head, agent, example models, deploy, first inference printed | ${fmt(await upToFirstInference(cluster), 2)} |`);
+  lines.push(
+    `| \`troupe up\`: head, agent, example models, deploy, first inference printed | ${fmt(await upToFirstInference(cluster), 2)} |`,
+  );
   return lines.join('\n');
 }
 
@@ -28,7 +33,12 @@ async function upToFirstInference(_cluster: TestCluster): Promise<number> {
   const cwd = await mkdtemp(join(tmpdir(), 'troupe-bench-up-'));
   const cli = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
   const start = performance.now();
-  const up = spawn(process.execPath, [cli, 'up', '--port', '0'], { cwd, detached: true, stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, TROUPE_LOG_LEVEL: 'warn' } });
+  const up = spawn(process.execPath, [cli, 'up', '--port', '0'], {
+    cwd,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'ignore'],
+    env: { ...process.env, TROUPE_LOG_LEVEL: 'warn' },
+  });
   try {
     return await new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('troupe up did not print an inference within 60 s')), 60_000);
@@ -52,11 +62,7 @@ export async function measureMemory(cluster: TestCluster, client: Cluster): Prom
   await client.deploy({ name: 'mem-cnn', model: 'mobilenet.onnx', threads: 1 });
   const view = await client.describe();
   const actors = view.deployments.flatMap((d) => d.actors.filter((a) => a.pid !== null).map((a) => ({ name: a.name, pid: a.pid! })));
-  const pids = [
-    { name: 'head', pid: cluster.head.process.pid! },
-    { name: 'agent', pid: cluster.agents[0]!.process.pid! },
-    ...actors,
-  ];
+  const pids = [{ name: 'head', pid: cluster.head.process.pid! }, { name: 'agent', pid: cluster.agents[0]!.process.pid! }, ...actors];
   const sample = async () => Promise.all(pids.map(async (p) => (await processUsage(p.pid))?.rssBytes ?? NaN));
   const idle = await sample();
   const x = tensor('float32', [1, 64], new Float32Array(64).fill(0.1));

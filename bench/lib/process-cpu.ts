@@ -62,7 +62,11 @@ export function role(pid: number): string {
  * Runs `work` and says how much CPU (microseconds per request, `requests` read from its result)
  * this process (the load generator) and each kind of process below it used meanwhile.
  */
-export async function cpuPerRequest<T>(work: () => Promise<T>, requests: (result: T) => number, self = 'client'): Promise<{ result: T; cpu: Map<string, number> }> {
+export async function cpuPerRequest<T>(
+  work: () => Promise<T>,
+  requests: (result: T) => number,
+  self = 'client',
+): Promise<{ result: T; cpu: Map<string, number> }> {
   const pids = [process.pid, ...descendants(process.pid)].filter((p) => readable(p));
   const before = new Map(pids.map((p) => [p, cpuMs(p)]));
   const result = await work();

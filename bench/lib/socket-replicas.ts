@@ -22,14 +22,31 @@ export interface SharedInputs {
   slots: number;
 }
 
-async function startReplica(modelPath: string, inputName: string, row: number[], threads: number, regionFd?: number, slots?: number): Promise<Replica> {
+async function startReplica(
+  modelPath: string,
+  inputName: string,
+  row: number[],
+  threads: number,
+  regionFd?: number,
+  slots?: number,
+): Promise<Replica> {
   const script = fileURLToPath(new URL('../baselines/socket-replica.js', import.meta.url));
-  const args = [script, modelPath, inputName, JSON.stringify(row), String(threads), ...(regionFd !== undefined ? [String(process.pid), String(regionFd), String(slots)] : [])];
+  const args = [
+    script,
+    modelPath,
+    inputName,
+    JSON.stringify(row),
+    String(threads),
+    ...(regionFd !== undefined ? [String(process.pid), String(regionFd), String(slots)] : []),
+  ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const stop = () => void child.kill('SIGTERM');
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('socket-replica did not listen within 30 s')), 30_000);
-    createInterface({ input: child.stdout }).on('line', (l) => l.startsWith('listening ') && (clearTimeout(timer), resolve(Number(l.slice(10)))));
+    createInterface({ input: child.stdout }).on(
+      'line',
+      (l) => l.startsWith('listening ') && (clearTimeout(timer), resolve(Number(l.slice(10)))),
+    );
     child.once('exit', (code) => (clearTimeout(timer), reject(new Error(`socket-replica exited (${code})`))));
   }).catch((err: unknown) => (stop(), Promise.reject(err)));
   const socket = connect({ host: '127.0.0.1', port, noDelay: true });
@@ -68,12 +85,21 @@ export interface SocketReplicas {
  * `call(input)` copies the input into a shared-memory slot the replica reads it from, and sends
  * only the slot's number: that design change, measured.
  */
-export async function socketReplicas(modelPath: string, inputName: string, row: number[], threads: number, replicas: number, shared?: SharedInputs): Promise<SocketReplicas> {
+export async function socketReplicas(
+  modelPath: string,
+  inputName: string,
+  row: number[],
+  threads: number,
+  replicas: number,
+  shared?: SharedInputs,
+): Promise<SocketReplicas> {
   const rowFloats = row.reduce((a, b) => a * b, 1);
   // Each replica's region is made here, before the replica maps it.
   const regions = shared ? Array.from({ length: replicas }, () => shared.addon.create(shared.slots * rowFloats * 4)) : [];
   const views = regions.map((region) => new Float32Array(region.buffer));
-  const started = await Promise.allSettled(Array.from({ length: replicas }, (_, i) => startReplica(modelPath, inputName, row, threads, regions[i]?.fd, shared?.slots)));
+  const started = await Promise.allSettled(
+    Array.from({ length: replicas }, (_, i) => startReplica(modelPath, inputName, row, threads, regions[i]?.fd, shared?.slots)),
+  );
   const all = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const stop = () => {
     for (const r of all) {
@@ -86,11 +112,13 @@ export async function socketReplicas(modelPath: string, inputName: string, row: 
     stop();
     throw failed.reason;
   }
-  if (shared) all.forEach((r, i) => Object.assign(r, { region: views[i], freeSlots: Array.from({ length: shared.slots }, (_, slot) => slot) }));
+  if (shared)
+    all.forEach((r, i) => Object.assign(r, { region: views[i], freeSlots: Array.from({ length: shared.slots }, (_, slot) => slot) }));
   const send = (replica: Replica, input: Float32Array | undefined) => {
     // With shared memory, the input is written into a free slot and the frame names the slot.
     const slot = input && replica.freeSlots ? replica.freeSlots.pop() : undefined;
-    if (input && replica.freeSlots && slot === undefined) return Promise.reject(new Error('every shared-memory slot holds a call: raise slots'));
+    if (input && replica.freeSlots && slot === undefined)
+      return Promise.reject(new Error('every shared-memory slot holds a call: raise slots'));
     let payload = input && new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
     if (slot !== undefined) {
       replica.region!.set(input!, slot * rowFloats);
@@ -112,7 +140,11 @@ export async function socketReplicas(modelPath: string, inputName: string, row: 
     );
   };
   return {
-    call: (input) => send(all.reduce((a, b) => (b.waiting.length < a.waiting.length ? b : a)), input),
+    call: (input) =>
+      send(
+        all.reduce((a, b) => (b.waiting.length < a.waiting.length ? b : a)),
+        input,
+      ),
     hold: async (input) => void (await Promise.all(all.map((r) => send(r, input)))),
     stop,
   };

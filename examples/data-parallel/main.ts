@@ -20,5 +20,7 @@ await runExample({}, async ({ client, modelDir }) => {
   process.stdout.write(`scored ${rows} rows in chunks of ${chunk} on ${replicas} replicas (${availableParallelism()} cores)\n`);
   process.stdout.write(`row 0 scores: [${best.map((v) => v.toFixed(3)).join(', ')}]\n`);
   process.stdout.write(`dataParallel: ${Math.round(result.rowsPerSecond).toLocaleString('en-US')} rows/s\n`);
-  process.stdout.write(`one call, one replica: ${Math.round(result.oneCallRowsPerSecond).toLocaleString('en-US')} rows/s (x${(result.rowsPerSecond / result.oneCallRowsPerSecond).toFixed(2)})\n`);
+  process.stdout.write(
+    `one call, one replica: ${Math.round(result.oneCallRowsPerSecond).toLocaleString('en-US')} rows/s (x${(result.rowsPerSecond / result.oneCallRowsPerSecond).toFixed(2)})\n`,
+  );
 });

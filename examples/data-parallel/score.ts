@@ -32,7 +32,9 @@ export interface ScoreResult {
 
 /** Deploys the graph and scores `x` [N, 64] with it, and once more in one call for comparison. */
 export async function score(cluster: Cluster, x: Tensor, options: ScoreOptions): Promise<ScoreResult> {
-  const graph = dataParallel('score-all', model('scorer', { path: 'scorer.onnx', replicas: options.replicas, cpus: 0.25, threads: 1 }), { chunk: options.chunk });
+  const graph = dataParallel('score-all', model('scorer', { path: 'scorer.onnx', replicas: options.replicas, cpus: 0.25, threads: 1 }), {
+    chunk: options.chunk,
+  });
   await cluster.deploy(graph);
   const rows = x.shape[0]!;
   // A first pass warms sockets and allocators, so the timed ones measure steady state.

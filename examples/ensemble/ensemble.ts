@@ -24,7 +24,8 @@ export function judgeModel(seed: number, noise = 0.5): Uint8Array {
   const rng = new Rng(seed);
   const w = new Float32Array(FEATURES * CLASSES);
   for (let i = 0; i < FEATURES; i++) {
-    for (let c = 0; c < CLASSES; c++) w[i * CLASSES + c] = (Math.floor(i / (FEATURES / CLASSES)) === c ? 1 : 0) + rng.uniform(-noise, noise);
+    for (let c = 0; c < CLASSES; c++)
+      w[i * CLASSES + c] = (Math.floor(i / (FEATURES / CLASSES)) === c ? 1 : 0) + rng.uniform(-noise, noise);
   }
   const g = new GraphBuilder(`judge_${seed}`);
   g.input('x', 'float32', ['N', FEATURES]);

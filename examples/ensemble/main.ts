@@ -26,12 +26,18 @@ await runExample({}, async ({ client, modelDir }) => {
   const rows = 12;
   const { x, truth } = sampleRows(rows);
   const { view, combined, members } = await runEnsemble(client, tensor('float32', [rows, FEATURES], x));
-  process.stdout.write(`deployed ensemble '${view.name}': ${view.deployments.map((d) => `${d.name} (pid ${d.actors[0]?.pid})`).join(', ')}\n\n`);
+  process.stdout.write(
+    `deployed ensemble '${view.name}': ${view.deployments.map((d) => `${d.name} (pid ${d.actors[0]?.pid})`).join(', ')}\n\n`,
+  );
   const answers = MEMBERS.map((m) => argmaxRows(members[m]!));
   process.stdout.write(`row  truth  ${MEMBERS.map((m) => m.padEnd(9)).join('')}| vote\n`);
   for (let r = 0; r < rows; r++) {
-    process.stdout.write(`${String(r).padEnd(5)}${String(truth[r]).padEnd(7)}${answers.map((a) => String(a[r]).padEnd(9)).join('')}| ${combined[r]}\n`);
+    process.stdout.write(
+      `${String(r).padEnd(5)}${String(truth[r]).padEnd(7)}${answers.map((a) => String(a[r]).padEnd(9)).join('')}| ${combined[r]}\n`,
+    );
   }
   const right = (a: number[]) => a.filter((v, r) => v === truth[r]).length;
-  process.stdout.write(`\ncorrect: ${MEMBERS.map((m, i) => `${m} ${right(answers[i]!)}/${rows}`).join(', ')}, vote ${right(combined)}/${rows}\n`);
+  process.stdout.write(
+    `\ncorrect: ${MEMBERS.map((m, i) => `${m} ${right(answers[i]!)}/${rows}`).join(', ')}, vote ${right(combined)}/${rows}\n`,
+  );
 });

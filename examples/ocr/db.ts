@@ -40,7 +40,10 @@ export function findBoxes(prob: Float32Array, width: number, height: number, opt
     let top = 0;
     stack[top++] = start;
     seen[start] = 1;
-    let x0 = width, y0 = height, x1 = -1, y1 = -1;
+    let x0 = width,
+      y0 = height,
+      x1 = -1,
+      y1 = -1;
     while (top > 0) {
       const p = stack[--top]!;
       const px = p % width;
@@ -72,7 +75,13 @@ export function findBoxes(prob: Float32Array, width: number, height: number, opt
     const score = sum / (w * h);
     if (score < boxThreshold) continue;
     const grow = (w * h * unclipRatio) / (2 * (w + h));
-    const box = { x0: Math.max(0, x0 - grow), y0: Math.max(0, y0 - grow), x1: Math.min(width, x1 + 1 + grow), y1: Math.min(height, y1 + 1 + grow), score };
+    const box = {
+      x0: Math.max(0, x0 - grow),
+      y0: Math.max(0, y0 - grow),
+      x1: Math.min(width, x1 + 1 + grow),
+      y1: Math.min(height, y1 + 1 + grow),
+      score,
+    };
     if (Math.min(box.x1 - box.x0, box.y1 - box.y0) < minSize + 2) continue;
     boxes.push(box);
   }

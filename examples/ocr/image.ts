@@ -33,7 +33,8 @@ export function imageTensor(image: RgbImage): Tensor {
 
 export function fromTensor(t: Tensor): RgbImage {
   const [height, width, channels] = t.shape as [number, number, number];
-  if (t.dtype !== 'uint8' || t.shape.length !== 3 || channels !== 3) throw new Error(`expected an image uint8 [H,W,3], got ${t.dtype} [${t.shape.join(',')}]`);
+  if (t.dtype !== 'uint8' || t.shape.length !== 3 || channels !== 3)
+    throw new Error(`expected an image uint8 [H,W,3], got ${t.dtype} [${t.shape.join(',')}]`);
   return { width, height, data: t.data as Uint8Array };
 }
 

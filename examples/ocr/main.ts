@@ -18,7 +18,9 @@ await runExample({}, async ({ client, modelDir }) => {
 
   const { lines, trace } = await readText(client, image);
   const steps = (trace ?? []).filter((s) => s.kind === 'model' || s.kind === 'fn');
-  process.stdout.write(`${path ?? 'sample'}: ${image.width}x${image.height}, ${lines.length} line(s) of text; ${steps.map((s) => `${s.step} ${s.wallMs.toFixed(0)} ms`).join(', ')}\n\n`);
+  process.stdout.write(
+    `${path ?? 'sample'}: ${image.width}x${image.height}, ${lines.length} line(s) of text; ${steps.map((s) => `${s.step} ${s.wallMs.toFixed(0)} ms`).join(', ')}\n\n`,
+  );
   for (const line of lines) {
     process.stdout.write(`  ${line.text.padEnd(32)} score ${line.score.toFixed(3)}  box [${line.box.join(', ')}]\n`);
   }

@@ -25,13 +25,19 @@ await runExample({ simulateGpus: 2 }, async ({ client, modelDir }) => {
   const input = tensor('float32', [1, 3, 224, 224], image);
   const { logits } = await client.run('sharded', { image: input });
 
-  const session = await ort.InferenceSession.create(models.whole, { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
+  const session = await ort.InferenceSession.create(models.whole, {
+    intraOpNumThreads: 1,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+  });
   const whole = (await session.run({ image: new ort.Tensor('float32', image, [1, 3, 224, 224]) })).logits!.data as Float32Array;
   await session.release();
   const served = logits!.data as Float32Array;
   const differing = served.reduce((n, v, i) => n + (v === whole[i] ? 0 : 1), 0);
   const top = [...served.keys()].sort((a, b) => served[b]! - served[a]!).slice(0, 3);
   process.stdout.write(`logits ${logits!.dtype}[${logits!.shape.join(',')}], top classes ${top.join(', ')}\n`);
-  process.stdout.write(`equals the uncut model in-process: ${differing === 0 ? 'yes, every element' : `no, ${differing} elements differ`}\n`);
+  process.stdout.write(
+    `equals the uncut model in-process: ${differing === 0 ? 'yes, every element' : `no, ${differing} elements differ`}\n`,
+  );
   if (differing > 0) process.exitCode = 1;
 });

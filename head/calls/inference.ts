@@ -17,7 +17,8 @@ export async function runInferenceTimed(state: ClusterState, request: InferenceR
   for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
   if (!d.metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${d.spec.name}' has no READY replica yet`);
   // A fn that declares no signature takes whatever it is given; it checks its own inputs.
-  if (!isDynamic({ kind: d.spec.kind ?? 'model', metadata: d.metadata })) validateInputs(d.spec.name, d.metadata, request.inputs, request.outputs);
+  if (!isDynamic({ kind: d.spec.kind ?? 'model', metadata: d.metadata }))
+    validateInputs(d.spec.name, d.metadata, request.inputs, request.outputs);
   const started = performance.now();
   try {
     const result = await d.dispatcher.submit(request.inputs, {

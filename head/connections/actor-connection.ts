@@ -18,7 +18,11 @@ export function serveActor(
   log: Logger,
   doors?: HandoffDoors,
 ): Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies> {
-  const channel: Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies> = new Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies>(ws, {
+  const channel: Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies> = new Channel<
+    ActorToHead,
+    HeadToActor,
+    typeof HeadToActorReplies
+  >(ws, {
     replies: HeadToActorReplies,
     schema: ActorToHeadSchema,
     onMessage: (message) => {

@@ -64,7 +64,11 @@ export function serveClient(
           // sit in a socket's queue, and the frame is left to the collector).
           const run = () => {
             const work = graphs.run(message);
-            if (release) work.then((a) => sharesMemory(a.outputs, message.inputs) || release(), () => {});
+            if (release)
+              work.then(
+                (a) => sharesMemory(a.outputs, message.inputs) || release(),
+                () => {},
+              );
             return answer(work);
           };
           admit(`run '${message.deployment.slice(0, 64)}'`, run).catch((err: unknown) => channel.fail(message.id, err));

@@ -9,7 +9,12 @@ import type { NodeRecord } from '../state/records.js';
  * are kept: the latter are adopted, same process, model not reloaded. Every other listed actor is
  * a duplicate or a leftover, and its id is returned to be stopped.
  */
-export function adoptListed(state: ClusterState, node: NodeRecord, running: readonly RunningActorReport[], log: Logger): { listed: Set<string>; stop: string[] } {
+export function adoptListed(
+  state: ClusterState,
+  node: NodeRecord,
+  running: readonly RunningActorReport[],
+  log: Logger,
+): { listed: Set<string>; stop: string[] } {
   const stop: string[] = [];
   const listed = new Set<string>();
   for (const r of running) {

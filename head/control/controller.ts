@@ -7,7 +7,17 @@ import { systemClock } from './clock.js';
 import type { Clock, ClockTimer } from './clock.js';
 import type { DurableStore, SavedState } from '../state/durable.js';
 import { ReadyWaiters } from './ready-waiters.js';
-import { describeExit, freeReplicaIndex, needsNewActors, newActorRecord, newDeployment, restoredActorRecord, returnToPending, snapshotState, startActorMessage } from '../state/record-changes.js';
+import {
+  describeExit,
+  freeReplicaIndex,
+  needsNewActors,
+  newActorRecord,
+  newDeployment,
+  restoredActorRecord,
+  returnToPending,
+  snapshotState,
+  startActorMessage,
+} from '../state/record-changes.js';
 import { isRefusal, refusalOutcome, refusedError } from './refused-deploy.js';
 import { place } from './scheduler.js';
 import { adoptListed } from './adoption.js';
@@ -82,7 +92,10 @@ export class Controller {
     this.#later(this.#options.adoptGraceMs, () => {
       for (const a of this.#state.actors.values()) {
         if (!a.awaitingNode || a.nodeId !== null || a.state !== 'STARTING') continue;
-        this.#replace(a, `node ${a.awaitingNode} did not reconnect within ${Math.round(this.#options.adoptGraceMs / 1000)} s of a head restart`);
+        this.#replace(
+          a,
+          `node ${a.awaitingNode} did not reconnect within ${Math.round(this.#options.adoptGraceMs / 1000)} s of a head restart`,
+        );
       }
       this.schedule();
     });
@@ -307,26 +320,24 @@ export class Controller {
     // Answers to this start count only while the actor is still this start (same secret).
     const secret = a.secret;
     this.#dirty();
-    agent
-      .startActor(startActorMessage(a, d))
-      .then(
-        ({ pid }) => {
-          if (a.secret === secret && (a.state === 'STARTING' || a.state === 'READY')) {
-            a.pid = pid;
-            this.#dirty();
-          }
-        },
-        (err: unknown) => {
-          // Only while this start is still current. A connection that dropped meanwhile is settled
-          // elsewhere: a re-registration lists the actor (kept) or not (crashed), a lost node
-          // restarts it.
-          if (a.secret !== secret || a.state !== 'STARTING' || a.nodeId !== node.id || node.agent !== agent) return;
-          const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
-          // A lost agent connection (or an agent shutting down) says nothing about the model: try again.
-          if (error.retryable) this.#crashed(a, `could not start on ${node.name}: ${error.message}`, error.code);
-          else this.#fail(a, error);
-        },
-      );
+    agent.startActor(startActorMessage(a, d)).then(
+      ({ pid }) => {
+        if (a.secret === secret && (a.state === 'STARTING' || a.state === 'READY')) {
+          a.pid = pid;
+          this.#dirty();
+        }
+      },
+      (err: unknown) => {
+        // Only while this start is still current. A connection that dropped meanwhile is settled
+        // elsewhere: a re-registration lists the actor (kept) or not (crashed), a lost node
+        // restarts it.
+        if (a.secret !== secret || a.state !== 'STARTING' || a.nodeId !== node.id || node.agent !== agent) return;
+        const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
+        // A lost agent connection (or an agent shutting down) says nothing about the model: try again.
+        if (error.retryable) this.#crashed(a, `could not start on ${node.name}: ${error.message}`, error.code);
+        else this.#fail(a, error);
+      },
+    );
   }
 
   /** The actor's process could not start or load its model: retrying will not help. */
@@ -343,7 +354,14 @@ export class Controller {
     this.#deployFailed(d, error);
   }
 
-  actorReady(a: ActorRecord, link: HeadActorLink, metadata: ModelMetadata, visibleDevices: string, direct?: ActorRecord['direct'], modelBytes?: number): void {
+  actorReady(
+    a: ActorRecord,
+    link: HeadActorLink,
+    metadata: ModelMetadata,
+    visibleDevices: string,
+    direct?: ActorRecord['direct'],
+    modelBytes?: number,
+  ): void {
     const d = this.#state.deployments.get(a.deployment);
     if (!d || (a.state !== 'STARTING' && a.state !== 'READY')) {
       link.close('not wanted');
@@ -361,7 +379,10 @@ export class Controller {
     a.reason = null;
     d.metadata = metadata;
     this.#memory.reported(d, a, modelBytes);
-    this.#log.info({ actor: a.name, node: this.#state.nodeName(a.nodeId) ?? a.awaitingNode, device: a.device, pid: a.pid, rejoined }, 'actor ready');
+    this.#log.info(
+      { actor: a.name, node: this.#state.nodeName(a.nodeId) ?? a.awaitingNode, device: a.device, pid: a.pid, rejoined },
+      'actor ready',
+    );
     this.#state.events.add(
       rejoined ? 'actor-rejoined' : 'actor-ready',
       `${a.name} READY${rejoined ? ' again' : ''} on ${this.#state.nodeName(a.nodeId) ?? a.awaitingNode} (${a.device}, pid ${a.pid})`,

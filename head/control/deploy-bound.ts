@@ -20,7 +20,12 @@ export class DeployTimeoutError extends TroupeError {
  * naming every actor not READY (from `views()`, read at that moment). Nothing is undone: the
  * controller keeps placing the deployment, as Kubernetes keeps a Deployment whose pods are Pending.
  */
-export function boundDeploy<T>(ready: Promise<T>, timeoutMs: number, what: { kind: 'deployment' | 'graph'; name: string }, views: () => DeploymentView[]): Promise<T> {
+export function boundDeploy<T>(
+  ready: Promise<T>,
+  timeoutMs: number,
+  what: { kind: 'deployment' | 'graph'; name: string },
+  views: () => DeploymentView[],
+): Promise<T> {
   // `ready` may still fail after the caller stopped waiting (the deployment is removed, the head
   // shuts down); nobody is listening then, and that must not be an unhandled rejection.
   ready.catch(() => {});

@@ -40,7 +40,10 @@ export class ReadyWaiters {
     const pending = this.#pending.get(name);
     this.#pending.delete(name);
     return (outcome) => {
-      for (const w of pending?.waiters ?? []) outcome instanceof Error ? w.reject(outcome) : w.resolve(outcome);
+      for (const w of pending?.waiters ?? []) {
+        if (outcome instanceof Error) w.reject(outcome);
+        else w.resolve(outcome);
+      }
     };
   }
 

@@ -14,7 +14,12 @@ const MAX_BACKOFF_MS = 30_000;
  * Records a crash of `a` at `now`: it leaves its node, and is DEAD past the policy's restarts
  * within its window, or else RESTARTING, to be placed again after the returned back-off.
  */
-export function recordCrash(a: ActorRecord, cause: string, policy: RestartPolicy, now = Date.now()): { dead: true } | { dead: false; delayMs: number } {
+export function recordCrash(
+  a: ActorRecord,
+  cause: string,
+  policy: RestartPolicy,
+  now = Date.now(),
+): { dead: true } | { dead: false; delayMs: number } {
   a.awaitingNode = null;
   a.nodeId = null;
   a.gpus = [];

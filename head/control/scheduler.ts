@@ -11,9 +11,7 @@ export interface ResourceRequest {
 
 export type Strategy = 'spread' | 'pack';
 
-export type Placement =
-  | { ok: true; node: NodeRecord; gpus: number[]; gpuShare: number }
-  | { ok: false; reason: string };
+export type Placement = { ok: true; node: NodeRecord; gpus: number[]; gpuShare: number } | { ok: false; reason: string };
 
 /** What an ALIVE node has left, given the actors placed on it. */
 export interface NodeUsage {
@@ -35,7 +33,15 @@ const EPSILON = 1e-9;
 const mib = (bytes: number) => Math.max(0, Math.round(bytes / 2 ** 20));
 
 export function usageOf(node: NodeRecord, actors: Iterable<ActorRecord>, deployment: string): NodeUsage {
-  const usage: NodeUsage = { cpusUsed: 0, memoryUsed: 0, actors: 0, gpuUsed: new Map(), gpuHolders: new Map(), sameDeployment: 0, sameDeploymentOnGpu: new Map() };
+  const usage: NodeUsage = {
+    cpusUsed: 0,
+    memoryUsed: 0,
+    actors: 0,
+    gpuUsed: new Map(),
+    gpuHolders: new Map(),
+    sameDeployment: 0,
+    sameDeploymentOnGpu: new Map(),
+  };
   for (const a of actors) {
     if (a.nodeId !== node.id || a.state === 'DEAD' || a.state === 'PENDING') continue;
     usage.cpusUsed += a.cpus;
@@ -139,7 +145,10 @@ export function place(
   const gpuFree = (c: (typeof candidates)[number]) => c.gpus?.free ?? 0;
   candidates.sort((a, b) =>
     strategy === 'spread'
-      ? a.usage.sameDeployment - b.usage.sameDeployment || shared(a) - shared(b) || load(a) - load(b) || a.node.name.localeCompare(b.node.name)
+      ? a.usage.sameDeployment - b.usage.sameDeployment ||
+        shared(a) - shared(b) ||
+        load(a) - load(b) ||
+        a.node.name.localeCompare(b.node.name)
       : gpuFree(a) - gpuFree(b) || load(b) - load(a) || a.node.name.localeCompare(b.node.name),
   );
   const best = candidates[0]!;

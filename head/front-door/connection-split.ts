@@ -78,7 +78,7 @@ function stopReading(socket: Socket, chunk: Buffer): Buffer {
   const read = socket._read;
   // Draining the buffer must not start a new read from the handle.
   socket._read = () => {};
-  for (let part: Buffer | null; (part = socket.read() as Buffer | null) !== null; ) parts.push(part);
+  for (let part: Buffer | null; (part = socket.read() as Buffer | null) !== null;) parts.push(part);
   socket._read = read;
   return parts.length === 1 ? chunk : Buffer.concat(parts);
 }

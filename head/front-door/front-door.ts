@@ -121,7 +121,11 @@ export class FrontDoor {
   }
 
   #spawn(slot: number, backoffMs: number): void {
-    const child = fork(WORKER_SCRIPT, [], { serialization: 'advanced', execArgv: childNodeArgs(), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(WORKER_SCRIPT, [], {
+      serialization: 'advanced',
+      execArgv: childNodeArgs(),
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     const worker: Worker = { child, ready: false };
     this.#workers[slot] = worker;
     const started = Date.now();
@@ -142,7 +146,10 @@ export class FrontDoor {
   #received(worker: Worker, raw: unknown, socket: Socket | undefined): void {
     const parsed = WorkerToHeadSchema.safeParse(raw);
     if (!parsed.success) {
-      this.#options.log.warn({ pid: worker.child.pid, issue: parsed.error.issues[0]?.message }, 'dropped a malformed message from a front-door worker');
+      this.#options.log.warn(
+        { pid: worker.child.pid, issue: parsed.error.issues[0]?.message },
+        'dropped a malformed message from a front-door worker',
+      );
       return;
     }
     const message = parsed.data;
@@ -157,7 +164,8 @@ export class FrontDoor {
         return;
       }
       case 'report':
-        for (const [name, count] of Object.entries(message.served)) state.metrics.frontDoorRequests.inc({ model: name, outcome: 'ok' }, count);
+        for (const [name, count] of Object.entries(message.served))
+          state.metrics.frontDoorRequests.inc({ model: name, outcome: 'ok' }, count);
         for (const [name, codes] of Object.entries(message.failed)) {
           const stats = state.deployments.get(name)?.stats;
           for (const [code, count] of Object.entries(codes)) {
@@ -189,6 +197,7 @@ export class FrontDoor {
   }
 
   #send(worker: Worker, message: HeadToWorker): void {
-    if (worker.child.connected) worker.child.send(message, (err) => err && this.#options.log.debug({ err: err.message }, 'front-door worker gone'));
+    if (worker.child.connected)
+      worker.child.send(message, (err) => err && this.#options.log.debug({ err: err.message }, 'front-door worker gone'));
   }
 }

@@ -1,6 +1,14 @@
 import { Socket } from 'node:net';
 import { handoffAddon } from '../../runtime/internal.js';
-import type { ActorToHead, Channel, DeploymentLabels, HandoffAddon, HeadToActor, HeadToActorReplies, Logger } from '../../runtime/internal.js';
+import type {
+  ActorToHead,
+  Channel,
+  DeploymentLabels,
+  HandoffAddon,
+  HeadToActor,
+  HeadToActorReplies,
+  Logger,
+} from '../../runtime/internal.js';
 import type { ActorRecord } from '../state/records.js';
 
 type ActorChannel = Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies>;
@@ -118,7 +126,10 @@ export class HandoffDoors {
     try {
       sent = this.#addon.send(best.fd, fd);
     } catch (err) {
-      this.#options.log.warn({ actor: best.actor.name, err: (err as Error).message }, 'handoff socket failed: the workers serve this replica');
+      this.#options.log.warn(
+        { actor: best.actor.name, err: (err as Error).message },
+        'handoff socket failed: the workers serve this replica',
+      );
       this.#remove(best.actor.id, best);
       return false;
     }

@@ -7,7 +7,12 @@ import { ERROR_CODES, LabelsSchema, ModelMetadataSchema } from '../../runtime/in
  * message that does not parse must be dropped with a log line, not crash either process.
  */
 
-export const InferTargetSchema = z.object({ name: z.string(), kind: z.enum(['model', 'fn', 'graph']), metadata: ModelMetadataSchema.nullable(), labels: LabelsSchema.optional() });
+export const InferTargetSchema = z.object({
+  name: z.string(),
+  kind: z.enum(['model', 'fn', 'graph']),
+  metadata: ModelMetadataSchema.nullable(),
+  labels: LabelsSchema.optional(),
+});
 
 export const WorkerSettingsSchema = z.object({
   /** The head's own URL, where the worker's SDK connection goes (routes, graphs, fallbacks). */

@@ -1,4 +1,3 @@
-
 /** How long a worker waits for the head to answer a lookup before it answers the request from what it has. */
 const LOOKUP_TIMEOUT_MS = 5_000;
 
@@ -41,7 +40,11 @@ export class WorkerCatalog {
   }
 
   #find(params: Params): InferTarget {
-    return findTarget(params, (name) => this.#targets.get(name), () => this.#targets.keys());
+    return findTarget(
+      params,
+      (name) => this.#targets.get(name),
+      () => this.#targets.keys(),
+    );
   }
 
   #lookup(name: string): Promise<InferTarget | null | undefined> {
@@ -52,6 +55,6 @@ export class WorkerCatalog {
       this.#ask(id, name);
     });
   }
-}import { findTarget } from '../../runtime/internal.js';
+}
+import { findTarget } from '../../runtime/internal.js';
 import type { InferTarget, Params } from '../../runtime/internal.js';
-

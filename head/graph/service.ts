@@ -1,5 +1,31 @@
-import { GraphDocumentSchema, ModelDeploymentSchema, TroupeError, compileGraph, countSteps, execute, leavesOf, formatIssues, inferSignature, isDynamic } from '../../runtime/internal.js';
-import type { ClientToHead, CompiledGraph, DeploymentView, GraphDeploymentView, GraphDocument, GraphView, LeafInfo, Logger, ModelDeployment, PlanNode, RunTrace, Signature, StepCaller, WireTensorMap } from '../../runtime/internal.js';
+import {
+  GraphDocumentSchema,
+  ModelDeploymentSchema,
+  TroupeError,
+  compileGraph,
+  countSteps,
+  execute,
+  leavesOf,
+  formatIssues,
+  inferSignature,
+  isDynamic,
+} from '../../runtime/internal.js';
+import type {
+  ClientToHead,
+  CompiledGraph,
+  DeploymentView,
+  GraphDeploymentView,
+  GraphDocument,
+  GraphView,
+  LeafInfo,
+  Logger,
+  ModelDeployment,
+  PlanNode,
+  RunTrace,
+  Signature,
+  StepCaller,
+  WireTensorMap,
+} from '../../runtime/internal.js';
 import { runInferenceTimed } from '../calls/inference.js';
 import type { Controller } from '../control/controller.js';
 import type { ClusterState } from '../state/cluster-state.js';
@@ -37,7 +63,10 @@ function byDeadline<T>(work: Promise<T>, deadline: number | undefined, what: str
   if (deadline === undefined) return work;
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `${what}: no answer within the deadline`)), Math.max(0, deadline - Date.now()));
+    timer = setTimeout(
+      () => reject(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `${what}: no answer within the deadline`)),
+      Math.max(0, deadline - Date.now()),
+    );
   });
   return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
@@ -64,8 +93,14 @@ export class GraphService {
     this.#results = new ResultStore(results);
     this.#caller = {
       call: async (deployment, inputs, deadline) => {
-        const r = await runInferenceTimed(state, { deployment, inputs, ...(deadline !== undefined ? { timeoutMs: deadline - Date.now() } : {}) });
-        return r.timing ? { outputs: r.outputs, queueMs: r.headQueueMs + r.timing.queueMs, computeMs: r.timing.computeMs } : { outputs: r.outputs };
+        const r = await runInferenceTimed(state, {
+          deployment,
+          inputs,
+          ...(deadline !== undefined ? { timeoutMs: deadline - Date.now() } : {}),
+        });
+        return r.timing
+          ? { outputs: r.outputs, queueMs: r.headQueueMs + r.timing.queueMs, computeMs: r.timing.computeMs }
+          : { outputs: r.outputs };
       },
       leaf: (name) => this.#leaf(name),
       replicas: (name) => state.deployments.get(name)?.actors.filter((a) => a.state === 'READY').length ?? 0,
@@ -190,7 +225,12 @@ export class GraphService {
 
   #deploymentSpec(node: CompiledGraph['deployments'][number]) {
     const { kind, name, model, fn, ...options } = node as typeof node & { model?: unknown; fn?: unknown };
-    const spec = ModelDeploymentSchema.safeParse({ name, model: kind === 'fn' ? fn : model, ...(kind === 'fn' ? { kind: 'fn' } : {}), ...options });
+    const spec = ModelDeploymentSchema.safeParse({
+      name,
+      model: kind === 'fn' ? fn : model,
+      ...(kind === 'fn' ? { kind: 'fn' } : {}),
+      ...options,
+    });
     if (!spec.success) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${kind} '${name}': ${formatIssues(spec.error.issues)}`);
     return spec.data;
   }
@@ -221,7 +261,10 @@ export class GraphService {
   run(message: RunMessage): Promise<RunAnswer> {
     const deadline = message.timeoutMs !== undefined ? Date.now() + message.timeoutMs : undefined;
     const work = this.#run(message, deadline);
-    this.#results.record(message.id, work.then((a) => a.outputs));
+    this.#results.record(
+      message.id,
+      work.then((a) => a.outputs),
+    );
     return work;
   }
 
@@ -232,7 +275,11 @@ export class GraphService {
     const graph = this.#graphs.get(message.deployment);
     if (!graph) {
       const left = deadline === undefined ? undefined : deadline - Date.now();
-      if (left !== undefined && left <= 0) throw new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deployment '${message.deployment}': the deadline passed while inputs were resolved`);
+      if (left !== undefined && left <= 0)
+        throw new TroupeError(
+          'TROUPE_ERR_DEADLINE_EXCEEDED',
+          `deployment '${message.deployment}': the deadline passed while inputs were resolved`,
+        );
       const started = performance.now();
       const r = await runInferenceTimed(this.#state, {
         deployment: message.deployment,
@@ -244,12 +291,21 @@ export class GraphService {
       if (trace) {
         const wall = performance.now() - started;
         const entry: RunTrace[number] = { step: message.deployment, kind: this.#leaf(message.deployment).kind, startMs: 0, wallMs: wall };
-        if (r.timing) Object.assign(entry, { queueMs: r.headQueueMs + r.timing.queueMs, computeMs: r.timing.computeMs, transferMs: Math.max(0, wall - r.headQueueMs - r.timing.queueMs - r.timing.computeMs) });
+        if (r.timing)
+          Object.assign(entry, {
+            queueMs: r.headQueueMs + r.timing.queueMs,
+            computeMs: r.timing.computeMs,
+            transferMs: Math.max(0, wall - r.headQueueMs - r.timing.queueMs - r.timing.computeMs),
+          });
         trace.push(entry);
       }
       return trace ? { outputs, trace } : { outputs };
     }
-    const all = await byDeadline(execute(graph.plan, inputs, this.#caller, { ...(deadline !== undefined ? { deadline } : {}), ...(trace ? { trace } : {}) }), deadline, `graph '${message.deployment}'`);
+    const all = await byDeadline(
+      execute(graph.plan, inputs, this.#caller, { ...(deadline !== undefined ? { deadline } : {}), ...(trace ? { trace } : {}) }),
+      deadline,
+      `graph '${message.deployment}'`,
+    );
     const outputs = message.outputs ? this.#pick(all, message.outputs, message.deployment) : all;
     return trace ? { outputs, trace } : { outputs };
   }
@@ -259,7 +315,8 @@ export class GraphService {
     const refs = Object.entries(message.refs ?? {});
     if (refs.length === 0) return message.inputs;
     for (const [name] of refs) {
-      if (name in message.inputs) throw new TroupeError('TROUPE_ERR_BAD_INPUT', `input '${name}' is given twice: as a tensor and as a future`);
+      if (name in message.inputs)
+        throw new TroupeError('TROUPE_ERR_BAD_INPUT', `input '${name}' is given twice: as a tensor and as a future`);
     }
     const resolved = await byDeadline(
       Promise.all(refs.map(async ([name, ref]) => [name, await this.#results.resolve(name, ref)] as const)),
@@ -273,7 +330,13 @@ export class GraphService {
     const out: WireTensorMap = {};
     for (const name of names) {
       const t = outputs[name];
-      if (!t) throw new TroupeError('TROUPE_ERR_BAD_INPUT', `unknown output '${name}': graph '${graph}' gives ${Object.keys(outputs).map((n) => `'${n}'`).join(', ')}`);
+      if (!t)
+        throw new TroupeError(
+          'TROUPE_ERR_BAD_INPUT',
+          `unknown output '${name}': graph '${graph}' gives ${Object.keys(outputs)
+            .map((n) => `'${n}'`)
+            .join(', ')}`,
+        );
       out[name] = t;
     }
     return out;

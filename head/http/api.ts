@@ -23,7 +23,11 @@ import { registerTritonRoutes } from './triton-routes.js';
  */
 export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): void {
   app.setNotFoundHandler((request, reply) =>
-    sendError(reply, { status: 404, code: 'TROUPE_ERR_NOT_FOUND', message: `no endpoint ${request.method} ${request.url.split('?')[0]!.slice(0, 200)} (see GET /docs)` }),
+    sendError(reply, {
+      status: 404,
+      code: 'TROUPE_ERR_NOT_FOUND',
+      message: `no endpoint ${request.method} ${request.url.split('?')[0]!.slice(0, 200)} (see GET /docs)`,
+    }),
   );
 
   // One scope for the whole API, so its hooks, error handler and body parsers stay out of the
@@ -43,12 +47,30 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
       registerJobRoutes(scope, ctx);
       ctx.docs.route(
         scope,
-        { method: 'GET', url: '/api/v1/cluster', tag: 'Cluster', auth: 'read', summary: 'Nodes (resources, GPUs), deployments and actors, and graphs', responses: { 200: { description: 'the cluster', schema: ClusterViewSchema } } },
+        {
+          method: 'GET',
+          url: '/api/v1/cluster',
+          tag: 'Cluster',
+          auth: 'read',
+          summary: 'Nodes (resources, GPUs), deployments and actors, and graphs',
+          responses: { 200: { description: 'the cluster', schema: ClusterViewSchema } },
+        },
         // The same view the SDK's describe answers, graphs included.
         async () => ({ ...options.state.view(), graphs: options.graphs.views() }),
       );
       const openapi = async () => ctx.docs.document();
-      ctx.docs.route(scope, { method: 'GET', url: '/docs', tag: 'Docs', auth: 'read', summary: 'This OpenAPI 3.1 description (JSON)', responses: { 200: { description: 'OpenAPI document' } } }, openapi);
+      ctx.docs.route(
+        scope,
+        {
+          method: 'GET',
+          url: '/docs',
+          tag: 'Docs',
+          auth: 'read',
+          summary: 'This OpenAPI 3.1 description (JSON)',
+          responses: { 200: { description: 'OpenAPI document' } },
+        },
+        openapi,
+      );
       scope.get('/docs/openapi.json', { config: { auth: 'read' } }, openapi);
     });
 

@@ -93,6 +93,9 @@ export function parseDocument(body: Buffer, contentType: string | undefined): un
   try {
     return parseYaml(text, { maxAliasCount: 100 }) as unknown;
   } catch (err) {
-    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the body is not valid ${yaml ? 'YAML' : 'JSON or YAML'}: ${firstLine((err as Error).message)}`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `the body is not valid ${yaml ? 'YAML' : 'JSON or YAML'}: ${firstLine((err as Error).message)}`,
+    );
   }
 }

@@ -1,6 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { DeploymentViewSchema, GraphViewSchema, ModelDeploymentSchema, NameSchema, TroupeError, looksLikeGraphDocument } from '../../runtime/internal.js';
+import {
+  DeploymentViewSchema,
+  GraphViewSchema,
+  ModelDeploymentSchema,
+  NameSchema,
+  TroupeError,
+  looksLikeGraphDocument,
+} from '../../runtime/internal.js';
 import type { DeploymentView } from '../../runtime/internal.js';
 import { DEFAULT_DEPLOY_TIMEOUT_S, MAX_DEPLOY_TIMEOUT_S, PendingActorSchema, pendingActors } from '../../runtime/deploy-timeout.js';
 import { formatModelRef, parseModelRef } from '../../runtime/model-ref.js';
@@ -39,7 +46,10 @@ function detail(ctx: ApiContext, d: DeploymentRecord): DeploymentView & { spec: 
 function deploymentName(request: FastifyRequest): string {
   const { name } = request.params as { name: string };
   if (!NameSchema.safeParse(name).success) {
-    throw new TroupeError('TROUPE_ERR_BAD_SPEC', `deployment name '${name.slice(0, 100)}' is not allowed: names are 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_SPEC',
+      `deployment name '${name.slice(0, 100)}' is not allowed: names are 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+    );
   }
   return name;
 }
@@ -52,15 +62,20 @@ function queryFlags(request: FastifyRequest): { wait: boolean; waitMs: number } 
     return value;
   };
   const wait = one('wait') ?? 'true';
-  if (!['true', 'false', '1', '0', ''].includes(wait)) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?wait must be true or false, got '${wait.slice(0, 40)}'`);
+  if (!['true', 'false', '1', '0', ''].includes(wait))
+    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?wait must be true or false, got '${wait.slice(0, 40)}'`);
   // ?timeout is the older name of ?timeoutS, still accepted; both at once would be ambiguous.
   const [timeoutS, alias] = [one('timeoutS'), one('timeout')];
-  if (timeoutS !== undefined && alias !== undefined) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', 'give ?timeoutS or its older name ?timeout, not both');
+  if (timeoutS !== undefined && alias !== undefined)
+    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', 'give ?timeoutS or its older name ?timeout, not both');
   const name = alias !== undefined ? 'timeout' : 'timeoutS';
   const given = timeoutS ?? alias;
   const parsed = given === undefined ? { success: true as const, data: DEFAULT_DEPLOY_TIMEOUT_S } : TimeoutSSchema.safeParse(given);
   if (!parsed.success) {
-    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?${name} must be seconds in (0, ${MAX_DEPLOY_TIMEOUT_S}], got '${String(given).slice(0, 40)}'`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `?${name} must be seconds in (0, ${MAX_DEPLOY_TIMEOUT_S}], got '${String(given).slice(0, 40)}'`,
+    );
   }
   return { wait: wait === 'true' || wait === '1' || wait === '', waitMs: parsed.data * 1000 };
 }
@@ -107,20 +122,31 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
       responses: {
         200: { description: 'READY (it existed)', schema: DeploymentDetailSchema },
         201: { description: 'READY (new)', schema: DeploymentDetailSchema },
-        202: { description: 'accepted, still deploying (with ?wait=false: the deployment; past ?timeoutS: also pending and message)', schema: DeploymentWaitingSchema.partial({ pending: true, message: true }) },
+        202: {
+          description: 'accepted, still deploying (with ?wait=false: the deployment; past ?timeoutS: also pending and message)',
+          schema: DeploymentWaitingSchema.partial({ pending: true, message: true }),
+        },
       },
     },
     async (request, reply) => {
       const name = deploymentName(request);
       const { wait, waitMs } = queryFlags(request);
       const doc = parseDocument(bodyBuffer(request.body), request.headers['content-type']);
-      if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new TroupeError('TROUPE_ERR_BAD_SPEC', 'the body must be an object such as {"model": "mlp.onnx"}');
+      if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+        throw new TroupeError('TROUPE_ERR_BAD_SPEC', 'the body must be an object such as {"model": "mlp.onnx"}');
       const body = doc as Record<string, unknown>;
       // A graph's JSON form (the one the SDK's builders produce) deploys the graph and its models.
       const graph = looksLikeGraphDocument(body);
-      if (graph && body.graph !== name) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the body is graph '${String(body.graph).slice(0, 100)}' but the path names '${name}'`);
+      if (graph && body.graph !== name)
+        throw new TroupeError(
+          'TROUPE_ERR_BAD_SPEC',
+          `the body is graph '${String(body.graph).slice(0, 100)}' but the path names '${name}'`,
+        );
       if (!graph && body.name !== undefined && body.name !== name) {
-        throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the body names deployment '${String(body.name).slice(0, 100)}' but the path names '${name}'`);
+        throw new TroupeError(
+          'TROUPE_ERR_BAD_SPEC',
+          `the body names deployment '${String(body.name).slice(0, 100)}' but the path names '${name}'`,
+        );
       }
       // PUT says what should run: saying it again changes nothing, saying something else replaces it.
       const started = ctx.deployments.deploy({
@@ -140,7 +166,9 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
         } catch (err) {
           if (!(err instanceof DeployTimeoutError)) throw err;
           const pending = err.views.flatMap(pendingActors);
-          return reply.code(202).send({ graph: name, state: 'DEPLOYING', deployments: err.views, pending, message: err.message, ...replaced });
+          return reply
+            .code(202)
+            .send({ graph: name, state: 'DEPLOYING', deployments: err.views, pending, message: err.message, ...replaced });
         }
       }
       const current = () => {
@@ -149,7 +177,9 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
         return { ...detail(ctx, d), ...replaced };
       };
       if (!wait) {
-        started.ready.catch((err: unknown) => log.info({ deployment: name, err: (err as Error).message }, 'deployment did not become READY'));
+        started.ready.catch((err: unknown) =>
+          log.info({ deployment: name, err: (err as Error).message }, 'deployment did not become READY'),
+        );
         return reply.code(202).send(current());
       }
       try {
@@ -166,7 +196,14 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
 
   docs.route(
     app,
-    { method: 'GET', url: '/api/v1/deployments', tag, auth: 'read', summary: 'Every deployment, down to each actor', responses: { 200: { description: 'deployments', schema: z.object({ deployments: z.array(DeploymentDetailSchema) }) } } },
+    {
+      method: 'GET',
+      url: '/api/v1/deployments',
+      tag,
+      auth: 'read',
+      summary: 'Every deployment, down to each actor',
+      responses: { 200: { description: 'deployments', schema: z.object({ deployments: z.array(DeploymentDetailSchema) }) } },
+    },
     async () => ({ deployments: [...state.deployments.values()].map((d) => detail(ctx, d)) }),
   );
 
@@ -177,7 +214,8 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
       url: '/api/v1/deployments/:name',
       tag,
       auth: 'read',
-      summary: 'One deployment: state, spec and each actor (state, reason, node, device, pid, restarts); or one graph: its kind, steps, inferred inputs and outputs, and the deployments it calls',
+      summary:
+        'One deployment: state, spec and each actor (state, reason, node, device, pid, restarts); or one graph: its kind, steps, inferred inputs and outputs, and the deployments it calls',
       responses: { 200: { description: 'the deployment, or the graph', schema: z.union([DeploymentDetailSchema, GraphViewSchema]) } },
     },
     async (request) => {
@@ -203,7 +241,12 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
         'A deployment that a deployed graph calls is refused with 409 TROUPE_ERR_DEPLOYMENT_IN_USE naming the graphs; ' +
         '?force=true deletes it anyway (the graphs then fail until it is deployed again).',
       query: { force: 'true: delete a deployment even while graphs call it (default false)' },
-      responses: { 200: { description: 'removed', schema: z.object({ name: z.string(), kind: z.enum(['graph', 'deployment']), deleted: z.literal(true) }) } },
+      responses: {
+        200: {
+          description: 'removed',
+          schema: z.object({ name: z.string(), kind: z.enum(['graph', 'deployment']), deleted: z.literal(true) }),
+        },
+      },
     },
     async (request) => {
       const name = deploymentName(request);
@@ -218,6 +261,7 @@ function forceFlag(request: FastifyRequest): boolean {
   const value = (request.query as Record<string, string | string[] | undefined>).force;
   if (Array.isArray(value)) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?force is given ${value.length} times`);
   if (value === undefined) return false;
-  if (!['true', 'false', '1', '0', ''].includes(value)) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?force must be true or false, got '${value.slice(0, 40)}'`);
+  if (!['true', 'false', '1', '0', ''].includes(value))
+    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `?force must be true or false, got '${value.slice(0, 40)}'`);
   return value === 'true' || value === '1' || value === '';
 }

@@ -9,5 +9,6 @@ export function sendError(reply: FastifyReply, error: HttpError): FastifyReply {
 
 /** The fastify error handler for the API: JSON errors, and a log line for the unexpected ones. */
 export function errorHandler(log: Logger, bodyLimit: number) {
-  return (err: unknown, request: { method: string; url: string }, reply: FastifyReply): FastifyReply => sendError(reply, requestFailed(log, err, request, bodyLimit));
+  return (err: unknown, request: { method: string; url: string }, reply: FastifyReply): FastifyReply =>
+    sendError(reply, requestFailed(log, err, request, bodyLimit));
 }

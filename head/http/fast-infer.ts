@@ -1,4 +1,13 @@
-import { alignmentPad, answerInference, bodyTooLarge, errorAnswer, headerLengthOf, inferRoute, refusal, requestFailed } from '../../runtime/internal.js';
+import {
+  alignmentPad,
+  answerInference,
+  bodyTooLarge,
+  errorAnswer,
+  headerLengthOf,
+  inferRoute,
+  refusal,
+  requestFailed,
+} from '../../runtime/internal.js';
 import type { HttpAnswer, InferBody, InferExchangeOptions } from '../../runtime/internal.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sharedBufferPool } from '../../runtime/internal.js';
@@ -57,7 +66,7 @@ export function fastInference(options: InferExchangeOptions): (req: IncomingMess
       return true;
     }
     res.once('close', options.gate.enter());
-    readBody(req, options.maxBodyBytes, headerLengthOf(req.headers))
+    void readBody(req, options.maxBodyBytes, headerLengthOf(req.headers))
       .then(
         (body) => answerInference(options, route, { url: req.url!, headers: req.headers }, body),
         (err: unknown) => errorAnswer(requestFailed(options.log, err, req, options.maxBodyBytes)),

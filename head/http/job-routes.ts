@@ -1,4 +1,13 @@
-import { HEADER_LENGTH, InferRequestSchema, classCounts, classifyOutputs, decodeInferRequest, encodeInferResponse, parseJson, splitInferBody } from '../../runtime/internal.js';
+import {
+  HEADER_LENGTH,
+  InferRequestSchema,
+  classCounts,
+  classifyOutputs,
+  decodeInferRequest,
+  encodeInferResponse,
+  parseJson,
+  splitInferBody,
+} from '../../runtime/internal.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TroupeError, checkWire, isDynamic, newId, validateInputs } from '../../runtime/internal.js';
@@ -24,7 +33,10 @@ const JobViewSchema = z.object({
   started: z.string().nullable(),
   finished: z.string().nullable(),
   error: JobErrorSchema.optional().describe('when FAILED: {code, message}'),
-  result: z.record(z.string(), z.unknown()).optional().describe('when SUCCEEDED: the OIP inference response ({model_name, model_version, id?, outputs})'),
+  result: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('when SUCCEEDED: the OIP inference response ({model_name, model_version, id?, outputs})'),
 });
 
 /** Names of the outputs, in the order the deployment or graph declares them (undeclared ones last). */
@@ -55,18 +67,25 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the job request'));
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the job request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`);
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_REQUEST',
+        `the job request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`,
+      );
     }
     const body = parsed.data;
     if (body.parameters?.binary_data_output === true || body.outputs?.some((o) => o.parameters?.binary_data === true)) {
-      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', 'a job keeps its result as JSON: binary_data_output and binary_data outputs are not supported (binary inputs are)');
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_REQUEST',
+        'a job keeps its result as JSON: binary_data_output and binary_data outputs are not supported (binary inputs are)',
+      );
     }
     const decoded = decodeInferRequest(body, binary);
     const counts = classCounts(body);
     // A model's inputs are checked now, so a bad job is a 400 here rather than a FAILED job later.
     if (d && !graphs.has(name)) {
       for (const [input, t] of Object.entries(decoded.inputs)) checkWire(t, `input '${input}'`);
-      if (d.metadata && !isDynamic({ kind: d.spec.kind ?? 'model', metadata: d.metadata })) validateInputs(name, d.metadata, decoded.inputs, decoded.outputs);
+      if (d.metadata && !isDynamic({ kind: d.spec.kind ?? 'model', metadata: d.metadata }))
+        validateInputs(name, d.metadata, decoded.inputs, decoded.outputs);
     }
     const view = jobs.submit(name, async () => {
       // Through the graph service, as the SDK's runs: graphs and single deployments alike.
@@ -109,7 +128,8 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       tag,
       auth: 'inference',
       summary: "A job's state and, once SUCCEEDED, its result (the OIP inference response)",
-      description: 'Finished jobs are kept for --job-ttl-s seconds, and at most --max-jobs of them holding --max-job-mib of results; then 404.',
+      description:
+        'Finished jobs are kept for --job-ttl-s seconds, and at most --max-jobs of them holding --max-job-mib of results; then 404.',
       responses: { 200: { description: 'the job', schema: JobViewSchema } },
     },
     async (request, reply) => {
@@ -125,7 +145,8 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       url: '/api/v1/jobs/:id',
       tag,
       auth: 'inference',
-      summary: 'Cancel a job (a queued one never runs; a running one finishes its current calls and its outcome is dropped), or delete a finished one',
+      summary:
+        'Cancel a job (a queued one never runs; a running one finishes its current calls and its outcome is dropped), or delete a finished one',
       responses: { 200: { description: 'the job after the cancel', schema: JobViewSchema } },
     },
     async (request) => jobs.cancel((request.params as { id: string }).id),

@@ -26,7 +26,13 @@ export interface JobOptions {
   maxPending: number;
 }
 
-export const DEFAULT_JOB_OPTIONS: JobOptions = { ttlMs: 3_600_000, maxJobs: 1000, maxBytes: 256 * 2 ** 20, concurrency: 32, maxPending: 1024 };
+export const DEFAULT_JOB_OPTIONS: JobOptions = {
+  ttlMs: 3_600_000,
+  maxJobs: 1000,
+  maxBytes: 256 * 2 ** 20,
+  concurrency: 32,
+  maxPending: 1024,
+};
 
 /** A job as callers see it; `result` (the OIP response) is spliced in as JSON text, see {@link jobJson}. */
 export interface JobView {
@@ -92,7 +98,18 @@ export class JobStore {
     if (this.#pending >= this.#options.maxPending) {
       throw new TroupeError('TROUPE_ERR_OVERLOADED', `${this.#pending} jobs are queued or running (the most this head takes); retry later`);
     }
-    const job: Job = { id: newId(), deployment, state: 'QUEUED', created: this.#now(), started: null, finished: null, work, result: null, error: null, bytes: 0 };
+    const job: Job = {
+      id: newId(),
+      deployment,
+      state: 'QUEUED',
+      created: this.#now(),
+      started: null,
+      finished: null,
+      work,
+      result: null,
+      error: null,
+      bytes: 0,
+    };
     this.#jobs.set(job.id, job);
     this.#pending++;
     this.#queue.push(job);
@@ -132,7 +149,10 @@ export class JobStore {
   #find(id: string): Job {
     const job = this.#jobs.get(id);
     if (!job) {
-      throw new TroupeError('TROUPE_ERR_UNKNOWN_JOB', `no job '${id.slice(0, 64)}': never created, or dropped ${Math.round(this.#options.ttlMs / 1000)} s after it finished or to make room for newer ones`);
+      throw new TroupeError(
+        'TROUPE_ERR_UNKNOWN_JOB',
+        `no job '${id.slice(0, 64)}': never created, or dropped ${Math.round(this.#options.ttlMs / 1000)} s after it finished or to make room for newer ones`,
+      );
     }
     return job;
   }
@@ -177,7 +197,10 @@ export class JobStore {
     const bytes = result === null ? 0 : Buffer.byteLength(result);
     if (bytes > this.#options.maxBytes) {
       job.state = 'FAILED';
-      job.error = { code: 'TROUPE_ERR_RESULT_TOO_LARGE', message: `the result is ${bytes} bytes; this head keeps at most ${this.#options.maxBytes} bytes of job results (--max-job-mib)` };
+      job.error = {
+        code: 'TROUPE_ERR_RESULT_TOO_LARGE',
+        message: `the result is ${bytes} bytes; this head keeps at most ${this.#options.maxBytes} bytes of job results (--max-job-mib)`,
+      };
     } else if (error) {
       job.state = 'FAILED';
       job.error = error;

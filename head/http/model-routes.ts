@@ -24,15 +24,22 @@ export function registerModelRoutes(app: FastifyInstance, ctx: ApiContext): void
       tag,
       auth: 'write',
       summary: 'Upload an .onnx model (streamed, checked by parsing it as ONNX, stored by sha256)',
-      description: 'Deploy it afterwards with PUT /api/v1/deployments/{deployment} and {"model": "<name>"}. 201 when the name is new, 200 when it replaced a model.',
+      description:
+        'Deploy it afterwards with PUT /api/v1/deployments/{deployment} and {"model": "<name>"}. 201 when the name is new, 200 when it replaced a model.',
       body: { contentTypes: ['application/octet-stream'], description: 'the bytes of the .onnx file' },
-      responses: { 200: { description: 'replaced', schema: ModelRecordSchema }, 201: { description: 'created', schema: ModelRecordSchema } },
+      responses: {
+        200: { description: 'replaced', schema: ModelRecordSchema },
+        201: { description: 'created', schema: ModelRecordSchema },
+      },
     },
     async (request, reply) => {
       const name = nameOf(request);
       const declared = Number(request.headers['content-length'] ?? Number.NaN);
       if (declared > ctx.maxModelBytes) {
-        throw new TroupeError('TROUPE_ERR_BODY_TOO_LARGE', `model '${name}' is ${declared} bytes; this head accepts up to ${ctx.maxModelBytes} (see --max-model-mib)`);
+        throw new TroupeError(
+          'TROUPE_ERR_BODY_TOO_LARGE',
+          `model '${name}' is ${declared} bytes; this head accepts up to ${ctx.maxModelBytes} (see --max-model-mib)`,
+        );
       }
       const source = bodyStream(request.body);
       if (!source) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the body is empty: send the bytes of an .onnx file as model '${name}'`);
@@ -43,13 +50,27 @@ export function registerModelRoutes(app: FastifyInstance, ctx: ApiContext): void
 
   docs.route(
     app,
-    { method: 'GET', url: '/api/v1/models', tag, auth: 'read', summary: 'Uploaded models', responses: { 200: { description: 'models', schema: z.object({ models: z.array(ModelRecordSchema) }) } } },
+    {
+      method: 'GET',
+      url: '/api/v1/models',
+      tag,
+      auth: 'read',
+      summary: 'Uploaded models',
+      responses: { 200: { description: 'models', schema: z.object({ models: z.array(ModelRecordSchema) }) } },
+    },
     async () => ({ models: store.list() }),
   );
 
   docs.route(
     app,
-    { method: 'GET', url: '/api/v1/models/:name', tag, auth: 'read', summary: 'One uploaded model: sha256, size, inputs and outputs', responses: { 200: { description: 'the model', schema: ModelRecordSchema } } },
+    {
+      method: 'GET',
+      url: '/api/v1/models/:name',
+      tag,
+      auth: 'read',
+      summary: 'One uploaded model: sha256, size, inputs and outputs',
+      responses: { 200: { description: 'the model', schema: ModelRecordSchema } },
+    },
     async (request) => {
       const name = nameOf(request);
       const record = store.get(name);
@@ -66,7 +87,8 @@ export function registerModelRoutes(app: FastifyInstance, ctx: ApiContext): void
       tag,
       auth: 'write',
       summary: 'Delete an uploaded model; its bytes go once no other model name and no deployment uses them',
-      description: '409 TROUPE_ERR_MODEL_IN_USE, naming them, while a deployment was deployed from this name: delete or redeploy those first.',
+      description:
+        '409 TROUPE_ERR_MODEL_IN_USE, naming them, while a deployment was deployed from this name: delete or redeploy those first.',
       responses: { 200: { description: 'deleted', schema: z.object({ name: z.string(), sha256: z.string(), deleted: z.literal(true) }) } },
     },
     async (request) => {
@@ -87,7 +109,8 @@ export function registerModelRoutes(app: FastifyInstance, ctx: ApiContext): void
     },
     async (request, reply) => {
       const { sha256 } = request.params as { sha256: string };
-      if (!SHA256_HEX.test(sha256)) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `'${sha256.slice(0, 80)}' is not a sha256 (64 lowercase hex digits)`);
+      if (!SHA256_HEX.test(sha256))
+        throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `'${sha256.slice(0, 80)}' is not a sha256 (64 lowercase hex digits)`);
       const blob = await store.blob(sha256);
       if (!blob) throw new TroupeError('TROUPE_ERR_UNKNOWN_MODEL', `no uploaded model has sha256 ${sha256}`);
       return reply.type('application/octet-stream').header('content-length', String(blob.bytes)).send(createReadStream(blob.path));

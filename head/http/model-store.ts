@@ -58,7 +58,11 @@ export function checkModelName(name: string): string {
   if (NameSchema.safeParse(name).success) return name;
   const escapes = name.includes('/') || name.includes('\\') || name.includes('..') || name.startsWith('.');
   const rule = 'names are 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit';
-  if (escapes) throw new TroupeError('TROUPE_ERR_MODEL_PATH', `model name '${name.slice(0, 100)}' is not allowed: it could escape the model store (${rule})`);
+  if (escapes)
+    throw new TroupeError(
+      'TROUPE_ERR_MODEL_PATH',
+      `model name '${name.slice(0, 100)}' is not allowed: it could escape the model store (${rule})`,
+    );
   throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `model name '${name.slice(0, 100)}' is not allowed: ${rule}`);
 }
 
@@ -123,7 +127,12 @@ export class ModelStore {
       transform(chunk: Buffer, _encoding, done) {
         bytes += chunk.length;
         if (bytes > limit) {
-          done(new TroupeError('TROUPE_ERR_BODY_TOO_LARGE', `model '${name}' is larger than this head accepts (${Math.round(limit / 2 ** 20)} MiB; see --max-model-mib)`));
+          done(
+            new TroupeError(
+              'TROUPE_ERR_BODY_TOO_LARGE',
+              `model '${name}' is larger than this head accepts (${Math.round(limit / 2 ** 20)} MiB; see --max-model-mib)`,
+            ),
+          );
           return;
         }
         hash.update(chunk);
@@ -132,7 +141,8 @@ export class ModelStore {
     });
     try {
       await pipeline(source, meter, createWriteStream(tmp, { mode: 0o600 }));
-      if (bytes === 0) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the body is empty: send the bytes of an .onnx file as model '${name}'`);
+      if (bytes === 0)
+        throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the body is empty: send the bytes of an .onnx file as model '${name}'`);
       const sha256 = hash.digest('hex');
       const summary = inspectOnnx(await readFile(tmp), `model '${name}'`);
       const blob = join(this.#root, 'blobs', `${sha256}.onnx`);
@@ -156,7 +166,10 @@ export class ModelStore {
 
   /** Deployments that use model `name` (deployed from that name, whatever bytes it has now). */
   usersOf(name: string): string[] {
-    return [...this.#deployed()].filter((d) => parseModelRef(d.model)?.name === name).map((d) => d.deployment).sort();
+    return [...this.#deployed()]
+      .filter((d) => parseModelRef(d.model)?.name === name)
+      .map((d) => d.deployment)
+      .sort();
   }
 
   /**
@@ -168,7 +181,10 @@ export class ModelStore {
     if (!record) throw new TroupeError('TROUPE_ERR_UNKNOWN_MODEL', `no uploaded model named '${name}'`);
     const users = this.usersOf(name);
     if (users.length > 0) {
-      throw new TroupeError('TROUPE_ERR_MODEL_IN_USE', `model '${name}' is used by deployment(s) ${users.map((u) => `'${u}'`).join(', ')}; delete or redeploy them first`);
+      throw new TroupeError(
+        'TROUPE_ERR_MODEL_IN_USE',
+        `model '${name}' is used by deployment(s) ${users.map((u) => `'${u}'`).join(', ')}; delete or redeploy them first`,
+      );
     }
     await this.#alone(async () => {
       this.#index.delete(name);

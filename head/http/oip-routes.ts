@@ -1,4 +1,14 @@
-import { HEADER_LENGTH, InferRequestSchema, MODEL_VERSION, datatypeOfDtype, decodeBody, encodeBody, inferResponse, oipShape, responseCodingFor } from '../../runtime/internal.js';
+import {
+  HEADER_LENGTH,
+  InferRequestSchema,
+  MODEL_VERSION,
+  datatypeOfDtype,
+  decodeBody,
+  encodeBody,
+  inferResponse,
+  oipShape,
+  responseCodingFor,
+} from '../../runtime/internal.js';
 import type { Params } from '../../runtime/internal.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -52,8 +62,17 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const tag = 'Open Inference Protocol (v2)';
   const backend = stateBackend(state, ctx.graphs);
 
-  docs.route(app, { method: 'GET', url: '/v2/health/live', tag, auth: 'read', summary: 'Server live', responses: { 200: { description: 'live (no body)' } } }, async (_req, reply) =>
-    reply.code(200).send(),
+  docs.route(
+    app,
+    {
+      method: 'GET',
+      url: '/v2/health/live',
+      tag,
+      auth: 'read',
+      summary: 'Server live',
+      responses: { 200: { description: 'live (no body)' } },
+    },
+    async (_req, reply) => reply.code(200).send(),
   );
 
   docs.route(
@@ -75,11 +94,22 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
   );
 
-  docs.route(app, { method: 'GET', url: '/v2', tag, auth: 'read', summary: 'Server metadata', responses: { 200: { description: 'server metadata', schema: ServerMetadataSchema } } }, async () => ({
-    name: 'troupe',
-    version: TROUPE_VERSION,
-    extensions: EXTENSIONS,
-  }));
+  docs.route(
+    app,
+    {
+      method: 'GET',
+      url: '/v2',
+      tag,
+      auth: 'read',
+      summary: 'Server metadata',
+      responses: { 200: { description: 'server metadata', schema: ServerMetadataSchema } },
+    },
+    async () => ({
+      name: 'troupe',
+      version: TROUPE_VERSION,
+      extensions: EXTENSIONS,
+    }),
+  );
 
   // A graph is a model here too, as Triton's ensembles are: platform "ensemble", its inputs and
   // outputs inferred from its nodes' signatures.
@@ -112,16 +142,41 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
     if (response.headerLength !== undefined) reply.header('inference-header-content-length', String(response.headerLength));
     const coding = responseCodingFor(response.body, request.headers['accept-encoding']);
     if (coding) reply.header('content-encoding', coding);
-    return reply.code(200).type(response.contentType).send(coding ? await encodeBody(response.body, coding) : response.body);
+    return reply
+      .code(200)
+      .type(response.contentType)
+      .send(coding ? await encodeBody(response.body, coding) : response.body);
   };
 
   for (const prefix of ['/v2/models/:name', '/v2/models/:name/versions/:version']) {
     const versioned = prefix.includes(':version');
     const suffix = versioned ? ' (the one version is "1")' : '';
-    docs.route(app, { method: 'GET', url: prefix, tag, auth: 'read', summary: `Model metadata${suffix}`, responses: { 200: { description: 'model metadata', schema: ModelMetadataSchema } } }, metadata);
     docs.route(
       app,
-      { method: 'GET', url: `${prefix}/ready`, tag, auth: 'read', summary: `Model ready${suffix}`, responses: { 200: { description: 'ready (no body)' }, 400: { description: 'not ready (no body)' }, 404: { description: 'unknown model (no body)' } } },
+      {
+        method: 'GET',
+        url: prefix,
+        tag,
+        auth: 'read',
+        summary: `Model metadata${suffix}`,
+        responses: { 200: { description: 'model metadata', schema: ModelMetadataSchema } },
+      },
+      metadata,
+    );
+    docs.route(
+      app,
+      {
+        method: 'GET',
+        url: `${prefix}/ready`,
+        tag,
+        auth: 'read',
+        summary: `Model ready${suffix}`,
+        responses: {
+          200: { description: 'ready (no body)' },
+          400: { description: 'not ready (no body)' },
+          404: { description: 'unknown model (no body)' },
+        },
+      },
       ready,
     );
     docs.route(
@@ -137,7 +192,7 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
           'Inference-Header-Content-Length bytes, each input with parameters.binary_data_size is read from the bytes after it in order. ' +
           'Outputs come back binary when their parameters.binary_data (or the request parameter binary_data_output) is true; the response is then ' +
           'application/octet-stream with its own Inference-Header-Content-Length. parameters.timeout (microseconds) sets a deadline (504). ' +
-          'Inference-Header-Content-Length: 0 is a raw binary request: the whole body is the one input\'s bytes (shape from the model, its variable dimension ' +
+          "Inference-Header-Content-Length: 0 is a raw binary request: the whole body is the one input's bytes (shape from the model, its variable dimension " +
           'from the byte length), and every output comes back binary. Content-Encoding gzip or deflate bodies are decoded (the limit applies to the decoded bytes), ' +
           'any other coding is refused (415); Accept-Encoding gzip or deflate compresses a response of 1 KiB or more. An output with parameters.classification k comes back as ' +
           'BYTES [batch, k] "score:index[:label]" strings (Triton\'s classification extension).',

@@ -50,7 +50,9 @@ function num(value: Int64): number {
 function tensorInfo(v: OnnxTypes.IValueInfoProto): TensorInfo {
   const t = v.type?.tensorType;
   if (!t) return { name: v.name ?? '', dtype: 'non-tensor', shape: [] };
-  const shape = (t.shape?.dim ?? []).map((d, i): number | string => (d.dimParam ? d.dimParam : d.dimValue !== null && d.dimValue !== undefined ? num(d.dimValue) : `d${i}`));
+  const shape = (t.shape?.dim ?? []).map((d, i): number | string =>
+    d.dimParam ? d.dimParam : d.dimValue !== null && d.dimValue !== undefined ? num(d.dimValue) : `d${i}`,
+  );
   return { name: v.name ?? '', dtype: ELEM_TYPES[t.elemType ?? 0] ?? `onnx-type-${t.elemType ?? 0}`, shape };
 }
 
@@ -59,10 +61,14 @@ export function inspectOnnx(bytes: Uint8Array, label: string): OnnxSummary {
   try {
     model = onnx.ModelProto.decode(bytes);
   } catch (err) {
-    throw new TroupeError('TROUPE_ERR_BAD_MODEL_FILE', `${label} is not an ONNX model: the protobuf does not parse (${(err as Error).message})`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_MODEL_FILE',
+      `${label} is not an ONNX model: the protobuf does not parse (${(err as Error).message})`,
+    );
   }
   const graph = model.graph;
-  if (num(model.irVersion) <= 0 || !graph) throw new TroupeError('TROUPE_ERR_BAD_MODEL_FILE', `${label} is not an ONNX model: it has no ir_version or no graph`);
+  if (num(model.irVersion) <= 0 || !graph)
+    throw new TroupeError('TROUPE_ERR_BAD_MODEL_FILE', `${label} is not an ONNX model: it has no ir_version or no graph`);
   if ((graph.output ?? []).length === 0) throw new TroupeError('TROUPE_ERR_BAD_MODEL_FILE', `${label}: the ONNX graph declares no outputs`);
   // Before IR version 4 initializers were listed as inputs too; callers never feed those.
   const initializers = new Set((graph.initializer ?? []).map((i) => i.name));

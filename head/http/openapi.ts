@@ -58,12 +58,21 @@ export class ApiDocs {
       const path = r.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
       const parameters = [
         ...[...r.url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
-        ...Object.entries(r.query ?? {}).map(([name, description]) => ({ name, in: 'query', required: false, description, schema: { type: 'string' } })),
+        ...Object.entries(r.query ?? {}).map(([name, description]) => ({
+          name,
+          in: 'query',
+          required: false,
+          description,
+          schema: { type: 'string' },
+        })),
       ];
       const responses: Record<string, unknown> = {};
       for (const [status, res] of Object.entries(r.responses)) {
         const type = res.contentType ?? 'application/json';
-        responses[status] = { description: res.description, ...(res.schema ? { content: { [type]: { schema: jsonSchema(res.schema, 'output') } } } : {}) };
+        responses[status] = {
+          description: res.description,
+          ...(res.schema ? { content: { [type]: { schema: jsonSchema(res.schema, 'output') } } } : {}),
+        };
       }
       responses.default = { description: 'An error', content: { 'application/json': { schema: jsonSchema(ErrorBodySchema, 'output') } } };
       const body = r.body
@@ -71,7 +80,9 @@ export class ApiDocs {
             requestBody: {
               required: true,
               ...(r.body.description ? { description: r.body.description } : {}),
-              content: Object.fromEntries(r.body.contentTypes.map((t) => [t, r.body?.schema ? { schema: jsonSchema(r.body.schema, 'input') } : {}])),
+              content: Object.fromEntries(
+                r.body.contentTypes.map((t) => [t, r.body?.schema ? { schema: jsonSchema(r.body.schema, 'input') } : {}]),
+              ),
             },
           }
         : {};
@@ -92,7 +103,7 @@ export class ApiDocs {
         version: TROUPE_VERSION,
         description:
           'Deploy ONNX models and call them with the Open Inference Protocol (KServe v2, with the binary tensor data extension). ' +
-          "Errors are {\"error\": message, \"code\": \"TROUPE_ERR_*\"}. With a cluster token, 'write' endpoints need it always and inference needs it when the head listens beyond loopback.",
+          'Errors are {"error": message, "code": "TROUPE_ERR_*"}. With a cluster token, \'write\' endpoints need it always and inference needs it when the head listens beyond loopback.',
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       paths,

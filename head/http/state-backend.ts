@@ -34,7 +34,11 @@ export function allTargets(state: ClusterState, graphs: GraphService): InferTarg
 
 /** The deployment or graph a URL names, or TROUPE_ERR_UNKNOWN_DEPLOYMENT (404) naming what is deployed. */
 export function targetFor(state: ClusterState, graphs: GraphService, params: Params): InferTarget {
-  return findTarget(params, (name) => lookupTarget(state, graphs, name), () => [...state.deployments.keys(), ...graphs.views().map((g) => g.name)]);
+  return findTarget(
+    params,
+    (name) => lookupTarget(state, graphs, name),
+    () => [...state.deployments.keys(), ...graphs.views().map((g) => g.name)],
+  );
 }
 
 /**

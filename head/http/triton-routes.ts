@@ -143,7 +143,9 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       responses: { 200: { description: 'statistics', schema: StatsResponseSchema } },
     },
     async () => ({
-      model_stats: [...state.deployments.values()].sort((a, b) => a.spec.name.localeCompare(b.spec.name)).map((d) => d.stats.triton(d.spec.name)),
+      model_stats: [...state.deployments.values()]
+        .sort((a, b) => a.spec.name.localeCompare(b.spec.name))
+        .map((d) => d.stats.triton(d.spec.name)),
     }),
   );
 

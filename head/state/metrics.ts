@@ -38,18 +38,55 @@ export class HeadMetrics {
     // prom-client's totals of active handles, requests and resources are gauges named `_total`,
     // which promtool rejects; the same numbers are the sum of the series by type it keeps.
     for (const name of DEFAULT_GAUGES_NAMED_TOTAL) this.registry.removeSingleMetric(`troupe_head_${name}`);
-    this.#request = new Histogram({ name: 'troupe_request_duration_seconds', help: 'Inference request time seen by the head, from arrival to answer.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
-    this.#queue = new Histogram({ name: 'troupe_queue_duration_seconds', help: 'Time a request waited for a run: in the head queue plus in the actor queue.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
-    this.#compute = new Histogram({ name: 'troupe_compute_duration_seconds', help: 'Duration of the model run (session.run) that served the request.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
-    this.#batch = new Histogram({ name: 'troupe_request_batch_size', help: 'Calls in the batch each request was run in.', labelNames: ['model'], buckets: BATCH_BUCKETS, registers });
+    this.#request = new Histogram({
+      name: 'troupe_request_duration_seconds',
+      help: 'Inference request time seen by the head, from arrival to answer.',
+      labelNames: ['model'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.#queue = new Histogram({
+      name: 'troupe_queue_duration_seconds',
+      help: 'Time a request waited for a run: in the head queue plus in the actor queue.',
+      labelNames: ['model'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.#compute = new Histogram({
+      name: 'troupe_compute_duration_seconds',
+      help: 'Duration of the model run (session.run) that served the request.',
+      labelNames: ['model'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.#batch = new Histogram({
+      name: 'troupe_request_batch_size',
+      help: 'Calls in the batch each request was run in.',
+      labelNames: ['model'],
+      buckets: BATCH_BUCKETS,
+      registers,
+    });
 
-    this.handoffs = new Counter({ name: 'troupe_http_handoffs_total', help: 'Client connections the head handed to a replica on its host, which served their inference requests itself (--http-handoff).', labelNames: ['model', 'actor'], registers });
-    this.frontDoorRequests = new Counter({ name: 'troupe_front_door_requests_total', help: "Inference requests answered by the head's front-door worker processes, by outcome (ok or the error code).", labelNames: ['model', 'outcome'], registers });
+    this.handoffs = new Counter({
+      name: 'troupe_http_handoffs_total',
+      help: 'Client connections the head handed to a replica on its host, which served their inference requests itself (--http-handoff).',
+      labelNames: ['model', 'actor'],
+      registers,
+    });
+    this.frontDoorRequests = new Counter({
+      name: 'troupe_front_door_requests_total',
+      help: "Inference requests answered by the head's front-door worker processes, by outcome (ok or the error code).",
+      labelNames: ['model', 'outcome'],
+      registers,
+    });
 
     const deployments = () => [...state.deployments.values()];
     headLoopDelay(); // start measuring now, not at the first scrape
     new Gauge({
-      name: 'troupe_head_event_loop_delay_seconds', help: "How late the head's event loop ran, over the last 10 s window: p50, p99 and max.", labelNames: ['stat'], registers,
+      name: 'troupe_head_event_loop_delay_seconds',
+      help: "How late the head's event loop ran, over the last 10 s window: p50, p99 and max.",
+      labelNames: ['stat'],
+      registers,
       collect() {
         const d = headLoopDelay();
         this.set({ stat: 'p50' }, d.p50Ms / 1000);
@@ -58,76 +95,141 @@ export class HeadMetrics {
       },
     });
     new Counter({
-      name: 'troupe_inference_request_success_total', help: 'Successful inference requests (each counts once, whatever its rows).', labelNames: ['model'], registers,
-      collect() { this.reset(); for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.ok); },
+      name: 'troupe_inference_request_success_total',
+      help: 'Successful inference requests (each counts once, whatever its rows).',
+      labelNames: ['model'],
+      registers,
+      collect() {
+        this.reset();
+        for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.ok);
+      },
     });
     new Counter({
-      name: 'troupe_inference_count_total', help: "Inferences run, in rows as Triton's nv_inference_count counts them: a request of 64 rows to a batching deployment counts 64, a request to one that does not batch counts 1.", labelNames: ['model'], registers,
-      collect() { this.reset(); for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.rows); },
+      name: 'troupe_inference_count_total',
+      help: "Inferences run, in rows as Triton's nv_inference_count counts them: a request of 64 rows to a batching deployment counts 64, a request to one that does not batch counts 1.",
+      labelNames: ['model'],
+      registers,
+      collect() {
+        this.reset();
+        for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.rows);
+      },
     });
     new Counter({
-      name: 'troupe_inference_exec_count_total', help: 'Model executions (batches) run by the actors.', labelNames: ['model'], registers,
-      collect() { this.reset(); for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.execCount); },
+      name: 'troupe_inference_exec_count_total',
+      help: 'Model executions (batches) run by the actors.',
+      labelNames: ['model'],
+      registers,
+      collect() {
+        this.reset();
+        for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.execCount);
+      },
     });
     new Counter({
-      name: 'troupe_inference_request_failure_total', help: 'Failed inference requests by error code.', labelNames: ['model', 'code'], registers,
+      name: 'troupe_inference_request_failure_total',
+      help: 'Failed inference requests by error code.',
+      labelNames: ['model', 'code'],
+      registers,
       collect() {
         this.reset();
         for (const d of deployments()) for (const [code, n] of d.stats.failed) this.inc({ model: d.spec.name, code }, n);
       },
     });
     new Gauge({
-      name: 'troupe_queue_length', help: 'Requests waiting in the head for a replica with room.', labelNames: ['model'], registers,
-      collect() { this.reset(); for (const d of deployments()) this.set({ model: d.spec.name }, d.dispatcher.queued); },
+      name: 'troupe_queue_length',
+      help: 'Requests waiting in the head for a replica with room.',
+      labelNames: ['model'],
+      registers,
+      collect() {
+        this.reset();
+        for (const d of deployments()) this.set({ model: d.spec.name }, d.dispatcher.queued);
+      },
     });
     new Gauge({
-      name: 'troupe_actors', help: 'Actors by deployment and state.', labelNames: ['model', 'state'], registers,
+      name: 'troupe_actors',
+      help: 'Actors by deployment and state.',
+      labelNames: ['model', 'state'],
+      registers,
       collect() {
         this.reset();
         for (const d of deployments()) for (const a of d.actors) this.inc({ model: d.spec.name, state: a.state });
       },
     });
     new Counter({
-      name: 'troupe_actor_restarts_total', help: 'Restarts of each actor since it was created.', labelNames: ['model', 'actor'], registers,
-      collect() { this.reset(); for (const d of deployments()) for (const a of d.actors) this.inc({ model: d.spec.name, actor: a.name }, a.restarts); },
-    });
-    new Gauge({
-      name: 'troupe_gpu_utilization_ratio', help: 'GPU utilisation (0-1) from nvidia-smi.', labelNames: ['node', 'gpu', 'uuid'], registers,
+      name: 'troupe_actor_restarts_total',
+      help: 'Restarts of each actor since it was created.',
+      labelNames: ['model', 'actor'],
+      registers,
       collect() {
         this.reset();
-        for (const n of state.nodes.values()) for (const g of n.resources.gpus) if (g.utilizationPct !== null && !g.simulated) this.set({ node: n.name, gpu: String(g.index), uuid: g.uuid }, g.utilizationPct / 100);
+        for (const d of deployments()) for (const a of d.actors) this.inc({ model: d.spec.name, actor: a.name }, a.restarts);
       },
     });
     new Gauge({
-      name: 'troupe_gpu_memory_used_bytes', help: 'GPU memory in use from nvidia-smi.', labelNames: ['node', 'gpu', 'uuid'], registers,
+      name: 'troupe_gpu_utilization_ratio',
+      help: 'GPU utilisation (0-1) from nvidia-smi.',
+      labelNames: ['node', 'gpu', 'uuid'],
+      registers,
       collect() {
         this.reset();
-        for (const n of state.nodes.values()) for (const g of n.resources.gpus) if (g.memoryUsedMiB !== null && !g.simulated) this.set({ node: n.name, gpu: String(g.index), uuid: g.uuid }, g.memoryUsedMiB * 2 ** 20);
+        for (const n of state.nodes.values())
+          for (const g of n.resources.gpus)
+            if (g.utilizationPct !== null && !g.simulated)
+              this.set({ node: n.name, gpu: String(g.index), uuid: g.uuid }, g.utilizationPct / 100);
       },
     });
     new Gauge({
-      name: 'troupe_gpu_memory_total_bytes', help: 'GPU memory per device (simulated ones included, labelled).', labelNames: ['node', 'gpu', 'simulated'], registers,
+      name: 'troupe_gpu_memory_used_bytes',
+      help: 'GPU memory in use from nvidia-smi.',
+      labelNames: ['node', 'gpu', 'uuid'],
+      registers,
       collect() {
         this.reset();
-        for (const n of state.nodes.values()) for (const g of n.resources.gpus) this.set({ node: n.name, gpu: String(g.index), simulated: String(g.simulated) }, g.memoryTotalMiB * 2 ** 20);
+        for (const n of state.nodes.values())
+          for (const g of n.resources.gpus)
+            if (g.memoryUsedMiB !== null && !g.simulated)
+              this.set({ node: n.name, gpu: String(g.index), uuid: g.uuid }, g.memoryUsedMiB * 2 ** 20);
       },
     });
     new Gauge({
-      name: 'troupe_process_resident_memory_bytes', help: 'RSS of agent and actor processes, from agent heartbeats.', labelNames: ['node', 'role', 'actor'], registers,
+      name: 'troupe_gpu_memory_total_bytes',
+      help: 'GPU memory per device (simulated ones included, labelled).',
+      labelNames: ['node', 'gpu', 'simulated'],
+      registers,
       collect() {
         this.reset();
-        for (const n of state.nodes.values()) if (n.usage && n.state !== 'DEAD') this.set({ node: n.name, role: 'agent', actor: '' }, n.usage.rssBytes);
-        for (const a of state.actors.values()) if (a.usage && a.state !== 'DEAD') this.set({ node: state.nodeName(a.nodeId) ?? '', role: 'actor', actor: a.name }, a.usage.rssBytes);
+        for (const n of state.nodes.values())
+          for (const g of n.resources.gpus)
+            this.set({ node: n.name, gpu: String(g.index), simulated: String(g.simulated) }, g.memoryTotalMiB * 2 ** 20);
+      },
+    });
+    new Gauge({
+      name: 'troupe_process_resident_memory_bytes',
+      help: 'RSS of agent and actor processes, from agent heartbeats.',
+      labelNames: ['node', 'role', 'actor'],
+      registers,
+      collect() {
+        this.reset();
+        for (const n of state.nodes.values())
+          if (n.usage && n.state !== 'DEAD') this.set({ node: n.name, role: 'agent', actor: '' }, n.usage.rssBytes);
+        for (const a of state.actors.values())
+          if (a.usage && a.state !== 'DEAD')
+            this.set({ node: state.nodeName(a.nodeId) ?? '', role: 'actor', actor: a.name }, a.usage.rssBytes);
       },
     });
     // A counter of each process's own CPU time: a restarted process starts again from zero, which
     // Prometheus' rate() reads as a counter reset.
     new Counter({
-      name: 'troupe_process_cpu_seconds_total', help: 'CPU time of agent and actor processes, from agent heartbeats.', labelNames: ['node', 'role', 'actor'], registers,
+      name: 'troupe_process_cpu_seconds_total',
+      help: 'CPU time of agent and actor processes, from agent heartbeats.',
+      labelNames: ['node', 'role', 'actor'],
+      registers,
       collect() {
         this.reset();
-        for (const n of state.nodes.values()) if (n.usage && n.state !== 'DEAD') this.inc({ node: n.name, role: 'agent', actor: '' }, n.usage.cpuSeconds);
-        for (const a of state.actors.values()) if (a.usage && a.state !== 'DEAD') this.inc({ node: state.nodeName(a.nodeId) ?? '', role: 'actor', actor: a.name }, a.usage.cpuSeconds);
+        for (const n of state.nodes.values())
+          if (n.usage && n.state !== 'DEAD') this.inc({ node: n.name, role: 'agent', actor: '' }, n.usage.cpuSeconds);
+        for (const a of state.actors.values())
+          if (a.usage && a.state !== 'DEAD')
+            this.inc({ node: state.nodeName(a.nodeId) ?? '', role: 'actor', actor: a.name }, a.usage.cpuSeconds);
       },
     });
   }

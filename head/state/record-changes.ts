@@ -22,7 +22,14 @@ export function needsNewActors(old: ModelDeployment, next: ModelDeployment): boo
 }
 
 export function newDeployment(spec: ModelDeployment, memoryReserved: number): DeploymentRecord {
-  const d = { spec, actors: [], metadata: null, unhealthy: null, stats: new DeploymentStats(), memoryReserved } as unknown as DeploymentRecord;
+  const d = {
+    spec,
+    actors: [],
+    metadata: null,
+    unhealthy: null,
+    stats: new DeploymentStats(),
+    memoryReserved,
+  } as unknown as DeploymentRecord;
   d.dispatcher = new Dispatcher(d);
   return d;
 }

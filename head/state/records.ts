@@ -1,4 +1,13 @@
-import type { ActorState, ActorStats, CallQueue, ModelDeployment, ModelMetadata, NodeResources, NodeState, Replica } from '../../runtime/internal.js';
+import type {
+  ActorState,
+  ActorStats,
+  CallQueue,
+  ModelDeployment,
+  ModelMetadata,
+  NodeResources,
+  NodeState,
+  Replica,
+} from '../../runtime/internal.js';
 import type { AgentLink } from '../control/agent-link.js';
 import type { DeploymentStats } from './deployment-stats.js';
 

@@ -26,7 +26,8 @@ export class RouteBook {
     const d = this.#deployments.get(name);
     const replicas: Routes['replicas'] = [];
     if (d && (d.spec.kind ?? 'model') === 'model') {
-      for (const a of d.actors) if (a.state === 'READY' && a.link && a.direct) replicas.push({ actor: a.id, url: a.direct.url, token: a.direct.token });
+      for (const a of d.actors)
+        if (a.state === 'READY' && a.link && a.direct) replicas.push({ actor: a.id, url: a.direct.url, token: a.direct.token });
     }
     return {
       deployment: name,

@@ -96,7 +96,9 @@ export class SeriesStore {
     let n = 0;
     for (let k = Math.max(1, this.#seq - Math.min(samples, this.capacity) + 1); k <= this.#seq; k++) {
       const v = s.ring.get(k);
-      if (v !== null) (sum += v), n++;
+      if (v === null) continue;
+      sum += v;
+      n++;
     }
     return n === 0 ? null : sum / n;
   }

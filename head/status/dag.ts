@@ -63,7 +63,10 @@ export function graphDag(root: PlanNode): Dag {
       }
       case 'ensemble': {
         const members = plan.members.map((m) => build(m, group, false));
-        const combine = plan.combine.op === 'fn' ? add('fn', plan.combine.fn.name, group, plan.combine.fn.name) : add('combine', combineLabel(plan), group);
+        const combine =
+          plan.combine.op === 'fn'
+            ? add('fn', plan.combine.fn.name, group, plan.combine.fn.name)
+            : add('combine', combineLabel(plan), group);
         for (const m of members) link(m.sinks, [combine]);
         return { sources: members.flatMap((m) => m.sources), sinks: [combine] };
       }

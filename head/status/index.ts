@@ -38,7 +38,11 @@ export function registerStatusPage(app: FastifyInstance, options: StatusPageOpti
   const { state, graphs } = options;
   const sampler = new ClusterSampler(state, options.historySamples ?? 600);
   const feed = new EventFeed(state, () => stream.pushSoon());
-  const stream: StatusStream = new StatusStream(() => buildSnapshot(state, graphs, sampler, feed, options.draining?.() ?? false), sampler, feed);
+  const stream: StatusStream = new StatusStream(
+    () => buildSnapshot(state, graphs, sampler, feed, options.draining?.() ?? false),
+    sampler,
+    feed,
+  );
   const sessions = new StatusSessions(options.token, options.host);
   const assets = new StatusAssets();
 
@@ -67,7 +71,12 @@ export function registerStatusPage(app: FastifyInstance, options: StatusPageOpti
 
   app.get<{ Params: { '*': string } }>('/status/assets/*', async (request, reply) => {
     const asset = await assets.get(request.params['*']);
-    if (!asset) return sendError(reply, { status: 404, code: 'TROUPE_ERR_NOT_FOUND', message: `no status page asset '${request.params['*'].slice(0, 200)}'` });
+    if (!asset)
+      return sendError(reply, {
+        status: 404,
+        code: 'TROUPE_ERR_NOT_FOUND',
+        message: `no status page asset '${request.params['*'].slice(0, 200)}'`,
+      });
     return reply.header('x-content-type-options', 'nosniff').header('cache-control', 'no-cache').type(asset.type).send(asset.body);
   });
 
@@ -87,9 +96,18 @@ export function registerStatusPage(app: FastifyInstance, options: StatusPageOpti
 
   app.get('/api/v1/stream', async (request, reply) => {
     if (!sessions.authorized(request.headers)) {
-      return sendError(reply, { status: 401, code: 'TROUPE_ERR_UNAUTHORIZED', message: "the status stream needs the cluster token: log in on the page, or send 'Authorization: Bearer <token>'" });
+      return sendError(reply, {
+        status: 401,
+        code: 'TROUPE_ERR_UNAUTHORIZED',
+        message: "the status stream needs the cluster token: log in on the page, or send 'Authorization: Bearer <token>'",
+      });
     }
-    if (stream.atCapacity) return sendError(reply, { status: 429, code: 'TROUPE_ERR_OVERLOADED', message: `the status stream already has ${stream.viewers} viewers` });
+    if (stream.atCapacity)
+      return sendError(reply, {
+        status: 429,
+        code: 'TROUPE_ERR_OVERLOADED',
+        message: `the status stream already has ${stream.viewers} viewers`,
+      });
     reply.hijack();
     stream.open(reply.raw);
   });

@@ -56,9 +56,12 @@ export function requiredText(cell: string, field: string): string {
 export function recordLines(text: string): Array<{ lineNo: number; line: string }> {
   const out: Array<{ lineNo: number; line: string }> = [];
   // A leading BOM would otherwise stick to the first GPU index.
-  text.replace(/^\uFEFF/, '').split(/\r?\n|\r/).forEach((raw, i) => {
-    const line = raw.trim();
-    if (line !== '') out.push({ lineNo: i + 1, line });
-  });
+  text
+    .replace(/^\uFEFF/, '')
+    .split(/\r?\n|\r/)
+    .forEach((raw, i) => {
+      const line = raw.trim();
+      if (line !== '') out.push({ lineNo: i + 1, line });
+    });
   return out;
 }

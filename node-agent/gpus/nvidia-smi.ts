@@ -83,7 +83,10 @@ function gpuFromLine(line: string): Gpu {
   const cells = splitCells(line);
   // index and uuid lead and the three numbers trail, so whatever lies between is the name;
   // rejoining the raw pieces keeps a (hypothetical) comma inside a product name intact.
-  const name = raw.slice(2, raw.length - 3).join(',').trim();
+  const name = raw
+    .slice(2, raw.length - 3)
+    .join(',')
+    .trim();
   const [index = '', uuid = ''] = cells;
   const [total = '', used = '', util = ''] = cells.slice(-3);
   return {

@@ -1,4 +1,3 @@
-
 /**
  * Fake GPUs for `--simulate-gpus`: lets the scheduler, placement and dashboards be
  * exercised on machines without NVIDIA hardware. `simulated: true` travels with every GPU
@@ -26,5 +25,5 @@ export function simulatedGpus(count: number, memoryMiB = DEFAULT_SIMULATED_MEMOR
     utilizationPct: 0,
     simulated: true,
   }));
-}import type { Gpu } from '../../runtime/internal.js';
-
+}
+import type { Gpu } from '../../runtime/internal.js';

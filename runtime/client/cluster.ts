@@ -157,7 +157,10 @@ export class Cluster {
    */
   async deploy(spec: ModelDeploymentInput, options?: DeployOptions): Promise<DeploymentView>;
   async deploy(graph: GraphStep | GraphDocument, options?: DeployOptions): Promise<GraphDeploymentView>;
-  async deploy(spec: ModelDeploymentInput | GraphStep | GraphDocument, options: DeployOptions = {}): Promise<DeploymentView | GraphDeploymentView> {
+  async deploy(
+    spec: ModelDeploymentInput | GraphStep | GraphDocument,
+    options: DeployOptions = {},
+  ): Promise<DeploymentView | GraphDeploymentView> {
     const wire = isGraphStep(spec) ? spec.toJSON() : spec;
     const timeoutMs = options.timeoutMs ?? DEFAULT_DEPLOY_TIMEOUT_S * 1000;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_DEPLOY_TIMEOUT_S * 1000) {
@@ -169,7 +172,13 @@ export class Cluster {
     return withRetries(this.#conn, { retries: this.#retries, deadline }, () => {
       const left = Math.max(1, deadline - Date.now());
       return this.#conn.request(
-        { type: 'deploy', spec: wire, timeoutMs: left, ...(options.wait === false ? { wait: false } : {}), ...(options.replace ? { replace: true } : {}) },
+        {
+          type: 'deploy',
+          spec: wire,
+          timeoutMs: left,
+          ...(options.wait === false ? { wait: false } : {}),
+          ...(options.replace ? { replace: true } : {}),
+        },
         left + DEPLOY_GRACE_MS,
       );
     });
@@ -184,7 +193,10 @@ export class Cluster {
    */
   async update(spec: ModelDeploymentInput, options?: Omit<DeployOptions, 'replace'>): Promise<DeploymentView>;
   async update(graph: GraphStep | GraphDocument, options?: Omit<DeployOptions, 'replace'>): Promise<GraphDeploymentView>;
-  async update(spec: ModelDeploymentInput | GraphStep | GraphDocument, options: Omit<DeployOptions, 'replace'> = {}): Promise<DeploymentView | GraphDeploymentView> {
+  async update(
+    spec: ModelDeploymentInput | GraphStep | GraphDocument,
+    options: Omit<DeployOptions, 'replace'> = {},
+  ): Promise<DeploymentView | GraphDeploymentView> {
     return this.deploy(spec as ModelDeploymentInput, { ...options, replace: true });
   }
 
@@ -208,7 +220,8 @@ export class Cluster {
     const refs: Record<string, RunRef> = {};
     const local: [string, RunRef, Future][] = [];
     for (const [name, value] of Object.entries(inputs)) {
-      const ref = value instanceof Future ? { run: value.id } : value instanceof FutureOutput ? { run: value.run, output: value.output } : undefined;
+      const ref =
+        value instanceof Future ? { run: value.id } : value instanceof FutureOutput ? { run: value.run, output: value.output } : undefined;
       const source = value instanceof Future ? value : value instanceof FutureOutput ? value.source : undefined;
       if (!ref) tensors[name] = asTensor(name, value);
       else if (source?.resolvedHere) local.push([name, ref, source]);
@@ -216,7 +229,12 @@ export class Cluster {
     }
     if (local.length === 0) {
       const { answer, resolvedHere } = this.#send(id, deployment, tensors, refs, options);
-      return new Future(id, answer.then((a) => a.outputs), answer.then((a) => a.trace), resolvedHere);
+      return new Future(
+        id,
+        answer.then((a) => a.outputs),
+        answer.then((a) => a.trace),
+        resolvedHere,
+      );
     }
     // Futures of runs sent to replicas directly are awaited here and their tensors sent along.
     const answer = Promise.all(
@@ -230,11 +248,22 @@ export class Cluster {
         return [name, pickReferenced(name, ref, outputs)] as const;
       }),
     ).then((resolved) => this.#send(id, deployment, { ...tensors, ...Object.fromEntries(resolved) }, refs, options).answer);
-    return new Future(id, answer.then((a) => a.outputs), answer.then((a) => a.trace), true);
+    return new Future(
+      id,
+      answer.then((a) => a.outputs),
+      answer.then((a) => a.trace),
+      true,
+    );
   }
 
   /** Sends one run, directly to a replica when its deployment has routes, else through the head. */
-  #send(id: string, deployment: string, tensors: Record<string, Tensor>, refs: Record<string, RunRef>, options: RunOptions): { answer: Promise<RunAnswer>; resolvedHere: boolean } {
+  #send(
+    id: string,
+    deployment: string,
+    tensors: Record<string, Tensor>,
+    refs: Record<string, RunRef>,
+    options: RunOptions,
+  ): { answer: Promise<RunAnswer>; resolvedHere: boolean } {
     const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs;
     const policy = { retries: options.retries ?? this.#retries, deadline };
     const direct = Object.keys(refs).length === 0 && !options.trace && this.#router?.queueFor(deployment) !== undefined;
@@ -242,22 +271,38 @@ export class Cluster {
       const inputs = mapToWire(tensors);
       const attempt = () => {
         const queue = this.#router?.queueFor(deployment);
-        const sent = queue?.submit(inputs, { ...(options.outputs ? { outputs: options.outputs } : {}), ...(deadline !== undefined ? { deadline } : {}) });
+        const sent = queue?.submit(inputs, {
+          ...(options.outputs ? { outputs: options.outputs } : {}),
+          ...(deadline !== undefined ? { deadline } : {}),
+        });
         // No replica takes direct calls any more (all left or unreachable): through the head.
         return sent
           ? sent.then(
               (r): RunAnswer => ({ outputs: mapFromWire(r.outputs, 'output'), trace: undefined }),
-              (err: unknown) => (err instanceof TroupeError && err.code === 'TROUPE_ERR_NOT_READY' ? this.#viaHead(id, deployment, tensors, refs, options, deadline) : Promise.reject(err)),
+              (err: unknown) =>
+                err instanceof TroupeError && err.code === 'TROUPE_ERR_NOT_READY'
+                  ? this.#viaHead(id, deployment, tensors, refs, options, deadline)
+                  : Promise.reject(err),
             )
           : this.#viaHead(id, deployment, tensors, refs, options, deadline);
       };
       return { answer: withRetries(this.#conn, policy, attempt), resolvedHere: true };
     }
-    return { answer: withRetries(this.#conn, policy, () => this.#viaHead(id, deployment, tensors, refs, options, deadline)), resolvedHere: false };
+    return {
+      answer: withRetries(this.#conn, policy, () => this.#viaHead(id, deployment, tensors, refs, options, deadline)),
+      resolvedHere: false,
+    };
   }
 
   /** One attempt of a run through the head. */
-  #viaHead(id: string, deployment: string, tensors: Record<string, Tensor>, refs: Record<string, RunRef>, options: RunOptions, deadline: number | undefined): Promise<RunAnswer> {
+  #viaHead(
+    id: string,
+    deployment: string,
+    tensors: Record<string, Tensor>,
+    refs: Record<string, RunRef>,
+    options: RunOptions,
+    deadline: number | undefined,
+  ): Promise<RunAnswer> {
     // Sent synchronously, so a run that names this one's future always reaches the head after it.
     const message: Omit<Extract<ClientToHead, { type: 'run' }>, 'id'> & { id: string } = {
       type: 'run',
@@ -272,7 +317,9 @@ export class Cluster {
     // A retry resends the same id (a later run naming this future still finds it) with the time left.
     if (deadline !== undefined) message.timeoutMs = Math.max(1, deadline - Date.now());
     if (options.trace) message.trace = true;
-    return this.#conn.request(message, message.timeoutMs === undefined ? undefined : message.timeoutMs + DEADLINE_GRACE_MS).then((value) => ({ outputs: mapFromWire(value.outputs, 'output'), trace: value.trace }));
+    return this.#conn
+      .request(message, message.timeoutMs === undefined ? undefined : message.timeoutMs + DEADLINE_GRACE_MS)
+      .then((value) => ({ outputs: mapFromWire(value.outputs, 'output'), trace: value.trace }));
   }
 
   /** Nodes, deployments and actors as the head sees them now. */

@@ -22,7 +22,6 @@ export interface HeadConnectionOptions {
   onReconnect?: () => void;
 }
 
-
 /** Opens one connection to the head's client endpoint; rejects with a TroupeError saying why not. */
 function openSocket(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<FrameTransport> {
   // Replies are handed to users, who may keep their tensors: exact allocations, not pooled frames.
@@ -64,12 +63,18 @@ export class HeadConnection {
   }
 
   /** Sends a request on the current connection; without one, fails at once with TROUPE_ERR_CONNECTION_CLOSED. */
-  request<M extends OmitId<ClientToHead> & { type: keyof typeof ClientToHeadReplies }>(message: M, timeoutMs?: number): Promise<z.output<(typeof ClientToHeadReplies)[M['type']]>> {
-    if (this.#closed) return Promise.reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', 'the connection to the head was closed by this client'));
+  request<M extends OmitId<ClientToHead> & { type: keyof typeof ClientToHeadReplies }>(
+    message: M,
+    timeoutMs?: number,
+  ): Promise<z.output<(typeof ClientToHeadReplies)[M['type']]>> {
+    if (this.#closed)
+      return Promise.reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', 'the connection to the head was closed by this client'));
     const channel = this.#channel;
     if (!channel || channel.closed) {
       const why = this.#lastError ? `: ${this.#lastError}` : '';
-      return Promise.reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `not connected to the head at ${this.#url.origin} (reconnecting${why})`));
+      return Promise.reject(
+        new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `not connected to the head at ${this.#url.origin} (reconnecting${why})`),
+      );
     }
     return channel.request(message, timeoutMs);
   }

@@ -103,7 +103,10 @@ export class DirectDeployment implements QueueTarget {
   }
 
   describeReplicas(): string {
-    return [...this.#entries.values()].map((e) => `${e.url} ${e.dead ? 'unreachable' : e.link ? 'open' : 'connecting'}`).join(', ') || 'no replicas';
+    return (
+      [...this.#entries.values()].map((e) => `${e.url} ${e.dead ? 'unreachable' : e.link ? 'open' : 'connecting'}`).join(', ') ||
+      'no replicas'
+    );
   }
 
   close(): void {
@@ -123,8 +126,18 @@ export class DirectDeployment implements QueueTarget {
     const connecting = async () => {
       const { host, port } = endpointOf(url);
       // Replies are handed to callers, who may keep them: their frames are not pooled.
-      const stream = await FrameStream.connect(host, port, { maxFrameBytes: DEFAULT_MAX_FRAME_BYTES, pooled: false, timeoutMs: CONNECT_TIMEOUT_MS, signal: entry.dropped.signal });
-      const channel: ReplicaChannel = new Channel<Nothing, ClientToReplica, typeof ClientToReplicaReplies>(stream, { schema: NothingSchema, replies: ClientToReplicaReplies, onMessage: () => {}, onClose: fail });
+      const stream = await FrameStream.connect(host, port, {
+        maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
+        pooled: false,
+        timeoutMs: CONNECT_TIMEOUT_MS,
+        signal: entry.dropped.signal,
+      });
+      const channel: ReplicaChannel = new Channel<Nothing, ClientToReplica, typeof ClientToReplicaReplies>(stream, {
+        schema: NothingSchema,
+        replies: ClientToReplicaReplies,
+        onMessage: () => {},
+        onClose: fail,
+      });
       entry.channel = channel;
       await channel.request({ type: 'hello', token }, CONNECT_TIMEOUT_MS);
       if (entry.dropped.signal.aborted || entry.dead) return;

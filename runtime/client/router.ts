@@ -46,7 +46,11 @@ export class DirectRouter {
   /** Routes from the head, answered or pushed. */
   update(routes: Routes): void {
     let d = this.#deployments.get(routes.deployment);
-    if (!d) this.#deployments.set(routes.deployment, (d = new DirectDeployment(routes.deployment, typeof this.sharedMemory === 'string' ? undefined : this.sharedMemory)));
+    if (!d)
+      this.#deployments.set(
+        routes.deployment,
+        (d = new DirectDeployment(routes.deployment, typeof this.sharedMemory === 'string' ? undefined : this.sharedMemory)),
+      );
     d.update(routes);
     if (!this.#reporter) {
       this.#reporter = setInterval(() => this.#reportLoad(), REPORT_EVERY_MS);

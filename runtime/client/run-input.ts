@@ -4,7 +4,9 @@ import type { Tensor } from '../tensor/tensor.js';
 
 /** The dtype a typed array most likely carries: the first whose array type it is (Uint16Array: uint16). */
 function dtypeOfArray(data: ArrayBufferView): string {
-  const named = Object.entries(DTYPES).find(([name, spec]) => spec.array !== null && data instanceof spec.array && !['float16', 'bool', 'int4', 'uint4'].includes(name));
+  const named = Object.entries(DTYPES).find(
+    ([name, spec]) => spec.array !== null && data instanceof spec.array && !['float16', 'bool', 'int4', 'uint4'].includes(name),
+  );
   return named?.[0] ?? 'float32';
 }
 
@@ -24,7 +26,10 @@ export function asTensor(name: string, value: unknown): Tensor {
   }
   const t = value as Partial<Tensor> | null;
   if (t === null || typeof t !== 'object' || typeof t.dtype !== 'string' || !Array.isArray(t.shape) || t.data === undefined) {
-    throw new TroupeError('TROUPE_ERR_BAD_INPUT', `input '${name}' is not a tensor: pass tensor(dtype, shape, data), a Future of an earlier run, or future.output(name)`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_INPUT',
+      `input '${name}' is not a tensor: pass tensor(dtype, shape, data), a Future of an earlier run, or future.output(name)`,
+    );
   }
   return t as Tensor;
 }

@@ -27,7 +27,11 @@ export class SharedMemoryReplica<In extends { type: string }> implements Replica
   /** Why the replica refused a region; set, no more are offered. */
   #refused: string | undefined;
 
-  constructor(link: ReplicaLink<In, ClientToReplica>, channel: Channel<In, ClientToReplica, typeof ClientToReplicaReplies>, pool: SharedTensorPool) {
+  constructor(
+    link: ReplicaLink<In, ClientToReplica>,
+    channel: Channel<In, ClientToReplica, typeof ClientToReplicaReplies>,
+    pool: SharedTensorPool,
+  ) {
     this.#link = link;
     this.#channel = channel;
     this.#pool = pool;

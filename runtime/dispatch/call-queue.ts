@@ -84,14 +84,29 @@ export class CallQueue {
   submit(inputs: WireTensorMap, options: DispatchOptions = {}): Promise<CallResult> {
     if (this.queued >= this.#target.maxQueue && !this.#replicaWithRoom()) {
       return Promise.reject(
-        new TroupeError('TROUPE_ERR_OVERLOADED', `deployment '${this.#target.name}' has ${this.queued} calls waiting (maxQueue ${this.#target.maxQueue}); retry later`),
+        new TroupeError(
+          'TROUPE_ERR_OVERLOADED',
+          `deployment '${this.#target.name}' has ${this.queued} calls waiting (maxQueue ${this.#target.maxQueue}); retry later`,
+        ),
       );
     }
     if (options.deadline !== undefined && options.deadline <= Date.now()) {
-      return Promise.reject(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deployment '${this.#target.name}': deadline passed before the call was sent`));
+      return Promise.reject(
+        new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deployment '${this.#target.name}': deadline passed before the call was sent`),
+      );
     }
     return new Promise((resolve, reject) => {
-      const call: Pending = { inputs, options, enqueued: Date.now(), attempts: 0, settled: false, inQueue: false, timer: undefined, resolve, reject };
+      const call: Pending = {
+        inputs,
+        options,
+        enqueued: Date.now(),
+        attempts: 0,
+        settled: false,
+        inQueue: false,
+        timer: undefined,
+        resolve,
+        reject,
+      };
       // The common case goes straight to a replica: no queue entry, and a timer only for a deadline.
       const replica = this.#waiting === 0 ? this.#replicaWithRoom() : undefined;
       if (options.deadline !== undefined) call.timer = setTimeout(() => this.#expire(call), Math.max(0, options.deadline - call.enqueued));
@@ -173,7 +188,8 @@ export class CallQueue {
       (err: unknown) => {
         const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
         // A replica that died or began draining never ran the call; try another one.
-        const retry = (error.code === 'TROUPE_ERR_ACTOR_DIED' || error.code === 'TROUPE_ERR_SHUTTING_DOWN') && call.attempts <= this.#target.maxRetries;
+        const retry =
+          (error.code === 'TROUPE_ERR_ACTOR_DIED' || error.code === 'TROUPE_ERR_SHUTTING_DOWN') && call.attempts <= this.#target.maxRetries;
         if (retry && !call.settled) this.#enqueue(call, 'front');
         else this.#settle(call, error);
         this.pump();
@@ -184,7 +200,8 @@ export class CallQueue {
   #expire(call: Pending): void {
     if (call.settled) return;
     const waited = Date.now() - call.enqueued;
-    const why = call.options.deadline === undefined ? `no replica had room within ${MAX_QUEUE_WAIT_MS} ms` : `deadline passed after ${waited} ms`;
+    const why =
+      call.options.deadline === undefined ? `no replica had room within ${MAX_QUEUE_WAIT_MS} ms` : `deadline passed after ${waited} ms`;
     this.#settle(call, new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deployment '${this.#target.name}': ${why}`));
   }
 

@@ -46,7 +46,9 @@ export class ReplicaLink<In extends { type: string } = { type: string }, Out ext
       return await this.#channel.request(call as unknown as OmitId<Out> & { type: 'call' });
     } catch (err) {
       if (err instanceof TroupeError && err.code === 'TROUPE_ERR_CONNECTION_CLOSED') {
-        const why = this.#terminatedBecause ? `the head dropped the actor's connection (${this.#terminatedBecause})` : 'the actor exited or lost its connection';
+        const why = this.#terminatedBecause
+          ? `the head dropped the actor's connection (${this.#terminatedBecause})`
+          : 'the actor exited or lost its connection';
         throw new TroupeError('TROUPE_ERR_ACTOR_DIED', `${why} before answering`);
       }
       throw err;

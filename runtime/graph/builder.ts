@@ -2,13 +2,7 @@ import type { z } from 'zod';
 import { TroupeError } from '../errors.js';
 import type { ModelDeploymentInput } from '../spec.js';
 import { formatIssues } from './issues.js';
-import {
-  DataParallelNodeSchema,
-  EnsembleNodeSchema,
-  FnNodeSchema,
-  ModelNodeSchema,
-  PipelineNodeSchema,
-} from './schema.js';
+import { DataParallelNodeSchema, EnsembleNodeSchema, FnNodeSchema, ModelNodeSchema, PipelineNodeSchema } from './schema.js';
 import type { Combine, GraphDocument, GraphNode, Wiring } from './schema.js';
 
 const STEP = Symbol.for('troupe.graph.step');
@@ -114,7 +108,8 @@ export interface EnsembleOptions {
 function toCombine(option: CombineOption, name: string): { combine: Combine; extra: GraphStep[] } {
   if (option === 'mean' || option === 'max' || option === 'vote') return { combine: { op: option }, extra: [] };
   if (isGraphStep(option)) {
-    if (option.kind !== 'fn') throw new TroupeError('TROUPE_ERR_BAD_SPEC', `ensemble '${name}': combine must be a fn step, got ${option.kind} '${option.name}'`);
+    if (option.kind !== 'fn')
+      throw new TroupeError('TROUPE_ERR_BAD_SPEC', `ensemble '${name}': combine must be a fn step, got ${option.kind} '${option.name}'`);
     return { combine: { op: 'fn', fn: option.name }, extra: [option] };
   }
   if ('mean' in option) return { combine: { op: 'mean', weights: option.mean }, extra: [] };
@@ -164,7 +159,8 @@ export function toGraphDocument(root: GraphStep): GraphDocument {
     const text = JSON.stringify(step.node);
     const seen = nodes.get(step.name);
     if (seen) {
-      if (seen.text !== text) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `two different steps are named '${step.name}': ${seen.text} and ${text}`);
+      if (seen.text !== text)
+        throw new TroupeError('TROUPE_ERR_BAD_SPEC', `two different steps are named '${step.name}': ${seen.text} and ${text}`);
       return;
     }
     for (const child of step.children) visit(child);

@@ -10,7 +10,8 @@ import type { Tensor, TypedArray } from '../tensor/tensor.js';
  * trip to an actor would.
  */
 
-export type BuiltinCombine = { op: 'mean'; weights?: number[] | undefined } | { op: 'max' } | { op: 'vote' } | { op: 'concat'; axis: number };
+export type BuiltinCombine =
+  { op: 'mean'; weights?: number[] | undefined } | { op: 'max' } | { op: 'vote' } | { op: 'concat'; axis: number };
 
 /** One combined output: its name and, per member, the output that feeds it. */
 export interface CombineGroup {
@@ -45,8 +46,10 @@ const FLOATS: ReadonlySet<DType> = new Set(['float32', 'float64']);
 function sameKind(ts: readonly Tensor[], labels: readonly string[], exceptAxis?: number): void {
   const first = ts[0]!;
   ts.forEach((t, i) => {
-    const ok = t.dtype === first.dtype && t.shape.length === first.shape.length && t.shape.every((d, k) => k === exceptAxis || d === first.shape[k]);
-    if (!ok) fail(`cannot combine ${labels[i]} ${formatShape(t.dtype, t.shape)} with ${labels[0]} ${formatShape(first.dtype, first.shape)}`);
+    const ok =
+      t.dtype === first.dtype && t.shape.length === first.shape.length && t.shape.every((d, k) => k === exceptAxis || d === first.shape[k]);
+    if (!ok)
+      fail(`cannot combine ${labels[i]} ${formatShape(t.dtype, t.shape)} with ${labels[0]} ${formatShape(first.dtype, first.shape)}`);
   });
   if (first.dtype === 'string' || first.dtype === 'int4' || first.dtype === 'uint4' || first.dtype === 'float16') {
     fail(`${labels[0]}: built-in combiners do not take ${first.dtype} tensors; use a fn combiner`);
@@ -154,7 +157,10 @@ export function concat(ts: readonly Tensor[], axis: number, labels = ts.map((_, 
  * @example
  * combineOutputs({ op: 'mean' }, [{ name: 'a', outputs: { logits: ta } }, { name: 'b', outputs: { logits: tb } }]);
  */
-export function combineOutputs(combine: BuiltinCombine, members: readonly { name: string; outputs: Readonly<Record<string, Tensor>> }[]): Record<string, Tensor> {
+export function combineOutputs(
+  combine: BuiltinCombine,
+  members: readonly { name: string; outputs: Readonly<Record<string, Tensor>> }[],
+): Record<string, Tensor> {
   const groups = groupOutputs(members.map((m) => ({ name: m.name, outputs: Object.keys(m.outputs) })));
   if (typeof groups === 'string') fail(groups);
   const out: Record<string, Tensor> = {};

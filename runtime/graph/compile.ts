@@ -84,7 +84,11 @@ export function compileGraph(doc: GraphDocument, deployed?: Existing): CompiledG
       const where = parent ? `${parent.kind} '${parent.name}' names '${name}'` : `'${name}'`;
       if (kind === 'model' || kind === 'fn') return remember({ kind, name });
       if (kind === 'graph') throw bad(`${where}, a graph deployed separately; put its nodes in this document instead`);
-      throw bad(deployed ? `${where}, which is neither a node of this graph nor a deployed model or fn` : `${where}, which is not a node of this graph`);
+      throw bad(
+        deployed
+          ? `${where}, which is neither a node of this graph nor a deployed model or fn`
+          : `${where}, which is not a node of this graph`,
+      );
     }
     stack.push(name);
     const plan = build(node);
@@ -99,17 +103,22 @@ export function compileGraph(doc: GraphDocument, deployed?: Existing): CompiledG
       case 'fn': {
         const has = node.kind === 'model' ? node.model : node.fn;
         if (has === undefined && existing(node.name) !== node.kind) {
-          throw bad(`${node.kind} '${node.name}' has no ${node.kind === 'model' ? 'model path' : 'fn reference'} and no ${node.kind} of that name is deployed`);
+          throw bad(
+            `${node.kind} '${node.name}' has no ${node.kind === 'model' ? 'model path' : 'fn reference'} and no ${node.kind} of that name is deployed`,
+          );
         }
         const options = Object.keys(node).filter((k) => !['kind', 'name', 'model', 'fn'].includes(k));
         if (has === undefined && options.length > 0) {
-          throw bad(`${node.kind} '${node.name}' names an existing deployment (it has no ${node.kind === 'model' ? 'model path' : 'fn reference'}), so it takes no deployment options (${options.join(', ')})`);
+          throw bad(
+            `${node.kind} '${node.name}' names an existing deployment (it has no ${node.kind === 'model' ? 'model path' : 'fn reference'}), so it takes no deployment options (${options.join(', ')})`,
+          );
         }
         return { kind: node.kind, name: node.name };
       }
       case 'pipeline': {
         for (const w of node.map ?? []) {
-          if (w.step !== undefined && !node.steps.includes(w.step)) throw bad(`pipeline '${node.name}' maps '${w.from}' to '${w.to}' of step '${w.step}', which is not one of its steps`);
+          if (w.step !== undefined && !node.steps.includes(w.step))
+            throw bad(`pipeline '${node.name}' maps '${w.from}' to '${w.to}' of step '${w.step}', which is not one of its steps`);
         }
         return { kind: 'pipeline', name: node.name, steps: node.steps.map((s) => resolve(s, node)), map: node.map ?? [] };
       }
@@ -118,7 +127,8 @@ export function compileGraph(doc: GraphDocument, deployed?: Existing): CompiledG
         if (dup) throw bad(`ensemble '${node.name}' lists member '${dup}' twice`);
         const c = node.combine;
         if (c.op === 'mean' && c.weights) {
-          if (c.weights.length !== node.members.length) throw bad(`ensemble '${node.name}' has ${node.members.length} members but ${c.weights.length} weights`);
+          if (c.weights.length !== node.members.length)
+            throw bad(`ensemble '${node.name}' has ${node.members.length} members but ${c.weights.length} weights`);
           if (!c.weights.some((w) => w > 0)) throw bad(`ensemble '${node.name}': weights must not all be 0`);
         }
         const members = node.members.map((m) => resolve(m, node));
@@ -137,13 +147,16 @@ export function compileGraph(doc: GraphDocument, deployed?: Existing): CompiledG
   for (const node of doc.nodes) resolve(node.name, undefined);
 
   const steps = countSteps(root);
-  if (steps > MAX_GRAPH_STEPS) throw bad(`graph '${doc.graph}' expands to ${steps} model and fn calls per run; the limit is ${MAX_GRAPH_STEPS}`);
+  if (steps > MAX_GRAPH_STEPS)
+    throw bad(`graph '${doc.graph}' expands to ${steps} model and fn calls per run; the limit is ${MAX_GRAPH_STEPS}`);
 
   const composites = new Map<string, Exclude<PlanNode, PlanLeaf>>();
   for (const plan of plans.values()) {
     if (plan.kind === 'pipeline' || plan.kind === 'ensemble' || plan.kind === 'dataParallel') composites.set(plan.name, plan);
   }
-  const deployments = doc.nodes.filter((n): n is LeafNode => (n.kind === 'model' && n.model !== undefined) || (n.kind === 'fn' && n.fn !== undefined));
+  const deployments = doc.nodes.filter(
+    (n): n is LeafNode => (n.kind === 'model' && n.model !== undefined) || (n.kind === 'fn' && n.fn !== undefined),
+  );
   return { root, composites, deployments, steps };
 }
 

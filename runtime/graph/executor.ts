@@ -102,7 +102,8 @@ class Run {
 
   /** Refuses to start a step once the run has failed or its deadline has passed. */
   #mayStart(path: string): void {
-    if (this.#failed) throw atStep(path, new TroupeError(this.#failed.code, `not started: the run already failed (${this.#failed.message})`));
+    if (this.#failed)
+      throw atStep(path, new TroupeError(this.#failed.code, `not started: the run already failed (${this.#failed.message})`));
     if (this.#deadline !== undefined && Date.now() >= this.#deadline) {
       throw atStep(path, new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', 'not started: the run passed its deadline'));
     }
@@ -123,7 +124,13 @@ class Run {
   }
 
   /** The inputs a step takes from what is available, by the pipeline wiring rules (wiring.ts). */
-  #select(plan: PlanNode, values: ReadonlyMap<string, WireTensor>, previous: readonly string[], map: PlanPipeline['map'], path: string): WireTensorMap {
+  #select(
+    plan: PlanNode,
+    values: ReadonlyMap<string, WireTensor>,
+    previous: readonly string[],
+    map: PlanPipeline['map'],
+    path: string,
+  ): WireTensorMap {
     const wants = inputNames(plan, (n) => this.#caller.leaf(n));
     if (wants === null) return everything(plan.name, values, map);
     const out: WireTensorMap = {};
@@ -194,7 +201,13 @@ class Run {
     const chunkPath = (i: number) => `${path} > ${d.step.name}[${i}]`;
     const rows = batchSize(inputs, `dataParallel '${d.name}'`);
     const bounds = chunkBounds(rows, d.chunk);
-    if (bounds.length === 0) return this.node(d.step, this.#select(d.step, new Map(Object.entries(inputs)), Object.keys(inputs), [], chunkPath(0)), chunkPath(0), 0);
+    if (bounds.length === 0)
+      return this.node(
+        d.step,
+        this.#select(d.step, new Map(Object.entries(inputs)), Object.keys(inputs), [], chunkPath(0)),
+        chunkPath(0),
+        0,
+      );
     const replicas = d.step.kind === 'model' || d.step.kind === 'fn' ? this.#caller.replicas(d.step.name) : 0;
     // Two chunks per replica keep every replica busy while the next chunk travels to it.
     const window = Math.min(bounds.length, d.parallel ?? (replicas > 0 ? 2 * replicas : 8));
@@ -207,7 +220,12 @@ class Run {
         const chunk: WireTensorMap = {};
         for (const [name, t] of Object.entries(inputs)) chunk[name] = sliceRows(t, start, end, `input '${name}'`);
         const names = Object.keys(chunk);
-        results[i] = await this.node(d.step, this.#select(d.step, new Map(Object.entries(chunk)), names, [], chunkPath(i)), chunkPath(i), end - start);
+        results[i] = await this.node(
+          d.step,
+          this.#select(d.step, new Map(Object.entries(chunk)), names, [], chunkPath(i)),
+          chunkPath(i),
+          end - start,
+        );
       }
     };
     await Promise.all(Array.from({ length: window }, worker));

@@ -14,7 +14,10 @@ export function pickReferenced<T>(input: string, ref: RunRef, outputs: Record<st
   if (tensor === undefined) {
     const has = names.map((n) => `'${n}'`).join(', ');
     const hint = ref.output === undefined ? `; pass one with future.output('${names[0] ?? 'name'}')` : '';
-    throw new TroupeError('TROUPE_ERR_BAD_INPUT', `input '${input}' refers to ${ref.output ? `output '${ref.output}' of ` : ''}run '${ref.run}', which has outputs ${has}${hint}`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_INPUT',
+      `input '${input}' refers to ${ref.output ? `output '${ref.output}' of ` : ''}run '${ref.run}', which has outputs ${has}${hint}`,
+    );
   }
   return tensor;
 }

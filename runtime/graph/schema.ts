@@ -107,7 +107,11 @@ export const DataParallelNodeSchema = z
     /** The step every chunk runs (usually a model with several replicas). */
     step: NameSchema,
     /** Rows per chunk along axis 0; the last chunk holds what is left. */
-    chunk: z.number().int().min(1).max(1 << 24),
+    chunk: z
+      .number()
+      .int()
+      .min(1)
+      .max(1 << 24),
     /** Chunks in flight at once (default: twice the READY replicas of a model step, else 8). */
     parallel: z.number().int().min(1).max(1024).optional(),
   })

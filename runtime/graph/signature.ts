@@ -91,12 +91,21 @@ function pipelineSignature(p: PlanPipeline, sigs: Signature[]): Signature {
     const step = p.steps[k]!;
     if (k > 0 && s.inputs && previous) {
       for (const want of s.inputs) {
-        const src = sourceOf(want.name, { step: step.name, wants: s.inputs.length, previous: previous.map((o) => o.name), has: (n) => values.has(n), map: p.map });
+        const src = sourceOf(want.name, {
+          step: step.name,
+          wants: s.inputs.length,
+          previous: previous.map((o) => o.name),
+          has: (n) => values.has(n),
+          map: p.map,
+        });
         if (!src) {
           if (open) continue;
           const prev = p.steps[k - 1]!;
           const gives = previous.map((o) => `'${o.name}' ${show(o)}`).join(', ') || 'nothing';
-          const earlier = [...values.keys()].filter((n) => !previous!.some((o) => o.name === n)).map((n) => `'${n}'`).join(', ');
+          const earlier = [...values.keys()]
+            .filter((n) => !previous!.some((o) => o.name === n))
+            .map((n) => `'${n}'`)
+            .join(', ');
           bad(
             `pipeline '${p.name}' step '${step.name}' needs input '${want.name}' ${show(want)}, which nothing produces: ` +
               `step '${prev.name}' gives ${gives}${earlier ? `; earlier values are ${earlier}` : ''}. Name it in the pipeline's map, e.g. { from: '${previous[0]?.name ?? 'x'}', to: '${want.name}' }`,
@@ -104,7 +113,9 @@ function pipelineSignature(p: PlanPipeline, sigs: Signature[]): Signature {
         }
         const got = values.get(src.name)!;
         if (!fits(got.info, want)) {
-          bad(`pipeline '${p.name}' step '${step.name}' input '${want.name}' expects ${show(want)}, but gets '${src.name}' ${show(got.info)} from ${got.from}`);
+          bad(
+            `pipeline '${p.name}' step '${step.name}' input '${want.name}' expects ${show(want)}, but gets '${src.name}' ${show(got.info)} from ${got.from}`,
+          );
         }
       }
     }
@@ -130,7 +141,9 @@ function ensembleSignature(p: PlanEnsemble, sigs: Signature[], combiner: Signatu
         seen.set(want.name, { info: want, member });
         inputs.push(want);
       } else if (!fits(other.info, want) && !fits(want, other.info)) {
-        bad(`ensemble '${p.name}': members '${other.member}' and '${member}' disagree on input '${want.name}': ${show(other.info)} vs ${show(want)}`);
+        bad(
+          `ensemble '${p.name}': members '${other.member}' and '${member}' disagree on input '${want.name}': ${show(other.info)} vs ${show(want)}`,
+        );
       }
     }
   });
@@ -147,8 +160,13 @@ function ensembleSignature(p: PlanEnsemble, sigs: Signature[], combiner: Signatu
     const axis = combine.op === 'concat' ? (combine.axis < 0 ? combine.axis + rank : combine.axis) : -1;
     infos.forEach((info, i) => {
       const sameType = info.dtype === first.dtype && (rank === 0 || info.shape.length === 0 || info.shape.length === rank);
-      const dimsFit = sameType && info.shape.every((d, k) => k === axis || typeof d !== 'number' || typeof first.shape[k] !== 'number' || d === first.shape[k]);
-      if (!dimsFit) bad(`ensemble '${p.name}' cannot ${combine.op} output '${g.name}': member '${members[i]!.name}' gives ${show(info)} but member '${members[0]!.name}' gives ${show(first)}`);
+      const dimsFit =
+        sameType &&
+        info.shape.every((d, k) => k === axis || typeof d !== 'number' || typeof first.shape[k] !== 'number' || d === first.shape[k]);
+      if (!dimsFit)
+        bad(
+          `ensemble '${p.name}' cannot ${combine.op} output '${g.name}': member '${members[i]!.name}' gives ${show(info)} but member '${members[0]!.name}' gives ${show(first)}`,
+        );
     });
     if (combine.op === 'mean' && first.dtype !== 'float32' && first.dtype !== 'float64') {
       bad(`ensemble '${p.name}': mean needs float32 or float64 outputs, but '${g.name}' is ${first.dtype}; use max, vote or concat`);
@@ -158,10 +176,12 @@ function ensembleSignature(p: PlanEnsemble, sigs: Signature[], combiner: Signatu
       return { name: g.name, dtype: 'int64', shape: first.shape.slice(0, -1) };
     }
     if (combine.op === 'concat') {
-      if (rank > 0 && (axis < 0 || axis >= rank)) bad(`ensemble '${p.name}': concat axis ${combine.axis} is outside output '${g.name}' ${show(first)}`);
+      if (rank > 0 && (axis < 0 || axis >= rank))
+        bad(`ensemble '${p.name}': concat axis ${combine.axis} is outside output '${g.name}' ${show(first)}`);
       const dims = infos.map((info) => info.shape[axis]);
       const shape = [...first.shape];
-      if (rank > 0) shape[axis] = dims.every((d) => typeof d === 'number') ? (dims as number[]).reduce((a, b) => a + b, 0) : `concat_${g.name}`;
+      if (rank > 0)
+        shape[axis] = dims.every((d) => typeof d === 'number') ? (dims as number[]).reduce((a, b) => a + b, 0) : `concat_${g.name}`;
       return { name: g.name, dtype: first.dtype, shape };
     }
     return { ...first, name: g.name };
@@ -175,7 +195,9 @@ function dataParallelSignature(name: string, chunk: number, inner: Signature): S
       if (t.shape.length === 0) return t; // unknown shape: checked at run time
       const d0 = t.shape[0]!;
       if (role === 'input' && typeof d0 === 'number' && d0 >= 0 && d0 !== chunk) {
-        bad(`dataParallel '${name}': input '${t.name}' has a fixed batch size of ${d0} (${show(t)}) but chunks are ${chunk} rows; set chunk to ${d0}`);
+        bad(
+          `dataParallel '${name}': input '${t.name}' has a fixed batch size of ${d0} (${show(t)}) but chunks are ${chunk} rows; set chunk to ${d0}`,
+        );
       }
       return { ...t, shape: ['batch', ...t.shape.slice(1)] };
     }) ?? null;

@@ -24,8 +24,18 @@ export function needsToken(policy: AuthPolicy, token: string | undefined, host: 
  * The 401 for a request that lacks the token its route's policy asks for, or undefined when it
  * may go on. `route` is the route's pattern (`/v2/models/:name/infer`), named in the message.
  */
-export function authError(policy: AuthPolicy, token: string | undefined, host: string, request: { method: string; headers: IncomingHttpHeaders }, route: string): HttpError | undefined {
+export function authError(
+  policy: AuthPolicy,
+  token: string | undefined,
+  host: string,
+  request: { method: string; headers: IncomingHttpHeaders },
+  route: string,
+): HttpError | undefined {
   if (!needsToken(policy, token, host) || checkBearer(request.headers, token)) return undefined;
   const why = request.headers.authorization === undefined ? 'missing cluster token' : 'wrong cluster token';
-  return { status: 401, code: 'TROUPE_ERR_UNAUTHORIZED', message: `${why}: ${request.method} ${route} needs 'Authorization: Bearer <token>'` };
+  return {
+    status: 401,
+    code: 'TROUPE_ERR_UNAUTHORIZED',
+    message: `${why}: ${request.method} ${route} needs 'Authorization: Bearer <token>'`,
+  };
 }

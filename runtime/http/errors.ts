@@ -22,7 +22,10 @@ function mib(bytes: number): string {
 
 /** The error for a body over the head's limit (413). */
 export function bodyTooLarge(bodyLimit: number): TroupeError {
-  return new TroupeError('TROUPE_ERR_BODY_TOO_LARGE', `the request body is larger than this head accepts (${mib(bodyLimit)}; see --max-body-mib)`);
+  return new TroupeError(
+    'TROUPE_ERR_BODY_TOO_LARGE',
+    `the request body is larger than this head accepts (${mib(bodyLimit)}; see --max-body-mib)`,
+  );
 }
 
 /** Maps a thrown value (ours, a web framework's (fastify's codes) or anything else) to a status, a code and a message. */
@@ -42,7 +45,11 @@ export function toHttpError(err: unknown, bodyLimit: number): HttpError {
 
 /** The 503 a draining head answers requests that would start work with. */
 export function drainingError(method: string, url: string): HttpError {
-  return { status: 503, code: 'TROUPE_ERR_SHUTTING_DOWN', message: `the head is shutting down and takes no new work (${method} ${url.split('?')[0]!.slice(0, 200)})` };
+  return {
+    status: 503,
+    code: 'TROUPE_ERR_SHUTTING_DOWN',
+    message: `the head is shutting down and takes no new work (${method} ${url.split('?')[0]!.slice(0, 200)})`,
+  };
 }
 
 /** The headers and JSON body of an error response. */
@@ -54,8 +61,14 @@ export function errorResponse(error: HttpError): { headers: Record<string, strin
 }
 
 /** The error a request failed with, and a log line when it was not one of ours (a bug). */
-export function requestFailed(log: Logger, err: unknown, request: { method?: string | undefined; url?: string | undefined }, bodyLimit: number): HttpError {
+export function requestFailed(
+  log: Logger,
+  err: unknown,
+  request: { method?: string | undefined; url?: string | undefined },
+  bodyLimit: number,
+): HttpError {
   const error = toHttpError(err, bodyLimit);
-  if (error.status >= 500 && error.code === 'TROUPE_ERR_INTERNAL') log.error({ err, method: request.method, url: request.url }, 'HTTP request failed');
+  if (error.status >= 500 && error.code === 'TROUPE_ERR_INTERNAL')
+    log.error({ err, method: request.method, url: request.url }, 'HTTP request failed');
   return error;
 }

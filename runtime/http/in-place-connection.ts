@@ -153,7 +153,8 @@ class InPlaceConnection {
     this.#requestStart = 0;
     const result = this.#parser.execute(chunk, 0, n);
     if (this.#stopped) return;
-    if (result instanceof Error) return void this.#refuse({ status: 400, code: 'TROUPE_ERR_BAD_REQUEST', message: `malformed HTTP request: ${result.message}` });
+    if (result instanceof Error)
+      return void this.#refuse({ status: 400, code: 'TROUPE_ERR_BAD_REQUEST', message: `malformed HTTP request: ${result.message}` });
     // A body being read: a client that stops sending it is dropped after the keep-alive time.
     if (this.#request !== null) return this.#arm(this.#options.keepAliveTimeoutMs);
     // A request head not complete yet: keep its bytes (the scratch buffer is read into again).
@@ -163,7 +164,12 @@ class InPlaceConnection {
         this.#arm(this.#options.headersTimeoutMs);
       }
       this.#headBytes += n - this.#requestStart;
-      if (this.#headBytes > MAX_HEAD_BYTES) return void this.#refuse({ status: 431, code: 'TROUPE_ERR_BAD_REQUEST', message: `the request head is larger than ${MAX_HEAD_BYTES} bytes` });
+      if (this.#headBytes > MAX_HEAD_BYTES)
+        return void this.#refuse({
+          status: 431,
+          code: 'TROUPE_ERR_BAD_REQUEST',
+          message: `the request head is larger than ${MAX_HEAD_BYTES} bytes`,
+        });
       this.#headParts.push(Buffer.from(chunk.subarray(this.#requestStart, n)));
     }
   }
@@ -195,8 +201,21 @@ class InPlaceConnection {
     const length = Number(cl ?? 0);
     if (length > this.#options.maxBodyBytes) return this.#refuse(bodyTooLarge(this.#options.maxBodyBytes));
     if (headers.expect?.toLowerCase() === '100-continue') this.#socket.write('HTTP/1.1 100 Continue\r\n\r\n');
-    const body = chunked ? null : length === 0 ? Buffer.alloc(0) : sharedBufferPool.take(alignmentPad(headerLengthOf(headers)) + length).subarray(alignmentPad(headerLengthOf(headers)));
-    this.#request = { route, url: info.url, headers, keepAlive: info.shouldKeepAlive || (!chunked && cl === undefined && info.versionMinor > 0), body, filled: 0, pieces: chunked ? [] : null, received: 0 };
+    const body = chunked
+      ? null
+      : length === 0
+        ? Buffer.alloc(0)
+        : sharedBufferPool.take(alignmentPad(headerLengthOf(headers)) + length).subarray(alignmentPad(headerLengthOf(headers)));
+    this.#request = {
+      route,
+      url: info.url,
+      headers,
+      keepAlive: info.shouldKeepAlive || (!chunked && cl === undefined && info.versionMinor > 0),
+      body,
+      filled: 0,
+      pieces: chunked ? [] : null,
+      received: 0,
+    };
     this.#headParts = [];
     this.#headBytes = 0;
     // No declared length and not chunked: an empty body (parsing on would read to the end of the stream).
@@ -255,7 +274,8 @@ class InPlaceConnection {
     if (socket.destroyed || socket.writableEnded) return;
     const close = !keepAlive || (this.#stopped && !this.#paused) || answer.headers.connection === 'close';
     let head = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\n`;
-    for (const [name, value] of Object.entries(answer.headers)) if (name !== 'connection' && name !== 'content-length') head += `${name}: ${value}\r\n`;
+    for (const [name, value] of Object.entries(answer.headers))
+      if (name !== 'connection' && name !== 'content-length') head += `${name}: ${value}\r\n`;
     head += `content-length: ${Buffer.byteLength(answer.body)}\r\nconnection: ${close ? 'close' : 'keep-alive'}\r\n\r\n`;
     socket.cork();
     socket.write(head, 'latin1');

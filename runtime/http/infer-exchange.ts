@@ -3,7 +3,14 @@ import { sharedBufferPool } from '../transport/buffer-pool.js';
 import type { Logger } from '../log.js';
 import type { ShutdownGate } from './shutdown-gate.js';
 import { authError } from './auth.js';
-import { ACCEPTED_REQUEST_CODINGS, decodeBody, encodeBody, isEncoded, responseCodingFor, unsupportedCoding } from '../oip/content-coding.js';
+import {
+  ACCEPTED_REQUEST_CODINGS,
+  decodeBody,
+  encodeBody,
+  isEncoded,
+  responseCodingFor,
+  unsupportedCoding,
+} from '../oip/content-coding.js';
 import { drainingError, errorResponse, requestFailed } from './errors.js';
 import type { HttpError } from './errors.js';
 import type { InferenceBackend, Params } from '../oip/infer-backend.js';
@@ -65,7 +72,12 @@ export function inferRoute(method: string | undefined, url: string | undefined):
  * Why the request may not go on before its body is read: the head drains (503), the token is
  * missing (401), or the body comes in a content coding the head does not decode (415).
  */
-export function refusal(options: InferExchangeOptions, route: InferRoute, url: string, headers: IncomingHttpHeaders): HttpError | undefined {
+export function refusal(
+  options: InferExchangeOptions,
+  route: InferRoute,
+  url: string,
+  headers: IncomingHttpHeaders,
+): HttpError | undefined {
   if (options.gate.draining) return drainingError('POST', url);
   return authError('inference', options.token, options.host, { method: 'POST', headers }, route.route) ?? unsupportedCoding(headers);
 }
@@ -100,7 +112,12 @@ export function errorAnswer(error: HttpError): HttpAnswer {
  * Accept-Encoding asks and it is 1 KiB or more; Inference-Header-Content-Length still counts
  * bytes of the uncompressed body.
  */
-export async function answerInference(options: InferExchangeOptions, route: InferRoute, request: { url: string; headers: IncomingHttpHeaders }, body: InferBody): Promise<HttpAnswer> {
+export async function answerInference(
+  options: InferExchangeOptions,
+  route: InferRoute,
+  request: { url: string; headers: IncomingHttpHeaders },
+  body: InferBody,
+): Promise<HttpAnswer> {
   try {
     // Plain bodies and small answers skip the awaits: each costs every request a microtask.
     const bytes = isEncoded(request.headers) ? await decodeBody(body.bytes, request.headers, options.maxBodyBytes) : body.bytes;

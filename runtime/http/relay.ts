@@ -18,23 +18,32 @@ export function relayToHead(port: number): (url: string, headers: IncomingHttpHe
   const agent = new Agent({ keepAlive: true });
   return (url, headers) =>
     new Promise((resolve) => {
-      const failed = (why: string) => resolve({ status: 502, headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify({ error: `the head did not answer GET ${url.slice(0, 200)}: ${why}`, code: 'TROUPE_ERR_INTERNAL' }) });
+      const failed = (why: string) =>
+        resolve({
+          status: 502,
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+          body: JSON.stringify({ error: `the head did not answer GET ${url.slice(0, 200)}: ${why}`, code: 'TROUPE_ERR_INTERNAL' }),
+        });
       const forwarded = Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.has(name) && name !== 'upgrade'));
-      const req = request({ host: '127.0.0.1', port, method: 'GET', path: url, headers: forwarded, agent, timeout: RELAY_TIMEOUT_MS }, (res) => {
-        const chunks: Buffer[] = [];
-        let length = 0;
-        res.on('data', (chunk: Buffer) => {
-          length += chunk.length;
-          if (length > MAX_RELAYED_BYTES) res.destroy(new Error('the answer is too large to relay'));
-          else chunks.push(chunk);
-        });
-        res.on('error', (err) => failed(err.message));
-        res.on('end', () => {
-          const passed: Record<string, string | number> = {};
-          for (const [name, value] of Object.entries(res.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) passed[name] = Array.isArray(value) ? value.join(', ') : value;
-          resolve({ status: res.statusCode ?? 502, headers: passed, body: Buffer.concat(chunks) });
-        });
-      });
+      const req = request(
+        { host: '127.0.0.1', port, method: 'GET', path: url, headers: forwarded, agent, timeout: RELAY_TIMEOUT_MS },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let length = 0;
+          res.on('data', (chunk: Buffer) => {
+            length += chunk.length;
+            if (length > MAX_RELAYED_BYTES) res.destroy(new Error('the answer is too large to relay'));
+            else chunks.push(chunk);
+          });
+          res.on('error', (err) => failed(err.message));
+          res.on('end', () => {
+            const passed: Record<string, string | number> = {};
+            for (const [name, value] of Object.entries(res.headers))
+              if (value !== undefined && !HOP_BY_HOP.has(name)) passed[name] = Array.isArray(value) ? value.join(', ') : value;
+            resolve({ status: res.statusCode ?? 502, headers: passed, body: Buffer.concat(chunks) });
+          });
+        },
+      );
       req.on('timeout', () => req.destroy(new Error(`no answer within ${RELAY_TIMEOUT_MS} ms`)));
       req.on('error', (err) => failed(err.message));
       req.end();

@@ -37,7 +37,13 @@ export class ShutdownGate {
 
   /** Runs `work` as accepted work, or refuses it at once when the head is draining. */
   run<T>(what: string, work: () => Promise<T>): Promise<T> {
-    if (this.#draining) return Promise.reject(new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `the head is shutting down and takes no new work (${what}); retry against it once it is back`));
+    if (this.#draining)
+      return Promise.reject(
+        new TroupeError(
+          'TROUPE_ERR_SHUTTING_DOWN',
+          `the head is shutting down and takes no new work (${what}); retry against it once it is back`,
+        ),
+      );
     this.#inFlight++;
     let result: Promise<T>;
     try {

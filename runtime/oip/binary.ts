@@ -20,11 +20,17 @@ export function splitInferBody(body: Buffer, headerLength: string | string[] | u
   if (headerLength === undefined) return { json: body, binary: body.subarray(body.length) };
   const text = Array.isArray(headerLength) ? headerLength.join(',') : headerLength;
   if (!/^\d{1,15}$/.test(text.trim())) {
-    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `Inference-Header-Content-Length must be a whole number of bytes, got '${text.slice(0, 40)}'`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `Inference-Header-Content-Length must be a whole number of bytes, got '${text.slice(0, 40)}'`,
+    );
   }
   const length = Number(text.trim());
   if (length > body.length) {
-    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `Inference-Header-Content-Length is ${length} but the body has only ${body.length} bytes`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `Inference-Header-Content-Length is ${length} but the body has only ${body.length} bytes`,
+    );
   }
   return { json: body.subarray(0, length), binary: body.subarray(length) };
 }
@@ -41,7 +47,10 @@ export class BinaryReader {
   take(size: number, label: string): Buffer {
     const left = this.#binary.length - this.#at;
     if (size > left) {
-      const why = this.#binary.length === 0 ? 'the request has no binary data (is Inference-Header-Content-Length set?)' : `only ${left} bytes of binary data are left in the body`;
+      const why =
+        this.#binary.length === 0
+          ? 'the request has no binary data (is Inference-Header-Content-Length set?)'
+          : `only ${left} bytes of binary data are left in the body`;
       throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: binary_data_size is ${size} but ${why}`);
     }
     const bytes = this.#binary.subarray(this.#at, this.#at + size);
@@ -53,7 +62,10 @@ export class BinaryReader {
   finish(): void {
     const left = this.#binary.length - this.#at;
     if (left > 0) {
-      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the body has ${left} bytes of binary data after the inputs' binary_data_size (${this.#at} bytes in all) are taken`);
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_REQUEST',
+        `the body has ${left} bytes of binary data after the inputs' binary_data_size (${this.#at} bytes in all) are taken`,
+      );
     }
   }
 }
@@ -64,16 +76,24 @@ export function decodeBytesElements(bytes: Uint8Array, count: number, label: str
   const out: string[] = [];
   let at = 0;
   while (at < view.length) {
-    if (at + 4 > view.length) throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: BYTES element ${out.length} has a truncated 4-byte length`);
+    if (at + 4 > view.length)
+      throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: BYTES element ${out.length} has a truncated 4-byte length`);
     const length = view.readUInt32LE(at);
     at += 4;
     if (at + length > view.length) {
-      throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: BYTES element ${out.length} says ${length} bytes but ${view.length - at} are left`);
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_TENSOR',
+        `${label}: BYTES element ${out.length} says ${length} bytes but ${view.length - at} are left`,
+      );
     }
     out.push(view.toString('utf8', at, at + length));
     at += length;
   }
-  if (out.length !== count) throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: shape holds ${count} elements, the binary data has ${out.length} BYTES elements`);
+  if (out.length !== count)
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_TENSOR',
+      `${label}: shape holds ${count} elements, the binary data has ${out.length} BYTES elements`,
+    );
   return out;
 }
 

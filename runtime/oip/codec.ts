@@ -57,10 +57,12 @@ function decodeInput(input: InferRequest['inputs'][number], reader: BinaryReader
   const dtype = dtypeOfDatatype(input.datatype, label);
   const size = input.parameters?.binary_data_size;
   if (size === undefined) {
-    if (input.data === undefined) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label} has neither "data" nor parameters.binary_data_size`);
+    if (input.data === undefined)
+      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label} has neither "data" nor parameters.binary_data_size`);
     return wireFromJson(dtype, input.shape, input.data, label);
   }
-  if (input.data !== undefined) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label} has both "data" and parameters.binary_data_size; give one`);
+  if (input.data !== undefined)
+    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label} has both "data" and parameters.binary_data_size; give one`);
   const bytes = reader.take(wholeNumber(size, `${label}: binary_data_size`), label);
   if (dtype === 'string') return { dtype, shape: input.shape, data: decodeBytesElements(bytes, elementCount(input.shape), label) };
   const wire: WireTensor = { dtype, shape: input.shape, data: bytes };
@@ -107,7 +109,12 @@ export interface EncodedResponse {
 }
 
 /** The inference response: JSON, or JSON followed by binary outputs when any output asks for it. */
-export function encodeInferResponse(model: string, request: InferRequest, outputs: WireTensorMap, order: readonly string[]): EncodedResponse {
+export function encodeInferResponse(
+  model: string,
+  request: InferRequest,
+  outputs: WireTensorMap,
+  order: readonly string[],
+): EncodedResponse {
   const parts: Uint8Array[] = [];
   const texts: string[] = [];
   for (const name of order) {

@@ -43,7 +43,10 @@ export function datatypeOfDtype(dtype: string): string {
 /** A dtype a response can carry; others (int4, uint4) are refused with the output's name. */
 export function oipDtype(dtype: DType, label: string): OipDType {
   if (DTYPE_TO_OIP.has(dtype)) return dtype as OipDType;
-  throw new TroupeError('TROUPE_ERR_BAD_INPUT', `${label}: ${dtype} tensors have no Open Inference Protocol datatype; use the SDK for them`);
+  throw new TroupeError(
+    'TROUPE_ERR_BAD_INPUT',
+    `${label}: ${dtype} tensors have no Open Inference Protocol datatype; use the SDK for them`,
+  );
 }
 
 /** Model metadata dims: symbolic (string) and negative dims are variable, shown as -1. */

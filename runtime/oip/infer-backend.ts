@@ -39,7 +39,8 @@ export function takesAnything(target: InferTarget): boolean {
  */
 export function checkInferRequest(target: InferTarget, request: InferenceRequest): void {
   for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
-  if (!target.metadata && target.kind !== 'graph') throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${target.name}' has no READY replica yet`);
+  if (!target.metadata && target.kind !== 'graph')
+    throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${target.name}' has no READY replica yet`);
   if (!takesAnything(target)) validateInputs(target.name, target.metadata!, request.inputs, request.outputs);
 }
 
@@ -61,7 +62,10 @@ export function findTarget(params: Params, lookup: (name: string) => InferTarget
     throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `unknown model '${params.name}' (deployed: ${known})`);
   }
   if (params.version !== undefined && params.version !== MODEL_VERSION) {
-    throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `model '${params.name}' has no version '${params.version}' (versions: ${MODEL_VERSION})`);
+    throw new TroupeError(
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      `model '${params.name}' has no version '${params.version}' (versions: ${MODEL_VERSION})`,
+    );
   }
   return target;
 }

@@ -15,7 +15,12 @@ import { isRawRequest, rawInferRequest } from './raw.js';
  * workers. A header of 0 is Triton's raw binary request (oip-raw.ts); outputs that ask for
  * classification are replaced by their classes (oip-classification.ts) before encoding.
  */
-export async function inferResponse(backend: InferenceBackend, params: Params, headerLength: string | string[] | undefined, body: Buffer): Promise<EncodedResponse> {
+export async function inferResponse(
+  backend: InferenceBackend,
+  params: Params,
+  headerLength: string | string[] | undefined,
+  body: Buffer,
+): Promise<EncodedResponse> {
   const target = await backend.target(params);
   const { request, decoded } = isRawRequest(headerLength) ? rawRequest(target, body) : jsonRequest(target, headerLength, body);
   // Checked before the run: a bad class count costs no inference.
@@ -36,13 +41,20 @@ function rawRequest(target: InferTarget, body: Buffer): { request: InferRequest;
   return { request, decoded: { inputs, outputs: undefined, timeoutMs: undefined } };
 }
 
-function jsonRequest(target: InferTarget, headerLength: string | string[] | undefined, body: Buffer): { request: InferRequest; decoded: DecodedRequest } {
+function jsonRequest(
+  target: InferTarget,
+  headerLength: string | string[] | undefined,
+  body: Buffer,
+): { request: InferRequest; decoded: DecodedRequest } {
   const { json, binary } = splitInferBody(body, headerLength);
   checkInferJson(json, target);
   const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the inference request'));
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the inference request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `the inference request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`,
+    );
   }
   return { request: parsed.data, decoded: decodeInferRequest(parsed.data, binary) };
 }

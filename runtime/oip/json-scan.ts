@@ -142,8 +142,15 @@ class Scanner {
         }
       }
       if (++values > limit) {
-        if (data) throw tooMany(`its JSON "data" holds more than ${MAX_JSON_VALUES} values; send larger tensors as binary data (Inference-Header-Content-Length)`, this.maxElements);
-        throw new TroupeError('TROUPE_ERR_TOO_MANY_ELEMENTS', `the inference request holds more than ${MAX_OTHER_VALUES} values outside its inputs' "data"`);
+        if (data)
+          throw tooMany(
+            `its JSON "data" holds more than ${MAX_JSON_VALUES} values; send larger tensors as binary data (Inference-Header-Content-Length)`,
+            this.maxElements,
+          );
+        throw new TroupeError(
+          'TROUPE_ERR_TOO_MANY_ELEMENTS',
+          `the inference request holds more than ${MAX_OTHER_VALUES} values outside its inputs' "data"`,
+        );
       }
     } while (depth > 0);
     this.at = i;
@@ -211,7 +218,15 @@ function kindsOf(dtype: string): number {
 }
 
 function kindNames(kinds: number): string {
-  return [[STRING, 'strings'], [NUMBER, 'numbers'], [BOOL, 'booleans'], [NULL, 'nulls']].filter(([k]) => kinds & (k as number)).map(([, n]) => n).join(' and ');
+  return [
+    [STRING, 'strings'],
+    [NUMBER, 'numbers'],
+    [BOOL, 'booleans'],
+    [NULL, 'nulls'],
+  ]
+    .filter(([k]) => kinds & (k as number))
+    .map(([, n]) => n)
+    .join(' and ');
 }
 
 /**
@@ -235,7 +250,11 @@ export function checkInferJson(json: Buffer, target: InferTarget, maxElements = 
     const shape = Array.isArray(input.shape) ? (input.shape as unknown[]) : undefined;
     if (!shape || input.datatype === undefined || input.name === undefined) {
       complete = false;
-      if (input.values > CHECK_KINDS_ABOVE) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label}: "data" of ${input.values} values needs a "name", "datatype" and "shape" beside it`);
+      if (input.values > CHECK_KINDS_ABOVE)
+        throw new TroupeError(
+          'TROUPE_ERR_BAD_REQUEST',
+          `${label}: "data" of ${input.values} values needs a "name", "datatype" and "shape" beside it`,
+        );
       return;
     }
     checkShape(shape, label);
@@ -243,10 +262,17 @@ export function checkInferJson(json: Buffer, target: InferTarget, maxElements = 
     const count = elementCount(shape);
     declared += count;
     if (declared > maxElements) throw tooMany(`${label} brings the declared elements to ${declared}`, maxElements);
-    if (input.values > count) throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: shape [${shape.join(',')}] holds ${count} elements, "data" has more than ${count}`);
+    if (input.values > count)
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_TENSOR',
+        `${label}: shape [${shape.join(',')}] holds ${count} elements, "data" has more than ${count}`,
+      );
     const extra = input.kinds & ~kindsOf(dtype);
     if (input.values > CHECK_KINDS_ABOVE && extra) {
-      throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: "data" holds ${kindNames(extra)}, expected ${kindNames(kindsOf(dtype))} for datatype ${datatypeOfDtype(dtype)}`);
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_TENSOR',
+        `${label}: "data" holds ${kindNames(extra)}, expected ${kindNames(kindsOf(dtype))} for datatype ${datatypeOfDtype(dtype)}`,
+      );
     }
     wire[input.name] = { dtype, shape, data: new Uint8Array(0) };
   });

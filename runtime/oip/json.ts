@@ -48,15 +48,20 @@ export function flattenData(data: unknown, count: number, label: string, shapeTe
       stack.push({ array: value, at: 0 });
       continue;
     }
-    if (out.length === count) throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: shape ${shapeText} holds ${count} elements, "data" has more than ${count}`);
+    if (out.length === count)
+      throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: shape ${shapeText} holds ${count} elements, "data" has more than ${count}`);
     out.push(value);
   }
-  if (out.length !== count) throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: shape ${shapeText} holds ${count} elements, "data" has ${out.length}`);
+  if (out.length !== count)
+    throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: shape ${shapeText} holds ${count} elements, "data" has ${out.length}`);
   return out;
 }
 
 function badElement(label: string, i: number, value: unknown, want: string, dtype: OipDType): TroupeError {
-  return new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: data[${i}] is ${describe(value)}, expected ${want} for datatype ${datatypeOfDtype(dtype)}`);
+  return new TroupeError(
+    'TROUPE_ERR_BAD_TENSOR',
+    `${label}: data[${i}] is ${describe(value)}, expected ${want} for datatype ${datatypeOfDtype(dtype)}`,
+  );
 }
 
 function fillNumbers(values: unknown[], into: Float32Array | Float64Array, label: string, dtype: OipDType): void {
@@ -100,7 +105,13 @@ export function wireFromJson(dtype: OipDType, shape: number[], data: unknown, la
     values.forEach((v, i) => {
       // JSON numbers beyond 2^53 have already lost digits when parsed; refuse rather than guess.
       if (typeof v !== 'number' || !Number.isSafeInteger(v) || (dtype === 'uint64' && v < 0)) {
-        throw badElement(label, i, v, `an integer${dtype === 'uint64' ? ' >= 0' : ''} within ±2^53 (send larger values as binary data)`, dtype);
+        throw badElement(
+          label,
+          i,
+          v,
+          `an integer${dtype === 'uint64' ? ' >= 0' : ''} within ±2^53 (send larger values as binary data)`,
+          dtype,
+        );
       }
       big[i] = BigInt(v);
     });
@@ -109,7 +120,8 @@ export function wireFromJson(dtype: OipDType, shape: number[], data: unknown, la
     const [min, max] = INT_RANGES[dtype]!;
     typed = new DTYPES[dtype].array(count);
     values.forEach((v, i) => {
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw badElement(label, i, v, `an integer in [${min}, ${max}]`, dtype);
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+        throw badElement(label, i, v, `an integer in [${min}, ${max}]`, dtype);
       typed[i] = v;
     });
   }
@@ -137,7 +149,8 @@ export function jsonTextOfWire(w: WireTensor, label: string): string {
     case 'uint64':
       return `[${(data as BigInt64Array).join(',')}]`;
     default:
-      if (t.dtype === 'int4' || t.dtype === 'uint4') throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: ${formatShape(t.dtype, t.shape)} cannot be written as JSON`);
+      if (t.dtype === 'int4' || t.dtype === 'uint4')
+        throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: ${formatShape(t.dtype, t.shape)} cannot be written as JSON`);
       return `[${(data as Int32Array).join(',')}]`;
   }
 }

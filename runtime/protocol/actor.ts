@@ -82,7 +82,12 @@ export const DurationTotalSchema = z.object({ count: z.number().min(0), ms: z.nu
 export type DurationTotal = z.infer<typeof DurationTotalSchema>;
 
 /** One batch size's executions: how many ran, and their input, run and output times. */
-export const BatchSizeTotalsSchema = z.object({ count: z.number().min(0), inputMs: z.number().min(0), inferMs: z.number().min(0), outputMs: z.number().min(0) });
+export const BatchSizeTotalsSchema = z.object({
+  count: z.number().min(0),
+  inputMs: z.number().min(0),
+  inferMs: z.number().min(0),
+  outputMs: z.number().min(0),
+});
 export type BatchSizeTotals = z.infer<typeof BatchSizeTotalsSchema>;
 
 /** Batch sizes kept per actor: a batch has at most BatchSchema's 65,536 rows, but few sizes occur. */
@@ -102,7 +107,9 @@ export const CallTotalsSchema = z.object({
   computeOutput: DurationTotalSchema,
   /** Epoch ms of the last call answered, 0 before any. */
   lastAt: z.number().min(0),
-  bySize: z.record(z.string().regex(/^\d{1,6}$/), BatchSizeTotalsSchema).refine((r) => Object.keys(r).length <= MAX_BATCH_SIZES_REPORTED, 'too many batch sizes'),
+  bySize: z
+    .record(z.string().regex(/^\d{1,6}$/), BatchSizeTotalsSchema)
+    .refine((r) => Object.keys(r).length <= MAX_BATCH_SIZES_REPORTED, 'too many batch sizes'),
 });
 export type CallTotals = z.infer<typeof CallTotalsSchema>;
 

@@ -34,7 +34,10 @@ export const AgentToHeadSchema = z.discriminatedUnion('type', [
     /** Fresh nvidia-smi samples (utilisation, memory); absent for simulated GPUs. */
     gpus: z.array(GpuSchema).max(64).optional(),
     /** GPU memory each actor process holds, from nvidia-smi --query-compute-apps. */
-    actorGpuMemory: z.array(z.object({ actorId: IdSchema, usedMemoryMiB: z.number().min(0).nullable() })).max(4096).optional(),
+    actorGpuMemory: z
+      .array(z.object({ actorId: IdSchema, usedMemoryMiB: z.number().min(0).nullable() }))
+      .max(4096)
+      .optional(),
     /** CPU time and memory of the agent (actorId null) and each of its actors. */
     processes: z
       .array(z.object({ actorId: IdSchema.nullable(), pid: z.number().int(), rssBytes: z.number().min(0), cpuSeconds: z.number().min(0) }))

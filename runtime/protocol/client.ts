@@ -25,7 +25,11 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
     /** false: answer at once with the deployment as it is (actors may still be PENDING). */
     wait: z.boolean().optional(),
     /** How long the head waits for READY before failing with TROUPE_ERR_DEPLOY_TIMEOUT and the reasons (default 60 s). */
-    timeoutMs: z.number().positive().max(MAX_DEPLOY_TIMEOUT_S * 1000).optional(),
+    timeoutMs: z
+      .number()
+      .positive()
+      .max(MAX_DEPLOY_TIMEOUT_S * 1000)
+      .optional(),
     /** true: a READY deployment of the same name with a different spec is replaced (else TROUPE_ERR_DEPLOYMENT_EXISTS). */
     replace: z.boolean().optional(),
   }),
@@ -43,7 +47,11 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
     inputs: WireTensorMapSchema,
     /** Which outputs to return; all when absent. */
     outputs: z.array(z.string().max(256)).max(1024).optional(),
-    timeoutMs: z.number().positive().max(24 * 3600 * 1000).optional(),
+    timeoutMs: z
+      .number()
+      .positive()
+      .max(24 * 3600 * 1000)
+      .optional(),
     /** Inputs that are outputs of earlier runs (futures), resolved on the head: input name -> run. */
     refs: z.record(z.string().min(1).max(256), RunRefSchema).optional(),
     /** Answer with a per-step timing trace beside the outputs. */
@@ -80,5 +88,9 @@ export const ClientToHeadReplies = {
 };
 
 /** head -> SDK client: answers, and the route updates of deployments the client asked about. */
-export const HeadToClientSchema = z.discriminatedUnion('type', [ReplySchema, FailSchema, z.object({ type: z.literal('routes'), routes: RoutesSchema })]);
+export const HeadToClientSchema = z.discriminatedUnion('type', [
+  ReplySchema,
+  FailSchema,
+  z.object({ type: z.literal('routes'), routes: RoutesSchema }),
+]);
 export type HeadToClient = z.infer<typeof HeadToClientSchema>;

@@ -60,9 +60,16 @@ addExtension({
     const head = n < 0x100 ? 2 : n < 0x10000 ? 3 : 5;
     const { target, position } = allocateForWrite(head + n);
     const view = new DataView(target.buffer, target.byteOffset + position, head);
-    if (head === 2) (view.setUint8(0, 0xc4), view.setUint8(1, n));
-    else if (head === 3) (view.setUint8(0, 0xc5), view.setUint16(1, n));
-    else (view.setUint8(0, 0xc6), view.setUint32(1, n));
+    if (head === 2) {
+      view.setUint8(0, 0xc4);
+      view.setUint8(1, n);
+    } else if (head === 3) {
+      view.setUint8(0, 0xc5);
+      view.setUint16(1, n);
+    } else {
+      view.setUint8(0, 0xc6);
+      view.setUint32(1, n);
+    }
     target.set(value, position + head);
   },
   unpack(data: Uint8Array) {

@@ -9,9 +9,7 @@ import { IdSchema } from './common.js';
  */
 export const RoutesSchema = z.object({
   deployment: z.string().max(256),
-  replicas: z
-    .array(z.object({ actor: IdSchema, url: z.string().url().max(512), token: z.string().min(16).max(128) }))
-    .max(4096),
+  replicas: z.array(z.object({ actor: IdSchema, url: z.string().url().max(512), token: z.string().min(16).max(128) })).max(4096),
   perReplicaLimit: z.number().int().min(1),
   maxQueue: z.number().int().min(0),
   maxRetries: z.number().int().min(0),

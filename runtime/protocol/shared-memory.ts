@@ -17,7 +17,11 @@ const MAX_REGION_BYTES = 2 ** 40;
 export const SharedTensorRefSchema = z.object({
   dtype: z.enum(DTYPE_NAMES),
   shape: z.array(z.number()).max(MAX_RANK),
-  region: z.number().int().nonnegative().max(2 ** 31),
+  region: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(2 ** 31),
   offset: z.number().int().nonnegative().max(MAX_REGION_BYTES),
   bytes: z.number().int().nonnegative().max(MAX_REGION_BYTES),
 });
@@ -37,9 +41,21 @@ export type DirectInputs = z.infer<typeof DirectInputsSchema>;
 export const RegionOfferSchema = z.object({
   type: z.literal('region'),
   id: IdSchema,
-  region: z.number().int().nonnegative().max(2 ** 31),
-  pid: z.number().int().positive().max(2 ** 31),
-  fd: z.number().int().nonnegative().max(2 ** 31),
+  region: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(2 ** 31),
+  pid: z
+    .number()
+    .int()
+    .positive()
+    .max(2 ** 31),
+  fd: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(2 ** 31),
   bytes: z.number().int().positive().max(MAX_REGION_BYTES),
   nonce: z.string().min(16).max(64),
 });

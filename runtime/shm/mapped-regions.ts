@@ -38,7 +38,8 @@ export class MappedRegions {
       throw refuse((err as Error).message);
     }
     // Another host's or namespace's process may hold a region under the same pid and fd.
-    if (!hasNonce(region, offer.nonce)) throw refuse(`/proc/${offer.pid}/fd/${offer.fd} is not the offering client's region (its nonce differs)`);
+    if (!hasNonce(region, offer.nonce))
+      throw refuse(`/proc/${offer.pid}/fd/${offer.fd} is not the offering client's region (its nonce differs)`);
     this.#regions.set(offer.region, region);
     this.#bytes += offer.bytes;
   }
@@ -52,9 +53,16 @@ export class MappedRegions {
     for (const [name, input] of Object.entries(inputs)) {
       if (!('region' in input)) continue;
       const region = this.#regions.get(input.region);
-      if (!region) throw new TroupeError('TROUPE_ERR_SHARED_MEMORY', `input '${name}' names region ${input.region}, which this connection has not mapped`);
+      if (!region)
+        throw new TroupeError(
+          'TROUPE_ERR_SHARED_MEMORY',
+          `input '${name}' names region ${input.region}, which this connection has not mapped`,
+        );
       if (input.offset < REGION_HEADER_BYTES || input.offset + input.bytes > region.byteLength) {
-        throw new TroupeError('TROUPE_ERR_SHARED_MEMORY', `input '${name}': bytes ${input.offset}..${input.offset + input.bytes} are outside region ${input.region} (slots span ${REGION_HEADER_BYTES}..${region.byteLength})`);
+        throw new TroupeError(
+          'TROUPE_ERR_SHARED_MEMORY',
+          `input '${name}': bytes ${input.offset}..${input.offset + input.bytes} are outside region ${input.region} (slots span ${REGION_HEADER_BYTES}..${region.byteLength})`,
+        );
       }
       resolved ??= { ...(inputs as WireTensorMap) };
       resolved[name] = { dtype: input.dtype, shape: input.shape, data: region.subarray(input.offset, input.offset + input.bytes) };

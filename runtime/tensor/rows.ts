@@ -18,10 +18,14 @@ export function batchSize(inputs: WireTensorMap, where: string): number {
   let rows: number | undefined;
   let first = '';
   for (const [name, t] of Object.entries(inputs)) {
-    if (t.shape.length === 0) throw new TroupeError('TROUPE_ERR_BAD_INPUT', `${where}: input '${name}' is a scalar; there is no batch axis to cut`);
+    if (t.shape.length === 0)
+      throw new TroupeError('TROUPE_ERR_BAD_INPUT', `${where}: input '${name}' is a scalar; there is no batch axis to cut`);
     if (rows === undefined) [rows, first] = [t.shape[0]!, name];
     else if (t.shape[0] !== rows) {
-      throw new TroupeError('TROUPE_ERR_BAD_INPUT', `${where}: inputs disagree on the batch size: '${first}' has ${rows} rows, '${name}' has ${t.shape[0]}`);
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_INPUT',
+        `${where}: inputs disagree on the batch size: '${first}' has ${rows} rows, '${name}' has ${t.shape[0]}`,
+      );
     }
   }
   if (rows === undefined) throw new TroupeError('TROUPE_ERR_BAD_INPUT', `${where}: no inputs to cut into chunks`);
@@ -38,7 +42,11 @@ export function chunkBounds(rows: number, chunk: number): [number, number][] {
 function rowBytes(t: WireTensor, label: string): number {
   const perRow = elementCount(t.shape.slice(1));
   const bytes = DTYPES[t.dtype].bytes * perRow;
-  if (!Number.isInteger(bytes)) throw new TroupeError('TROUPE_ERR_BAD_INPUT', `${label}: ${formatShape(t.dtype, t.shape)} rows do not end on whole bytes, so it cannot be cut into chunks`);
+  if (!Number.isInteger(bytes))
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_INPUT',
+      `${label}: ${formatShape(t.dtype, t.shape)} rows do not end on whole bytes, so it cannot be cut into chunks`,
+    );
   return bytes;
 }
 
@@ -81,11 +89,16 @@ export function splitRows(t: Tensor, rows: readonly number[]): Tensor[] {
 export function joinRows(parts: readonly WireTensor[], label: string, pool?: BufferPool): { tensor: WireTensor; copy?: Buffer } {
   const first = parts[0];
   if (!first) throw new TroupeError('TROUPE_ERR_INTERNAL', `${label}: nothing to join`);
-  if (first.shape.length === 0) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${label}: parts are scalars, which cannot be joined along the batch axis`);
+  if (first.shape.length === 0)
+    throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${label}: parts are scalars, which cannot be joined along the batch axis`);
   parts.forEach((p, i) => {
-    const same = p.dtype === first.dtype && p.shape.length === first.shape.length && p.shape.every((d, k) => k === 0 || d === first.shape[k]);
+    const same =
+      p.dtype === first.dtype && p.shape.length === first.shape.length && p.shape.every((d, k) => k === 0 || d === first.shape[k]);
     if (!same) {
-      throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${label}: chunk ${i} gave ${formatShape(p.dtype, p.shape)} but chunk 0 gave ${formatShape(first.dtype, first.shape)}; chunk outputs must agree to be concatenated`);
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_SPEC',
+        `${label}: chunk ${i} gave ${formatShape(p.dtype, p.shape)} but chunk 0 gave ${formatShape(first.dtype, first.shape)}; chunk outputs must agree to be concatenated`,
+      );
     }
   });
   if (parts.length === 1) return { tensor: first };
@@ -94,7 +107,8 @@ export function joinRows(parts: readonly WireTensor[], label: string, pool?: Buf
   if (first.dtype === 'string') return { tensor: { dtype: 'string', shape, data: parts.flatMap((p) => p.data as string[]) } };
   const arrays = parts.map((p) => p.data as Uint8Array);
   const total = arrays.reduce((sum, a) => sum + a.byteLength, 0);
-  if (backToBack(arrays)) return { tensor: { dtype: first.dtype, shape, data: new Uint8Array(arrays[0]!.buffer, arrays[0]!.byteOffset, total) } };
+  if (backToBack(arrays))
+    return { tensor: { dtype: first.dtype, shape, data: new Uint8Array(arrays[0]!.buffer, arrays[0]!.byteOffset, total) } };
   const copy = pool?.take(total);
   // Every byte is written below, so a pooled buffer needs no zeroing.
   const out = copy ? new Uint8Array(copy.buffer, copy.byteOffset, total) : new Uint8Array(total);
@@ -113,7 +127,11 @@ export function concatRows(parts: readonly WireTensor[], label: string): WireTen
 
 /** {@link joinRows} for tensors (an actor's batch of calls): typed arrays over the joined bytes. */
 export function concatTensorRows(parts: readonly Tensor[], pool: BufferPool): { tensor: Tensor; copy?: Buffer } {
-  const wire = parts.map((t): WireTensor => (t.dtype === 'string' ? { dtype: t.dtype, shape: [...t.shape], data: t.data as string[] } : { dtype: t.dtype, shape: [...t.shape], data: bytesOf(t.data as TypedArray) }));
+  const wire = parts.map((t): WireTensor =>
+    t.dtype === 'string'
+      ? { dtype: t.dtype, shape: [...t.shape], data: t.data as string[] }
+      : { dtype: t.dtype, shape: [...t.shape], data: bytesOf(t.data as TypedArray) },
+  );
   const { tensor, copy } = joinRows(wire, 'batch', pool);
   const data = tensor.dtype === 'string' ? (tensor.data as string[]) : viewBytes(tensor.dtype as NumericDType, tensor.data as Uint8Array);
   const joined: Tensor = { dtype: tensor.dtype, shape: tensor.shape, data };

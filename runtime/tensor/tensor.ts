@@ -4,8 +4,16 @@ import { DTYPES, alignmentOf, byteLengthOf, isDType } from './dtypes.js';
 import type { DType, NumericDType } from './dtypes.js';
 
 export type TypedArray =
-  | Float32Array | Float64Array | Int8Array | Uint8Array | Int16Array | Uint16Array
-  | Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
+  | Float32Array
+  | Float64Array
+  | Int8Array
+  | Uint8Array
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | BigInt64Array
+  | BigUint64Array;
 
 export type TensorData = TypedArray | string[];
 
@@ -63,13 +71,19 @@ export function tensor(dtype: DType, shape: readonly number[], data: TensorData,
   checkShape(shape, label);
   if (!arrayMatches(dtype, data)) {
     const got = Array.isArray(data) ? 'an array' : (data as object).constructor.name;
-    throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: ${dtype} data must be ${DTYPES[dtype].array?.name ?? 'a string[]'}, got ${got}`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_TENSOR',
+      `${label}: ${dtype} data must be ${DTYPES[dtype].array?.name ?? 'a string[]'}, got ${got}`,
+    );
   }
   const count = elementCount(shape);
   const have = dtype === 'int4' || dtype === 'uint4' ? (data as TypedArray).length * 2 : data.length;
   const fits = dtype === 'int4' || dtype === 'uint4' ? have === count || have === count + 1 : have === count;
   if (!fits) {
-    throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: ${formatShape(dtype, shape)} holds ${count} elements, data has ${data.length}`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_TENSOR',
+      `${label}: ${formatShape(dtype, shape)} holds ${count} elements, data has ${data.length}`,
+    );
   }
   return printable({ dtype, shape: [...shape], data });
 }

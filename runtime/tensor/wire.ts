@@ -49,7 +49,10 @@ export function checkWire(w: WireTensor, label: string): void {
   }
   const need = byteLengthOf(w.dtype, count);
   if (w.data.byteLength !== need) {
-    throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: ${formatShape(w.dtype, w.shape)} needs ${need} bytes, got ${w.data.byteLength}`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_TENSOR',
+      `${label}: ${formatShape(w.dtype, w.shape)} needs ${need} bytes, got ${w.data.byteLength}`,
+    );
   }
 }
 

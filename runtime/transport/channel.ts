@@ -211,7 +211,10 @@ export class Channel<In extends { type: string }, Out extends { type: string }, 
     if (msg.type === 'reply') {
       const parsed = pending.schema.safeParse(msg.value);
       if (parsed.success) pending.resolve(parsed.data);
-      else pending.reject(new TroupeError('TROUPE_ERR_BAD_MESSAGE', `the reply to '${pending.type}' is invalid${where(parsed.error.issues[0])}`));
+      else
+        pending.reject(
+          new TroupeError('TROUPE_ERR_BAD_MESSAGE', `the reply to '${pending.type}' is invalid${where(parsed.error.issues[0])}`),
+        );
     } else {
       const wire = msg.error as { code?: unknown; message?: unknown } | undefined;
       const err =
@@ -232,7 +235,10 @@ export class Channel<In extends { type: string }, Out extends { type: string }, 
     if (this.#closed) return;
     this.#closed = true;
     this.#outbox = [];
-    const error = new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `connection closed (${code}${reason ? `: ${reason}` : ''}) before an answer arrived`);
+    const error = new TroupeError(
+      'TROUPE_ERR_CONNECTION_CLOSED',
+      `connection closed (${code}${reason ? `: ${reason}` : ''}) before an answer arrived`,
+    );
     for (const [id, pending] of this.#pending) {
       if (pending.timer) clearTimeout(pending.timer);
       pending.reject(error);

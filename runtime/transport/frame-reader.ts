@@ -125,7 +125,12 @@ export class FrameReader {
     } catch (err) {
       // A process short of memory refuses the allocation, which must close this stream, not end the process.
       this.#broken = true;
-      this.handlers?.onError(new TroupeError('TROUPE_ERR_BAD_FRAME', `stream sent a frame of ${this.#expected} bytes, which this process cannot allocate (${(err as Error).message}); closing it`));
+      this.handlers?.onError(
+        new TroupeError(
+          'TROUPE_ERR_BAD_FRAME',
+          `stream sent a frame of ${this.#expected} bytes, which this process cannot allocate (${(err as Error).message}); closing it`,
+        ),
+      );
       return null;
     }
   }

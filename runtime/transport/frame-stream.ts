@@ -69,9 +69,20 @@ export class FrameStream implements FrameTransport {
    * Connects to `host:port`; resolves once connected. Rejects with the socket's error (refused,
    * unreachable, aborted by `signal`) or when `timeoutMs` passes first.
    */
-  static connect(host: string, port: number, options: FrameStreamOptions & { timeoutMs: number; signal?: AbortSignal }): Promise<FrameStream> {
+  static connect(
+    host: string,
+    port: number,
+    options: FrameStreamOptions & { timeoutMs: number; signal?: AbortSignal },
+  ): Promise<FrameStream> {
     const reader = FrameStream.#newReader(options);
-    const socket = connectSocket({ host, port, onread: readInPlace(reader), noDelay: true, keepAlive: true, ...(options.signal ? { signal: options.signal } : {}) });
+    const socket = connectSocket({
+      host,
+      port,
+      onread: readInPlace(reader),
+      noDelay: true,
+      keepAlive: true,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
     const stream = new FrameStream(socket, reader, true);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {

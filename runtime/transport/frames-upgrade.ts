@@ -41,7 +41,11 @@ export function acceptFrames(socket: Duplex, head: Buffer, options: FrameStreamO
  * TROUPE_ERR_CONNECTION_CLOSED for any other answer (its cause an {@link UpgradeDeclined}), a
  * socket error, or no answer within `timeoutMs`.
  */
-export function upgradeToFrames(url: URL, headers: Record<string, string>, options: FrameStreamOptions & { timeoutMs: number }): Promise<FrameStream> {
+export function upgradeToFrames(
+  url: URL,
+  headers: Record<string, string>,
+  options: FrameStreamOptions & { timeoutMs: number },
+): Promise<FrameStream> {
   return new Promise((resolve, reject) => {
     const req = request(url, {
       agent: false,
@@ -55,7 +59,12 @@ export function upgradeToFrames(url: URL, headers: Record<string, string>, optio
       clearTimeout(timer);
       if (String(res.headers.upgrade ?? '').toLowerCase() !== FRAMES_UPGRADE) {
         socket.destroy();
-        reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `${url.href} switched to '${String(res.headers.upgrade)}', not ${FRAMES_UPGRADE}`));
+        reject(
+          new TroupeError(
+            'TROUPE_ERR_CONNECTION_CLOSED',
+            `${url.href} switched to '${String(res.headers.upgrade)}', not ${FRAMES_UPGRADE}`,
+          ),
+        );
         return;
       }
       resolve(FrameStream.adopt(socket, options, head));

@@ -16,7 +16,11 @@ import { clientSocketOptions } from './socket-options.js';
  * proxies pass. Rejects with TROUPE_ERR_UNAUTHORIZED when the head refuses the credentials in
  * `headers`, with TROUPE_ERR_CONNECTION_CLOSED on anything else or after `timeoutMs`.
  */
-export async function openFrameTransport(url: URL, headers: Record<string, string>, options: FrameStreamOptions & { timeoutMs: number }): Promise<FrameTransport> {
+export async function openFrameTransport(
+  url: URL,
+  headers: Record<string, string>,
+  options: FrameStreamOptions & { timeoutMs: number },
+): Promise<FrameTransport> {
   if (url.protocol !== 'ws:' && url.protocol !== 'http:') return openWebSocket(url, headers, options);
   const plain = new URL(url);
   plain.protocol = 'http:';
@@ -30,10 +34,17 @@ export async function openFrameTransport(url: URL, headers: Record<string, strin
 }
 
 /** A WebSocket to `url` as a frame transport; rejects as {@link openFrameTransport} does. */
-function openWebSocket(url: URL, headers: Record<string, string>, options: FrameStreamOptions & { timeoutMs: number }): Promise<FrameTransport> {
+function openWebSocket(
+  url: URL,
+  headers: Record<string, string>,
+  options: FrameStreamOptions & { timeoutMs: number },
+): Promise<FrameTransport> {
   const ws = new WebSocket(url, { ...clientSocketOptions(headers), maxPayload: options.maxFrameBytes });
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => failed('TROUPE_ERR_CONNECTION_CLOSED', `could not connect to ${url.href} within ${options.timeoutMs} ms`), options.timeoutMs);
+    const timer = setTimeout(
+      () => failed('TROUPE_ERR_CONNECTION_CLOSED', `could not connect to ${url.href} within ${options.timeoutMs} ms`),
+      options.timeoutMs,
+    );
     const failed = (code: 'TROUPE_ERR_UNAUTHORIZED' | 'TROUPE_ERR_CONNECTION_CLOSED', why: string) => {
       clearTimeout(timer);
       ws.terminate();

@@ -24,8 +24,19 @@ const CHROMIUM = '/usr/bin/chromium';
  * one docs/observability.md shows.
  */
 const SCREENSHOT = process.env.TROUPE_TEST_SCREENSHOT ?? join(tmpdir(), `troupe-status-page-${process.pid}.png`);
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const skip = existsSync(CHROMIUM) ? false : `Chromium is not installed at ${CHROMIUM}: apt-get install chromium (.ci/run does) to run the status page test`;
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const skip = existsSync(CHROMIUM)
+  ? false
+  : `Chromium is not installed at ${CHROMIUM}: apt-get install chromium (.ci/run does) to run the status page test`;
 
 /**
  * Polls a JS expression in the page until it is truthy; bounded. (Not page.waitForFunction: that
@@ -110,11 +121,23 @@ describe('the status page, in Chromium, against a real cluster', { timeout: 300_
     client = await connect(cluster.url);
     // pack: both halves share gpu 0, so the page shows a shared GPU and the encoder gets gpu 1 whole
     // (spread, the default, would give each half a GPU of its own).
-    await client.deploy({ name: 'mlp', model: 'mlp.onnx', replicas: 2, gpus: 0.5, placement: 'pack', threads: 1, batch: { maxSize: 8, maxDelayMs: 2 } });
+    await client.deploy({
+      name: 'mlp',
+      model: 'mlp.onnx',
+      replicas: 2,
+      gpus: 0.5,
+      placement: 'pack',
+      threads: 1,
+      batch: { maxSize: 8, maxDelayMs: 2 },
+    });
     await client.deploy(
       pipeline('scorer', [
         model('encoder', { path: 'link21.onnx', gpus: 1, threads: 1 }),
-        ensemble('vote', [model('member-a', { path: 'member11.onnx', threads: 1 }), model('member-b', { path: 'member12.onnx', threads: 1 })], { combine: 'mean' }),
+        ensemble(
+          'vote',
+          [model('member-a', { path: 'member11.onnx', threads: 1 }), model('member-b', { path: 'member12.onnx', threads: 1 })],
+          { combine: 'mean' },
+        ),
       ]),
     );
 
@@ -187,7 +210,8 @@ describe('the status page, in Chromium, against a real cluster', { timeout: 300_
 
     const graph = page.locator('svg.dag[data-graph="scorer"]');
     await graph.waitFor();
-    for (const step of ['encoder', 'member-a', 'member-b']) assert.equal(await graph.locator(`[data-step="${step}"]`).count(), 1, `step ${step} drawn once`);
+    for (const step of ['encoder', 'member-a', 'member-b'])
+      assert.equal(await graph.locator(`[data-step="${step}"]`).count(), 1, `step ${step} drawn once`);
     assert.ok((await graph.locator('path.dag-edge').count()) >= 6, 'arrows from the inputs through the steps to the outputs');
     assert.match(await graph.innerHTML(), /ensemble vote/);
     await page.locator('.event[data-kind="node-joined"]').first().waitFor();
@@ -200,7 +224,11 @@ describe('the status page, in Chromium, against a real cluster', { timeout: 300_
     await inPage(page, 'a latency line', `${colouredPixels('latency')} > 40`);
     await inPage(page, 'a GPU utilisation line', `${colouredPixels('util')} > 40`);
     // The step boxes of the graph carry live rates.
-    await inPage(page, 'a req/s figure on the encoder step', `/[1-9][0-9.]* req\\/s/.test(document.querySelector('[data-step="encoder"]')?.textContent ?? '')`);
+    await inPage(
+      page,
+      'a req/s figure on the encoder step',
+      `/[1-9][0-9.]* req\\/s/.test(document.querySelector('[data-step="encoder"]')?.textContent ?? '')`,
+    );
   });
 
   test('a killed actor process changes state on the page without a reload', async () => {
@@ -227,7 +255,10 @@ describe('the status page, in Chromium, against a real cluster', { timeout: 300_
     );
     assert.notEqual(Number(pid), before.pid);
     const seen = (await page.evaluate('window.__statusTest.seen')) as string[];
-    assert.ok(seen.some((s) => s !== 'READY'), `the row went through a state other than READY: ${seen.join(' > ')}`);
+    assert.ok(
+      seen.some((s) => s !== 'READY'),
+      `the row went through a state other than READY: ${seen.join(' > ')}`,
+    );
     const row = page.locator('tr[data-actor="mlp#0"]');
     assert.match(await row.locator('.last-error').innerText(), /SIGKILL|signal/i);
     assert.equal((await row.locator('td').nth(6).innerText()).trim(), '1', 'one restart');
@@ -266,7 +297,12 @@ describe('the status page of a head beyond loopback, in Chromium', { timeout: 12
     const dataDir = await mkdtemp(join(tmpdir(), 'troupe-head-data-'));
     const head = await startHead({ host: '0.0.0.0', port: 0, token: TOKEN, dataDir });
     const profile = await mkdtemp(join(tmpdir(), 'troupe-chromium-'));
-    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      timeout: 60_000,
+    });
     try {
       const page = context.pages()[0] ?? (await context.newPage());
       page.setDefaultTimeout(30_000);

@@ -8,7 +8,12 @@ import type { ExampleModelPaths } from '../../models/index.js';
 import { childEnv } from './env.js';
 
 /** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000, everyMs = 50): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 15_000,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -18,7 +23,8 @@ export async function waitFor<T>(what: string, check: () => T | undefined | fals
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -55,7 +61,9 @@ export interface TestCluster {
  * models in a temporary directory. Children hold an IPC channel to this test process, so even a
  * crashed test run leaves nothing behind; `stop` ends them by pid.
  */
-export async function startCluster(options: { agents?: string[][]; headArgs?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<TestCluster> {
+export async function startCluster(
+  options: { agents?: string[][]; headArgs?: string[]; env?: NodeJS.ProcessEnv } = {},
+): Promise<TestCluster> {
   const modelDir = await mkdtemp(join(tmpdir(), 'troupe-test-'));
   const models = await writeExampleModels(modelDir);
   const env = childEnv(options.env);

@@ -34,7 +34,28 @@ export class Prng {
 }
 
 // Strings the fuzzer may put anywhere. Never the name of a deployment the test relies on.
-const WORDS = ['run', 'reply', 'fail', 'deploy', 'describe', 'register', 'heartbeat', 'stats', 'x', 'inputs', 'float32', 'string', 'fz', '', '__proto__', 'constructor', '../../etc/passwd', '%00', 'ü', 'a'.repeat(300)];
+const WORDS = [
+  'run',
+  'reply',
+  'fail',
+  'deploy',
+  'describe',
+  'register',
+  'heartbeat',
+  'stats',
+  'x',
+  'inputs',
+  'float32',
+  'string',
+  'fz',
+  '',
+  '__proto__',
+  'constructor',
+  '../../etc/passwd',
+  '%00',
+  'ü',
+  'a'.repeat(300),
+];
 const NUMBERS = [0, -1, 1, 1.5, NaN, Infinity, -Infinity, 2 ** 31, 2 ** 53, -(2 ** 53), 1e300, Number.MIN_VALUE];
 
 /** Sets an own property, even one named `__proto__` (plain assignment would set the prototype). */
@@ -157,7 +178,12 @@ export function checkAnswer(message: unknown, allowed: readonly string[]): strin
  * Decodes a frame a peer sent into `into.received`, and whatever in it is not a proper answer
  * (see {@link checkAnswer}) into `into.problems`.
  */
-export function recordAnswers(frame: Uint8Array, peer: string, allowed: readonly string[], into: { received: unknown[]; problems: string[] }): void {
+export function recordAnswers(
+  frame: Uint8Array,
+  peer: string,
+  allowed: readonly string[],
+  into: { received: unknown[]; problems: string[] },
+): void {
   let messages: unknown[];
   try {
     messages = decodeFrame(frame);

@@ -11,7 +11,12 @@ export interface HttpAnswer {
 }
 
 /** One HTTP request over a real socket (global fetch), bounded in time. */
-export async function call(base: string, method: string, path: string, options: { body?: string | Uint8Array; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<HttpAnswer> {
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  options: { body?: string | Uint8Array; headers?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<HttpAnswer> {
   const response = await fetch(`${base}${path}`, {
     method,
     headers: options.headers ?? {},
@@ -41,25 +46,41 @@ export interface NodeAnswer {
  * One request with node:http, path sent exactly as given (fetch would normalise `..` away), on
  * `agent` (a kept-alive pool; false: a connection of its own, the default), bounded in time.
  */
-export function nodeCall(base: string, method: string, path: string, options: { body?: string | Buffer; headers?: Record<string, string>; agent?: Agent | false; timeoutMs?: number } = {}): Promise<NodeAnswer> {
+export function nodeCall(
+  base: string,
+  method: string,
+  path: string,
+  options: { body?: string | Buffer; headers?: Record<string, string>; agent?: Agent | false; timeoutMs?: number } = {},
+): Promise<NodeAnswer> {
   const url = new URL(base);
   const { body } = options;
   const length = body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) };
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: url.hostname, port: url.port, method, path, agent: options.agent ?? false, headers: { ...options.headers, ...length }, timeout: options.timeoutMs ?? 30_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const bytes = Buffer.concat(chunks);
-        let json: unknown;
-        try {
-          json = JSON.parse(bytes.toString('utf8'));
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: bytes, json, socket: res.socket });
-      });
-    });
+    const req = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path,
+        agent: options.agent ?? false,
+        headers: { ...options.headers, ...length },
+        timeout: options.timeoutMs ?? 30_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const bytes = Buffer.concat(chunks);
+          let json: unknown;
+          try {
+            json = JSON.parse(bytes.toString('utf8'));
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: bytes, json, socket: res.socket });
+        });
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
     req.on('error', reject);
     req.end(body);
@@ -94,7 +115,12 @@ export function binaryBody(header: unknown, parts: Uint8Array[]): { body: Buffer
 }
 
 /** Splits a binary response into its JSON and the bytes after it. */
-export function splitBinaryAnswer(answer: HttpAnswer): { json: { outputs: { name: string; datatype: string; shape: number[]; parameters?: { binary_data_size?: number }; data?: unknown[] }[] } & Record<string, unknown>; binary: Buffer } {
+export function splitBinaryAnswer(answer: HttpAnswer): {
+  json: {
+    outputs: { name: string; datatype: string; shape: number[]; parameters?: { binary_data_size?: number }; data?: unknown[] }[];
+  } & Record<string, unknown>;
+  binary: Buffer;
+} {
   const length = Number(answer.headers.get('inference-header-content-length'));
   assert.ok(Number.isInteger(length) && length > 0, 'Inference-Header-Content-Length is set');
   return { json: JSON.parse(answer.body.subarray(0, length).toString('utf8')), binary: answer.body.subarray(length) };

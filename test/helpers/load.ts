@@ -24,7 +24,12 @@ export class SteadyLoad {
   readonly #workers: Promise<void>[] = [];
   #running = true;
 
-  constructor(client: Cluster, deployment: string, inputs: (i: number) => RunInputs, options: { concurrency: number; run?: RunOptions; check?: (outputs: Record<string, unknown>, i: number) => string | undefined }) {
+  constructor(
+    client: Cluster,
+    deployment: string,
+    inputs: (i: number) => RunInputs,
+    options: { concurrency: number; run?: RunOptions; check?: (outputs: Record<string, unknown>, i: number) => string | undefined },
+  ) {
     for (let w = 0; w < options.concurrency; w++) {
       this.#workers.push(
         (async () => {
@@ -36,7 +41,8 @@ export class SteadyLoad {
               if (wrong) this.outcome.fatal.push(`call ${i}: ${wrong}`);
               else this.outcome.ok++;
             } catch (err) {
-              if (err instanceof TroupeError && err.retryable) this.outcome.retryable[err.code] = (this.outcome.retryable[err.code] ?? 0) + 1;
+              if (err instanceof TroupeError && err.retryable)
+                this.outcome.retryable[err.code] = (this.outcome.retryable[err.code] ?? 0) + 1;
               else this.outcome.fatal.push(err instanceof TroupeError ? `${err.code}: ${err.message}` : String(err));
               // A failed call comes back at once; pause so a worker does not spin while nothing can serve.
               await new Promise((r) => setTimeout(r, 20));
@@ -64,7 +70,10 @@ export async function progress(load: SteadyLoad, more: number, timeoutMs = 30_00
   const target = load.outcome.ok + more;
   const deadline = Date.now() + timeoutMs;
   while (load.outcome.ok < target) {
-    if (Date.now() > deadline) throw new Error(`the load made no progress: ${load.outcome.ok} of ${target} calls ok after ${timeoutMs} ms (${JSON.stringify(load.outcome.retryable)}; ${load.outcome.fatal.slice(0, 3).join(' | ')})`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `the load made no progress: ${load.outcome.ok} of ${target} calls ok after ${timeoutMs} ms (${JSON.stringify(load.outcome.retryable)}; ${load.outcome.fatal.slice(0, 3).join(' | ')})`,
+      );
     await new Promise((r) => setTimeout(r, 25));
   }
 }

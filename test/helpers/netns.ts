@@ -163,9 +163,14 @@ export class NetLab {
     child.stderr!.on('data', (chunk: Buffer) => {
       tail = (tail + chunk.toString('utf8')).slice(-8192);
     });
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
     const line = new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${host}: no line matching ${pattern} within ${timeoutMs} ms; stderr: ${tail}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`${host}: no line matching ${pattern} within ${timeoutMs} ms; stderr: ${tail}`)),
+        timeoutMs,
+      );
       createInterface({ input: child.stdout! }).on('line', (text) => {
         const match = pattern.exec(text);
         if (match) {

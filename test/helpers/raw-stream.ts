@@ -41,7 +41,9 @@ export class RawStream {
     this.socket.once('connect', () => {
       if (switched) return ((this.#open = true), settle.resolve());
       const lines = Object.entries(upgrade!.headers).map(([k, v]) => `${k}: ${v}\r\n`);
-      this.socket.write(`GET ${pathname} HTTP/1.1\r\nhost: ${hostname}\r\nconnection: Upgrade\r\nupgrade: troupe-frames\r\n${lines.join('')}\r\n`);
+      this.socket.write(
+        `GET ${pathname} HTTP/1.1\r\nhost: ${hostname}\r\nconnection: Upgrade\r\nupgrade: troupe-frames\r\n${lines.join('')}\r\n`,
+      );
     });
     this.opened.catch(() => {});
     this.closed = new Promise((resolve) => this.socket.once('close', () => ((this.#open = false), resolve())));

@@ -32,7 +32,10 @@ export class StreamReader {
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`no snapshot within ${timeoutMs} ms`);
       let timer: NodeJS.Timeout | undefined;
-      const chunk = await Promise.race([reader.read(), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no snapshot within ${timeoutMs} ms`)), left)))]).finally(() => clearTimeout(timer));
+      const chunk = await Promise.race([
+        reader.read(),
+        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no snapshot within ${timeoutMs} ms`)), left))),
+      ]).finally(() => clearTimeout(timer));
       if (chunk.done) throw new Error('the stream ended');
       this.#buffer += this.#decoder.decode(chunk.value, { stream: true });
     }

@@ -20,13 +20,19 @@ export function seededFloats(count: number, seed: number): Float32Array {
 
 /** The reference: the same model run in this process by onnxruntime-node directly. */
 export async function runInProcess(modelPath: string, inputs: Record<string, Tensor>, threads = 1): Promise<Record<string, Tensor>> {
-  const session = await ort.InferenceSession.create(modelPath, { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
+  const session = await ort.InferenceSession.create(modelPath, {
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+  });
   try {
     const feeds: Record<string, ort.Tensor> = {};
-    for (const [name, t] of Object.entries(inputs)) feeds[name] = new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, [...t.shape]);
+    for (const [name, t] of Object.entries(inputs))
+      feeds[name] = new ort.Tensor(t.dtype as 'float32', t.data as Float32Array, [...t.shape]);
     const results = await session.run(feeds);
     const out: Record<string, Tensor> = {};
-    for (const [name, v] of Object.entries(results)) out[name] = { dtype: v.type as Tensor['dtype'], shape: [...v.dims], data: v.data as Float32Array };
+    for (const [name, v] of Object.entries(results))
+      out[name] = { dtype: v.type as Tensor['dtype'], shape: [...v.dims], data: v.data as Float32Array };
     return out;
   } finally {
     await session.release();

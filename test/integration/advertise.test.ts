@@ -37,7 +37,10 @@ describe('agents advertise the address they are reachable at', { timeout: 120_00
 
   test('an address with a scheme, a port or spaces is a bad flag', () => {
     for (const bad of ['http://gpu-7:8470', 'gpu 7', '']) {
-      const out = spawnSync(process.execPath, [CLI, 'agent', '--head', 'ws://127.0.0.1:9', '--advertise', bad], { encoding: 'utf8', timeout: 20_000 });
+      const out = spawnSync(process.execPath, [CLI, 'agent', '--head', 'ws://127.0.0.1:9', '--advertise', bad], {
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
       assert.equal(out.status, 2, `${bad}: ${out.stderr}`);
       assert.match(out.stderr, /TROUPE_ERR_BAD_FLAG: agent: --advertise: must be a host name or an IP address/, bad);
     }

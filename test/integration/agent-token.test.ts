@@ -28,7 +28,9 @@ describe('joining a head that has a cluster token', { timeout: 60_000 }, () => {
   let dir: string;
   after(async () => {
     for (const c of started.reverse()) if (c.pid && isAlive(c.pid)) c.kill('SIGTERM');
-    await Promise.all(started.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : undefined)));
+    await Promise.all(
+      started.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : undefined)),
+    );
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -44,14 +46,33 @@ describe('joining a head that has a cluster token', { timeout: 60_000 }, () => {
     assert.match(wrong.err(), /TROUPE_ERR_UNAUTHORIZED: head refused this agent: missing or wrong cluster token/);
     await waitFor('the head to log the refusal', () => /refused a connection with a missing or wrong token/.test(head.err()));
 
-    const right = troupe(['agent', '--head', url, '--name', 'member', '--token', 'right-token-123', '--model-dir', dir, '--state-dir', join(dir, 'a2')]);
+    const right = troupe([
+      'agent',
+      '--head',
+      url,
+      '--name',
+      'member',
+      '--token',
+      'right-token-123',
+      '--model-dir',
+      dir,
+      '--state-dir',
+      join(dir, 'a2'),
+    ]);
     started.push(right.child);
     await waitFor('the agent to join', () => /joined/.test(right.out()));
 
-    await assert.rejects(() => connect(url, { token: 'nope-nope-nope' }), (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_UNAUTHORIZED');
+    await assert.rejects(
+      () => connect(url, { token: 'nope-nope-nope' }),
+      (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_UNAUTHORIZED',
+    );
     const client = await connect(url, { token: 'right-token-123' });
-    assert.deepEqual((await client.describe()).nodes.map((n) => n.name), ['member']);
+    assert.deepEqual(
+      (await client.describe()).nodes.map((n) => n.name),
+      ['member'],
+    );
     await client.close();
-    for (const text of [head.err(), wrong.err(), right.err()]) assert.doesNotMatch(text, /right-token-123|wrong-token-456/, 'tokens never appear in logs');
+    for (const text of [head.err(), wrong.err(), right.err()])
+      assert.doesNotMatch(text, /right-token-123|wrong-token-456/, 'tokens never appear in logs');
   });
 });

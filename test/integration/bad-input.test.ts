@@ -84,7 +84,11 @@ describe('bad input gets a clear TROUPE_ERR_* and nothing breaks', { timeout: 12
   });
 
   test('unknown output name', async () => {
-    await rejectsWith(client.run('mlp', good(), { outputs: ['probs'] }), 'TROUPE_ERR_BAD_INPUT', /unknown output 'probs': model 'mlp' has 'logits'/);
+    await rejectsWith(
+      client.run('mlp', good(), { outputs: ['probs'] }),
+      'TROUPE_ERR_BAD_INPUT',
+      /unknown output 'probs': model 'mlp' has 'logits'/,
+    );
   });
 
   test('tensor data length that contradicts its shape (checked by the SDK and by the head)', () => {
@@ -92,13 +96,21 @@ describe('bad input gets a clear TROUPE_ERR_* and nothing breaks', { timeout: 12
   });
 
   test('bad deployment specs', async () => {
-    await rejectsWith(client.deploy({ name: 'esc', model: '../etc/passwd' }), 'TROUPE_ERR_MODEL_PATH', /outside the agent's model directory/);
+    await rejectsWith(
+      client.deploy({ name: 'esc', model: '../etc/passwd' }),
+      'TROUPE_ERR_MODEL_PATH',
+      /outside the agent's model directory/,
+    );
     await rejectsWith(client.deploy({ name: 'gone', model: 'missing.onnx' }), 'TROUPE_ERR_MODEL_PATH', /model 'missing.onnx' not found/);
     await writeFile(join(cluster.modelDir, 'junk.onnx'), 'this is not an onnx model');
     await rejectsWith(client.deploy({ name: 'junk', model: 'junk.onnx' }), 'TROUPE_ERR_MODEL_LOAD', /cannot load .*junk\.onnx/);
     await rejectsWith(client.deploy({ name: 'bad name!', model: 'mlp.onnx' }), 'TROUPE_ERR_BAD_SPEC', /name/);
     await rejectsWith(client.deploy({ name: 'neg', model: 'mlp.onnx', replicas: -1 }), 'TROUPE_ERR_BAD_SPEC', /replicas/);
-    await rejectsWith(client.deploy({ name: 'frac', model: 'mlp.onnx', gpus: 1.5 }), 'TROUPE_ERR_BAD_SPEC', /gpus above 1 must be a whole number/);
+    await rejectsWith(
+      client.deploy({ name: 'frac', model: 'mlp.onnx', gpus: 1.5 }),
+      'TROUPE_ERR_BAD_SPEC',
+      /gpus above 1 must be a whole number/,
+    );
   });
 
   test('malformed frames on the WebSocket each get an error; the same socket then serves a valid call', async () => {
@@ -123,7 +135,11 @@ describe('bad input gets a clear TROUPE_ERR_* and nothing breaks', { timeout: 12
     await expectFail('TROUPE_ERR_BAD_MESSAGE', /message 'launch-missiles' is invalid/, 'a1');
     raw.ws.send(encodeFrame([{ type: 'run', id: 'a2', deployment: 'mlp' }]));
     await expectFail('TROUPE_ERR_BAD_MESSAGE', /at 'inputs'/, 'a2');
-    raw.ws.send(encodeFrame([{ type: 'run', id: 'a3', deployment: 'mlp', inputs: { x: { dtype: 'float99', shape: [1, 64], data: new Uint8Array(256) } } }]));
+    raw.ws.send(
+      encodeFrame([
+        { type: 'run', id: 'a3', deployment: 'mlp', inputs: { x: { dtype: 'float99', shape: [1, 64], data: new Uint8Array(256) } } },
+      ]),
+    );
     await expectFail('TROUPE_ERR_BAD_MESSAGE', /inputs\.x\.dtype/, 'a3');
     const short = { dtype: 'float32', shape: [1, 64], data: new Uint8Array(252) };
     raw.ws.send(encodeFrame([{ type: 'run', id: 'a4', deployment: 'mlp', inputs: { x: short } }]));

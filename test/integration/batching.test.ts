@@ -12,11 +12,15 @@ async function actorsOf(client: Cluster, name: string): Promise<ActorView[]> {
 
 /** Waits until the actors' reported totals (sent about once a second) account for `calls` calls. */
 async function settledStats(client: Cluster, name: string, calls: number) {
-  return waitFor(`${name}'s actor stats to report ${calls} calls`, async () => {
-    const actors = await actorsOf(client, name);
-    const total = actors.reduce((n, a) => n + (a.stats?.calls ?? 0), 0);
-    return total === calls ? actors : undefined;
-  }, 10_000);
+  return waitFor(
+    `${name}'s actor stats to report ${calls} calls`,
+    async () => {
+      const actors = await actorsOf(client, name);
+      const total = actors.reduce((n, a) => n + (a.stats?.calls ?? 0), 0);
+      return total === calls ? actors : undefined;
+    },
+    10_000,
+  );
 }
 
 describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_000 }, () => {
@@ -36,13 +40,19 @@ describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_0
     await client.deploy({ name: 'mlp8', model: 'mlp.onnx', threads: 1, batch: { maxSize: 8 } });
     const inputs = Array.from({ length: 64 }, (_, i) => tensor('float32', [1, 64], seededFloats(64, 1000 + i)));
     const results = await Promise.all(inputs.map((x) => client.run('mlp8', { x })));
-    const expected = await runInProcess(cluster.models.mlp, { x: tensor('float32', [64, 64], Float32Array.from(inputs.flatMap((t) => [...(t.data as Float32Array)]))) });
+    const expected = await runInProcess(cluster.models.mlp, {
+      x: tensor('float32', [64, 64], Float32Array.from(inputs.flatMap((t) => [...(t.data as Float32Array)]))),
+    });
     const all = expected.logits!.data as Float32Array;
     results.forEach((r, i) => {
       assert.deepEqual(r.logits!.shape, [1, 10]);
       const mine = [...(r.logits!.data as Float32Array)];
       const want = [...all.subarray(i * 10, (i + 1) * 10)];
-      for (let k = 0; k < 10; k++) assert.ok(Math.abs(mine[k]! - want[k]!) <= 1e-5 * Math.max(1, Math.abs(want[k]!)), `call ${i} logit ${k}: ${mine[k]} vs ${want[k]}`);
+      for (let k = 0; k < 10; k++)
+        assert.ok(
+          Math.abs(mine[k]! - want[k]!) <= 1e-5 * Math.max(1, Math.abs(want[k]!)),
+          `call ${i} logit ${k}: ${mine[k]} vs ${want[k]}`,
+        );
     });
     const [actor] = await settledStats(client, 'mlp8', 64);
     const stats = actor!.stats!;
@@ -69,7 +79,9 @@ describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_0
     assert.match(text, /^troupe_head_process_resident_memory_bytes \d+/m);
     await waitFor('agent and actor process memory in /metrics', async () => {
       const t = await scrape();
-      return /troupe_process_resident_memory_bytes\{node="n1",role="agent",actor=""\} \d+/.test(t) && /role="actor",actor="mlp8#0"\} \d+/.test(t);
+      return (
+        /troupe_process_resident_memory_bytes\{node="n1",role="agent",actor=""\} \d+/.test(t) && /role="actor",actor="mlp8#0"\} \d+/.test(t)
+      );
     });
   });
 
@@ -108,7 +120,11 @@ describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_0
     for (let i = 0; i < 4; i++) {
       if (i > 0) await new Promise((r) => setTimeout(r, 50));
       assert.equal(answered, 0, `no call answered before call ${i} was sent`);
-      calls.push(client.run('wait4', { x: tensor('float32', [1, 64], seededFloats(64, 400 + i)) }, { timeoutMs: 20_000 }).then((out) => (answered++, out)));
+      calls.push(
+        client
+          .run('wait4', { x: tensor('float32', [1, 64], seededFloats(64, 400 + i)) }, { timeoutMs: 20_000 })
+          .then((out) => (answered++, out)),
+      );
     }
     for (const out of await Promise.all(calls)) assert.deepEqual(out.logits!.shape, [1, 10]);
     const [actor] = await settledStats(client, 'wait4', 4);
@@ -131,7 +147,10 @@ describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_0
     assert.equal(overloaded, 5, order.join(' '));
     assert.equal(order.filter((o) => o.startsWith('ok')).length, 3, order.join(' '));
     // Refusals come back before any accepted call finishes: nothing waited for them.
-    assert.ok(order.slice(0, 5).every((o) => o === 'TROUPE_ERR_OVERLOADED'), order.join(' '));
+    assert.ok(
+      order.slice(0, 5).every((o) => o === 'TROUPE_ERR_OVERLOADED'),
+      order.join(' '),
+    );
   });
 
   test('a call whose deadline passes while queued gets DEADLINE_EXCEEDED and is never run', async () => {
@@ -140,11 +159,14 @@ describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_0
     const big = tensor('float32', [8, 3, 224, 224], seededFloats(8 * 3 * 224 * 224, 10));
     const small = tensor('float32', [1, 3, 224, 224], seededFloats(3 * 224 * 224, 11));
     const long = client.run('slow', { image: big });
-    await assert.rejects(() => Promise.resolve(client.run('slow', { image: small }, { timeoutMs: 20 })), (err: unknown) => {
-      assert.ok(err instanceof TroupeError);
-      assert.equal(err.code, 'TROUPE_ERR_DEADLINE_EXCEEDED', err.message);
-      return true;
-    });
+    await assert.rejects(
+      () => Promise.resolve(client.run('slow', { image: small }, { timeoutMs: 20 })),
+      (err: unknown) => {
+        assert.ok(err instanceof TroupeError);
+        assert.equal(err.code, 'TROUPE_ERR_DEADLINE_EXCEEDED', err.message);
+        return true;
+      },
+    );
     await long;
     const [actor] = await settledStats(client, 'slow', before + 1);
     assert.equal(actor!.stats!.calls, before + 1, 'only the long call ran');
@@ -167,7 +189,11 @@ describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_0
     const failed = outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason));
     assert.equal(sent, 300);
     assert.deepEqual(failed, [], 'every request succeeded (retried on the other replica)');
-    await waitFor('the killed replica to be READY again', async () => (await actorsOf(client, 'pair')).every((a) => a.state === 'READY' && a.pid !== victim) || undefined, 20_000);
+    await waitFor(
+      'the killed replica to be READY again',
+      async () => (await actorsOf(client, 'pair')).every((a) => a.state === 'READY' && a.pid !== victim) || undefined,
+      20_000,
+    );
   });
 
   test('autoscaling adds a replica under sustained load and removes it when the load is gone, recording each decision', async () => {
@@ -184,14 +210,28 @@ describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_0
     };
     const workers = Array.from({ length: 6 }, worker);
     try {
-      await waitFor('a second READY replica', async () => (await actorsOf(client, 'auto')).filter((a) => a.state === 'READY').length === 2 || undefined, 30_000);
+      await waitFor(
+        'a second READY replica',
+        async () => (await actorsOf(client, 'auto')).filter((a) => a.state === 'READY').length === 2 || undefined,
+        30_000,
+      );
     } finally {
       loading = false;
       await Promise.all(workers);
     }
-    await waitFor('the deployment to scale back to 1 replica', async () => (await actorsOf(client, 'auto')).length === 1 || undefined, 30_000);
+    await waitFor(
+      'the deployment to scale back to 1 replica',
+      async () => (await actorsOf(client, 'auto')).length === 1 || undefined,
+      30_000,
+    );
     const events = (await client.describe()).events.filter((e) => e.kind === 'scaled' && e.message.startsWith('auto:'));
-    assert.ok(events.some((e) => /auto: 1 -> 2 replicas \(load \d+/.test(e.message)), JSON.stringify(events));
-    assert.ok(events.some((e) => /auto: 2 -> 1 replicas/.test(e.message)), JSON.stringify(events));
+    assert.ok(
+      events.some((e) => /auto: 1 -> 2 replicas \(load \d+/.test(e.message)),
+      JSON.stringify(events),
+    );
+    assert.ok(
+      events.some((e) => /auto: 2 -> 1 replicas/.test(e.message)),
+      JSON.stringify(events),
+    );
   });
 });

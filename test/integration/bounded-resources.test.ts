@@ -23,12 +23,21 @@ after(async () => {
 
 /** Deploys without waiting for every replica (?timeoutS=1), then waits until `ready` of them are READY and the rest stay PENDING. */
 async function deployExpecting(c: TestCluster, name: string, spec: object, ready: number): Promise<Actor[]> {
-  const answer = await call(c.url, 'PUT', `/api/v1/deployments/${name}?timeoutS=1`, { body: JSON.stringify(spec), headers: JSON_HEADERS, timeoutMs: 30_000 });
+  const answer = await call(c.url, 'PUT', `/api/v1/deployments/${name}?timeoutS=1`, {
+    body: JSON.stringify(spec),
+    headers: JSON_HEADERS,
+    timeoutMs: 30_000,
+  });
   assert.ok(answer.status === 202 || answer.status === 201 || answer.status === 200, answer.body.toString());
-  const actors = await waitFor(`${ready} READY replicas of ${name}`, async () => {
-    const view = (await call(c.url, 'GET', `/api/v1/deployments/${name}`)).json as { actors: Actor[] };
-    return view.actors.filter((a) => a.state === 'READY').length === ready ? view.actors : undefined;
-  }, 60_000, 200);
+  const actors = await waitFor(
+    `${ready} READY replicas of ${name}`,
+    async () => {
+      const view = (await call(c.url, 'GET', `/api/v1/deployments/${name}`)).json as { actors: Actor[] };
+      return view.actors.filter((a) => a.state === 'READY').length === ready ? view.actors : undefined;
+    },
+    60_000,
+    200,
+  );
   // Settled: nothing else gets placed a moment later.
   await new Promise((r) => setTimeout(r, 1000));
   const view = (await call(c.url, 'GET', `/api/v1/deployments/${name}`)).json as { actors: Actor[] };
@@ -46,7 +55,10 @@ describe('bounded resources: what does not fit stays PENDING with the reason', {
   test('a replica asking for a tiny CPU share (1e-300, 0.01) is refused, naming the minimum', async () => {
     const c = await cluster({ agents: [['--cpus', '1']] });
     for (const cpus of [1e-300, 0.01]) {
-      const answer = await call(c.url, 'PUT', '/api/v1/deployments/tiny', { body: JSON.stringify({ model: 'mlp.onnx', cpus }), headers: JSON_HEADERS });
+      const answer = await call(c.url, 'PUT', '/api/v1/deployments/tiny', {
+        body: JSON.stringify({ model: 'mlp.onnx', cpus }),
+        headers: JSON_HEADERS,
+      });
       assertError(answer, 400, 'TROUPE_ERR_BAD_SPEC', /cpus.*at least 0\.05/);
     }
     const view = (await call(c.url, 'GET', '/api/v1/deployments')).json as { deployments: unknown[] };
@@ -100,11 +112,19 @@ describe('bounded resources: what does not fit stays PENDING with the reason', {
     const extra = await open();
     const refused = await Promise.race([extra.closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
     assert.ok(refused, 'the 21st connection was closed by the head');
-    const stillOpen = await Promise.race([Promise.race(first.map((f) => f.closed)).then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), 500))]);
+    const stillOpen = await Promise.race([
+      Promise.race(first.map((f) => f.closed)).then(() => false),
+      new Promise<boolean>((r) => setTimeout(() => r(true), 500)),
+    ]);
     assert.ok(stillOpen, 'the first 20 connections stay open');
     for (const f of first) f.socket.destroy();
     await Promise.all(first.map((f) => f.closed));
-    await waitFor('the head to serve requests again', async () => (await call(c.url, 'GET', '/healthz', { timeoutMs: 2000 })).status === 200, 10_000, 100);
+    await waitFor(
+      'the head to serve requests again',
+      async () => (await call(c.url, 'GET', '/healthz', { timeoutMs: 2000 })).status === 200,
+      10_000,
+      100,
+    );
   });
 
   test('a frame declaring 200 MiB whose bytes never come does not take 200 MiB of the head', async () => {

@@ -21,7 +21,11 @@ interface Answer {
 
 /** Deploys `ref` as a fn over HTTP (the path a caller without the SDK takes). */
 async function deployFn(url: string, name: string, ref: string): Promise<Answer> {
-  const answer = await call(url, 'PUT', `/api/v1/deployments/${name}`, { body: JSON.stringify({ kind: 'fn', model: ref }), headers: JSON_HEADERS, timeoutMs: 30_000 });
+  const answer = await call(url, 'PUT', `/api/v1/deployments/${name}`, {
+    body: JSON.stringify({ kind: 'fn', model: ref }),
+    headers: JSON_HEADERS,
+    timeoutMs: 30_000,
+  });
   const json = (answer.json ?? {}) as { code?: string; error?: string };
   return { status: answer.status, ...(json.code ? { code: json.code } : {}), message: json.error ?? '' };
 }
@@ -47,8 +51,10 @@ describe('chaos: hostile fn references', { timeout: 180_000 }, () => {
     scratch = await mkdtemp(join(tmpdir(), 'troupe-fn-chaos-'));
     modules = join(scratch, 'modules');
     const ok = 'export const f = () => ({}); export const x = f;';
-    for (const dir of ['steps', 'node_modules/x', '.git/hooks', '.troupe', 'a/.hidden']) await mkdir(join(modules, dir), { recursive: true });
-    for (const file of ['steps/ok.js', 'node_modules/x.js', 'node_modules/x/index.js', '.git/hooks/x.js', '.troupe/x.js', 'a/.hidden/x.js']) await writeFile(join(modules, file), ok);
+    for (const dir of ['steps', 'node_modules/x', '.git/hooks', '.troupe', 'a/.hidden'])
+      await mkdir(join(modules, dir), { recursive: true });
+    for (const file of ['steps/ok.js', 'node_modules/x.js', 'node_modules/x/index.js', '.git/hooks/x.js', '.troupe/x.js', 'a/.hidden/x.js'])
+      await writeFile(join(modules, file), ok);
     await writeFile(join(scratch, 'outside.js'), ok);
     await symlink(join(scratch, 'outside.js'), join(modules, 'steps', 'escape.js'));
     await symlink(scratch, join(modules, 'steps', 'up'));
@@ -95,11 +101,17 @@ describe('chaos: hostile fn references', { timeout: 180_000 }, () => {
       const answer = await deployFn(cluster.url, `hostile-${i}`, ref);
       assert.equal(answer.code, code, `${ref}: ${answer.status} ${answer.message}`);
       assert.match(answer.message, message, ref);
-      assert.ok(!answer.message.includes(modules) || ref.includes(modules), `${ref}: the answer names the module directory: ${answer.message}`);
+      assert.ok(
+        !answer.message.includes(modules) || ref.includes(modules),
+        `${ref}: the answer names the module directory: ${answer.message}`,
+      );
       assert.ok(!answer.message.includes(cluster.modelDir), `${ref}: the answer names the model directory: ${answer.message}`);
     }
     // The same through the SDK, which deploys a fn as a one-step graph.
-    await assert.rejects(client.deploy({ name: 'sdk-hostile', kind: 'fn', model: 'node_modules/x.js#f' }), (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_MODEL_PATH');
+    await assert.rejects(
+      client.deploy({ name: 'sdk-hostile', kind: 'fn', model: 'node_modules/x.js#f' }),
+      (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_MODEL_PATH',
+    );
     assert.deepEqual(await deploymentNames(cluster.url), before, 'GET /api/v1/deployments is unchanged');
     assert.ok(isAlive(pids.head) && isAlive(pids.agent), 'head and agent are the same processes');
     // A reference the operator did offer still deploys and runs.
@@ -110,7 +122,22 @@ describe('chaos: hostile fn references', { timeout: 180_000 }, () => {
     const pids = { head: cluster.head.process.pid!, agent: cluster.agents[0]!.process.pid! };
     const before = await deploymentNames(cluster.url);
     const r = new Prng(SEED);
-    const heads = ['..', '../..', '.', 'node_modules', '.git', '.troupe', 'steps/..', 'steps/up', 'steps/git', '%2e%2e', '/etc', scratch, `${modules}/node_modules`, 'a/.hidden'];
+    const heads = [
+      '..',
+      '../..',
+      '.',
+      'node_modules',
+      '.git',
+      '.troupe',
+      'steps/..',
+      'steps/up',
+      'steps/git',
+      '%2e%2e',
+      '/etc',
+      scratch,
+      `${modules}/node_modules`,
+      'a/.hidden',
+    ];
     const tails = ['x.js', 'outside.js', 'passwd', 'hooks/x.js', 'x/index.js', 'index.js', '..', '.'];
     const allowed = new Set(['TROUPE_ERR_MODEL_PATH', 'TROUPE_ERR_BAD_SPEC']);
     const deadline = Date.now() + 60_000;
@@ -120,7 +147,10 @@ describe('chaos: hostile fn references', { timeout: 180_000 }, () => {
       const ref = `${parts.join('/')}/${r.pick(tails)}#${r.pick(['f', 'x', 'default', '__proto__'])}`;
       const answer = await deployFn(cluster.url, `gen-${i}`, ref);
       assert.ok(answer.code && allowed.has(answer.code), `${ref}: ${answer.status} ${answer.code} ${answer.message}`);
-      assert.ok(!answer.message.includes(modules) || ref.includes(modules), `${ref}: the answer names the module directory: ${answer.message}`);
+      assert.ok(
+        !answer.message.includes(modules) || ref.includes(modules),
+        `${ref}: the answer names the module directory: ${answer.message}`,
+      );
       sent++;
     }
     assert.ok(sent >= 20, `only ${sent} references sent in time`);
@@ -145,6 +175,14 @@ describe('an agent without --module-dir runs no fn steps', { timeout: 120_000 },
       assert.match(answer.message, /this agent has no module directory.*--module-dir DIR/);
     }
     assert.deepEqual(await deploymentNames(cluster.url), []);
-    assert.equal((await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body: JSON.stringify({ model: 'mlp.onnx', threads: 1 }), headers: JSON_HEADERS })).status, 201);
+    assert.equal(
+      (
+        await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', {
+          body: JSON.stringify({ model: 'mlp.onnx', threads: 1 }),
+          headers: JSON_HEADERS,
+        })
+      ).status,
+      201,
+    );
   });
 });

@@ -86,9 +86,11 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     const ask = async (message: Record<string, unknown>): Promise<{ code: string; message: string }> => {
       raw.send(encodeFrame([message]), true);
       // Answers come in the order they are ready, not the order asked: wait for this one's.
-      const answer = (await waitFor(`the answer to ${String(message.id)}`, () => raw.received.find((m) => (m as { id?: unknown }).id === message.id), 15_000)) as
-        | { type: string; error?: { code: string; message: string } }
-        | undefined;
+      const answer = (await waitFor(
+        `the answer to ${String(message.id)}`,
+        () => raw.received.find((m) => (m as { id?: unknown }).id === message.id),
+        15_000,
+      )) as { type: string; error?: { code: string; message: string } } | undefined;
       assert.equal(answer?.type, 'fail', JSON.stringify(answer));
       return answer!.error!;
     };
@@ -97,12 +99,20 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
 
     assert.match((await ask(run('short', f32([1, 64], 252)))).message, /needs 256 bytes, got 252/);
     // NaN and ±Infinity are not numbers to the schema; a number that is no dim is not a shape.
-    for (const [id, dim] of [['nan', Number.NaN], ['inf', Number.POSITIVE_INFINITY], ['ninf', Number.NEGATIVE_INFINITY]] as const) {
+    for (const [id, dim] of [
+      ['nan', Number.NaN],
+      ['inf', Number.POSITIVE_INFINITY],
+      ['ninf', Number.NEGATIVE_INFINITY],
+    ] as const) {
       const error = await ask(run(id, f32([dim, 64], 256)));
       assert.equal(error.code, 'TROUPE_ERR_BAD_MESSAGE', `${id}: ${error.message}`);
       assert.match(error.message, /inputs\.x\.shape\.0/);
     }
-    for (const [id, dim] of [['huge', 1e300], ['frac', 0.5], ['negative', -64]] as const) {
+    for (const [id, dim] of [
+      ['huge', 1e300],
+      ['frac', 0.5],
+      ['negative', -64],
+    ] as const) {
       const error = await ask(run(id, f32([dim, 64], 256)));
       assert.equal(error.code, 'TROUPE_ERR_BAD_TENSOR', `${id}: ${error.message}`);
       assert.match(error.message, /dims must be integers >= 0/);
@@ -110,7 +120,15 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     // A shape whose element count overflows anything allocatable, with a few bytes of data: refused, nothing allocated.
     const overflow = await ask(run('overflow', f32([2 ** 31, 2 ** 31, 2 ** 31], 8)));
     assert.equal(overflow.code, 'TROUPE_ERR_BAD_TENSOR', overflow.message);
-    const rank = await ask(run('rank', f32(Array.from({ length: 40 }, () => 1), 4)));
+    const rank = await ask(
+      run(
+        'rank',
+        f32(
+          Array.from({ length: 40 }, () => 1),
+          4,
+        ),
+      ),
+    );
     assert.equal(rank.code, 'TROUPE_ERR_BAD_MESSAGE', rank.message);
     // Unknown fields: deployment specs are strict.
     const unknown = await ask({ type: 'deploy', id: 'unknown', spec: { name: 'fz', model: 'mlp.onnx', replicaz: 2 } });
@@ -119,12 +137,24 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     raw.close();
 
     // A graph with a cycle, and one with thousands of steps.
-    const cycle = { graph: 'loop', nodes: [{ kind: 'pipeline', name: 'loop', steps: ['a'] }, { kind: 'pipeline', name: 'a', steps: ['loop'] }] };
+    const cycle = {
+      graph: 'loop',
+      nodes: [
+        { kind: 'pipeline', name: 'loop', steps: ['a'] },
+        { kind: 'pipeline', name: 'a', steps: ['loop'] },
+      ],
+    };
     await rejectsWith(client.deploy(cycle as never), 'TROUPE_ERR_BAD_SPEC', /cycle/);
     const steps = Array.from({ length: 5000 }, (_, i) => `s${i}`);
     const long = { graph: 'long', nodes: [{ kind: 'pipeline', name: 'long', steps }, ...steps.map((name) => ({ kind: 'model', name }))] };
     await rejectsWith(client.deploy(long as never), 'TROUPE_ERR_BAD_SPEC');
-    const deep = { graph: 'deep', nodes: [{ kind: 'pipeline', name: 'deep', steps: Array.from({ length: 200 }, () => 'mlp') }, { kind: 'model', name: 'mlp' }] };
+    const deep = {
+      graph: 'deep',
+      nodes: [
+        { kind: 'pipeline', name: 'deep', steps: Array.from({ length: 200 }, () => 'mlp') },
+        { kind: 'model', name: 'mlp' },
+      ],
+    };
     await client.deploy(deep as never).then(
       () => undefined,
       (err: unknown) => assert.ok(err instanceof TroupeError && err.code === 'TROUPE_ERR_BAD_SPEC', String(err)),
@@ -153,7 +183,8 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
   });
 
   test('HTTP: oversize, lying and malformed bodies get their TROUPE_ERR_* and status', async () => {
-    const infer = (body: string | Buffer, headers: Record<string, string> = {}) => fetch(`${cluster.url}/v2/models/mlp/infer`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+    const infer = (body: string | Buffer, headers: Record<string, string> = {}) =>
+      fetch(`${cluster.url}/v2/models/mlp/infer`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
     const expect = async (res: Response, status: number, code: ErrorCode) => {
       const body = (await res.json()) as { code?: string; error?: string };
       assert.equal(res.status, status, JSON.stringify(body));
@@ -168,10 +199,24 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     assert.ok(ERROR_CODES.includes(((await res.json()) as { code: ErrorCode }).code));
     const nanShape = '{"inputs": [{"name": "x", "shape": [NaN, 64], "datatype": "FP32", "data": []}]}';
     await expect(await infer(nanShape), 400, 'TROUPE_ERR_BAD_REQUEST');
-    const bomb = `a: &a ["x","x","x","x","x","x","x","x","x"]\n${Array.from({ length: 12 }, (_, i) => `b${i}: &b${i} [${Array(9).fill(i === 0 ? '*a' : `*b${i - 1}`).join(',')}]`).join('\n')}\n`;
-    const put = await fetch(`${cluster.url}/api/v1/deployments/fz?wait=false`, { method: 'PUT', body: bomb, headers: { 'content-type': 'application/yaml', ...AUTH } });
+    const bomb = `a: &a ["x","x","x","x","x","x","x","x","x"]\n${Array.from(
+      { length: 12 },
+      (_, i) =>
+        `b${i}: &b${i} [${Array(9)
+          .fill(i === 0 ? '*a' : `*b${i - 1}`)
+          .join(',')}]`,
+    ).join('\n')}\n`;
+    const put = await fetch(`${cluster.url}/api/v1/deployments/fz?wait=false`, {
+      method: 'PUT',
+      body: bomb,
+      headers: { 'content-type': 'application/yaml', ...AUTH },
+    });
     assert.equal(put.status, 400, await put.clone().text());
-    const unauth = await fetch(`${cluster.url}/api/v1/deployments/fz`, { method: 'PUT', body: '{"model":"mlp.onnx"}', headers: { 'content-type': 'application/json' } });
+    const unauth = await fetch(`${cluster.url}/api/v1/deployments/fz`, {
+      method: 'PUT',
+      body: '{"model":"mlp.onnx"}',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(unauth.status, 401);
   });
 
@@ -185,7 +230,9 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
       await assert.rejects(raw.opened, /HTTP 401/, path);
     }
     // Actors and SDK clients upgrade to a frame stream instead; the same checks come before the switch.
-    const stranger = new RawStream(`${cluster.url}/v1/actor`, ['call'], { headers: { 'x-troupe-actor-id': 'nobody', 'x-troupe-actor-secret': 'not-the-secret' } });
+    const stranger = new RawStream(`${cluster.url}/v1/actor`, ['call'], {
+      headers: { 'x-troupe-actor-id': 'nobody', 'x-troupe-actor-secret': 'not-the-secret' },
+    });
     await assert.rejects(stranger.opened, /HTTP 401 unknown actor or wrong actor secret/);
     const tokenless = new RawStream(`${cluster.url}/v1/client`, ['reply'], { headers: {} });
     await assert.rejects(tokenless.opened, /HTTP 401 missing or wrong cluster token/);
@@ -194,8 +241,19 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
   test(`the hardening classes, seeded (seed ${SEED}): spec bombs, element bombs, tiny shares, hostile paths; each refused with its code, nothing kept, nothing exits`, async () => {
     const r = new Prng(SEED + 1);
     const put = (name: string, body: string, type = 'application/json') =>
-      fetch(`${cluster.url}/api/v1/deployments/${name}?timeoutS=30`, { method: 'PUT', body, headers: { 'content-type': type, ...AUTH }, signal: AbortSignal.timeout(60_000) });
-    const infer = (body: string) => fetch(`${cluster.url}/v2/models/mlp/infer`, { method: 'POST', body, headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(60_000) });
+      fetch(`${cluster.url}/api/v1/deployments/${name}?timeoutS=30`, {
+        method: 'PUT',
+        body,
+        headers: { 'content-type': type, ...AUTH },
+        signal: AbortSignal.timeout(60_000),
+      });
+    const infer = (body: string) =>
+      fetch(`${cluster.url}/v2/models/mlp/infer`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+        signal: AbortSignal.timeout(60_000),
+      });
     const refused = async (res: Response, codes: readonly ErrorCode[], what: string) => {
       const body = (await res.json().catch(() => ({}))) as { code?: ErrorCode; error?: string };
       assert.ok(res.status >= 400 && res.status < 500, `${what}: ${res.status} ${JSON.stringify(body)}`);
@@ -206,17 +264,29 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
       async () => {
         const keys = 2_500 + r.int(60_000);
         const yaml = `model: mlp.onnx\n${Array.from({ length: keys }, (_, i) => `k${i}: ${i}`).join('\n')}\n`;
-        await refused(await put('fz-yaml', yaml, 'application/yaml'), ['TROUPE_ERR_SPEC_TOO_LARGE', 'TROUPE_ERR_BODY_TOO_LARGE'], `${keys}-key YAML`);
+        await refused(
+          await put('fz-yaml', yaml, 'application/yaml'),
+          ['TROUPE_ERR_SPEC_TOO_LARGE', 'TROUPE_ERR_BODY_TOO_LARGE'],
+          `${keys}-key YAML`,
+        );
       },
       // Declared shapes far beyond any model, or data of the wrong kind and count.
       async () => {
         const shape = [2 ** (20 + r.int(30)), 64];
-        await refused(await infer(JSON.stringify({ inputs: [{ name: 'x', shape, datatype: 'FP32', data: [] }] })), ['TROUPE_ERR_TOO_MANY_ELEMENTS', 'TROUPE_ERR_BAD_INPUT', 'TROUPE_ERR_BAD_TENSOR'], `shape ${shape}`);
+        await refused(
+          await infer(JSON.stringify({ inputs: [{ name: 'x', shape, datatype: 'FP32', data: [] }] })),
+          ['TROUPE_ERR_TOO_MANY_ELEMENTS', 'TROUPE_ERR_BAD_INPUT', 'TROUPE_ERR_BAD_TENSOR'],
+          `shape ${shape}`,
+        );
       },
       async () => {
         const count = 2_000 + r.int(100_000);
         const body = `{"inputs":[{"name":"x","shape":[1,64],"datatype":"BYTES","data":[${Array(count).fill('""').join(',')}]}]}`;
-        await refused(await infer(body), ['TROUPE_ERR_BAD_TENSOR', 'TROUPE_ERR_BAD_INPUT', 'TROUPE_ERR_TOO_MANY_ELEMENTS', 'TROUPE_ERR_BODY_TOO_LARGE'], `${count} BYTES strings`);
+        await refused(
+          await infer(body),
+          ['TROUPE_ERR_BAD_TENSOR', 'TROUPE_ERR_BAD_INPUT', 'TROUPE_ERR_TOO_MANY_ELEMENTS', 'TROUPE_ERR_BODY_TOO_LARGE'],
+          `${count} BYTES strings`,
+        );
       },
       // CPU shares too small to bound how many actors a node starts.
       async () => {
@@ -226,21 +296,37 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
       // Paths out of the model directory, and fn references on an agent without a module directory.
       async () => {
         const model = r.pick(['../mlp.onnx', '/etc/passwd', '.troupe/x.onnx', 'node_modules/x.onnx', '..%2Fmlp.onnx']);
-        await refused(await put('fz-path', JSON.stringify({ model })), ['TROUPE_ERR_MODEL_PATH', 'TROUPE_ERR_BAD_SPEC', 'TROUPE_ERR_UNKNOWN_MODEL'], `model ${model}`);
+        await refused(
+          await put('fz-path', JSON.stringify({ model })),
+          ['TROUPE_ERR_MODEL_PATH', 'TROUPE_ERR_BAD_SPEC', 'TROUPE_ERR_UNKNOWN_MODEL'],
+          `model ${model}`,
+        );
       },
       async () => {
         const ref = r.pick(['node_modules/zod/index.js#z', '../../etc/passwd#f', '.git/hooks/x.js#f', 'steps.js#standardize']);
-        const graph = { graph: 'fz-fn', nodes: [{ kind: 'pipeline', name: 'fz-fn', steps: [{ kind: 'fn', name: 'fz-fn-step', fn: ref }] }] };
-        await refused(await put('fz-fn', JSON.stringify(graph)), ['TROUPE_ERR_NO_MODULE_DIR', 'TROUPE_ERR_MODEL_PATH', 'TROUPE_ERR_BAD_SPEC'], `fn ${ref}`);
+        const graph = {
+          graph: 'fz-fn',
+          nodes: [{ kind: 'pipeline', name: 'fz-fn', steps: [{ kind: 'fn', name: 'fz-fn-step', fn: ref }] }],
+        };
+        await refused(
+          await put('fz-fn', JSON.stringify(graph)),
+          ['TROUPE_ERR_NO_MODULE_DIR', 'TROUPE_ERR_MODEL_PATH', 'TROUPE_ERR_BAD_SPEC'],
+          `fn ${ref}`,
+        );
       },
     ];
     for (let i = 0; i < 30; i++) await r.pick(classes)();
-    const list = (await (await fetch(`${cluster.url}/api/v1/deployments`, { headers: AUTH })).json()) as { name: string }[] | { deployments: { name: string }[] };
+    const list = (await (await fetch(`${cluster.url}/api/v1/deployments`, { headers: AUTH })).json()) as
+      { name: string }[] | { deployments: { name: string }[] };
     const names = (Array.isArray(list) ? list : list.deployments).map((d) => d.name);
     assert.deepEqual(names, ['mlp'], 'nothing refused was kept');
     assert.equal((await fetch(`${cluster.url}/v2/health/ready`)).status, 200, 'the server stays ready');
     for (const [role, pid] of Object.entries(pids)) assert.ok(isAlive(pid), `${role} (pid ${pid}) is still running`);
-    assert.equal((await infer(JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(seededFloats(64, 1)) }] }))).status, 200);
+    assert.equal(
+      (await infer(JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(seededFloats(64, 1)) }] })))
+        .status,
+      200,
+    );
   });
 
   test(`a seeded fuzzer (seed ${SEED}): thousands of random and mutated frames and bodies; every answer is a proper error; nothing exits`, async () => {
@@ -324,7 +410,12 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
      * silence cut short by the next frame): the far end answers BAD_FRAME and closes that
      * connection, and a new one is opened. Returns how many connections were closed that way.
      */
-    const fuzzStream = async (label: string, count: number, open: () => Promise<RawStream>, templates: readonly Record<string, unknown>[]) => {
+    const fuzzStream = async (
+      label: string,
+      count: number,
+      open: () => Promise<RawStream>,
+      templates: readonly Record<string, unknown>[],
+    ) => {
       let stream: RawStream | undefined;
       let closes = 0;
       for (let i = 0; i < count; i++) {
@@ -382,8 +473,14 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     }
 
     const http: { url: string; method: string; headers: Record<string, string>; body: () => Buffer | string }[] = [];
-    const inferJson = JSON.stringify({ id: '7', inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(seededFloats(64, 2)) }] });
-    const inferHeader = JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', parameters: { binary_data_size: 256 } }], outputs: [{ name: 'logits', parameters: { binary_data: true } }] });
+    const inferJson = JSON.stringify({
+      id: '7',
+      inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(seededFloats(64, 2)) }],
+    });
+    const inferHeader = JSON.stringify({
+      inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', parameters: { binary_data_size: 256 } }],
+      outputs: [{ name: 'logits', parameters: { binary_data: true } }],
+    });
     const inferBinary = Buffer.concat([Buffer.from(inferHeader), Buffer.from(seededFloats(64, 3).buffer)]);
     const spec = JSON.stringify({ model: 'missing.onnx', replicas: 1, cpus: 0.5 });
     for (let i = 0; i < 700; i++) {
@@ -393,8 +490,11 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
         const base = binary ? inferBinary : Buffer.from(inferJson);
         const variant = r.int(4);
         const body = variant === 0 ? r.bytes(r.int(512)) : variant === 1 ? randomJson(r) : mutateBytes(r, base);
-        const headers: Record<string, string> = { 'content-type': r.pick(['application/json', 'application/octet-stream', 'text/plain', 'application/yaml']) };
-        if (binary || r.next() < 0.1) headers['inference-header-content-length'] = r.pick([String(inferHeader.length), String(r.int(2000)), '-1', '1e9', 'abc', '']);
+        const headers: Record<string, string> = {
+          'content-type': r.pick(['application/json', 'application/octet-stream', 'text/plain', 'application/yaml']),
+        };
+        if (binary || r.next() < 0.1)
+          headers['inference-header-content-length'] = r.pick([String(inferHeader.length), String(r.int(2000)), '-1', '1e9', 'abc', '']);
         http.push({ url: `/v2/models/${r.next() < 0.9 ? 'mlp' : 'nope'}/infer`, method: 'POST', headers, body: () => body });
       } else {
         const body = r.next() < 0.5 ? mutateBytes(r, Buffer.from(spec)) : randomJson(r);
@@ -404,7 +504,12 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     }
     const statuses = new Map<number, number>();
     for (const h of http) {
-      const res = await fetch(`${cluster.url}${h.url}`, { method: h.method, headers: h.headers, body: h.body(), signal: AbortSignal.timeout(20_000) });
+      const res = await fetch(`${cluster.url}${h.url}`, {
+        method: h.method,
+        headers: h.headers,
+        body: h.body(),
+        signal: AbortSignal.timeout(20_000),
+      });
       sent++;
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
       const text = await res.text();
@@ -416,8 +521,10 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
           problems.push(`${h.method} ${h.url}: ${res.status} without a JSON error: ${text.slice(0, 100)}`);
           continue;
         }
-        if (!ERROR_CODES.includes(body?.code as never) || typeof body?.error !== 'string') problems.push(`${h.method} ${h.url}: ${res.status} ${text.slice(0, 200)}`);
-        else if (body.code === 'TROUPE_ERR_INTERNAL' || res.status >= 500) problems.push(`${h.method} ${h.url}: ${res.status} ${text.slice(0, 200)}`);
+        if (!ERROR_CODES.includes(body?.code as never) || typeof body?.error !== 'string')
+          problems.push(`${h.method} ${h.url}: ${res.status} ${text.slice(0, 200)}`);
+        else if (body.code === 'TROUPE_ERR_INTERNAL' || res.status >= 500)
+          problems.push(`${h.method} ${h.url}: ${res.status} ${text.slice(0, 200)}`);
       }
     }
 
@@ -432,10 +539,16 @@ describe('chaos: bad input everywhere, then a fuzzer', { timeout: 180_000 }, () 
     const fresh = await connect(cluster.url, { token: TOKEN });
     assert.deepEqual((await fresh.run('mlp', x())).logits!.shape, [1, 10]);
     await fresh.close();
-    const ok = await fetch(`${cluster.url}/v2/models/mlp/infer`, { method: 'POST', body: inferJson, headers: { 'content-type': 'application/json' } });
+    const ok = await fetch(`${cluster.url}/v2/models/mlp/infer`, {
+      method: 'POST',
+      body: inferJson,
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(ok.status, 200, await ok.clone().text());
     const rssAfter = await rssOf(pids.head);
-    process.stderr.write(`# chaos-fuzz seed ${SEED}: ${sent} frames and bodies; closes ${JSON.stringify([...closeCodes])}; frame streams closed: direct ${streamCloses}, upgraded ${JSON.stringify(upgradedCloses)}; HTTP ${JSON.stringify([...statuses])}; head RSS ${Math.round(rssBefore / 2 ** 20)} -> ${Math.round(rssAfter / 2 ** 20)} MiB\n`);
+    process.stderr.write(
+      `# chaos-fuzz seed ${SEED}: ${sent} frames and bodies; closes ${JSON.stringify([...closeCodes])}; frame streams closed: direct ${streamCloses}, upgraded ${JSON.stringify(upgradedCloses)}; HTTP ${JSON.stringify([...statuses])}; head RSS ${Math.round(rssBefore / 2 ** 20)} -> ${Math.round(rssAfter / 2 ** 20)} MiB\n`,
+    );
     // Bounded memory: a few thousand bad inputs must not leave the head holding onto them.
     assert.ok(rssAfter < rssBefore + 256 * 2 ** 20, `head RSS grew from ${rssBefore} to ${rssAfter} bytes`);
   });

@@ -34,7 +34,11 @@ describe('chaos: head restart under load', { timeout: 180_000 }, () => {
     // A graph with a fn step: fn actors are adopted like model actors.
     await plain.deploy({
       graph: 'chain',
-      nodes: [{ kind: 'fn', name: 'halve', fn: `${FNS}#halve` }, { kind: 'model', name: 'mlp' }, { kind: 'pipeline', name: 'chain', steps: ['halve', 'mlp'] }],
+      nodes: [
+        { kind: 'fn', name: 'halve', fn: `${FNS}#halve` },
+        { kind: 'model', name: 'mlp' },
+        { kind: 'pipeline', name: 'chain', steps: ['halve', 'mlp'] },
+      ],
     });
   });
   after(async () => {
@@ -52,7 +56,10 @@ describe('chaos: head restart under load', { timeout: 180_000 }, () => {
     assert.equal((await stat(file)).mode & 0o777, 0o600);
     const saved = JSON.parse(await readFile(file, 'utf8')) as { deployments: { name: string }[]; graphs: { name: string }[] };
     assert.deepEqual(saved.deployments.map((d) => d.name).sort(), ['halve', 'mlp']);
-    assert.deepEqual(saved.graphs.map((g) => g.name), ['chain']);
+    assert.deepEqual(
+      saved.graphs.map((g) => g.name),
+      ['chain'],
+    );
   });
 
   for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
@@ -69,12 +76,25 @@ describe('chaos: head restart under load', { timeout: 180_000 }, () => {
         await progress(loadRetrying, 300);
         await cluster.restartHead(signal);
         assert.ok(!isAlive(oldHead));
-        const after = await waitFor('every actor READY again and both agents back on the new head', async () => {
-          const now = await snapshot();
-          const nodes = (await retrying.describe()).nodes;
-          return now.length === 3 && now.every((a) => a.state === 'READY') && nodes.length === 2 && nodes.every((n) => n.state === 'ALIVE') ? now : undefined;
-        }, 30_000);
-        assert.deepEqual(after.map((a) => [a.name, a.id, a.pid, a.node, a.restarts]), before.map((a) => [a.name, a.id, a.pid, a.node, a.restarts]), 'the same actor processes, adopted');
+        const after = await waitFor(
+          'every actor READY again and both agents back on the new head',
+          async () => {
+            const now = await snapshot();
+            const nodes = (await retrying.describe()).nodes;
+            return now.length === 3 &&
+              now.every((a) => a.state === 'READY') &&
+              nodes.length === 2 &&
+              nodes.every((n) => n.state === 'ALIVE')
+              ? now
+              : undefined;
+          },
+          30_000,
+        );
+        assert.deepEqual(
+          after.map((a) => [a.name, a.id, a.pid, a.node, a.restarts]),
+          before.map((a) => [a.name, a.id, a.pid, a.node, a.restarts]),
+          'the same actor processes, adopted',
+        );
         await progress(loadRetrying, 300);
         await progress(loadPlain, 100);
         // The graph is registered again once the deployment it calls is READY.
@@ -83,17 +103,35 @@ describe('chaos: head restart under load', { timeout: 180_000 }, () => {
       } finally {
         await Promise.all([loadPlain.stop(), loadRetrying.stop()]);
       }
-      for (const [name, load] of [['without retries', loadPlain], ['with retries', loadRetrying]] as const) {
+      for (const [name, load] of [
+        ['without retries', loadPlain],
+        ['with retries', loadRetrying],
+      ] as const) {
         const o = load.outcome;
         assert.deepEqual(o.fatal, [], `${name}: only retryable failures are allowed`);
         assert.equal(o.ok + retryableCount(o), o.sent, `${name}: successes + retryable failures == sent`);
       }
-      assert.equal(retryableCount(loadRetrying.outcome), 0, `with retries on, no call fails: ${JSON.stringify(loadRetrying.outcome.retryable)}`);
-      assert.deepEqual(cluster.agents.map((a) => a.process.pid), agentPids);
-      assert.ok(cluster.agents.every((a) => a.process.exitCode === null), 'the agents kept running');
+      assert.equal(
+        retryableCount(loadRetrying.outcome),
+        0,
+        `with retries on, no call fails: ${JSON.stringify(loadRetrying.outcome.retryable)}`,
+      );
+      assert.deepEqual(
+        cluster.agents.map((a) => a.process.pid),
+        agentPids,
+      );
+      assert.ok(
+        cluster.agents.every((a) => a.process.exitCode === null),
+        'the agents kept running',
+      );
       const nodes = (await retrying.describe()).nodes.map((n) => [n.name, n.state]).sort();
-      assert.deepEqual(nodes, [['node-a', 'ALIVE'], ['node-b', 'ALIVE']]);
-      process.stderr.write(`# chaos-head-restart ${signal}: plain ${JSON.stringify(loadPlain.outcome.retryable)} of ${loadPlain.outcome.sent}; retrying ${loadRetrying.outcome.sent} sent, all ok\n`);
+      assert.deepEqual(nodes, [
+        ['node-a', 'ALIVE'],
+        ['node-b', 'ALIVE'],
+      ]);
+      process.stderr.write(
+        `# chaos-head-restart ${signal}: plain ${JSON.stringify(loadPlain.outcome.retryable)} of ${loadPlain.outcome.sent}; retrying ${loadRetrying.outcome.sent} sent, all ok\n`,
+      );
     });
   }
 
@@ -101,10 +139,17 @@ describe('chaos: head restart under load', { timeout: 180_000 }, () => {
     await retrying.update({ name: 'mlp', model: 'mlp.onnx', replicas: 3, threads: 1, batch: { maxSize: 8 } });
     const before = await snapshot();
     await cluster.restartHead('SIGKILL');
-    const after = await waitFor('three READY mlp replicas and the fn actor on the new head', async () => {
-      const now = await snapshot();
-      return now.length === 4 && now.every((a) => a.state === 'READY') ? now : undefined;
-    }, 30_000);
-    assert.deepEqual(after.map((a) => a.pid), before.map((a) => a.pid));
+    const after = await waitFor(
+      'three READY mlp replicas and the fn actor on the new head',
+      async () => {
+        const now = await snapshot();
+        return now.length === 4 && now.every((a) => a.state === 'READY') ? now : undefined;
+      },
+      30_000,
+    );
+    assert.deepEqual(
+      after.map((a) => a.pid),
+      before.map((a) => a.pid),
+    );
   });
 });

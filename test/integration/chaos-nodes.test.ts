@@ -22,11 +22,15 @@ describe('chaos: silent and leaving nodes, graceful shutdown', { timeout: 180_00
   let retrying: Cluster;
   const agentArgs = (name: string) => ['--name', name, '--cpus', '8', '--heartbeat-ms', '200'];
   const x = (i: number) => ({ x: tensor('float32', [1, 64], seededFloats(64, 300 + (i % 8))) });
-  const actorsOf = async (name: string): Promise<ActorView[]> => (await retrying.describe()).deployments.find((d) => d.name === name)?.actors ?? [];
+  const actorsOf = async (name: string): Promise<ActorView[]> =>
+    (await retrying.describe()).deployments.find((d) => d.name === name)?.actors ?? [];
   const nodeState = async (name: string) => (await retrying.describe()).nodes.find((n) => n.name === name)?.state;
 
   before(async () => {
-    cluster = await startCluster({ headArgs: ['--suspect-after-ms', '600', '--dead-after-ms', '2000'], agents: [agentArgs('node-a'), agentArgs('node-b')] });
+    cluster = await startCluster({
+      headArgs: ['--suspect-after-ms', '600', '--dead-after-ms', '2000'],
+      agents: [agentArgs('node-a'), agentArgs('node-b')],
+    });
     plain = await connect(cluster.url);
     retrying = await connect(cluster.url, { retries: 20 });
     await plain.deploy({ name: 'mlp', model: 'mlp.onnx', replicas: 2, threads: 1, batch: { maxSize: 8 } });
@@ -48,10 +52,14 @@ describe('chaos: silent and leaving nodes, graceful shutdown', { timeout: 180_00
       agentB.process.kill('SIGSTOP');
       await waitFor('node-b to be SUSPECT', async () => ((await nodeState('node-b')) !== 'ALIVE' ? true : undefined), 10_000);
       await waitFor('node-b to be DEAD', async () => (await nodeState('node-b')) === 'DEAD', 10_000);
-      await waitFor('both replicas READY on node-a', async () => {
-        const all = await actorsOf('mlp');
-        return all.length === 2 && all.every((a) => a.state === 'READY' && a.node === 'node-a') ? all : undefined;
-      }, 30_000);
+      await waitFor(
+        'both replicas READY on node-a',
+        async () => {
+          const all = await actorsOf('mlp');
+          return all.length === 2 && all.every((a) => a.state === 'READY' && a.node === 'node-a') ? all : undefined;
+        },
+        30_000,
+      );
       await progress(loadRetrying, 300);
       agentB.process.kill('SIGCONT');
       await waitFor('node-b to rejoin', async () => (await nodeState('node-b')) === 'ALIVE', 20_000);
@@ -64,7 +72,10 @@ describe('chaos: silent and leaving nodes, graceful shutdown', { timeout: 180_00
     const all = await actorsOf('mlp');
     assert.equal(all.length, 2);
     assert.ok(all.every((a) => a.state === 'READY' && isAlive(a.pid!)));
-    for (const [name, load] of [['without retries', loadPlain], ['with retries', loadRetrying]] as const) {
+    for (const [name, load] of [
+      ['without retries', loadPlain],
+      ['with retries', loadRetrying],
+    ] as const) {
       assert.deepEqual(load.outcome.fatal, [], `${name}: only retryable failures`);
       assert.equal(load.outcome.ok + retryableCount(load.outcome), load.outcome.sent);
     }
@@ -85,16 +96,26 @@ describe('chaos: silent and leaving nodes, graceful shutdown', { timeout: 180_00
       await waitFor('agent node-b to exit', () => agentB.process.exitCode !== null || agentB.process.signalCode !== null, 20_000);
       assert.equal(agentB.process.exitCode, 0);
       assert.equal(await nodeState('node-b'), 'DEAD');
-      await waitFor('three READY replicas on node-a', async () => {
-        const all = await actorsOf('mlp');
-        return all.length === 3 && all.every((a) => a.state === 'READY' && a.node === 'node-a') ? all : undefined;
-      }, 30_000);
-      assert.ok(onB.every((a) => !isAlive(a.pid!)), "node-b's actors were stopped with it");
+      await waitFor(
+        'three READY replicas on node-a',
+        async () => {
+          const all = await actorsOf('mlp');
+          return all.length === 3 && all.every((a) => a.state === 'READY' && a.node === 'node-a') ? all : undefined;
+        },
+        30_000,
+      );
+      assert.ok(
+        onB.every((a) => !isAlive(a.pid!)),
+        "node-b's actors were stopped with it",
+      );
       await progress(loadRetrying, 300);
     } finally {
       await Promise.all([loadPlain.stop(), loadRetrying.stop()]);
     }
-    for (const [name, load] of [['without retries', loadPlain], ['with retries', loadRetrying]] as const) {
+    for (const [name, load] of [
+      ['without retries', loadPlain],
+      ['with retries', loadRetrying],
+    ] as const) {
       assert.deepEqual(load.outcome.fatal, [], `${name}: only retryable failures`);
       assert.equal(load.outcome.ok + retryableCount(load.outcome), load.outcome.sent);
     }
@@ -106,17 +127,30 @@ describe('chaos: silent and leaving nodes, graceful shutdown', { timeout: 180_00
     const image = tensor('float32', [4, 3, 224, 224], seededFloats(4 * 3 * 224 * 224, 77));
     // This client sends every call through the head; `plain` calls replicas directly once it knows them.
     const viaHead = await connect(cluster.url, { direct: false });
-    await waitFor('plain to call mlp directly', async () => ((await plain.run('mlp', x(0))) && plain.run('mlp', x(1)).resolvedHere) || undefined, 10_000);
+    await waitFor(
+      'plain to call mlp directly',
+      async () => ((await plain.run('mlp', x(0))) && plain.run('mlp', x(1)).resolvedHere) || undefined,
+      10_000,
+    );
     const accepted = Array.from({ length: 4 }, () => viaHead.run('slow', { image }));
     // All four are in the head (running or queued) before it is told to stop.
-    await waitFor('the four calls to be in the head', async () => {
-      const d = (await retrying.describe()).deployments.find((v) => v.name === 'slow')!;
-      return d.queued + d.actors.reduce((n, a) => n + a.inFlight, 0) === 4;
-    }, 10_000, 5);
+    await waitFor(
+      'the four calls to be in the head',
+      async () => {
+        const d = (await retrying.describe()).deployments.find((v) => v.name === 'slow')!;
+        return d.queued + d.actors.reduce((n, a) => n + a.inFlight, 0) === 4;
+      },
+      10_000,
+      5,
+    );
     const head = cluster.head;
     head.process.kill('SIGTERM');
     const outcomes = await Promise.allSettled(accepted);
-    assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled'], String(outcomes.find((o) => o.status === 'rejected')?.reason));
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled'],
+      String(outcomes.find((o) => o.status === 'rejected')?.reason),
+    );
     await waitFor('the head to exit', () => head.process.exitCode !== null, 20_000);
     assert.equal(head.process.exitCode, 0);
     await assert.rejects(Promise.resolve(viaHead.run('slow', { image })), (err: unknown) => err instanceof TroupeError && err.retryable);

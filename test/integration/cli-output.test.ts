@@ -22,10 +22,14 @@ const READABLE = /^\d\d:\d\d:\d\d\.\d{3} INFO {2}head head listening {2}url=http
 /** Starts `troupe head` on port 0 with `args`, waits until it listens, stops it; what it wrote to stderr. */
 async function headStderr(args: string[]): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'troupe-log-'));
-  const head: ChildProcessByStdio<null, Readable, Readable> = spawn(process.execPath, [CLI, ...args, 'head', '--port', '0', '--data-dir', dir, '--http-workers', '0'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: ENV,
-  });
+  const head: ChildProcessByStdio<null, Readable, Readable> = spawn(
+    process.execPath,
+    [CLI, ...args, 'head', '--port', '0', '--data-dir', dir, '--http-workers', '0'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: ENV,
+    },
+  );
   let stdout = '';
   let stderr = '';
   head.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -42,12 +46,16 @@ async function headStderr(args: string[]): Promise<string> {
 }
 
 describe('a quiet, readable CLI', { timeout: 120_000 }, () => {
-  test('npx troupe prints no npm warning (no unknown keys in a project .npmrc)', { skip: has('npx') ? false : 'npx is not installed here' }, () => {
-    const out = spawnSync('npx', ['--no-install', 'troupe', '--help'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000, env: ENV });
-    assert.equal(out.status, 0, out.stderr);
-    assert.match(out.stdout, /^usage: troupe <command>/);
-    assert.equal(out.stderr, '', 'nothing on stderr');
-  });
+  test(
+    'npx troupe prints no npm warning (no unknown keys in a project .npmrc)',
+    { skip: has('npx') ? false : 'npx is not installed here' },
+    () => {
+      const out = spawnSync('npx', ['--no-install', 'troupe', '--help'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000, env: ENV });
+      assert.equal(out.status, 0, out.stderr);
+      assert.match(out.stdout, /^usage: troupe <command>/);
+      assert.equal(out.stderr, '', 'nothing on stderr');
+    },
+  );
 
   test('logs are JSON lines when a program reads them, readable lines with --log-format pretty', async () => {
     const piped = await headStderr([]);
@@ -61,32 +69,47 @@ describe('a quiet, readable CLI', { timeout: 120_000 }, () => {
     const flag = spawnSync(process.execPath, [CLI, 'status', '--log-format', 'xml'], { encoding: 'utf8', env: ENV, timeout: 20_000 });
     assert.equal(flag.status, 2);
     assert.match(flag.stderr, /TROUPE_ERR_BAD_FLAG: --log-format: must be pretty or json, not 'xml'/);
-    const env = spawnSync(process.execPath, [CLI, 'status'], { encoding: 'utf8', env: { ...ENV, TROUPE_LOG_FORMAT: 'loud' }, timeout: 20_000 });
+    const env = spawnSync(process.execPath, [CLI, 'status'], {
+      encoding: 'utf8',
+      env: { ...ENV, TROUPE_LOG_FORMAT: 'loud' },
+      timeout: 20_000,
+    });
     assert.equal(env.status, 2);
     assert.match(env.stderr, /TROUPE_ERR_BAD_FLAG: TROUPE_LOG_FORMAT: must be pretty or json, not 'loud'/);
   });
 
-  test('troupe up at a terminal: readable log lines among its own, no JSON', { skip: has('script') ? false : "util-linux's script (a terminal to run in) is not installed here" }, async () => {
-    const cwd = await mkdtemp(join(tmpdir(), 'troupe-up-tty-'));
-    // script(1) runs the command on a pseudo-terminal, as a person's shell would; its own process group.
-    const up = spawn('script', ['-qfec', `'${process.execPath}' '${CLI}' up --port 0`, '/dev/null'], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: ENV });
-    let out = '';
-    up.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    up.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    const exited = new Promise((resolve) => up.once('exit', resolve));
-    try {
-      await waitFor('troupe up to print where the cluster is', () => /Troupe is up at http:\/\/127\.0\.0\.1:\d+/.test(out), 60_000);
-      const text = out.replace(/\u001b\[[0-9;]*m/g, '').replace(/\r/g, '');
-      assert.match(text, READABLE);
-      assert.match(text, /^\d\d:\d\d:\d\d\.\d{3} INFO {2}actor model loaded and warmed up/m);
-      assert.match(text, /^sample inference: logits float32\[1,10\]/m);
-      assert.doesNotMatch(text, /^\{"level"/m, 'no JSON log line');
-    } finally {
-      process.kill(-up.pid!, 'SIGINT');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
-      await waitFor('every process of the group to exit', async () => (await groupMembers(up.pid!)).length === 0, 20_000).catch(() => undefined);
-      for (const pid of await groupMembers(up.pid!)) process.kill(pid, 'SIGKILL');
-      await rm(cwd, { recursive: true, force: true });
-    }
-  });
+  test(
+    'troupe up at a terminal: readable log lines among its own, no JSON',
+    { skip: has('script') ? false : "util-linux's script (a terminal to run in) is not installed here" },
+    async () => {
+      const cwd = await mkdtemp(join(tmpdir(), 'troupe-up-tty-'));
+      // script(1) runs the command on a pseudo-terminal, as a person's shell would; its own process group.
+      const up = spawn('script', ['-qfec', `'${process.execPath}' '${CLI}' up --port 0`, '/dev/null'], {
+        cwd,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: ENV,
+      });
+      let out = '';
+      up.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      up.stderr.on('data', (c: Buffer) => (out += c.toString()));
+      const exited = new Promise((resolve) => up.once('exit', resolve));
+      try {
+        await waitFor('troupe up to print where the cluster is', () => /Troupe is up at http:\/\/127\.0\.0\.1:\d+/.test(out), 60_000);
+        const text = out.replace(/\u001b\[[0-9;]*m/g, '').replace(/\r/g, '');
+        assert.match(text, READABLE);
+        assert.match(text, /^\d\d:\d\d:\d\d\.\d{3} INFO {2}actor model loaded and warmed up/m);
+        assert.match(text, /^sample inference: logits float32\[1,10\]/m);
+        assert.doesNotMatch(text, /^\{"level"/m, 'no JSON log line');
+      } finally {
+        process.kill(-up.pid!, 'SIGINT');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
+        await waitFor('every process of the group to exit', async () => (await groupMembers(up.pid!)).length === 0, 20_000).catch(
+          () => undefined,
+        );
+        for (const pid of await groupMembers(up.pid!)) process.kill(pid, 'SIGKILL');
+        await rm(cwd, { recursive: true, force: true });
+      }
+    },
+  );
 });

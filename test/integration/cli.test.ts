@@ -47,7 +47,12 @@ describe('CLI', { timeout: 120_000 }, () => {
     test(`troupe up serves a sample inference, and ${signal} to its process group leaves no troupe process behind`, async () => {
       const cwd = await mkdtemp(join(tmpdir(), 'troupe-up-'));
       // detached: a process group of its own, as a shell gives a foreground job.
-      const up = spawn(process.execPath, [CLI, 'up', '--port', '0'], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+      const up = spawn(process.execPath, [CLI, 'up', '--port', '0'], {
+        cwd,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: childEnv(),
+      });
       let stdout = '';
       up.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
       up.stderr.resume();

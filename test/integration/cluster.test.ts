@@ -16,8 +16,19 @@ describe('cluster: GPU-pinned placement, lifecycle and node membership', { timeo
   let client: Cluster;
   let stateRoot: string;
   const agentArgs = (name: string, extra: string[] = []) => [
-    '--name', name, '--cpus', '8', '--state-dir', join(stateRoot, name),
-    '--heartbeat-ms', '200', '--health-interval-ms', '200', '--health-timeout-ms', '1500', ...extra,
+    '--name',
+    name,
+    '--cpus',
+    '8',
+    '--state-dir',
+    join(stateRoot, name),
+    '--heartbeat-ms',
+    '200',
+    '--health-interval-ms',
+    '200',
+    '--health-timeout-ms',
+    '1500',
+    ...extra,
   ];
   const x = () => ({ x: tensor('float32', [1, 64], seededFloats(64, 3)) });
 
@@ -44,13 +55,22 @@ describe('cluster: GPU-pinned placement, lifecycle and node membership', { timeo
   test('whole-GPU replicas spread over nodes; each actor sees exactly its GPU', async () => {
     const view = await client.deploy({ name: 'whole', model: 'mlp.onnx', gpus: 1, replicas: 2, threads: 1 });
     const placed = view.actors.map((a) => [a.node, a.gpus.join(','), a.visibleDevices]).sort();
-    assert.deepEqual(placed, [['node-a', '0', '0'], ['node-b', '0', '0']]);
+    assert.deepEqual(placed, [
+      ['node-a', '0', '0'],
+      ['node-b', '0', '0'],
+    ]);
     assert.ok(view.actors.every((a) => a.device === `gpu:${a.gpus.join(',')}`));
   });
 
   test('fractional GPUs pack onto one device before another is used', async () => {
     const view = await client.deploy({ name: 'half', model: 'mlp.onnx', gpus: 0.5, replicas: 2, threads: 1 });
-    assert.deepEqual(view.actors.map((a) => [a.node, a.visibleDevices]), [['node-a', '1'], ['node-a', '1']]);
+    assert.deepEqual(
+      view.actors.map((a) => [a.node, a.visibleDevices]),
+      [
+        ['node-a', '1'],
+        ['node-a', '1'],
+      ],
+    );
   });
 
   test('CPU replicas spread over all three nodes and see no GPU', async () => {
@@ -94,10 +114,14 @@ describe('cluster: GPU-pinned placement, lifecycle and node membership', { timeo
     const before = actorsOf(await client.describe(), 'cpu').find((a) => a.node === 'node-b')!;
     process.kill(before.pid!, 'SIGSTOP');
     try {
-      const after = await waitFor('the hung actor to be replaced', async () => {
-        const a = actorsOf(await client.describe(), 'cpu').find((r) => r.id === before.id);
-        return a?.state === 'READY' && a.pid !== before.pid ? a : undefined;
-      }, 20_000);
+      const after = await waitFor(
+        'the hung actor to be replaced',
+        async () => {
+          const a = actorsOf(await client.describe(), 'cpu').find((r) => r.id === before.id);
+          return a?.state === 'READY' && a.pid !== before.pid ? a : undefined;
+        },
+        20_000,
+      );
       assert.equal(after.restarts, before.restarts + 1);
       assert.ok(!isAlive(before.pid!), 'the hung process was killed');
     } finally {
@@ -110,11 +134,19 @@ describe('cluster: GPU-pinned placement, lifecycle and node membership', { timeo
     const onB = actorsOf(await client.describe(), 'cpu').filter((a) => a.node === 'node-b');
     assert.equal(onB.length, 1);
     agentB.process.kill('SIGKILL');
-    await waitFor('node-b to be DEAD', async () => (await client.describe()).nodes.find((n) => n.name === 'node-b')?.state === 'DEAD', 10_000);
-    const moved = await waitFor('the cpu replica to be READY elsewhere', async () => {
-      const a = actorsOf(await client.describe(), 'cpu').find((r) => r.id === onB[0]!.id);
-      return a?.state === 'READY' ? a : undefined;
-    }, 20_000);
+    await waitFor(
+      'node-b to be DEAD',
+      async () => (await client.describe()).nodes.find((n) => n.name === 'node-b')?.state === 'DEAD',
+      10_000,
+    );
+    const moved = await waitFor(
+      'the cpu replica to be READY elsewhere',
+      async () => {
+        const a = actorsOf(await client.describe(), 'cpu').find((r) => r.id === onB[0]!.id);
+        return a?.state === 'READY' ? a : undefined;
+      },
+      20_000,
+    );
     assert.notEqual(moved.node, 'node-b');
     // The orphaned actor process of the killed agent exits on its own (its IPC parent is gone).
     await waitFor('the old actor process to exit', () => !isAlive(onB[0]!.pid!), 10_000);

@@ -33,7 +33,11 @@ describe('the data directory lock', { timeout: 60_000 }, () => {
     try {
       await first.line;
       assert.equal((await readFile(join(dir, 'head.lock'), 'utf8')).trim(), String(first.process.pid));
-      const second = spawnSync(process.execPath, [CLI, 'head', '--port', '0', '--data-dir', dir, '--http-workers', '0'], { encoding: 'utf8', timeout: 20_000, env });
+      const second = spawnSync(process.execPath, [CLI, 'head', '--port', '0', '--data-dir', dir, '--http-workers', '0'], {
+        encoding: 'utf8',
+        timeout: 20_000,
+        env,
+      });
       assert.equal(second.status, 1, second.stderr);
       assert.match(second.stderr, /TROUPE_ERR_DATA_DIR_LOCKED/);
       assert.match(second.stderr, new RegExp(`pid ${first.process.pid}\\b`));
@@ -62,7 +66,11 @@ describe('the data directory lock', { timeout: 60_000 }, () => {
     const dir = join(root, 'in-process');
     const first = await startHead({ port: 0, dataDir: dir, httpWorkers: 0 });
     try {
-      await assert.rejects(startHead({ port: 0, dataDir: dir, httpWorkers: 0 }), (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_DATA_DIR_LOCKED' && err.message.includes(`pid ${process.pid}`));
+      await assert.rejects(
+        startHead({ port: 0, dataDir: dir, httpWorkers: 0 }),
+        (err: unknown) =>
+          err instanceof TroupeError && err.code === 'TROUPE_ERR_DATA_DIR_LOCKED' && err.message.includes(`pid ${process.pid}`),
+      );
     } finally {
       await first.close();
     }

@@ -46,7 +46,10 @@ describe('direct calls from the SDK to replicas', { timeout: 180_000 }, () => {
     const want = await runInProcess(join(cluster.modelDir, 'member11.onnx'), { x });
     const before = await okCount();
     const futures = Array.from({ length: 20 }, () => client.run('m', { x }));
-    assert.ok(futures.every((f) => f.resolvedHere), 'all sent directly');
+    assert.ok(
+      futures.every((f) => f.resolvedHere),
+      'all sent directly',
+    );
     for (const f of futures) assert.deepEqual(floats((await f).logits), floats(want.logits));
     // Actors report their direct calls about once a second; the deployment's count takes them.
     await waitFor('the head to count the direct calls', async () => (await okCount()) >= before + 20 || undefined, 10_000);
@@ -55,7 +58,7 @@ describe('direct calls from the SDK to replicas', { timeout: 180_000 }, () => {
     assert.deepEqual(floats((await head).logits), floats(want.logits));
   });
 
-  test('runs through the head arrive in pooled frames, 16 at a time with bad ones among them: each answer is its own run\'s', async () => {
+  test("runs through the head arrive in pooled frames, 16 at a time with bad ones among them: each answer is its own run's", async () => {
     // 320 rows of 64 floats: 80 KB runs, each sent in a turn of its own so that it is a frame of
     // its own, which the head reads into a buffer from its pool and gives back once the run has
     // succeeded; a buffer given back too soon (while its run waits in a queue or a socket) would
@@ -71,7 +74,11 @@ describe('direct calls from the SDK to replicas', { timeout: 180_000 }, () => {
         // Every fourth run has rows of the wrong width: refused by the head, its frame not reused.
         if (i % 4 === 3) {
           const wrong = tensor('float32', [rows * 2, 32], inputs[i]!.data);
-          await rejectsWith(viaHead.run('m', { x: wrong }), 'TROUPE_ERR_BAD_INPUT', /input 'x': expected float32\[\w+,64\], got float32\[640,32\]/);
+          await rejectsWith(
+            viaHead.run('m', { x: wrong }),
+            'TROUPE_ERR_BAD_INPUT',
+            /input 'x': expected float32\[\w+,64\], got float32\[640,32\]/,
+          );
           continue;
         }
         const run = viaHead.run('m', { x: inputs[i]! });
@@ -108,18 +115,27 @@ describe('direct calls from the SDK to replicas', { timeout: 180_000 }, () => {
     const b = await runInProcess(join(cluster.modelDir, 'member12.onnx'), { x: a.logits! });
     assert.deepEqual(floats((await second).logits), floats(b.logits));
     const bad = client.run('link', { x: tensor('float32', [1, 3], new Float32Array(3)) });
-    await rejectsWith(client.run('m', { x: bad }), 'TROUPE_ERR_BAD_INPUT', /input 'x' comes from run '\w+', which failed: input 'x': expected float32\[N,64\]/);
+    await rejectsWith(
+      client.run('m', { x: bad }),
+      'TROUPE_ERR_BAD_INPUT',
+      /input 'x' comes from run '\w+', which failed: input 'x': expected float32\[N,64\]/,
+    );
   });
 
   test('a replica checks direct calls as the head does, refuses strangers and bad frames, and keeps serving', async () => {
     await rejectsWith(client.run('m', { y: x }), 'TROUPE_ERR_BAD_INPUT', /'y'/);
-    await rejectsWith(client.run('m', { x: tensor('float32', [1, 63], new Float32Array(63)) }), 'TROUPE_ERR_BAD_INPUT', /input 'x': expected float32\[N,64\]/);
+    await rejectsWith(
+      client.run('m', { x: tensor('float32', [1, 63], new Float32Array(63)) }),
+      'TROUPE_ERR_BAD_INPUT',
+      /input 'x': expected float32\[N,64\]/,
+    );
     const routes = await routesOf(cluster.url, 'm');
     assert.equal(routes.replicas.length, 1);
     const [replica] = routes.replicas;
     assert.match(replica!.url, /^tcp:\/\/127\.0\.0\.1:\d+$/, 'listens on the address its node reaches the head from');
     const codeOf = (m: Record<string, unknown> | undefined) => (m?.type === 'fail' ? (m.error as { code: string }).code : m?.type);
-    const bounded = (p: Promise<void>) => Promise.race([p, new Promise((_, reject) => setTimeout(() => reject(new Error('connection not closed')), 10_000))]);
+    const bounded = (p: Promise<void>) =>
+      Promise.race([p, new Promise((_, reject) => setTimeout(() => reject(new Error('connection not closed')), 10_000))]);
 
     // No hello: a call is refused and the connection closed.
     const stranger = new RawStream(replica!.url);
@@ -153,10 +169,21 @@ describe('direct calls from the SDK to replicas', { timeout: 180_000 }, () => {
     raw.send(encodeFrame([{ type: 'hello', id: 'again', token: replica!.token }]));
     raw.send(encodeFrame([{ type: 'call', id: 'c2', inputs: { x: toWire(x) } }]));
     await raw.answerTo('c2');
-    assert.deepEqual(raw.received.slice(1).map(codeOf), ['TROUPE_ERR_BAD_FRAME', 'TROUPE_ERR_BAD_FRAME', 'TROUPE_ERR_BAD_MESSAGE', 'TROUPE_ERR_BAD_TENSOR', 'TROUPE_ERR_BAD_MESSAGE', 'reply']);
+    assert.deepEqual(raw.received.slice(1).map(codeOf), [
+      'TROUPE_ERR_BAD_FRAME',
+      'TROUPE_ERR_BAD_FRAME',
+      'TROUPE_ERR_BAD_MESSAGE',
+      'TROUPE_ERR_BAD_TENSOR',
+      'TROUPE_ERR_BAD_MESSAGE',
+      'reply',
+    ]);
     const want = await runInProcess(join(cluster.modelDir, 'member12.onnx'), { x });
     const reply = raw.received.at(-1) as { value: { outputs: { logits: { data: Uint8Array } } } };
-    assert.deepEqual([...new Float32Array(Uint8Array.from(reply.value.outputs.logits.data).buffer)], floats(want.logits), 'the call after them is served right');
+    assert.deepEqual(
+      [...new Float32Array(Uint8Array.from(reply.value.outputs.logits.data).buffer)],
+      floats(want.logits),
+      'the call after them is served right',
+    );
     // An empty frame breaks the framing: the replica says so and closes that connection only.
     raw.sendRaw(Buffer.alloc(4));
     await bounded(raw.closed);

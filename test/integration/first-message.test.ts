@@ -12,12 +12,17 @@ async function open(head: Head, path: string): Promise<{ ws: WebSocket; closed: 
   const ws = new WebSocket(`${head.url.replace(/^http/, 'ws')}${path}`);
   await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
   const start = Date.now();
-  const closed = new Promise<{ code: number; afterMs: number }>((resolve) => ws.once('close', (code) => resolve({ code, afterMs: Date.now() - start })));
+  const closed = new Promise<{ code: number; afterMs: number }>((resolve) =>
+    ws.once('close', (code) => resolve({ code, afterMs: Date.now() - start })),
+  );
   return { ws, closed };
 }
 
 const bounded = <T>(what: string, promise: Promise<T>, ms: number): Promise<T> =>
-  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms).unref())]);
+  Promise.race([
+    promise,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms).unref()),
+  ]);
 
 /** A client or agent connection that says nothing is closed after a bound; one that says hello stays. */
 describe('the first message on a connection is bounded in time', { timeout: 60_000 }, () => {

@@ -26,12 +26,16 @@ async function expected(modelPath: string, x: Float32Array, rows: number): Promi
 
 function assertClose(actual: ArrayLike<number>, wanted: ArrayLike<number>, what: string): void {
   assert.equal(actual.length, wanted.length, `${what}: length`);
-  for (let i = 0; i < wanted.length; i++) assert.ok(Math.abs(actual[i]! - wanted[i]!) < 1e-5, `${what}: element ${i} is ${actual[i]}, onnxruntime says ${wanted[i]}`);
+  for (let i = 0; i < wanted.length; i++)
+    assert.ok(Math.abs(actual[i]! - wanted[i]!) < 1e-5, `${what}: element ${i} is ${actual[i]}, onnxruntime says ${wanted[i]}`);
 }
 
 function binaryRequest(x: Float32Array, rows: number) {
   return binaryBody(
-    { inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }], outputs: [{ name: 'logits', parameters: { binary_data: true } }] },
+    {
+      inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }],
+      outputs: [{ name: 'logits', parameters: { binary_data: true } }],
+    },
     [new Uint8Array(x.buffer, x.byteOffset, x.byteLength)],
   );
 }
@@ -45,7 +49,11 @@ function postFresh(base: string, path: string, body: Buffer | string, headers: R
 }
 
 /** Requests over one kept-alive connection (an agent with one socket), and the sockets they used. */
-function keptAlive(base: string): { send: (method: string, path: string, body?: Buffer, headers?: Record<string, string>) => Promise<NodeAnswer>; sockets: Set<unknown>; close: () => void } {
+function keptAlive(base: string): {
+  send: (method: string, path: string, body?: Buffer, headers?: Record<string, string>) => Promise<NodeAnswer>;
+  sockets: Set<unknown>;
+  close: () => void;
+} {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const sockets = new Set<unknown>();
   const send = async (method: string, path: string, body?: Buffer, headers: Record<string, string> = {}) => {
@@ -75,7 +83,9 @@ function readResponses(socket: Socket, count: number): Promise<{ status: number;
         const end = pending.indexOf('\r\n\r\n');
         if (end < 0) return;
         const [statusLine, ...lines] = pending.subarray(0, end).toString('latin1').split('\r\n');
-        const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+        const headers = Object.fromEntries(
+          lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+        );
         const length = Number(headers['content-length'] ?? 0);
         if (pending.length < end + 4 + length) return;
         out.push({ status: Number(statusLine!.split(' ')[1]), headers, body: pending.subarray(end + 4, end + 4 + length) });
@@ -95,7 +105,10 @@ describe('front door: inference-protocol connections served by worker processes'
 
   before(async () => {
     cluster = await startCluster({ headArgs: ['--http-workers', '2', '--max-body-mib', '2'] });
-    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body: JSON.stringify({ model: 'mlp.onnx', threads: 1, batch: { maxSize: 8 } }), headers: { 'content-type': 'application/json' } });
+    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', {
+      body: JSON.stringify({ model: 'mlp.onnx', threads: 1, batch: { maxSize: 8 } }),
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(put.status, 201, put.body.toString());
     await waitFor('two front-door workers', async () => (await childrenRunning(cluster.head.process.pid!, WORKER)).length === 2, 30_000);
   });
@@ -113,7 +126,12 @@ describe('front door: inference-protocol connections served by worker processes'
       const binary = await postFresh(cluster.url, '/v2/models/mlp/infer', body, headers);
       assert.equal(binary.status, 200, binary.body.toString());
       assertClose(floatsOf(binary.body.subarray(Number(binary.headers['inference-header-content-length']))), want, `binary, ${rows} rows`);
-      const json = await postFresh(cluster.url, '/v2/models/mlp/infer', JSON.stringify({ inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', data: Array.from(x) }] }), { 'content-type': 'application/json' });
+      const json = await postFresh(
+        cluster.url,
+        '/v2/models/mlp/infer',
+        JSON.stringify({ inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', data: Array.from(x) }] }),
+        { 'content-type': 'application/json' },
+      );
       assert.equal(json.status, 200, json.body.toString());
       assertClose((json.json as { outputs: { data: number[] }[] }).outputs[0]!.data, want, `JSON, ${rows} rows`);
       sent += 2;
@@ -153,14 +171,20 @@ describe('front door: inference-protocol connections served by worker processes'
       assert.equal((await send('GET', '/v2/models/mlp/ready')).status, 200);
       const meta = await send('GET', '/v2/models/mlp');
       assert.equal(meta.status, 200);
-      assert.deepEqual((JSON.parse(meta.body.toString()) as { inputs: unknown[] }).inputs, [{ name: 'x', datatype: 'FP32', shape: [-1, 64] }]);
+      assert.deepEqual((JSON.parse(meta.body.toString()) as { inputs: unknown[] }).inputs, [
+        { name: 'x', datatype: 'FP32', shape: [-1, 64] },
+      ]);
       assert.equal((await send('GET', '/v2/models/nope')).status, 404);
       const x = seededFloats(2 * 64, 17);
       const { body, headers } = binaryRequest(x, 2);
       for (let i = 0; i < 3; i++) {
         const answer = await send('POST', '/v2/models/mlp/infer', body, headers);
         assert.equal(answer.status, 200, answer.body.toString());
-        assertClose(floatsOf(answer.body.subarray(Number(answer.headers['inference-header-content-length']))), await expected(cluster.models.mlp, x, 2), `inference ${i}`);
+        assertClose(
+          floatsOf(answer.body.subarray(Number(answer.headers['inference-header-content-length']))),
+          await expected(cluster.models.mlp, x, 2),
+          `inference ${i}`,
+        );
       }
       assert.equal(sockets.size, 1, 'one kept-alive connection throughout');
     } finally {
@@ -176,7 +200,12 @@ describe('front door: inference-protocol connections served by worker processes'
       const inputs = [1, 2, 3].map((seed) => seededFloats(64 * seed, seed));
       const requests = inputs.map((x, i) => {
         const { body, headers } = binaryRequest(x, i + 1);
-        const head = [`POST /v2/models/mlp/infer HTTP/1.1`, `host: ${url.host}`, `content-length: ${body.length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
+        const head = [
+          `POST /v2/models/mlp/infer HTTP/1.1`,
+          `host: ${url.host}`,
+          `content-length: ${body.length}`,
+          ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+        ].join('\r\n');
         return Buffer.concat([Buffer.from(`${head}\r\n\r\n`), body]);
       });
       const answers = readResponses(socket, 4);
@@ -200,13 +229,16 @@ describe('front door: inference-protocol connections served by worker processes'
     const x = seededFloats(5 * 64, 5);
     const want = await expected(cluster.models.mlp, x, 5);
     const { body, headers } = binaryRequest(x, 5);
-    const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    const extra = Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('');
 
     const chunkedSocket = connectTcp(Number(url.port), url.hostname);
     const chunked = readResponses(chunkedSocket, 1);
     const half = Math.floor(body.length / 2);
     chunkedSocket.write(`POST /v2/models/mlp/infer HTTP/1.1\r\nhost: ${url.host}\r\ntransfer-encoding: chunked\r\n${extra}\r\n`);
-    for (const part of [body.subarray(0, half), body.subarray(half)]) chunkedSocket.write(Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n')]));
+    for (const part of [body.subarray(0, half), body.subarray(half)])
+      chunkedSocket.write(Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n')]));
     chunkedSocket.write('0\r\n\r\n');
     const [c] = await chunked;
     chunkedSocket.destroy();
@@ -215,7 +247,9 @@ describe('front door: inference-protocol connections served by worker processes'
 
     const expectSocket = connectTcp(Number(url.port), url.hostname);
     const continued = readResponses(expectSocket, 2);
-    expectSocket.write(`POST /v2/models/mlp/infer HTTP/1.1\r\nhost: ${url.host}\r\nexpect: 100-continue\r\ncontent-length: ${body.length}\r\n${extra}\r\n`);
+    expectSocket.write(
+      `POST /v2/models/mlp/infer HTTP/1.1\r\nhost: ${url.host}\r\nexpect: 100-continue\r\ncontent-length: ${body.length}\r\n${extra}\r\n`,
+    );
     // The body only after the 100 (the reader sees it as a response of its own).
     const interim = await new Promise<string>((resolve) => expectSocket.once('data', (d: Buffer) => resolve(d.toString('latin1'))));
     assert.match(interim, /^HTTP\/1\.1 100 Continue\r\n\r\n/);
@@ -223,13 +257,32 @@ describe('front door: inference-protocol connections served by worker processes'
     const final = (await continued).at(-1)!;
     expectSocket.destroy();
     assert.equal(final.status, 200, final.body.toString());
-    assertClose(floatsOf(final.body.subarray(Number(final.headers['inference-header-content-length']))), want, 'body sent after 100 Continue');
+    assertClose(
+      floatsOf(final.body.subarray(Number(final.headers['inference-header-content-length']))),
+      want,
+      'body sent after 100 Continue',
+    );
 
-    assertError(await postFresh(cluster.url, '/v2/models/nope/infer', '{}'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope' \(deployed: 'mlp'\)/);
+    assertError(
+      await postFresh(cluster.url, '/v2/models/nope/infer', '{}'),
+      404,
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      /unknown model 'nope' \(deployed: 'mlp'\)/,
+    );
     assertError(await postFresh(cluster.url, '/v2/models/mlp/infer', '{"inputs": ['), 400, 'TROUPE_ERR_BAD_REQUEST', /not valid JSON/);
-    assertError(await postFresh(cluster.url, '/v2/models/mlp/infer', Buffer.alloc(3 * 2 ** 20)), 413, 'TROUPE_ERR_BODY_TOO_LARGE', /--max-body-mib/);
+    assertError(
+      await postFresh(cluster.url, '/v2/models/mlp/infer', Buffer.alloc(3 * 2 ** 20)),
+      413,
+      'TROUPE_ERR_BODY_TOO_LARGE',
+      /--max-body-mib/,
+    );
     const wrongShape = binaryRequest(seededFloats(64, 1), 2);
-    assertError(await postFresh(cluster.url, '/v2/models/mlp/infer', wrongShape.body, wrongShape.headers), 400, 'TROUPE_ERR_BAD_TENSOR', /needs 512 bytes, got 256/);
+    assertError(
+      await postFresh(cluster.url, '/v2/models/mlp/infer', wrongShape.body, wrongShape.headers),
+      400,
+      'TROUPE_ERR_BAD_TENSOR',
+      /needs 512 bytes, got 256/,
+    );
 
     const garbage = connectTcp(Number(url.port), url.hostname);
     const refused = readResponses(garbage, 1);
@@ -240,15 +293,27 @@ describe('front door: inference-protocol connections served by worker processes'
   });
 
   test('a request right after a deploy finds the new model', async () => {
-    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp2', { body: JSON.stringify({ model: 'mlp.onnx', threads: 1 }), headers: { 'content-type': 'application/json' } });
+    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp2', {
+      body: JSON.stringify({ model: 'mlp.onnx', threads: 1 }),
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(put.status, 201, put.body.toString());
     const x = seededFloats(64, 3);
     const { body, headers } = binaryRequest(x, 1);
     const answer = await postFresh(cluster.url, '/v2/models/mlp2/infer', body, headers);
     assert.equal(answer.status, 200, answer.body.toString());
-    assertClose(floatsOf(answer.body.subarray(Number(answer.headers['inference-header-content-length']))), await expected(cluster.models.mlp, x, 1), 'the new deployment');
+    assertClose(
+      floatsOf(answer.body.subarray(Number(answer.headers['inference-header-content-length']))),
+      await expected(cluster.models.mlp, x, 1),
+      'the new deployment',
+    );
     assert.equal((await call(cluster.url, 'DELETE', '/api/v1/deployments/mlp2')).status, 200);
-    assertError(await postFresh(cluster.url, '/v2/models/mlp2/infer', body, headers), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'mlp2'/);
+    assertError(
+      await postFresh(cluster.url, '/v2/models/mlp2/infer', body, headers),
+      404,
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      /unknown model 'mlp2'/,
+    );
   });
 
   test('hostile bytes on a worker connection are refused and crash nothing', async () => {
@@ -293,17 +358,25 @@ describe('front door: inference-protocol connections served by worker processes'
     const { body, headers } = binaryRequest(x, 1);
     const answer = await postFresh(cluster.url, '/v2/models/mlp/infer', body, headers);
     assert.equal(answer.status, 200, answer.body.toString());
-    assertClose(floatsOf(answer.body.subarray(Number(answer.headers['inference-header-content-length']))), await expected(cluster.models.mlp, x, 1), 'after the hostile bytes');
+    assertClose(
+      floatsOf(answer.body.subarray(Number(answer.headers['inference-header-content-length']))),
+      await expected(cluster.models.mlp, x, 1),
+      'after the hostile bytes',
+    );
   });
 
   test('a worker that dies is replaced, and inference goes on', async () => {
     const workers = await childrenRunning(cluster.head.process.pid!, WORKER);
     assert.equal(workers.length, 2);
     process.kill(workers[0]!, 'SIGKILL');
-    await waitFor('a new worker in the dead one’s place', async () => {
-      const now = await childrenRunning(cluster.head.process.pid!, WORKER);
-      return now.length === 2 && !now.includes(workers[0]!);
-    }, 30_000);
+    await waitFor(
+      'a new worker in the dead one’s place',
+      async () => {
+        const now = await childrenRunning(cluster.head.process.pid!, WORKER);
+        return now.length === 2 && !now.includes(workers[0]!);
+      },
+      30_000,
+    );
     const x = seededFloats(64, 9);
     const want = await expected(cluster.models.mlp, x, 1);
     const { body, headers } = binaryRequest(x, 1);
@@ -311,7 +384,11 @@ describe('front door: inference-protocol connections served by worker processes'
     for (let i = 0; i < 6; i++) {
       const answer = await postFresh(cluster.url, '/v2/models/mlp/infer', body, headers);
       assert.equal(answer.status, 200, answer.body.toString());
-      assertClose(floatsOf(answer.body.subarray(Number(answer.headers['inference-header-content-length']))), want, `after the restart, request ${i}`);
+      assertClose(
+        floatsOf(answer.body.subarray(Number(answer.headers['inference-header-content-length']))),
+        want,
+        `after the restart, request ${i}`,
+      );
     }
   });
 });
@@ -327,7 +404,10 @@ describe('front door: shutting down', { timeout: 60_000 }, () => {
       const exited = cluster.head.exited;
       cluster.head.process.kill('SIGTERM');
       // The head waits 60 s for a connection's first bytes; its shutdown must not.
-      const outcome = await Promise.race([exited.then(() => 'exited'), new Promise((resolve) => setTimeout(() => resolve('still running'), 20_000))]);
+      const outcome = await Promise.race([
+        exited.then(() => 'exited'),
+        new Promise((resolve) => setTimeout(() => resolve('still running'), 20_000)),
+      ]);
       silent.destroy();
       assert.equal(outcome, 'exited');
     } finally {

@@ -33,7 +33,10 @@ describe('graphs: data-parallel fan-out', { timeout: 180_000 }, () => {
     assert.deepEqual(floats(out.logits), floats(local.logits));
 
     const chunks = (await future.trace())!.filter((t) => t.step.startsWith('bulk > mlp['));
-    assert.deepEqual(chunks.map((c) => c.rows).sort((a, b) => a! - b!), [4, 16, 16, 16, 16, 16, 16]);
+    assert.deepEqual(
+      chunks.map((c) => c.rows).sort((a, b) => a! - b!),
+      [4, 16, 16, 16, 16, 16, 16],
+    );
 
     // Both replicas took chunks (the stats arrive about once a second, so wait for them).
     const calls = await waitFor('both replicas to report calls', async () => {
@@ -41,7 +44,10 @@ describe('graphs: data-parallel fan-out', { timeout: 180_000 }, () => {
       const perActor = d.actors.map((a) => a.stats?.calls ?? 0);
       return perActor.reduce((a, b) => a + b, 0) >= 7 ? perActor : undefined;
     });
-    assert.ok(calls.every((n) => n > 0), `every replica served chunks: ${calls.join(', ')}`);
+    assert.ok(
+      calls.every((n) => n > 0),
+      `every replica served chunks: ${calls.join(', ')}`,
+    );
   });
 
   test('fewer rows than one chunk, and a batch that is not cut evenly, still come back in order', async () => {
@@ -53,6 +59,10 @@ describe('graphs: data-parallel fan-out', { timeout: 180_000 }, () => {
   });
 
   test('a scalar input cannot be cut into chunks', async () => {
-    await rejectsWith(client.run('bulk', { x: tensor('float32', [], new Float32Array(1)) }), 'TROUPE_ERR_BAD_INPUT', /input 'x' is a scalar; there is no batch axis to cut/);
+    await rejectsWith(
+      client.run('bulk', { x: tensor('float32', [], new Float32Array(1)) }),
+      'TROUPE_ERR_BAD_INPUT',
+      /input 'x' is a scalar; there is no batch axis to cut/,
+    );
   });
 });

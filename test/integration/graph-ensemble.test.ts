@@ -31,7 +31,8 @@ describe('graphs: parallel ensembles', { timeout: 180_000 }, () => {
   });
 
   // References computed here, independently of runtime/graph/combiners.ts.
-  const meanOf = (weights: number[]) => local[0]!.map((_, k) => Math.fround(local.reduce((sum, m, i) => sum + weights[i]! * m[k]!, 0) / weights.reduce((a, b) => a + b, 0)));
+  const meanOf = (weights: number[]) =>
+    local[0]!.map((_, k) => Math.fround(local.reduce((sum, m, i) => sum + weights[i]! * m[k]!, 0) / weights.reduce((a, b) => a + b, 0)));
 
   test('mean equals the mean of the members run in-process; members run on their own actors', async () => {
     const view = await client.deploy(ensemble('avg', members(), { combine: 'mean' }));
@@ -49,7 +50,10 @@ describe('graphs: parallel ensembles', { timeout: 180_000 }, () => {
     assert.deepEqual(floats((await client.run('weighted', { x })).logits), meanOf([0.5, 0.3, 0.2]));
 
     await client.deploy(ensemble('maxed', members(), { combine: 'max' }));
-    assert.deepEqual(floats((await client.run('maxed', { x })).logits), local[0]!.map((_, k) => Math.max(...local.map((m) => m[k]!))));
+    assert.deepEqual(
+      floats((await client.run('maxed', { x })).logits),
+      local[0]!.map((_, k) => Math.max(...local.map((m) => m[k]!))),
+    );
 
     await client.deploy(ensemble('voted', members(), { combine: 'vote' }));
     const voted = (await client.run('voted', { x })).logits!;
@@ -78,7 +82,10 @@ describe('graphs: parallel ensembles', { timeout: 180_000 }, () => {
   });
 
   test('nesting: an ensemble as a pipeline step, and a trace with one entry per step', async () => {
-    const graph = pipeline('nested', [model('link21', { path: 'link21.onnx', threads: 1 }), ensemble('inner', members(), { combine: 'mean' })]);
+    const graph = pipeline('nested', [
+      model('link21', { path: 'link21.onnx', threads: 1 }),
+      ensemble('inner', members(), { combine: 'mean' }),
+    ]);
     const view = await client.deploy(graph);
     assert.deepEqual(view.graphs.sort(), ['inner', 'nested']);
     const future = client.run('nested', { x }, { trace: true });
@@ -86,10 +93,21 @@ describe('graphs: parallel ensembles', { timeout: 180_000 }, () => {
     const a = await runInProcess(join(cluster.modelDir, 'link21.onnx'), { x });
     const inner: number[][] = [];
     for (const s of SEEDS) inner.push(floats((await runInProcess(join(cluster.modelDir, `member${s}.onnx`), { x: a.logits! })).logits));
-    assert.deepEqual(floats(out.logits), inner[0]!.map((_, k) => Math.fround((inner[0]![k]! + inner[1]![k]! + inner[2]![k]!) / 3)));
+    assert.deepEqual(
+      floats(out.logits),
+      inner[0]!.map((_, k) => Math.fround((inner[0]![k]! + inner[1]![k]! + inner[2]![k]!) / 3)),
+    );
     const trace = (await future.trace())!;
     const steps = trace.map((t) => t.step).sort();
-    assert.deepEqual(steps, ['nested', 'nested > inner', 'nested > inner > combine', 'nested > inner > member11', 'nested > inner > member12', 'nested > inner > member13', 'nested > link21']);
+    assert.deepEqual(steps, [
+      'nested',
+      'nested > inner',
+      'nested > inner > combine',
+      'nested > inner > member11',
+      'nested > inner > member12',
+      'nested > inner > member13',
+      'nested > link21',
+    ]);
     for (const t of trace) assert.ok(t.wallMs >= 0 && t.startMs >= 0, JSON.stringify(t));
     const leaf = trace.find((t) => t.step === 'nested > link21')!;
     assert.equal(leaf.kind, 'model');
@@ -118,4 +136,3 @@ describe('graphs: parallel ensembles', { timeout: 180_000 }, () => {
     await rejectsWith(client.run('broken', { x }), 'TROUPE_ERR_FN_FAILED', /^step 'broken > boom': fn 'boom' threw/);
   });
 });
-

@@ -33,7 +33,11 @@ describe('examples: ensemble and data-parallel, checked against onnxruntime in-p
 
   test('examples/ensemble: every member and the vote equal the same computation in-process', async () => {
     const paths = await writeEnsembleModels(cluster.modelDir);
-    const x = tensor('float32', [16, 64], seededFloats(16 * 64, 5).map((v) => v * 2));
+    const x = tensor(
+      'float32',
+      [16, 64],
+      seededFloats(16 * 64, 5).map((v) => v * 2),
+    );
     const { combined, members } = await runEnsemble(client, x);
     const prepared = (await standardize({ x })).x!;
     const votes: number[][] = [];
@@ -78,7 +82,10 @@ describe('examples: sharded, two stages on two simulated GPUs', { timeout: 240_0
     const models = await writeShardedModels(cluster.modelDir);
     const view = await client.deploy(shardedGraph());
     const actors = view.deployments.map((d) => d.actors[0]!);
-    assert.deepEqual(actors.map((a) => a.gpus.length), [1, 1]);
+    assert.deepEqual(
+      actors.map((a) => a.gpus.length),
+      [1, 1],
+    );
     assert.notEqual(actors[0]!.gpus[0], actors[1]!.gpus[0], 'the stages sit on different GPUs');
     assert.deepEqual(actors.map((a) => a.visibleDevices).sort(), ['0', '1']);
     for (const batch of [1, 2]) {

@@ -34,12 +34,24 @@ describe('fn steps: functions from modules on the agent, each in its own actor p
   });
 
   test('a fn with a declared signature is type-checked in graphs and its inputs are validated', async () => {
-    const view = await client.deploy(pipeline('halved', [fn('halve', `${FNS}#halve`), model('member13', { path: 'member13.onnx', threads: 1 })]));
+    const view = await client.deploy(
+      pipeline('halved', [fn('halve', `${FNS}#halve`), model('member13', { path: 'member13.onnx', threads: 1 })]),
+    );
     assert.deepEqual(view.inputs, [{ name: 'x', dtype: 'float32', shape: ['N', 64] }]);
     const x = tensor('float32', [2, 64], seededFloats(128, 8));
-    const local = await runInProcess(join(cluster.modelDir, 'member13.onnx'), { x: tensor('float32', [2, 64], (x.data as Float32Array).map((v) => v * 0.5)) });
+    const local = await runInProcess(join(cluster.modelDir, 'member13.onnx'), {
+      x: tensor(
+        'float32',
+        [2, 64],
+        (x.data as Float32Array).map((v) => v * 0.5),
+      ),
+    });
     assert.deepEqual(floats((await client.run('halved', { x })).logits), floats(local.logits));
-    await rejectsWith(client.run('halve', { x: tensor('float32', [1, 8], new Float32Array(8)) }), 'TROUPE_ERR_BAD_INPUT', /input 'x': expected float32\[N,64\], got float32\[1,8\]/);
+    await rejectsWith(
+      client.run('halve', { x: tensor('float32', [1, 8], new Float32Array(8)) }),
+      'TROUPE_ERR_BAD_INPUT',
+      /input 'x': expected float32\[N,64\], got float32\[1,8\]/,
+    );
     await rejectsWith(
       client.deploy(pipeline('halfwrong', [model('member13'), fn('halve')])),
       'TROUPE_ERR_BAD_SPEC',
@@ -48,9 +60,21 @@ describe('fn steps: functions from modules on the agent, each in its own actor p
   });
 
   test('modules outside the module directory, missing exports and non-functions are refused', async () => {
-    await rejectsWith(client.deploy(fn('escape', '../../etc/passwd.js#x')), 'TROUPE_ERR_MODEL_PATH', /fn module '..\/..\/etc\/passwd.js' is outside the agent's module directory/);
-    await rejectsWith(client.deploy(fn('absent', 'test/fixtures/nope.js#x')), 'TROUPE_ERR_MODEL_PATH', /fn module 'test\/fixtures\/nope.js' not found/);
-    await rejectsWith(client.deploy(fn('noexport', `${FNS}#missing`)), 'TROUPE_ERR_MODEL_LOAD', /fn 'missing' of .*fns\.js is not an exported function \(the module exports .*double/);
+    await rejectsWith(
+      client.deploy(fn('escape', '../../etc/passwd.js#x')),
+      'TROUPE_ERR_MODEL_PATH',
+      /fn module '..\/..\/etc\/passwd.js' is outside the agent's module directory/,
+    );
+    await rejectsWith(
+      client.deploy(fn('absent', 'test/fixtures/nope.js#x')),
+      'TROUPE_ERR_MODEL_PATH',
+      /fn module 'test\/fixtures\/nope.js' not found/,
+    );
+    await rejectsWith(
+      client.deploy(fn('noexport', `${FNS}#missing`)),
+      'TROUPE_ERR_MODEL_LOAD',
+      /fn 'missing' of .*fns\.js is not an exported function \(the module exports .*double/,
+    );
     await rejectsWith(client.deploy(fn('number', `${FNS}#notAFunction`)), 'TROUPE_ERR_MODEL_LOAD', /is not an exported function/);
     assert.throws(() => fn('bad', 'no-hash-here'), /fn references are 'path\/to\/module.js#exportName'/);
   });

@@ -54,7 +54,9 @@ describe('futures: run returns at once; a future is an input resolved on the hea
     const b = answers.find((m) => m.id === 'run-b');
     assert.equal(b?.type, 'reply', JSON.stringify(b?.error));
     const logits = (b!.value as { outputs: { logits: { data: Uint8Array } } }).outputs.logits;
-    const local = await runInProcess(join(cluster.modelDir, 'member11.onnx'), { x: (await runInProcess(join(cluster.modelDir, 'link21.onnx'), { x })).logits! });
+    const local = await runInProcess(join(cluster.modelDir, 'member11.onnx'), {
+      x: (await runInProcess(join(cluster.modelDir, 'link21.onnx'), { x })).logits!,
+    });
     assert.deepEqual([...new Float32Array(new Uint8Array(logits.data).buffer)], floats(local.logits));
   });
 
@@ -69,16 +71,26 @@ describe('futures: run returns at once; a future is an input resolved on the hea
     // A graph takes a single future under any name when its first step takes a single input.
     const again = await client.run('both', { input: client.run('link21', { x }) });
     assert.deepEqual(floats(again.logits), floats(c.logits));
-    await rejectsWith(client.run('member11', { x: first.output('probs') }), 'TROUPE_ERR_BAD_INPUT', /input 'x' refers to output 'probs' of run '\w+', which has outputs 'logits'/);
+    await rejectsWith(
+      client.run('member11', { x: first.output('probs') }),
+      'TROUPE_ERR_BAD_INPUT',
+      /input 'x' refers to output 'probs' of run '\w+', which has outputs 'logits'/,
+    );
   });
 
   test('a failed run fails the runs that take its future, with its code; an unknown run is refused', async () => {
     const bad = client.run('link21', { x: tensor('float32', [1, 3], new Float32Array(3)) });
-    await rejectsWith(client.run('member11', { x: bad }), 'TROUPE_ERR_BAD_INPUT', /input 'x' comes from run '\w+', which failed: input 'x': expected float32\[N,64\]/);
+    await rejectsWith(
+      client.run('member11', { x: bad }),
+      'TROUPE_ERR_BAD_INPUT',
+      /input 'x' comes from run '\w+', which failed: input 'x': expected float32\[N,64\]/,
+    );
     await rejectsWith(bad, 'TROUPE_ERR_BAD_INPUT', /expected float32\[N,64\]/);
     const ws = new WebSocket(new URL('/v1/client', cluster.url.replace('http', 'ws')));
     await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
-    const answer = new Promise<Record<string, unknown>>((resolve) => ws.once('message', (data: Buffer) => resolve(decodeFrame(data)[0] as Record<string, unknown>)));
+    const answer = new Promise<Record<string, unknown>>((resolve) =>
+      ws.once('message', (data: Buffer) => resolve(decodeFrame(data)[0] as Record<string, unknown>)),
+    );
     ws.send(encodeFrame([{ type: 'run', id: 'orphan', deployment: 'member11', inputs: {}, refs: { x: { run: 'never-sent' } } }]));
     const fail = await answer;
     ws.close();

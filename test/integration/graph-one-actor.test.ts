@@ -10,8 +10,17 @@ import { GRAPH_AGENT, floats, rejectsWith, writeGraphModels } from '../helpers/g
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 
 const models = (names: string[]) => names.map((n) => ({ kind: 'model' as const, name: n, model: `${n}.onnx` }));
-const CHAIN: GraphDocument = { graph: 'chain', nodes: [...models(['link21', 'link22', 'member11']), { kind: 'pipeline', name: 'chain', steps: ['link21', 'link22', 'member11'] }] };
-const VOTE: GraphDocument = { graph: 'avg', nodes: [...models(['member11', 'member12', 'member13']), { kind: 'ensemble', name: 'avg', members: ['member11', 'member12', 'member13'], combine: { op: 'mean' } }] };
+const CHAIN: GraphDocument = {
+  graph: 'chain',
+  nodes: [...models(['link21', 'link22', 'member11']), { kind: 'pipeline', name: 'chain', steps: ['link21', 'link22', 'member11'] }],
+};
+const VOTE: GraphDocument = {
+  graph: 'avg',
+  nodes: [
+    ...models(['member11', 'member12', 'member13']),
+    { kind: 'ensemble', name: 'avg', members: ['member11', 'member12', 'member13'], combine: { op: 'mean' } },
+  ],
+};
 
 describe('graphs served by one actor (*.graph.json)', { timeout: 180_000 }, () => {
   let cluster: TestCluster;
@@ -20,7 +29,8 @@ describe('graphs served by one actor (*.graph.json)', { timeout: 180_000 }, () =
   /** What the chain gives for `x`, each model run in this process in turn. */
   const chainInProcess = async (x: Tensor) => {
     let t = x;
-    for (const name of ['link21', 'link22', 'member11']) t = Object.values(await runInProcess(join(cluster.modelDir, `${name}.onnx`), { x: t }))[0]!;
+    for (const name of ['link21', 'link22', 'member11'])
+      t = Object.values(await runInProcess(join(cluster.modelDir, `${name}.onnx`), { x: t }))[0]!;
     return floats(t);
   };
 
@@ -41,7 +51,10 @@ describe('graphs served by one actor (*.graph.json)', { timeout: 180_000 }, () =
     assert.equal(view.actors.length, 1, 'one actor holds the three models');
     const deployed = (await client.describe()).deployments.map((d) => d.name);
     assert.deepEqual(deployed, ['chain1'], 'the steps are not deployments of their own');
-    assert.deepEqual(view.metadata, { inputs: [{ name: 'x', dtype: 'float32', shape: ['N', 64] }], outputs: [{ name: 'logits', dtype: 'float32', shape: ['N', 10] }] });
+    assert.deepEqual(view.metadata, {
+      inputs: [{ name: 'x', dtype: 'float32', shape: ['N', 64] }],
+      outputs: [{ name: 'logits', dtype: 'float32', shape: ['N', 10] }],
+    });
     const x = tensor('float32', [3, 64], seededFloats(3 * 64, 7));
     const out = await client.run('chain1', { x });
     assert.deepEqual(out.logits!.shape, [3, 10]);
@@ -56,7 +69,11 @@ describe('graphs served by one actor (*.graph.json)', { timeout: 180_000 }, () =
     assert.equal(res.status, 200);
     const body = (await res.json()) as { outputs: { name: string; data: number[] }[] };
     assert.deepEqual(body.outputs[0]!.data, floats(out.logits));
-    await rejectsWith(client.run('chain1', { x: tensor('float32', [1, 32], new Float32Array(32)) }), 'TROUPE_ERR_BAD_INPUT', /input 'x'.*\[N,64\]/);
+    await rejectsWith(
+      client.run('chain1', { x: tensor('float32', [1, 32], new Float32Array(32)) }),
+      'TROUPE_ERR_BAD_INPUT',
+      /input 'x'.*\[N,64\]/,
+    );
   });
 
   test('whole graph runs are batched: concurrent callers each get exactly their own rows', async () => {
@@ -85,13 +102,23 @@ describe('graphs served by one actor (*.graph.json)', { timeout: 180_000 }, () =
   });
 
   test('an ensemble that joins its members along the rows is never batched', async () => {
-    await writeFile(join(cluster.modelDir, 'rows.graph.json'), JSON.stringify({ ...VOTE, nodes: [...VOTE.nodes.slice(0, 3), { kind: 'ensemble', name: 'avg', members: ['member11', 'member12', 'member13'], combine: { op: 'concat', axis: 0 } }] }));
+    await writeFile(
+      join(cluster.modelDir, 'rows.graph.json'),
+      JSON.stringify({
+        ...VOTE,
+        nodes: [
+          ...VOTE.nodes.slice(0, 3),
+          { kind: 'ensemble', name: 'avg', members: ['member11', 'member12', 'member13'], combine: { op: 'concat', axis: 0 } },
+        ],
+      }),
+    );
     await client.deploy({ name: 'rows', model: 'rows.graph.json', threads: 1, batch: { maxSize: 8, maxDelayMs: 20 } });
     const inputs = Array.from({ length: 6 }, (_, i) => tensor('float32', [1, 64], seededFloats(64, 200 + i)));
     const outs = await Promise.all(inputs.map((x) => client.run('rows', { x })));
     for (const [i, out] of outs.entries()) {
       const members: number[] = [];
-      for (const s of [11, 12, 13]) members.push(...floats((await runInProcess(join(cluster.modelDir, `member${s}.onnx`), { x: inputs[i]! })).logits));
+      for (const s of [11, 12, 13])
+        members.push(...floats((await runInProcess(join(cluster.modelDir, `member${s}.onnx`), { x: inputs[i]! })).logits));
       assert.deepEqual(out.logits!.shape, [3, 10]);
       assert.deepEqual(floats(out.logits), members, `caller ${i}`);
     }
@@ -103,18 +130,65 @@ describe('graphs served by one actor (*.graph.json)', { timeout: 180_000 }, () =
   });
 
   test('a graph file the actor cannot serve fails the deploy and says why', async () => {
-    const write = (name: string, doc: unknown) => writeFile(join(cluster.modelDir, name), typeof doc === 'string' ? doc : JSON.stringify(doc));
-    await write('fn.graph.json', { graph: 'p', nodes: [...models(['link21']), { kind: 'fn', name: 'f', fn: 'fns.js#double' }, { kind: 'pipeline', name: 'p', steps: ['link21', 'f'] }] });
-    await rejectsWith(client.deploy({ name: 'withfn', model: 'fn.graph.json' }), 'TROUPE_ERR_MODEL_LOAD', /fn\.graph\.json': fn 'f': a graph served by one actor holds model steps only/);
-    await write('escape.graph.json', { graph: 'p', nodes: [{ kind: 'model', name: 'm', model: '../elsewhere.onnx' }, { kind: 'pipeline', name: 'p', steps: ['m'] }] });
-    await rejectsWith(client.deploy({ name: 'escape', model: 'escape.graph.json' }), 'TROUPE_ERR_MODEL_LOAD', /model 'm': model path '\.\.\/elsewhere\.onnx' is outside the graph file's folder/);
-    await write('options.graph.json', { graph: 'p', nodes: [{ kind: 'model', name: 'm', model: 'link21.onnx', replicas: 2 }, { kind: 'pipeline', name: 'p', steps: ['m'] }] });
-    await rejectsWith(client.deploy({ name: 'options', model: 'options.graph.json' }), 'TROUPE_ERR_MODEL_LOAD', /model 'm' has deployment options \(replicas\)/);
+    const write = (name: string, doc: unknown) =>
+      writeFile(join(cluster.modelDir, name), typeof doc === 'string' ? doc : JSON.stringify(doc));
+    await write('fn.graph.json', {
+      graph: 'p',
+      nodes: [
+        ...models(['link21']),
+        { kind: 'fn', name: 'f', fn: 'fns.js#double' },
+        { kind: 'pipeline', name: 'p', steps: ['link21', 'f'] },
+      ],
+    });
+    await rejectsWith(
+      client.deploy({ name: 'withfn', model: 'fn.graph.json' }),
+      'TROUPE_ERR_MODEL_LOAD',
+      /fn\.graph\.json': fn 'f': a graph served by one actor holds model steps only/,
+    );
+    await write('escape.graph.json', {
+      graph: 'p',
+      nodes: [
+        { kind: 'model', name: 'm', model: '../elsewhere.onnx' },
+        { kind: 'pipeline', name: 'p', steps: ['m'] },
+      ],
+    });
+    await rejectsWith(
+      client.deploy({ name: 'escape', model: 'escape.graph.json' }),
+      'TROUPE_ERR_MODEL_LOAD',
+      /model 'm': model path '\.\.\/elsewhere\.onnx' is outside the graph file's folder/,
+    );
+    await write('options.graph.json', {
+      graph: 'p',
+      nodes: [
+        { kind: 'model', name: 'm', model: 'link21.onnx', replicas: 2 },
+        { kind: 'pipeline', name: 'p', steps: ['m'] },
+      ],
+    });
+    await rejectsWith(
+      client.deploy({ name: 'options', model: 'options.graph.json' }),
+      'TROUPE_ERR_MODEL_LOAD',
+      /model 'm' has deployment options \(replicas\)/,
+    );
     await write('broken.graph.json', '{"graph": ');
-    await rejectsWith(client.deploy({ name: 'broken', model: 'broken.graph.json' }), 'TROUPE_ERR_MODEL_LOAD', /broken\.graph\.json': not valid JSON/);
+    await rejectsWith(
+      client.deploy({ name: 'broken', model: 'broken.graph.json' }),
+      'TROUPE_ERR_MODEL_LOAD',
+      /broken\.graph\.json': not valid JSON/,
+    );
     await write('dangling.graph.json', { graph: 'p', nodes: [{ kind: 'pipeline', name: 'p', steps: ['ghost'] }] });
-    await rejectsWith(client.deploy({ name: 'dangling', model: 'dangling.graph.json' }), 'TROUPE_ERR_MODEL_LOAD', /pipeline 'p' names 'ghost', which is not a node of this graph/);
-    await write('mistyped.graph.json', { graph: 'p', nodes: [...models(['member11', 'link21']), { kind: 'pipeline', name: 'p', steps: ['member11', 'link21'] }] });
-    await rejectsWith(client.deploy({ name: 'mistyped', model: 'mistyped.graph.json' }), 'TROUPE_ERR_MODEL_LOAD', /mistyped\.graph\.json'.*link21/);
+    await rejectsWith(
+      client.deploy({ name: 'dangling', model: 'dangling.graph.json' }),
+      'TROUPE_ERR_MODEL_LOAD',
+      /pipeline 'p' names 'ghost', which is not a node of this graph/,
+    );
+    await write('mistyped.graph.json', {
+      graph: 'p',
+      nodes: [...models(['member11', 'link21']), { kind: 'pipeline', name: 'p', steps: ['member11', 'link21'] }],
+    });
+    await rejectsWith(
+      client.deploy({ name: 'mistyped', model: 'mistyped.graph.json' }),
+      'TROUPE_ERR_MODEL_LOAD',
+      /mistyped\.graph\.json'.*link21/,
+    );
   });
 });

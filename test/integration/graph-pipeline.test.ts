@@ -33,7 +33,14 @@ describe('graphs: pipelines', { timeout: 180_000 }, () => {
     assert.equal(view.steps, 3);
     assert.deepEqual(view.inputs, [{ name: 'x', dtype: 'float32', shape: ['N', 64] }]);
     assert.deepEqual(view.outputs, [{ name: 'logits', dtype: 'float32', shape: ['N', 10] }]);
-    assert.deepEqual(view.deployments.map((d) => [d.name, d.state]), [['link21', 'READY'], ['link22', 'READY'], ['member11', 'READY']]);
+    assert.deepEqual(
+      view.deployments.map((d) => [d.name, d.state]),
+      [
+        ['link21', 'READY'],
+        ['link22', 'READY'],
+        ['member11', 'READY'],
+      ],
+    );
 
     const x = tensor('float32', [5, 64], seededFloats(5 * 64, 3));
     const served = await client.run('chain', { x });
@@ -49,7 +56,13 @@ describe('graphs: pipelines', { timeout: 180_000 }, () => {
     await client.deploy(pipeline('doubled', [fn('double', `${FNS}#double`), model('member12', { path: 'member12.onnx', threads: 1 })]));
     const x = tensor('float32', [2, 64], seededFloats(128, 4));
     const served = await client.run('doubled', { x });
-    const local = await runInProcess(join(cluster.modelDir, 'member12.onnx'), { x: tensor('float32', [2, 64], (x.data as Float32Array).map((v) => v * 2)) });
+    const local = await runInProcess(join(cluster.modelDir, 'member12.onnx'), {
+      x: tensor(
+        'float32',
+        [2, 64],
+        (x.data as Float32Array).map((v) => v * 2),
+      ),
+    });
     assert.deepEqual(floats(served.logits), floats(local.logits));
   });
 
@@ -63,7 +76,10 @@ describe('graphs: pipelines', { timeout: 180_000 }, () => {
     await client.deploy(graph);
     const x = tensor('float32', [1, 64], seededFloats(64, 5));
     const { sum } = await client.run('adder', { x });
-    assert.deepEqual(floats(sum), [...(x.data as Float32Array)].map((v) => Math.fround(v + Math.fround(v * 2))));
+    assert.deepEqual(
+      floats(sum),
+      [...(x.data as Float32Array)].map((v) => Math.fround(v + Math.fround(v * 2))),
+    );
   });
 
   test('the JSON form deploys the same graph, and a single caller input feeds a single-input first step', async () => {
@@ -83,7 +99,9 @@ describe('graphs: pipelines', { timeout: 180_000 }, () => {
     const b = await runInProcess(join(cluster.modelDir, 'member11.onnx'), { x: a.logits! });
     assert.deepEqual(floats(served.logits), floats(b.logits));
     const described = await client.describe();
-    assert.ok(described.graphs?.some((g) => g.name === 'json-chain' && g.kind === 'pipeline' && g.deployments.join() === 'link21,member11'));
+    assert.ok(
+      described.graphs?.some((g) => g.name === 'json-chain' && g.kind === 'pipeline' && g.deployments.join() === 'link21,member11'),
+    );
   });
 
   test('deploy refuses a step input that nothing produces, naming the step and tensor', async () => {
@@ -106,7 +124,11 @@ describe('graphs: pipelines', { timeout: 180_000 }, () => {
   });
 
   test('deploy refuses unknown models, cycles and graphs past the size limit', async () => {
-    await rejectsWith(client.deploy(pipeline('ghost', [model('nope')])), 'TROUPE_ERR_BAD_SPEC', /model 'nope' has no model path and no model of that name is deployed/);
+    await rejectsWith(
+      client.deploy(pipeline('ghost', [model('nope')])),
+      'TROUPE_ERR_BAD_SPEC',
+      /model 'nope' has no model path and no model of that name is deployed/,
+    );
     await rejectsWith(
       client.deploy({ graph: 'g', nodes: [{ kind: 'pipeline', name: 'g', steps: ['link21', 'missing'] }] }),
       'TROUPE_ERR_BAD_SPEC',
@@ -125,18 +147,37 @@ describe('graphs: pipelines', { timeout: 180_000 }, () => {
     );
     const wide = { kind: 'pipeline' as const, name: 'wide', steps: Array.from({ length: 200 }, () => 'link21') };
     await rejectsWith(
-      client.deploy({ graph: 'huge', nodes: [wide, { kind: 'pipeline', name: 'huge', steps: ['wide', 'wide', 'wide', 'wide', 'wide', 'wide'] }] }),
+      client.deploy({
+        graph: 'huge',
+        nodes: [wide, { kind: 'pipeline', name: 'huge', steps: ['wide', 'wide', 'wide', 'wide', 'wide', 'wide'] }],
+      }),
       'TROUPE_ERR_BAD_SPEC',
       /graph 'huge' expands to 1200 model and fn calls per run; the limit is 1024/,
     );
-    await rejectsWith(client.deploy({ graph: 'bad', nodes: [{ kind: 'pipeline', name: 'bad', steps: [] }] }), 'TROUPE_ERR_BAD_SPEC', /invalid graph: nodes\.0\.steps/);
+    await rejectsWith(
+      client.deploy({ graph: 'bad', nodes: [{ kind: 'pipeline', name: 'bad', steps: [] }] }),
+      'TROUPE_ERR_BAD_SPEC',
+      /invalid graph: nodes\.0\.steps/,
+    );
   });
 
   test('errors at run time carry the failing step and its code; undeploy forgets the graph', async () => {
     await client.deploy(pipeline('fails', [model('link21'), fn('boom', `${FNS}#boom`), model('member11')]));
-    await rejectsWith(client.run('fails', { x: tensor('float32', [1, 64], seededFloats(64, 1)) }), 'TROUPE_ERR_FN_FAILED', /^step 'fails > boom': fn 'boom' threw: boom went the fn/);
-    await rejectsWith(client.run('chain', { x: tensor('float32', [1, 32], new Float32Array(32)) }), 'TROUPE_ERR_BAD_INPUT', /^step 'chain > link21': input 'x': expected float32\[N,64\], got float32\[1,32\]/);
+    await rejectsWith(
+      client.run('fails', { x: tensor('float32', [1, 64], seededFloats(64, 1)) }),
+      'TROUPE_ERR_FN_FAILED',
+      /^step 'fails > boom': fn 'boom' threw: boom went the fn/,
+    );
+    await rejectsWith(
+      client.run('chain', { x: tensor('float32', [1, 32], new Float32Array(32)) }),
+      'TROUPE_ERR_BAD_INPUT',
+      /^step 'chain > link21': input 'x': expected float32\[N,64\], got float32\[1,32\]/,
+    );
     await client.undeploy('fails');
-    await rejectsWith(client.run('fails', { x: tensor('float32', [1, 64], seededFloats(64, 1)) }), 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no deployment named 'fails'/);
+    await rejectsWith(
+      client.run('fails', { x: tensor('float32', [1, 64], seededFloats(64, 1)) }),
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      /no deployment named 'fails'/,
+    );
   });
 });

@@ -16,12 +16,19 @@ const BINARY = { 'content-type': 'application/octet-stream' };
 
 type Detail = DeploymentView & { spec: Record<string, unknown> };
 
-describe('records: a 4xx changes nothing, readiness is the server\'s, models can be deleted', { timeout: 180_000 }, () => {
+describe("records: a 4xx changes nothing, readiness is the server's, models can be deleted", { timeout: 180_000 }, () => {
   let cluster: TestCluster;
   let client: Cluster;
-  const put = (name: string, spec: unknown) => call(cluster.url, 'PUT', `/api/v1/deployments/${name}`, { body: JSON.stringify(spec), headers: JSON_HEADERS });
-  const names = async () => ((await call(cluster.url, 'GET', '/api/v1/deployments')).json as { deployments: Detail[] }).deployments.map((d) => d.name).sort();
-  const saved = async () => (JSON.parse(await readFile(join(cluster.dataDir, 'state.json'), 'utf8')) as { deployments: { name: string; model: string; replicas: number }[] }).deployments;
+  const put = (name: string, spec: unknown) =>
+    call(cluster.url, 'PUT', `/api/v1/deployments/${name}`, { body: JSON.stringify(spec), headers: JSON_HEADERS });
+  const names = async () =>
+    ((await call(cluster.url, 'GET', '/api/v1/deployments')).json as { deployments: Detail[] }).deployments.map((d) => d.name).sort();
+  const saved = async () =>
+    (
+      JSON.parse(await readFile(join(cluster.dataDir, 'state.json'), 'utf8')) as {
+        deployments: { name: string; model: string; replicas: number }[];
+      }
+    ).deployments;
   const get = async (name: string) => (await call(cluster.url, 'GET', `/api/v1/deployments/${name}`)).json as Detail;
   const assertServerReady = async (why: string) => {
     assert.equal((await call(cluster.url, 'GET', '/v2/health/ready')).status, 200, why);
@@ -41,26 +48,65 @@ describe('records: a 4xx changes nothing, readiness is the server\'s, models can
   });
 
   test('a refused deploy (bad path, unloadable file, bad fn reference) leaves no record, not even after a head restart', async () => {
-    assertError(await put('esc', { model: '../../etc/passwd' }), 400, 'TROUPE_ERR_MODEL_PATH', /outside the agent's model directory.*; deployment 'esc' was not created$/);
-    assertError(await put('broken', { model: 'broken.onnx', threads: 1 }), 422, 'TROUPE_ERR_MODEL_LOAD', /; deployment 'broken' was not created$/);
-    assertError(await put('noexport', { kind: 'fn', model: `${FNS}#missing` }), 422, 'TROUPE_ERR_MODEL_LOAD', /is not an exported function.*; deployment 'noexport' was not created$/);
+    assertError(
+      await put('esc', { model: '../../etc/passwd' }),
+      400,
+      'TROUPE_ERR_MODEL_PATH',
+      /outside the agent's model directory.*; deployment 'esc' was not created$/,
+    );
+    assertError(
+      await put('broken', { model: 'broken.onnx', threads: 1 }),
+      422,
+      'TROUPE_ERR_MODEL_LOAD',
+      /; deployment 'broken' was not created$/,
+    );
+    assertError(
+      await put('noexport', { kind: 'fn', model: `${FNS}#missing` }),
+      422,
+      'TROUPE_ERR_MODEL_LOAD',
+      /is not an exported function.*; deployment 'noexport' was not created$/,
+    );
     // Garbage refused at upload is never a model name, so deploying it is a path that is not there.
-    assertError(await call(cluster.url, 'PUT', '/api/v1/models/junk', { body: 'not onnx', headers: BINARY }), 422, 'TROUPE_ERR_BAD_MODEL_FILE', /not an ONNX model/);
+    assertError(
+      await call(cluster.url, 'PUT', '/api/v1/models/junk', { body: 'not onnx', headers: BINARY }),
+      422,
+      'TROUPE_ERR_BAD_MODEL_FILE',
+      /not an ONNX model/,
+    );
     assertError(await put('junk', { model: 'junk' }), 400, 'TROUPE_ERR_MODEL_PATH', /not found/);
     // The SDK's deploys, of a model and of a fn (a one-step graph), go through the same controller.
-    await rejectsWith(client.deploy({ name: 'sdk-broken', model: 'broken.onnx', threads: 1 }), 'TROUPE_ERR_MODEL_LOAD', /; deployment 'sdk-broken' was not created$/);
-    await rejectsWith(client.deploy(fn('fn-escape', '../../etc/passwd.js#x')), 'TROUPE_ERR_MODEL_PATH', /deployment 'fn-escape' was not created/);
+    await rejectsWith(
+      client.deploy({ name: 'sdk-broken', model: 'broken.onnx', threads: 1 }),
+      'TROUPE_ERR_MODEL_LOAD',
+      /; deployment 'sdk-broken' was not created$/,
+    );
+    await rejectsWith(
+      client.deploy(fn('fn-escape', '../../etc/passwd.js#x')),
+      'TROUPE_ERR_MODEL_PATH',
+      /deployment 'fn-escape' was not created/,
+    );
 
     assert.deepEqual(await names(), ['mlp'], 'GET /api/v1/deployments is unchanged');
-    assert.deepEqual((await client.describe()).deployments.map((d) => d.name), ['mlp']);
+    assert.deepEqual(
+      (await client.describe()).deployments.map((d) => d.name),
+      ['mlp'],
+    );
     // The refusal is answered only once the state file no longer holds what was refused.
-    assert.deepEqual((await saved()).map((d) => d.name), ['mlp'], 'nothing refused is in the state file');
+    assert.deepEqual(
+      (await saved()).map((d) => d.name),
+      ['mlp'],
+      'nothing refused is in the state file',
+    );
     await assertServerReady('refused deploys do not touch readiness');
 
     await cluster.restartHead('SIGKILL');
     await waitFor('mlp to be READY after the restart', async () => (await get('mlp')).state === 'READY', 30_000);
     // The actor may rejoin before its agent does; the server is ready once a node is ALIVE again.
-    await waitFor('the agent to rejoin', async () => ((await call(cluster.url, 'GET', '/api/v1/cluster')).json as ClusterView).nodes.some((n) => n.state === 'ALIVE'), 30_000);
+    await waitFor(
+      'the agent to rejoin',
+      async () => ((await call(cluster.url, 'GET', '/api/v1/cluster')).json as ClusterView).nodes.some((n) => n.state === 'ALIVE'),
+      30_000,
+    );
     assert.deepEqual(await names(), ['mlp'], 'nothing refused comes back with the restarted head');
     await assertServerReady('after the restart');
   });
@@ -68,29 +114,49 @@ describe('records: a 4xx changes nothing, readiness is the server\'s, models can
   test('a refused update goes back to the spec it replaced, and says so', async () => {
     const before = await get('mlp');
     const refused = await put('mlp', { model: 'broken.onnx', threads: 1 });
-    assertError(refused, 422, 'TROUPE_ERR_MODEL_LOAD', /; deployment 'mlp' is back to its previous spec \(1 replica\(s\) of mlp\.onnx\), whose replicas start again$/);
+    assertError(
+      refused,
+      422,
+      'TROUPE_ERR_MODEL_LOAD',
+      /; deployment 'mlp' is back to its previous spec \(1 replica\(s\) of mlp\.onnx\), whose replicas start again$/,
+    );
     assert.equal((await get('mlp')).spec.model, 'mlp.onnx', 'the previous spec at once');
     await waitFor('mlp to be READY again', async () => (await get('mlp')).state === 'READY', 30_000);
     assert.notEqual((await get('mlp')).actors[0]!.id, before.actors[0]!.id, 'a new actor runs the previous spec');
-    assert.deepEqual((await saved()).map((d) => [d.name, d.model]), [['mlp', 'mlp.onnx']]);
+    assert.deepEqual(
+      (await saved()).map((d) => [d.name, d.model]),
+      [['mlp', 'mlp.onnx']],
+    );
 
     // A scale-up whose new replica cannot load (its file went away) keeps the replica that runs.
     await copyFile(cluster.models.mlp, join(cluster.modelDir, 'copy.onnx'));
     const first = (await put('copy', { model: 'copy.onnx', threads: 1 })).json as Detail;
     await unlink(join(cluster.modelDir, 'copy.onnx'));
     const scaled = await put('copy', { model: 'copy.onnx', threads: 1, replicas: 2 });
-    assertError(scaled, 400, 'TROUPE_ERR_MODEL_PATH', /not found.*; deployment 'copy' keeps its previous spec \(1 replica\(s\) of copy\.onnx\)$/);
+    assertError(
+      scaled,
+      400,
+      'TROUPE_ERR_MODEL_PATH',
+      /not found.*; deployment 'copy' keeps its previous spec \(1 replica\(s\) of copy\.onnx\)$/,
+    );
     const kept = await get('copy');
     assert.equal(kept.replicas, 1);
     assert.equal(kept.state, 'READY');
-    assert.deepEqual(kept.actors.map((a) => [a.id, a.pid, a.state]), first.actors.map((a) => [a.id, a.pid, 'READY']), 'the same actor process, untouched');
+    assert.deepEqual(
+      kept.actors.map((a) => [a.id, a.pid, a.state]),
+      first.actors.map((a) => [a.id, a.pid, 'READY']),
+      'the same actor process, untouched',
+    );
     assert.deepEqual((await saved()).find((d) => d.name === 'copy')?.replicas, 1);
     assert.equal((await call(cluster.url, 'DELETE', '/api/v1/deployments/copy')).status, 200);
   });
 
   test('server readiness does not wait for any one model; each model says its own', async () => {
     // One GPU on a node with none: PENDING for as long as the test needs.
-    const pending = await call(cluster.url, 'PUT', '/api/v1/deployments/gpu?wait=false', { body: JSON.stringify({ model: 'mlp.onnx', gpus: 1 }), headers: JSON_HEADERS });
+    const pending = await call(cluster.url, 'PUT', '/api/v1/deployments/gpu?wait=false', {
+      body: JSON.stringify({ model: 'mlp.onnx', gpus: 1 }),
+      headers: JSON_HEADERS,
+    });
     assert.equal(pending.status, 202, pending.body.toString());
     try {
       assert.equal((await call(cluster.url, 'GET', '/v2/models/gpu/ready')).status, 400);
@@ -104,7 +170,12 @@ describe('records: a 4xx changes nothing, readiness is the server\'s, models can
 
   test('status page assets are looked up as own names only: __proto__ and friends are 404 with a JSON error', async () => {
     for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf']) {
-      assertError(await call(cluster.url, 'GET', `/status/assets/${name}`), 404, 'TROUPE_ERR_NOT_FOUND', new RegExp(`no status page asset '${name}'`));
+      assertError(
+        await call(cluster.url, 'GET', `/status/assets/${name}`),
+        404,
+        'TROUPE_ERR_NOT_FOUND',
+        new RegExp(`no status page asset '${name}'`),
+      );
     }
     assert.equal((await call(cluster.url, 'GET', '/status/assets/style.css')).status, 200);
   });
@@ -117,11 +188,20 @@ describe('records: a 4xx changes nothing, readiness is the server\'s, models can
       return (answer.json as { sha256: string }).sha256;
     };
     const blob = (sha: string) => join(cluster.dataDir, 'models', 'blobs', `${sha}.onnx`);
-    const onDisk = (sha: string) => stat(blob(sha)).then(() => true, () => false);
+    const onDisk = (sha: string) =>
+      stat(blob(sha)).then(
+        () => true,
+        () => false,
+      );
 
     const mlpSha = await upload('m1', mlp);
     assert.equal((await put('uses-m1', { model: 'm1', threads: 1 })).status, 201);
-    assertError(await call(cluster.url, 'DELETE', '/api/v1/models/m1'), 409, 'TROUPE_ERR_MODEL_IN_USE', /model 'm1' is used by deployment\(s\) 'uses-m1'/);
+    assertError(
+      await call(cluster.url, 'DELETE', '/api/v1/models/m1'),
+      409,
+      'TROUPE_ERR_MODEL_IN_USE',
+      /model 'm1' is used by deployment\(s\) 'uses-m1'/,
+    );
     // A new upload under the name: the deployment still runs the old bytes, so they stay and are served.
     const cnnSha = await upload('m1', cnn);
     assert.ok(await onDisk(mlpSha), 'the blob a deployment runs stays');
@@ -147,7 +227,12 @@ describe('records: a 4xx changes nothing, readiness is the server\'s, models can
     assert.equal((await call(cluster.url, 'DELETE', '/api/v1/models/m3')).status, 200);
     assert.equal(await onDisk(cnnSha), false);
 
-    assertError(await call(cluster.url, 'DELETE', '/api/v1/models/nope'), 404, 'TROUPE_ERR_UNKNOWN_MODEL', /no uploaded model named 'nope'/);
+    assertError(
+      await call(cluster.url, 'DELETE', '/api/v1/models/nope'),
+      404,
+      'TROUPE_ERR_UNKNOWN_MODEL',
+      /no uploaded model named 'nope'/,
+    );
     assertError(await call(cluster.url, 'DELETE', '/api/v1/models/..%2Fx'), 400, 'TROUPE_ERR_MODEL_PATH', /could escape/);
     const doc = (await call(cluster.url, 'GET', '/docs')).json as { paths: Record<string, Record<string, unknown>> };
     assert.ok(doc.paths['/api/v1/models/{name}']?.delete, 'the route is in the OpenAPI description');

@@ -19,7 +19,11 @@ after(async () => {
 });
 
 /** An HTTP request whose response is read whole; `opened` resolves once the request is sent. */
-function send(method: string, path: string, body?: string): { opened: Promise<void>; done: Promise<{ status: number; headers: Record<string, unknown>; body: string }> } {
+function send(
+  method: string,
+  path: string,
+  body?: string,
+): { opened: Promise<void>; done: Promise<{ status: number; headers: Record<string, unknown>; body: string }> } {
   let opened!: () => void;
   const sent = new Promise<void>((resolve) => (opened = resolve));
   const done = new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {

@@ -21,10 +21,13 @@ type Answer = { status: number; json: unknown };
 type Send = (method: string, path: string, body?: Buffer | string, headers?: Record<string, string>) => Promise<Answer>;
 
 function sender(base: string, agent: Agent | false): Send {
-  return (method, path, body, headers = {}) => nodeCall(base, method, path, { ...(body === undefined ? {} : { body }), headers, agent, timeoutMs: 60_000 });
+  return (method, path, body, headers = {}) =>
+    nodeCall(base, method, path, { ...(body === undefined ? {} : { body }), headers, agent, timeoutMs: 60_000 });
 }
 
-const normalBody = JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from({ length: 64 }, (_, i) => i / 64) }] });
+const normalBody = JSON.stringify({
+  inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from({ length: 64 }, (_, i) => i / 64) }],
+});
 
 /** Normal inferences in a loop until stopped, on the head's own connection and on fresh ones (workers). */
 function normalLoad(base: string): { stop: () => Promise<{ calls: number; maxMs: number; slow: number[] }> } {
@@ -79,7 +82,10 @@ describe('no input stalls the head', { timeout: 170_000 }, () => {
 
   before(async () => {
     cluster = await startCluster({ headArgs: ['--http-workers', '1'] });
-    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body: JSON.stringify({ model: 'mlp.onnx', threads: 1 }), headers: { 'content-type': 'application/json' } });
+    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', {
+      body: JSON.stringify({ model: 'mlp.onnx', threads: 1 }),
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(put.status, 201, put.body.toString());
     await waitFor('a front-door worker', async () => (await childrenRunning(cluster.head.process.pid!, WORKER)).length === 1, 30_000);
     workers = await childrenRunning(cluster.head.process.pid!, WORKER);
@@ -89,35 +95,60 @@ describe('no input stalls the head', { timeout: 170_000 }, () => {
   });
 
   test('hostile bodies are refused with their codes while normal inference keeps answering', async () => {
-    const hostile: { what: string; method: string; path: string; body: Buffer | string; headers: Record<string, string>; check: (a: Answer) => void }[] = [
+    const hostile: {
+      what: string;
+      method: string;
+      path: string;
+      body: Buffer | string;
+      headers: Record<string, string>;
+      check: (a: Answer) => void;
+    }[] = [
       {
         what: 'a 60,000-key YAML spec (~800 KB)',
-        method: 'PUT', path: '/api/v1/deployments/big', body: yamlKeys(60_000), headers: { 'content-type': 'application/yaml' },
+        method: 'PUT',
+        path: '/api/v1/deployments/big',
+        body: yamlKeys(60_000),
+        headers: { 'content-type': 'application/yaml' },
         check: (a) => assertError(a, 413, 'TROUPE_ERR_SPEC_TOO_LARGE', /larger than 256 KiB/),
       },
       {
         what: 'a 20,000-key YAML spec under the size bound',
-        method: 'PUT', path: '/api/v1/deployments/big', body: yamlKeys(20_000), headers: { 'content-type': 'application/yaml' },
+        method: 'PUT',
+        path: '/api/v1/deployments/big',
+        body: yamlKeys(20_000),
+        headers: { 'content-type': 'application/yaml' },
         check: (a) => assertError(a, 413, 'TROUPE_ERR_SPEC_TOO_LARGE', /more than 2000 lines/),
       },
       {
         what: '13M empty BYTES strings (39 MB) to a float32 model',
-        method: 'POST', path: '/v2/models/mlp/infer', body: emptyStrings(13_000_000, 'BYTES', [13_000_000]), headers: { 'content-type': 'application/json' },
+        method: 'POST',
+        path: '/v2/models/mlp/infer',
+        body: emptyStrings(13_000_000, 'BYTES', [13_000_000]),
+        headers: { 'content-type': 'application/json' },
         check: (a) => assertError(a, 413, 'TROUPE_ERR_TOO_MANY_ELEMENTS', /more than 4194304 values/),
       },
       {
         what: '1.28M empty strings declared FP32 [20000,64]',
-        method: 'POST', path: '/v2/models/mlp/infer', body: emptyStrings(1_280_000, 'FP32', [20_000, 64]), headers: { 'content-type': 'application/json' },
+        method: 'POST',
+        path: '/v2/models/mlp/infer',
+        body: emptyStrings(1_280_000, 'FP32', [20_000, 64]),
+        headers: { 'content-type': 'application/json' },
         check: (a) => assertError(a, 400, 'TROUPE_ERR_BAD_TENSOR', /"data" holds strings, expected numbers for datatype FP32/),
       },
       {
         what: '1.28M empty strings declared BYTES [20000,64] (the model takes float32)',
-        method: 'POST', path: '/v2/models/mlp/infer', body: emptyStrings(1_280_000, 'BYTES', [20_000, 64]), headers: { 'content-type': 'application/json' },
+        method: 'POST',
+        path: '/v2/models/mlp/infer',
+        body: emptyStrings(1_280_000, 'BYTES', [20_000, 64]),
+        headers: { 'content-type': 'application/json' },
         check: (a) => assertError(a, 400, 'TROUPE_ERR_BAD_INPUT', /expected float32\[.*\], got string\[20000,64\]/),
       },
       {
         what: 'a declared shape of 2^40 x 64 elements',
-        method: 'POST', path: '/v2/models/mlp/infer', body: JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP32', shape: [2 ** 40, 64], data: [1, 2, 3] }] }), headers: { 'content-type': 'application/json' },
+        method: 'POST',
+        path: '/v2/models/mlp/infer',
+        body: JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP32', shape: [2 ** 40, 64], data: [1, 2, 3] }] }),
+        headers: { 'content-type': 'application/json' },
         check: (a) => assertError(a, 413, 'TROUPE_ERR_TOO_MANY_ELEMENTS', /declared elements/),
       },
     ];

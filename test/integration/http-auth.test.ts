@@ -27,23 +27,55 @@ describe('HTTP: the cluster token', { timeout: 120_000 }, () => {
   test('every mutating endpoint needs the token: missing or wrong gets 401 and a JSON error', async () => {
     const body = JSON.stringify({ model: 'mlp.onnx', threads: 1 });
     const missing = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body, headers: JSON_HEADERS });
-    assertError(missing, 401, 'TROUPE_ERR_UNAUTHORIZED', /missing cluster token: PUT \/api\/v1\/deployments\/:name needs 'Authorization: Bearer <token>'/);
+    assertError(
+      missing,
+      401,
+      'TROUPE_ERR_UNAUTHORIZED',
+      /missing cluster token: PUT \/api\/v1\/deployments\/:name needs 'Authorization: Bearer <token>'/,
+    );
     assert.equal(missing.headers.get('www-authenticate'), 'Bearer');
-    assertError(await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body, headers: bearer('not-the-token') }), 401, 'TROUPE_ERR_UNAUTHORIZED', /wrong cluster token/);
-    assertError(await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body, headers: { ...JSON_HEADERS, authorization: TOKEN } }), 401, 'TROUPE_ERR_UNAUTHORIZED', /wrong cluster token/);
+    assertError(
+      await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body, headers: bearer('not-the-token') }),
+      401,
+      'TROUPE_ERR_UNAUTHORIZED',
+      /wrong cluster token/,
+    );
+    assertError(
+      await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body, headers: { ...JSON_HEADERS, authorization: TOKEN } }),
+      401,
+      'TROUPE_ERR_UNAUTHORIZED',
+      /wrong cluster token/,
+    );
     assertError(await call(cluster.url, 'DELETE', '/api/v1/deployments/mlp'), 401, 'TROUPE_ERR_UNAUTHORIZED', /missing cluster token/);
     const onnx = await readFile(cluster.models.cnn);
-    assertError(await call(cluster.url, 'PUT', '/api/v1/models/cnn', { body: onnx, headers: { 'content-type': 'application/octet-stream' } }), 401, 'TROUPE_ERR_UNAUTHORIZED', /missing cluster token/);
+    assertError(
+      await call(cluster.url, 'PUT', '/api/v1/models/cnn', { body: onnx, headers: { 'content-type': 'application/octet-stream' } }),
+      401,
+      'TROUPE_ERR_UNAUTHORIZED',
+      /missing cluster token/,
+    );
     assertError(await call(cluster.url, 'GET', `/api/v1/blobs/${'0'.repeat(64)}`), 401, 'TROUPE_ERR_UNAUTHORIZED', /missing cluster token/);
     assertError(await call(cluster.url, 'DELETE', '/api/v1/models/cnn'), 401, 'TROUPE_ERR_UNAUTHORIZED', /missing cluster token/);
-    assert.equal(((await call(cluster.url, 'GET', '/api/v1/deployments')).json as { deployments: unknown[] }).deployments.length, 0, 'nothing was deployed');
+    assert.equal(
+      ((await call(cluster.url, 'GET', '/api/v1/deployments')).json as { deployments: unknown[] }).deployments.length,
+      0,
+      'nothing was deployed',
+    );
 
     const ok = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body, headers: bearer(TOKEN) });
     assert.equal(ok.status, 201, ok.body.toString());
   });
 
   test('reads are open, and so is inference on a head that listens only on loopback', async () => {
-    for (const path of ['/v2', '/v2/health/ready', '/v2/models/mlp', '/api/v1/cluster', '/api/v1/deployments/mlp', '/api/v1/models', '/docs']) {
+    for (const path of [
+      '/v2',
+      '/v2/health/ready',
+      '/v2/models/mlp',
+      '/api/v1/cluster',
+      '/api/v1/deployments/mlp',
+      '/api/v1/models',
+      '/docs',
+    ]) {
       assert.equal((await call(cluster.url, 'GET', path)).status, 200, path);
     }
     const answer = await call(cluster.url, 'POST', '/v2/models/mlp/infer', {
@@ -55,9 +87,15 @@ describe('HTTP: the cluster token', { timeout: 120_000 }, () => {
 
   test('an uploaded model reaches the agent, which fetches it with the token', async () => {
     const onnx = await readFile(cluster.models.cnn);
-    const upload = await call(cluster.url, 'PUT', '/api/v1/models/cnn', { body: onnx, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/octet-stream' } });
+    const upload = await call(cluster.url, 'PUT', '/api/v1/models/cnn', {
+      body: onnx,
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/octet-stream' },
+    });
     assert.equal(upload.status, 201, upload.body.toString());
-    const deployed = await call(cluster.url, 'PUT', '/api/v1/deployments/cnn', { body: JSON.stringify({ model: 'cnn', threads: 1, cpus: 0.5 }), headers: bearer(TOKEN) });
+    const deployed = await call(cluster.url, 'PUT', '/api/v1/deployments/cnn', {
+      body: JSON.stringify({ model: 'cnn', threads: 1, cpus: 0.5 }),
+      headers: bearer(TOKEN),
+    });
     assert.equal(deployed.status, 201, deployed.body.toString());
     assert.equal((deployed.json as { state: string }).state, 'READY');
     const removed = await call(cluster.url, 'DELETE', '/api/v1/deployments/cnn', { headers: bearer(TOKEN) });

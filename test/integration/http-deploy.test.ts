@@ -74,7 +74,10 @@ describe('HTTP: deployments, cluster, docs, and the deploy/status CLI', { timeou
       assert.equal(a.restarts, 0);
     }
     const list = (await call(cluster.url, 'GET', '/api/v1/deployments')).json as { deployments: Detail[] };
-    assert.deepEqual(list.deployments.map((d) => d.name), ['mlp']);
+    assert.deepEqual(
+      list.deployments.map((d) => d.name),
+      ['mlp'],
+    );
   });
 
   test('?wait=false answers 202 at once; the deployment becomes READY on its own', async () => {
@@ -85,17 +88,52 @@ describe('HTTP: deployments, cluster, docs, and the deploy/status CLI', { timeou
   });
 
   test('bad deployment requests get 4xx and a JSON error naming the problem', async () => {
-    assertError(await put('mlp', JSON.stringify({ name: 'other', model: 'mlp.onnx' })), 400, 'TROUPE_ERR_BAD_SPEC', /the body names deployment 'other' but the path names 'mlp'/);
+    assertError(
+      await put('mlp', JSON.stringify({ name: 'other', model: 'mlp.onnx' })),
+      400,
+      'TROUPE_ERR_BAD_SPEC',
+      /the body names deployment 'other' but the path names 'mlp'/,
+    );
     assertError(await put('mlp', JSON.stringify({ model: 'mlp.onnx', replicas: 'two' })), 400, 'TROUPE_ERR_BAD_SPEC', /replicas/);
     assertError(await put('mlp', JSON.stringify({ model: 'mlp.onnx', colour: 'red' })), 400, 'TROUPE_ERR_BAD_SPEC', /colour/);
     assertError(await put('mlp', JSON.stringify([1])), 400, 'TROUPE_ERR_BAD_SPEC', /must be an object/);
     assertError(await put('mlp', '{"model": "mlp.onnx",'), 400, 'TROUPE_ERR_BAD_REQUEST', /the body is not valid JSON/);
-    assertError(await put('bad%20name', JSON.stringify({ model: 'mlp.onnx' })), 400, 'TROUPE_ERR_BAD_SPEC', /deployment name 'bad name' is not allowed/);
-    assertError(await put('mlp', JSON.stringify({ model: 'mlp.onnx' }), JSON_HEADERS, '?wait=maybe'), 400, 'TROUPE_ERR_BAD_REQUEST', /\?wait must be true or false/);
-    assertError(await put('esc', JSON.stringify({ model: '../etc/passwd' })), 400, 'TROUPE_ERR_MODEL_PATH', /model path '..\/etc\/passwd' is outside the agent's model directory/);
-    assertError(await put('gone', JSON.stringify({ model: 'missing.onnx' })), 400, 'TROUPE_ERR_MODEL_PATH', /model 'missing.onnx' not found/);
-    assertError(await call(cluster.url, 'GET', '/api/v1/deployments/nope'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no deployment or graph named 'nope'/);
-    assertError(await call(cluster.url, 'DELETE', '/api/v1/deployments/nope'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no deployment or graph named 'nope' \(deployed: 'mlp', 'cnn'\)/);
+    assertError(
+      await put('bad%20name', JSON.stringify({ model: 'mlp.onnx' })),
+      400,
+      'TROUPE_ERR_BAD_SPEC',
+      /deployment name 'bad name' is not allowed/,
+    );
+    assertError(
+      await put('mlp', JSON.stringify({ model: 'mlp.onnx' }), JSON_HEADERS, '?wait=maybe'),
+      400,
+      'TROUPE_ERR_BAD_REQUEST',
+      /\?wait must be true or false/,
+    );
+    assertError(
+      await put('esc', JSON.stringify({ model: '../etc/passwd' })),
+      400,
+      'TROUPE_ERR_MODEL_PATH',
+      /model path '..\/etc\/passwd' is outside the agent's model directory/,
+    );
+    assertError(
+      await put('gone', JSON.stringify({ model: 'missing.onnx' })),
+      400,
+      'TROUPE_ERR_MODEL_PATH',
+      /model 'missing.onnx' not found/,
+    );
+    assertError(
+      await call(cluster.url, 'GET', '/api/v1/deployments/nope'),
+      404,
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      /no deployment or graph named 'nope'/,
+    );
+    assertError(
+      await call(cluster.url, 'DELETE', '/api/v1/deployments/nope'),
+      404,
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      /no deployment or graph named 'nope' \(deployed: 'mlp', 'cnn'\)/,
+    );
     // A refused deploy leaves nothing behind.
     for (const name of ['esc', 'gone']) assert.equal((await call(cluster.url, 'GET', `/api/v1/deployments/${name}`)).status, 404, name);
     assert.equal((await get('mlp')).state, 'READY', 'the good deployment is untouched');
@@ -114,15 +152,33 @@ describe('HTTP: deployments, cluster, docs, and the deploy/status CLI', { timeou
     const view = (await call(cluster.url, 'GET', '/api/v1/cluster')).json as ClusterView;
     assert.equal(view.nodes.length, 1);
     assert.equal(view.nodes[0]!.state, 'ALIVE');
-    assert.deepEqual(view.deployments.map((d) => d.name), ['mlp']);
+    assert.deepEqual(
+      view.deployments.map((d) => d.name),
+      ['mlp'],
+    );
     assert.deepEqual((await call(cluster.url, 'GET', '/healthz')).json, { status: 'ok' });
     assert.equal((await call(cluster.url, 'GET', '/readyz')).status, 200);
 
     const docs = await call(cluster.url, 'GET', '/docs');
     assert.equal(docs.status, 200);
-    const doc = docs.json as { openapi: string; paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema?: { properties?: Record<string, unknown> } }> } }>> };
+    const doc = docs.json as {
+      openapi: string;
+      paths: Record<
+        string,
+        Record<string, { requestBody?: { content: Record<string, { schema?: { properties?: Record<string, unknown> } }> } }>
+      >;
+    };
     assert.equal(doc.openapi, '3.1.0');
-    for (const path of ['/v2', '/v2/health/live', '/v2/models/{name}', '/v2/models/{name}/infer', '/api/v1/deployments/{name}', '/api/v1/models/{name}', '/api/v1/blobs/{sha256}', '/api/v1/cluster']) {
+    for (const path of [
+      '/v2',
+      '/v2/health/live',
+      '/v2/models/{name}',
+      '/v2/models/{name}/infer',
+      '/api/v1/deployments/{name}',
+      '/api/v1/models/{name}',
+      '/api/v1/blobs/{sha256}',
+      '/api/v1/cluster',
+    ]) {
       assert.ok(doc.paths[path], `${path} is described`);
     }
     const deploySchema = doc.paths['/api/v1/deployments/{name}']!.put!.requestBody!.content['application/json']!.schema!;

@@ -20,14 +20,24 @@ describe('HTTP: a graph deployed from its JSON form', { timeout: 120_000 }, () =
   });
 
   test('PUT /api/v1/deployments/{name} with a graph document deploys the graph and its models; the graph then runs', async () => {
-    const doc = JSON.stringify(ensemble('pair', [model('left', { path: 'mlp.onnx', threads: 1 }), model('right', { path: 'mlp.onnx', threads: 1 })], { combine: 'mean' }));
-    const wrongName = await call(cluster.url, 'PUT', '/api/v1/deployments/other', { body: doc, headers: { 'content-type': 'application/json' } });
+    const doc = JSON.stringify(
+      ensemble('pair', [model('left', { path: 'mlp.onnx', threads: 1 }), model('right', { path: 'mlp.onnx', threads: 1 })], {
+        combine: 'mean',
+      }),
+    );
+    const wrongName = await call(cluster.url, 'PUT', '/api/v1/deployments/other', {
+      body: doc,
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(wrongName.status, 400);
     assert.match(JSON.stringify(wrongName.json), /the body is graph 'pair' but the path names 'other'/);
 
     const put = await call(cluster.url, 'PUT', '/api/v1/deployments/pair', { body: doc, headers: { 'content-type': 'application/json' } });
     assert.equal(put.status, 201, JSON.stringify(put.json));
-    const again = await call(cluster.url, 'PUT', '/api/v1/deployments/pair', { body: doc, headers: { 'content-type': 'application/json' } });
+    const again = await call(cluster.url, 'PUT', '/api/v1/deployments/pair', {
+      body: doc,
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(again.status, 200, 'deploying the same graph again changes nothing');
 
     const x = tensor('float32', [2, 64], seededFloats(128, 4));

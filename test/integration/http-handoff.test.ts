@@ -17,12 +17,16 @@ function floatsOf(bytes: Uint8Array): Float32Array {
 
 function assertClose(actual: ArrayLike<number>, wanted: ArrayLike<number>, what: string): void {
   assert.equal(actual.length, wanted.length, `${what}: length`);
-  for (let i = 0; i < wanted.length; i++) assert.ok(Math.abs(actual[i]! - wanted[i]!) < 1e-5, `${what}: element ${i} is ${actual[i]}, onnxruntime says ${wanted[i]}`);
+  for (let i = 0; i < wanted.length; i++)
+    assert.ok(Math.abs(actual[i]! - wanted[i]!) < 1e-5, `${what}: element ${i} is ${actual[i]}, onnxruntime says ${wanted[i]}`);
 }
 
 function mlpRequest(x: Float32Array, rows: number) {
   return binaryBody(
-    { inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }], outputs: [{ name: 'logits', parameters: { binary_data: true } }] },
+    {
+      inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }],
+      outputs: [{ name: 'logits', parameters: { binary_data: true } }],
+    },
     [new Uint8Array(x.buffer, x.byteOffset, x.byteLength)],
   );
 }
@@ -61,7 +65,10 @@ describe('handoff: replicas on the head host serve their HTTP connections themse
       ['mlp', 'mlp.onnx', 2],
       ['other', 'mlp.onnx', 1],
     ] as const) {
-      const put = await call(cluster.url, 'PUT', `/api/v1/deployments/${name}`, { body: JSON.stringify({ model, replicas, cpus: 0.25, threads: 1, batch: { maxSize: 8 } }), headers: { 'content-type': 'application/json' } });
+      const put = await call(cluster.url, 'PUT', `/api/v1/deployments/${name}`, {
+        body: JSON.stringify({ model, replicas, cpus: 0.25, threads: 1, batch: { maxSize: 8 } }),
+        headers: { 'content-type': 'application/json' },
+      });
       assert.equal(put.status, 201, put.body.toString());
     }
     want = (await runInProcess(cluster.models.mlp, { x: tensor('float32', [3, 64], x) })).logits!.data as Float32Array;
@@ -78,18 +85,24 @@ describe('handoff: replicas on the head host serve their HTTP connections themse
     try {
       // A replica's door opens just after it is READY: the first connections may still go to the workers.
       let probes = 0;
-      await waitFor('a connection handed to a replica', async () => {
-        probes++;
-        const probe = connection(cluster.url);
-        try {
-          assert.equal((await probe.send('POST', '/v2/models/mlp/infer', body, headers)).status, 200);
-        } finally {
-          probe.close();
-        }
-        return (await counter(cluster.url, 'troupe_http_handoffs_total', 'model="mlp"')) > handedBefore;
-      }, 30_000, 200);
+      await waitFor(
+        'a connection handed to a replica',
+        async () => {
+          probes++;
+          const probe = connection(cluster.url);
+          try {
+            assert.equal((await probe.send('POST', '/v2/models/mlp/infer', body, headers)).status, 200);
+          } finally {
+            probe.close();
+          }
+          return (await counter(cluster.url, 'troupe_http_handoffs_total', 'model="mlp"')) > handedBefore;
+        },
+        30_000,
+        200,
+      );
       const handed = await counter(cluster.url, 'troupe_http_handoffs_total', 'model="mlp"');
-      const perReplica = async () => Promise.all(['mlp#0', 'mlp#1'].map((a) => counter(cluster.url, 'troupe_http_handoffs_total', `actor="${a}"`)));
+      const perReplica = async () =>
+        Promise.all(['mlp#0', 'mlp#1'].map((a) => counter(cluster.url, 'troupe_http_handoffs_total', `actor="${a}"`)));
       const [zeroBefore, oneBefore] = await perReplica();
       for (let round = 0; round < 5; round++) {
         const answers = await Promise.all(clients.map((c) => c.send('POST', '/v2/models/mlp/infer', body, headers)));
@@ -102,9 +115,15 @@ describe('handoff: replicas on the head host serve their HTTP connections themse
       // Four connections, handed once each, to both replicas (fewest connections first).
       assert.equal(await counter(cluster.url, 'troupe_http_handoffs_total', 'model="mlp"'), handed + 4);
       const [zero, one] = await perReplica();
-      assert.ok(zero! > zeroBefore! && one! > oneBefore!, `both replicas took connections (mlp#0 ${zero! - zeroBefore!}, mlp#1 ${one! - oneBefore!})`);
+      assert.ok(
+        zero! > zeroBefore! && one! > oneBefore!,
+        `both replicas took connections (mlp#0 ${zero! - zeroBefore!}, mlp#1 ${one! - oneBefore!})`,
+      );
       // The 20 requests reached no worker: at most the probes sent before a door opened did.
-      assert.ok((await counter(cluster.url, 'troupe_front_door_requests_total', 'model="mlp"')) <= workerServed + probes, 'requests on handed connections reached a worker');
+      assert.ok(
+        (await counter(cluster.url, 'troupe_front_door_requests_total', 'model="mlp"')) <= workerServed + probes,
+        'requests on handed connections reached a worker',
+      );
     } finally {
       for (const c of clients) c.close();
     }
@@ -120,13 +139,22 @@ describe('handoff: replicas on the head host serve their HTTP connections themse
       const meta = await c.send('GET', '/v2/models/mlp');
       assert.equal(meta.status, 200, meta.body.toString());
       assert.equal((JSON.parse(meta.body.toString()) as { name: string }).name, 'mlp');
-      const bad = await c.send('POST', '/v2/models/mlp/infer', JSON.stringify({ inputs: [{ name: 'x', shape: [1, 3], datatype: 'FP32', data: [1, 2, 3] }] }), { 'content-type': 'application/json' });
+      const bad = await c.send(
+        'POST',
+        '/v2/models/mlp/infer',
+        JSON.stringify({ inputs: [{ name: 'x', shape: [1, 3], datatype: 'FP32', data: [1, 2, 3] }] }),
+        { 'content-type': 'application/json' },
+      );
       assert.equal(bad.status, 400);
       assert.match(bad.body.toString(), /TROUPE_ERR_BAD_INPUT/);
       // Another deployment's inference: the replica gives the connection back and the head answers.
       const other = await c.send('POST', '/v2/models/other/infer', body, headers);
       assert.equal(other.status, 200, other.body.toString());
-      assertClose(floatsOf(other.body.subarray(Number(other.headers['inference-header-content-length']))), want, 'the other model, through the head');
+      assertClose(
+        floatsOf(other.body.subarray(Number(other.headers['inference-header-content-length']))),
+        want,
+        'the other model, through the head',
+      );
       const list = await c.send('GET', '/api/v1/deployments');
       assert.equal(list.status, 200);
       assert.equal(c.opened.count, 1, 'all on one connection');
@@ -140,12 +168,19 @@ describe('handoff: replicas on the head host serve their HTTP connections themse
     const c = connection(cluster.url);
     try {
       assert.equal((await c.send('POST', '/v2/models/mlp/infer', body, headers)).status, 200);
-      const scaled = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body: JSON.stringify({ model: 'mlp.onnx', replicas: 1, cpus: 0.25, threads: 1, batch: { maxSize: 8 } }), headers: { 'content-type': 'application/json' } });
+      const scaled = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', {
+        body: JSON.stringify({ model: 'mlp.onnx', replicas: 1, cpus: 0.25, threads: 1, batch: { maxSize: 8 } }),
+        headers: { 'content-type': 'application/json' },
+      });
       assert.ok(scaled.status === 200 || scaled.status === 201, scaled.body.toString());
-      await waitFor('one mlp replica', async () => {
-        const view = (await call(cluster.url, 'GET', '/api/v1/deployments/mlp')).json as { actors: unknown[] };
-        return view.actors.length === 1;
-      }, 30_000);
+      await waitFor(
+        'one mlp replica',
+        async () => {
+          const view = (await call(cluster.url, 'GET', '/api/v1/deployments/mlp')).json as { actors: unknown[] };
+          return view.actors.length === 1;
+        },
+        30_000,
+      );
       // Whichever replica held it, the client's next request finds a working connection (its old one, or a new one).
       for (let i = 0; i < 10; i++) {
         const fresh = connection(cluster.url);

@@ -35,17 +35,22 @@ describe('HTTP: async jobs', { timeout: 180_000 }, () => {
 
   const xInput = { name: 'x', shape: [2, 64], datatype: 'FP32', data: [...x] };
   const msInput = (ms: number) => ({ name: 'ms', shape: [1], datatype: 'FP32', data: [ms] });
-  const submit = (name: string, body: unknown) => call(cluster.url, 'POST', `/api/v1/deployments/${name}/jobs`, { body: JSON.stringify(body), headers: JSON_HEADERS });
+  const submit = (name: string, body: unknown) =>
+    call(cluster.url, 'POST', `/api/v1/deployments/${name}/jobs`, { body: JSON.stringify(body), headers: JSON_HEADERS });
   const get = async (id: string) => {
     const answer = await call(cluster.url, 'GET', `/api/v1/jobs/${id}`);
     assert.equal(answer.status, 200, answer.body.toString());
     return answer.json as Job;
   };
   const until = (id: string, states: Job['state'][], timeoutMs = 30_000) =>
-    waitFor(`job ${id} to be ${states.join(' or ')}`, async () => {
-      const job = await get(id);
-      return states.includes(job.state) ? job : undefined;
-    }, timeoutMs);
+    waitFor(
+      `job ${id} to be ${states.join(' or ')}`,
+      async () => {
+        const job = await get(id);
+        return states.includes(job.state) ? job : undefined;
+      },
+      timeoutMs,
+    );
 
   before(async () => {
     // One run slot, so a second job visibly waits QUEUED behind a slow one; finished jobs are
@@ -88,18 +93,32 @@ describe('HTTP: async jobs', { timeout: 180_000 }, () => {
   });
 
   test('binary inputs are accepted; outputs can be selected', async () => {
-    const { body, headers } = binaryBody({ inputs: [{ name: 'x', shape: [2, 64], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }], outputs: [{ name: 'logits' }] }, [
-      new Uint8Array(x.buffer, x.byteOffset, x.byteLength),
-    ]);
+    const { body, headers } = binaryBody(
+      {
+        inputs: [{ name: 'x', shape: [2, 64], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }],
+        outputs: [{ name: 'logits' }],
+      },
+      [new Uint8Array(x.buffer, x.byteOffset, x.byteLength)],
+    );
     const answer = await call(cluster.url, 'POST', '/api/v1/deployments/mlp/jobs', { body, headers });
     assert.equal(answer.status, 202, answer.body.toString());
     const done = await until((answer.json as Job).id, ['SUCCEEDED', 'FAILED']);
-    assert.deepEqual(done.result?.outputs.map((o) => o.name), ['logits']);
+    assert.deepEqual(
+      done.result?.outputs.map((o) => o.name),
+      ['logits'],
+    );
     assert.deepEqual(done.result?.outputs[0]?.data, sdkLogits);
     // Triton's classification extension, as the inference route answers it (no labels here).
     const classified = await submit('mlp', { inputs: [xInput], outputs: [{ name: 'logits', parameters: { classification: 2 } }] });
     const top = (await until((classified.json as Job).id, ['SUCCEEDED', 'FAILED'])).result?.outputs[0];
-    const want = [0, 1].flatMap((row) => sdkLogits.slice(row * 10, row * 10 + 10).map((v, i) => ({ v, i })).sort((a, b) => b.v - a.v).slice(0, 2).map(({ v, i }) => `${v.toFixed(6)}:${i}`));
+    const want = [0, 1].flatMap((row) =>
+      sdkLogits
+        .slice(row * 10, row * 10 + 10)
+        .map((v, i) => ({ v, i }))
+        .sort((a, b) => b.v - a.v)
+        .slice(0, 2)
+        .map(({ v, i }) => `${v.toFixed(6)}:${i}`),
+    );
     assert.deepEqual([top?.datatype, top?.shape, top?.data], ['BYTES', [2, 2], want]);
   });
 
@@ -121,7 +140,10 @@ describe('HTTP: async jobs', { timeout: 180_000 }, () => {
     const next = (await submit('slow', { inputs: [xInput, msInput(10)] })).json as Job;
     const done = await until(next.id, ['SUCCEEDED', 'FAILED']);
     assert.equal(done.state, 'SUCCEEDED', JSON.stringify(done.error));
-    assert.deepEqual(done.result?.outputs.map((o) => o.name), ['logits']);
+    assert.deepEqual(
+      done.result?.outputs.map((o) => o.name),
+      ['logits'],
+    );
     assert.deepEqual(done.result?.outputs[0]?.data, sdkLogits, 'the graph answers as the model alone would');
 
     const later = await get(behind);
@@ -141,10 +163,25 @@ describe('HTTP: async jobs', { timeout: 180_000 }, () => {
 
   test('bad job requests are refused at once with a JSON error; unknown jobs are 404', async () => {
     assertError(await submit('nope', { inputs: [xInput] }), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /no deployment or graph named 'nope'/);
-    assertError(await call(cluster.url, 'POST', '/api/v1/deployments/mlp/jobs', { body: '{"inputs": [', headers: JSON_HEADERS }), 400, 'TROUPE_ERR_BAD_REQUEST', /the job request is not valid JSON/);
+    assertError(
+      await call(cluster.url, 'POST', '/api/v1/deployments/mlp/jobs', { body: '{"inputs": [', headers: JSON_HEADERS }),
+      400,
+      'TROUPE_ERR_BAD_REQUEST',
+      /the job request is not valid JSON/,
+    );
     assertError(await submit('mlp', { inputs: [{ ...xInput, shape: [2, 63] }] }), 400, 'TROUPE_ERR_BAD_TENSOR', /input 'x'/);
-    assertError(await submit('mlp', { inputs: [{ name: 'x', shape: [1, 8], datatype: 'FP32', data: new Array(8).fill(0) }] }), 400, 'TROUPE_ERR_BAD_INPUT', /input 'x': expected float32\[N,64\], got float32\[1,8\]/);
-    assertError(await submit('mlp', { inputs: [xInput], parameters: { binary_data_output: true } }), 400, 'TROUPE_ERR_BAD_REQUEST', /a job keeps its result as JSON/);
+    assertError(
+      await submit('mlp', { inputs: [{ name: 'x', shape: [1, 8], datatype: 'FP32', data: new Array(8).fill(0) }] }),
+      400,
+      'TROUPE_ERR_BAD_INPUT',
+      /input 'x': expected float32\[N,64\], got float32\[1,8\]/,
+    );
+    assertError(
+      await submit('mlp', { inputs: [xInput], parameters: { binary_data_output: true } }),
+      400,
+      'TROUPE_ERR_BAD_REQUEST',
+      /a job keeps its result as JSON/,
+    );
     assertError(await call(cluster.url, 'GET', '/api/v1/jobs/not-a-job'), 404, 'TROUPE_ERR_UNKNOWN_JOB', /no job 'not-a-job'/);
     assertError(await call(cluster.url, 'DELETE', '/api/v1/jobs/not-a-job'), 404, 'TROUPE_ERR_UNKNOWN_JOB', /no job 'not-a-job'/);
     assert.equal((await call(cluster.url, 'GET', '/v2/health/live')).status, 200, 'the head keeps serving');
@@ -159,7 +196,12 @@ describe('HTTP: async jobs', { timeout: 180_000 }, () => {
 
     const second = (await submit('mlp', { inputs: [xInput] })).json as Job;
     await until(second.id, ['SUCCEEDED']);
-    await waitFor('the finished job to be dropped after --job-ttl-s', async () => (await call(cluster.url, 'GET', `/api/v1/jobs/${second.id}`)).status === 404, 30_000, 250);
+    await waitFor(
+      'the finished job to be dropped after --job-ttl-s',
+      async () => (await call(cluster.url, 'GET', `/api/v1/jobs/${second.id}`)).status === 404,
+      30_000,
+      250,
+    );
   });
 
   test('the job endpoints are in the OpenAPI description', async () => {

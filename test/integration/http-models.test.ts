@@ -52,15 +52,21 @@ describe('HTTP: model uploads, fetched by agents and cached by hash', { timeout:
     const again = await call(cluster.url, 'PUT', '/api/v1/models/cnn-up', { body: cnn, headers: BINARY });
     assert.equal(again.status, 200, 'the same name again replaces it');
     const list = (await call(cluster.url, 'GET', '/api/v1/models')).json as { models: ModelRecord[] };
-    assert.deepEqual(list.models.map((m) => [m.name, m.sha256]), [['cnn-up', record.sha256]]);
+    assert.deepEqual(
+      list.models.map((m) => [m.name, m.sha256]),
+      [['cnn-up', record.sha256]],
+    );
     assert.equal(((await call(cluster.url, 'GET', '/api/v1/models/cnn-up')).json as ModelRecord).sha256, record.sha256);
     const blob = await call(cluster.url, 'GET', `/api/v1/blobs/${record.sha256}`);
     assert.equal(blob.status, 200);
     assert.deepEqual(blob.body, cnn);
   });
 
-  test('deploying it by name: the agent fetches it by hash into its cache, and it serves the SDK\'s numbers', async () => {
-    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/cnn-up', { body: JSON.stringify({ model: 'cnn-up', threads: 1 }), headers: JSON_HEADERS });
+  test("deploying it by name: the agent fetches it by hash into its cache, and it serves the SDK's numbers", async () => {
+    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/cnn-up', {
+      body: JSON.stringify({ model: 'cnn-up', threads: 1 }),
+      headers: JSON_HEADERS,
+    });
     assert.equal(put.status, 201, put.body.toString());
     const view = put.json as DeploymentView;
     assert.equal(view.state, 'READY');
@@ -89,26 +95,68 @@ describe('HTTP: model uploads, fetched by agents and cached by hash', { timeout:
     const record = (await call(cluster.url, 'PUT', '/api/v1/models/mlp-up', { body: mlp, headers: BINARY })).json as ModelRecord;
     // Tamper with the stored blob behind the head's back: the agent must notice.
     await writeFile(join(dataDir, 'models', 'blobs', `${record.sha256}.onnx`), cnn);
-    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/tampered', { body: JSON.stringify({ model: 'mlp-up' }), headers: JSON_HEADERS });
+    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/tampered', {
+      body: JSON.stringify({ model: 'mlp-up' }),
+      headers: JSON_HEADERS,
+    });
     assertError(put, 502, 'TROUPE_ERR_MODEL_FETCH', new RegExp(`uploaded model 'mlp-up' .* arrived with sha256 ${sha256(cnn)}`));
     assert.equal((await call(cluster.url, 'DELETE', '/api/v1/deployments/tampered')).status, 200);
   });
 
   test('refused uploads and lookups get 4xx and a JSON error naming the problem; the head keeps serving', async () => {
-    assertError(await call(cluster.url, 'PUT', '/api/v1/models/junk', { body: 'this is not an onnx model', headers: BINARY }), 422, 'TROUPE_ERR_BAD_MODEL_FILE', /model 'junk' is not an ONNX model/);
-    assertError(await call(cluster.url, 'PUT', '/api/v1/models/empty', { body: '', headers: BINARY }), 400, 'TROUPE_ERR_BAD_REQUEST', /the body is empty/);
-    assertError(await call(cluster.url, 'PUT', '/api/v1/models/..%2Fx', { body: cnn, headers: BINARY }), 400, 'TROUPE_ERR_MODEL_PATH', /model name '..\/x' is not allowed: it could escape the model store/);
-    assertError(await rawCall(cluster.url, 'PUT', '/api/v1/models/..', cnn), 400, 'TROUPE_ERR_MODEL_PATH', /model name '..' is not allowed/);
+    assertError(
+      await call(cluster.url, 'PUT', '/api/v1/models/junk', { body: 'this is not an onnx model', headers: BINARY }),
+      422,
+      'TROUPE_ERR_BAD_MODEL_FILE',
+      /model 'junk' is not an ONNX model/,
+    );
+    assertError(
+      await call(cluster.url, 'PUT', '/api/v1/models/empty', { body: '', headers: BINARY }),
+      400,
+      'TROUPE_ERR_BAD_REQUEST',
+      /the body is empty/,
+    );
+    assertError(
+      await call(cluster.url, 'PUT', '/api/v1/models/..%2Fx', { body: cnn, headers: BINARY }),
+      400,
+      'TROUPE_ERR_MODEL_PATH',
+      /model name '..\/x' is not allowed: it could escape the model store/,
+    );
+    assertError(
+      await rawCall(cluster.url, 'PUT', '/api/v1/models/..', cnn),
+      400,
+      'TROUPE_ERR_MODEL_PATH',
+      /model name '..' is not allowed/,
+    );
     assertError(await call(cluster.url, 'GET', '/api/v1/models/..%2F..%2Fetc%2Fpasswd'), 400, 'TROUPE_ERR_MODEL_PATH', /could escape/);
-    assertError(await call(cluster.url, 'PUT', '/api/v1/models/big', { body: Buffer.alloc(2 * 2 ** 20), headers: BINARY }), 413, 'TROUPE_ERR_BODY_TOO_LARGE', /model 'big' is \d+ bytes; this head accepts up to 1048576/);
+    assertError(
+      await call(cluster.url, 'PUT', '/api/v1/models/big', { body: Buffer.alloc(2 * 2 ** 20), headers: BINARY }),
+      413,
+      'TROUPE_ERR_BODY_TOO_LARGE',
+      /model 'big' is \d+ bytes; this head accepts up to 1048576/,
+    );
     assertError(await call(cluster.url, 'GET', '/api/v1/models/nope'), 404, 'TROUPE_ERR_UNKNOWN_MODEL', /no uploaded model named 'nope'/);
     assertError(await call(cluster.url, 'GET', '/api/v1/blobs/..%2Fmodels.json'), 400, 'TROUPE_ERR_BAD_REQUEST', /is not a sha256/);
-    assertError(await call(cluster.url, 'GET', `/api/v1/blobs/${'0'.repeat(64)}`), 404, 'TROUPE_ERR_UNKNOWN_MODEL', /no uploaded model has sha256 0{64}/);
+    assertError(
+      await call(cluster.url, 'GET', `/api/v1/blobs/${'0'.repeat(64)}`),
+      404,
+      'TROUPE_ERR_UNKNOWN_MODEL',
+      /no uploaded model has sha256 0{64}/,
+    );
     const ghost = JSON.stringify({ model: `head:ghost@sha256:${'0'.repeat(64)}` });
-    assertError(await call(cluster.url, 'PUT', '/api/v1/deployments/ghost', { body: ghost, headers: JSON_HEADERS }), 404, 'TROUPE_ERR_UNKNOWN_MODEL', /no uploaded model has sha256/);
+    assertError(
+      await call(cluster.url, 'PUT', '/api/v1/deployments/ghost', { body: ghost, headers: JSON_HEADERS }),
+      404,
+      'TROUPE_ERR_UNKNOWN_MODEL',
+      /no uploaded model has sha256/,
+    );
 
     const list = (await call(cluster.url, 'GET', '/api/v1/models')).json as { models: ModelRecord[] };
-    assert.deepEqual(list.models.map((m) => m.name), ['cnn-up', 'mlp-up'], 'nothing refused was stored');
+    assert.deepEqual(
+      list.models.map((m) => m.name),
+      ['cnn-up', 'mlp-up'],
+      'nothing refused was stored',
+    );
     assert.equal((await call(cluster.url, 'GET', '/v2/models/cnn-up/ready')).status, 200);
   });
 });

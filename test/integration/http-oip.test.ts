@@ -23,12 +23,16 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
   const x = seededFloats(rows * 64, 7);
   let sdkLogits: number[];
 
-  const infer = (body: unknown, path = '/v2/models/mlp/infer') => call(cluster.url, 'POST', path, { body: JSON.stringify(body), headers: JSON_HEADERS });
+  const infer = (body: unknown, path = '/v2/models/mlp/infer') =>
+    call(cluster.url, 'POST', path, { body: JSON.stringify(body), headers: JSON_HEADERS });
   const jsonInput = (data: unknown, shape = [rows, 64]) => ({ name: 'x', shape, datatype: 'FP32', data });
 
   before(async () => {
     cluster = await startCluster({ headArgs: ['--max-body-mib', '1'] });
-    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', { body: JSON.stringify({ model: 'mlp.onnx', threads: 1 }), headers: JSON_HEADERS });
+    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', {
+      body: JSON.stringify({ model: 'mlp.onnx', threads: 1 }),
+      headers: JSON_HEADERS,
+    });
     assert.equal(put.status, 201, put.body.toString());
     actorPid = (put.json as { actors: { pid: number }[] }).actors[0]!.pid;
     client = await connect(cluster.url);
@@ -65,15 +69,29 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
       outputs: [{ name: 'logits', datatype: 'FP32', shape: [-1, 10] }],
     });
     assert.deepEqual((await call(cluster.url, 'GET', '/v2/models/mlp/versions/1')).json, model.json);
-    assertError(await call(cluster.url, 'GET', '/v2/models/mlp/versions/2'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /model 'mlp' has no version '2'/);
-    assertError(await call(cluster.url, 'GET', '/v2/models/nope'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope' \(deployed: 'mlp'\)/);
+    assertError(
+      await call(cluster.url, 'GET', '/v2/models/mlp/versions/2'),
+      404,
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      /model 'mlp' has no version '2'/,
+    );
+    assertError(
+      await call(cluster.url, 'GET', '/v2/models/nope'),
+      404,
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      /unknown model 'nope' \(deployed: 'mlp'\)/,
+    );
   });
 
-  test('JSON inference gives the SDK\'s numbers, flat or nested, and echoes the id', async () => {
+  test("JSON inference gives the SDK's numbers, flat or nested, and echoes the id", async () => {
     const flat = await infer({ id: 'req-1', inputs: [jsonInput(Array.from(x))] });
     assert.equal(flat.status, 200, flat.body.toString());
     assert.match(flat.headers.get('content-type') ?? '', /^application\/json/);
-    const body = flat.json as { model_name: string; id: string; outputs: { name: string; datatype: string; shape: number[]; data: number[] }[] };
+    const body = flat.json as {
+      model_name: string;
+      id: string;
+      outputs: { name: string; datatype: string; shape: number[]; data: number[] }[];
+    };
     assert.equal(body.model_name, 'mlp');
     assert.equal(body.id, 'req-1');
     assert.equal(body.outputs.length, 1);
@@ -97,19 +115,41 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
       assert.equal(answer.headers.get('content-length'), String(answer.body.length));
       assert.deepEqual([...Float32Array.from((answer.json as { outputs: { data: number[] }[] }).outputs[0]!.data)], sdkLogits, path);
     }
-    assertError(await infer(body, '/v2/models/mlp/versions/2/infer'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /model 'mlp' has no version '2'/);
-    assertError(await infer(body, '/v2/models/nope/infer'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope' \(deployed: 'mlp'\)/);
+    assertError(
+      await infer(body, '/v2/models/mlp/versions/2/infer'),
+      404,
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      /model 'mlp' has no version '2'/,
+    );
+    assertError(
+      await infer(body, '/v2/models/nope/infer'),
+      404,
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      /unknown model 'nope' \(deployed: 'mlp'\)/,
+    );
     assertError(await infer(body, '/v2/models/m%2Fl%2Fp/infer'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'm\/l\/p'/);
   });
 
   test('a body streamed without a length is cut off at the limit with a 413, and the head keeps serving', async () => {
     const url = new URL(cluster.url);
     const answer = await new Promise<{ status: number; json: unknown }>((resolve, reject) => {
-      const req = httpRequest({ host: url.hostname, port: url.port, method: 'POST', path: '/v2/models/mlp/infer', timeout: 30_000, headers: { 'content-type': 'application/json' } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown }));
-      });
+      const req = httpRequest(
+        {
+          host: url.hostname,
+          port: url.port,
+          method: 'POST',
+          path: '/v2/models/mlp/infer',
+          timeout: 30_000,
+          headers: { 'content-type': 'application/json' },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown }),
+          );
+        },
+      );
       req.on('timeout', () => req.destroy(new Error('no answer within 30 s')));
       // The head closes the connection after its answer: writes still under way then may fail.
       req.on('error', (err) => (req.writableEnded ? undefined : reject(err)));
@@ -121,7 +161,7 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
     assert.equal((await infer({ inputs: [jsonInput(Array.from(x))] })).status, 200);
   });
 
-  test('binary tensor data gives the SDK\'s numbers: binary in and out, binary in JSON out, JSON in binary out', async () => {
+  test("binary tensor data gives the SDK's numbers: binary in and out, binary in JSON out, JSON in binary out", async () => {
     const xBytes = new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
     const binaryInput = { name: 'x', shape: [rows, 64], datatype: 'FP32', parameters: { binary_data_size: xBytes.length } };
 
@@ -131,7 +171,9 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
     assert.equal(answer.headers.get('content-type'), 'application/octet-stream');
     const { json, binary } = splitBinaryAnswer(answer);
     assert.equal(json.id, 'b1');
-    assert.deepEqual(json.outputs, [{ name: 'logits', datatype: 'FP32', shape: [rows, 10], parameters: { binary_data_size: rows * 10 * 4 } }]);
+    assert.deepEqual(json.outputs, [
+      { name: 'logits', datatype: 'FP32', shape: [rows, 10], parameters: { binary_data_size: rows * 10 * 4 } },
+    ]);
     assert.equal(binary.length, rows * 10 * 4);
     assert.deepEqual(floatsOf(binary), sdkLogits);
 
@@ -147,20 +189,28 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
     assert.deepEqual(floatsOf(splitBinaryAnswer(binaryOut).binary), sdkLogits);
   });
 
-  test('large binary bodies, read into reused buffers, 16 at a time with bad ones among them: each answer is its own request\'s', async () => {
+  test("large binary bodies, read into reused buffers, 16 at a time with bad ones among them: each answer is its own request's", async () => {
     // 320 rows of 64 floats: 80 KB bodies, more than one 64 KB read each, which the head joins into
     // buffers from its pool and gives back after each answer; a buffer handed out twice would mix
     // requests' numbers here.
     const big = 320;
     const inputs = Array.from({ length: 48 }, (_, i) => seededFloats(big * 64, 100 + i));
-    const expected = await Promise.all(inputs.map(async (v) => [...((await client.run('mlp', { x: tensor('float32', [big, 64], v) })).logits!.data as Float32Array)]));
+    const expected = await Promise.all(
+      inputs.map(async (v) => [...((await client.run('mlp', { x: tensor('float32', [big, 64], v) })).logits!.data as Float32Array)]),
+    );
     const answers: number[][] = [];
     for (let wave = 0; wave < inputs.length; wave += 16) {
       const batch = inputs.slice(wave, wave + 16).map(async (v, k) => {
         const bytes = new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
         // Every fourth request declares a shape its bytes do not fill: a 400, its buffer not reused.
         const shape = k % 4 === 3 ? [big + 1, 64] : [big, 64];
-        const { body, headers } = binaryBody({ inputs: [{ name: 'x', shape, datatype: 'FP32', parameters: { binary_data_size: bytes.length } }], parameters: { binary_data_output: true } }, [bytes]);
+        const { body, headers } = binaryBody(
+          {
+            inputs: [{ name: 'x', shape, datatype: 'FP32', parameters: { binary_data_size: bytes.length } }],
+            parameters: { binary_data_output: true },
+          },
+          [bytes],
+        );
         const answer = await call(cluster.url, 'POST', '/v2/models/mlp/infer', { body, headers });
         if (k % 4 === 3) {
           assertError(answer, 400, 'TROUPE_ERR_BAD_TENSOR', /input 'x': float32\[321,64\] needs 82176 bytes, got 81920/);
@@ -176,34 +226,94 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
 
   test('outputs are honoured: a known one is returned, an unknown one is a 400 naming it', async () => {
     const ok = await infer({ inputs: [jsonInput(Array.from(x))], outputs: [{ name: 'logits' }] });
-    assert.deepEqual((ok.json as { outputs: { name: string }[] }).outputs.map((o) => o.name), ['logits']);
-    assertError(await infer({ inputs: [jsonInput(Array.from(x))], outputs: [{ name: 'probs' }] }), 400, 'TROUPE_ERR_BAD_INPUT', /unknown output 'probs': model 'mlp' has 'logits'/);
+    assert.deepEqual(
+      (ok.json as { outputs: { name: string }[] }).outputs.map((o) => o.name),
+      ['logits'],
+    );
+    assertError(
+      await infer({ inputs: [jsonInput(Array.from(x))], outputs: [{ name: 'probs' }] }),
+      400,
+      'TROUPE_ERR_BAD_INPUT',
+      /unknown output 'probs': model 'mlp' has 'logits'/,
+    );
   });
 
   test('bad requests each get the right status and a JSON error naming the problem; the head keeps serving', async () => {
-    const post = (body: string | Buffer, headers: Record<string, string> = JSON_HEADERS, path = '/v2/models/mlp/infer') => call(cluster.url, 'POST', path, { body, headers });
+    const post = (body: string | Buffer, headers: Record<string, string> = JSON_HEADERS, path = '/v2/models/mlp/infer') =>
+      call(cluster.url, 'POST', path, { body, headers });
     const one = Array.from(x.subarray(0, 64));
 
     assertError(await post('{"inputs": [{"name": "x",'), 400, 'TROUPE_ERR_BAD_REQUEST', /the inference request is not valid JSON/);
     assertError(await post('{"id": "no inputs"}'), 400, 'TROUPE_ERR_BAD_REQUEST', /invalid at 'inputs'/);
-    assertError(await infer({ inputs: [{ ...jsonInput(one, [1, 64]), datatype: 'FLOAT32' }] }), 400, 'TROUPE_ERR_BAD_TENSOR', /input 'x': unknown datatype 'FLOAT32' \(use one of .*FP32/);
-    assertError(await infer({ inputs: [{ ...jsonInput(one, [1, 64]), datatype: 'FP64' }] }), 400, 'TROUPE_ERR_BAD_INPUT', /input 'x': expected float32\[N,64\], got float64\[1,64\]/);
-    assertError(await infer({ inputs: [jsonInput(one.slice(1), [1, 64])] }), 400, 'TROUPE_ERR_BAD_TENSOR', /input 'x': shape \[1,64\] holds 64 elements, "data" has 63/);
-    assertError(await infer({ inputs: [jsonInput([...one.slice(1), 'one'], [1, 64])] }), 400, 'TROUPE_ERR_BAD_TENSOR', /data\[63\] is "one", expected a number for datatype FP32/);
-    assertError(await infer({ inputs: [{ ...jsonInput(one, [1, 64]), name: 'y' }] }), 400, 'TROUPE_ERR_BAD_INPUT', /unknown input 'y': model 'mlp' takes 'x'/);
+    assertError(
+      await infer({ inputs: [{ ...jsonInput(one, [1, 64]), datatype: 'FLOAT32' }] }),
+      400,
+      'TROUPE_ERR_BAD_TENSOR',
+      /input 'x': unknown datatype 'FLOAT32' \(use one of .*FP32/,
+    );
+    assertError(
+      await infer({ inputs: [{ ...jsonInput(one, [1, 64]), datatype: 'FP64' }] }),
+      400,
+      'TROUPE_ERR_BAD_INPUT',
+      /input 'x': expected float32\[N,64\], got float64\[1,64\]/,
+    );
+    assertError(
+      await infer({ inputs: [jsonInput(one.slice(1), [1, 64])] }),
+      400,
+      'TROUPE_ERR_BAD_TENSOR',
+      /input 'x': shape \[1,64\] holds 64 elements, "data" has 63/,
+    );
+    assertError(
+      await infer({ inputs: [jsonInput([...one.slice(1), 'one'], [1, 64])] }),
+      400,
+      'TROUPE_ERR_BAD_TENSOR',
+      /data\[63\] is "one", expected a number for datatype FP32/,
+    );
+    assertError(
+      await infer({ inputs: [{ ...jsonInput(one, [1, 64]), name: 'y' }] }),
+      400,
+      'TROUPE_ERR_BAD_INPUT',
+      /unknown input 'y': model 'mlp' takes 'x'/,
+    );
 
-    const short = binaryBody({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', parameters: { binary_data_size: 252 } }] }, [new Uint8Array(252)]);
+    const short = binaryBody({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', parameters: { binary_data_size: 252 } }] }, [
+      new Uint8Array(252),
+    ]);
     assertError(await post(short.body, short.headers), 400, 'TROUPE_ERR_BAD_TENSOR', /input 'x': float32\[1,64\] needs 256 bytes, got 252/);
-    const beyond = binaryBody({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', parameters: { binary_data_size: 256 } }] }, [new Uint8Array(256)]);
-    assertError(await post(beyond.body, { ...beyond.headers, 'inference-header-content-length': String(beyond.body.length + 1) }), 400, 'TROUPE_ERR_BAD_REQUEST', /Inference-Header-Content-Length is \d+ but the body has only \d+ bytes/);
-    const missing = binaryBody({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', parameters: { binary_data_size: 256 } }] }, [new Uint8Array(100)]);
-    assertError(await post(missing.body, missing.headers), 400, 'TROUPE_ERR_BAD_REQUEST', /binary_data_size is 256 but only 100 bytes of binary data are left/);
+    const beyond = binaryBody({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', parameters: { binary_data_size: 256 } }] }, [
+      new Uint8Array(256),
+    ]);
+    assertError(
+      await post(beyond.body, { ...beyond.headers, 'inference-header-content-length': String(beyond.body.length + 1) }),
+      400,
+      'TROUPE_ERR_BAD_REQUEST',
+      /Inference-Header-Content-Length is \d+ but the body has only \d+ bytes/,
+    );
+    const missing = binaryBody({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', parameters: { binary_data_size: 256 } }] }, [
+      new Uint8Array(100),
+    ]);
+    assertError(
+      await post(missing.body, missing.headers),
+      400,
+      'TROUPE_ERR_BAD_REQUEST',
+      /binary_data_size is 256 but only 100 bytes of binary data are left/,
+    );
 
     const oversized = await post(Buffer.alloc(2 * 2 ** 20, 0x20), { 'content-type': 'application/json' });
     assertError(oversized, 413, 'TROUPE_ERR_BODY_TOO_LARGE', /larger than this head accepts \(1 MiB; see --max-body-mib\)/);
 
-    assertError(await infer({ inputs: [jsonInput(one, [1, 64])] }, '/v2/models/nope/infer'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'nope'/);
-    assertError(await call(cluster.url, 'GET', '/v2/models/mlp/infer'), 404, 'TROUPE_ERR_NOT_FOUND', /no endpoint GET \/v2\/models\/mlp\/infer/);
+    assertError(
+      await infer({ inputs: [jsonInput(one, [1, 64])] }, '/v2/models/nope/infer'),
+      404,
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      /unknown model 'nope'/,
+    );
+    assertError(
+      await call(cluster.url, 'GET', '/v2/models/mlp/infer'),
+      404,
+      'TROUPE_ERR_NOT_FOUND',
+      /no endpoint GET \/v2\/models\/mlp\/infer/,
+    );
     const late = await infer({ parameters: { timeout: 1 }, inputs: [jsonInput(one, [1, 64])] });
     assertError(late, 504, 'TROUPE_ERR_DEADLINE_EXCEEDED', /deadline/);
 
@@ -217,7 +327,10 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
 
   test('a model with no READY replica: metadata and inference are 503 with Retry-After, its readiness is false', async () => {
     // One GPU on a node with none: it stays PENDING with a reason, for as long as the test needs.
-    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/gpu-mlp?wait=false', { body: JSON.stringify({ model: 'mlp.onnx', gpus: 1 }), headers: JSON_HEADERS });
+    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/gpu-mlp?wait=false', {
+      body: JSON.stringify({ model: 'mlp.onnx', gpus: 1 }),
+      headers: JSON_HEADERS,
+    });
     assert.equal(put.status, 202, put.body.toString());
     try {
       assert.equal((await call(cluster.url, 'GET', '/v2/models/gpu-mlp/ready')).status, 400);

@@ -6,7 +6,13 @@ import { isAlive, startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { assertError, call, nodeCall } from '../helpers/http.js';
 import { seededFloats } from '../helpers/tensors.js';
-import { getInferenceStatistics, getModelConfig, getModelRepositoryIndex, loadModel, unloadModel } from '../helpers/triton-client-extensions.js';
+import {
+  getInferenceStatistics,
+  getModelConfig,
+  getModelRepositoryIndex,
+  loadModel,
+  unloadModel,
+} from '../helpers/triton-client-extensions.js';
 import type { TritonRequest } from '../helpers/triton-client-extensions.js';
 
 /**

@@ -48,7 +48,10 @@ describe('liveness across a pause of the head', { timeout: 120_000 }, () => {
     const until = Date.now() + 4000;
     while (Date.now() < until) {
       const v = await view();
-      assert.deepEqual(v.nodes.map((n) => [n.name, n.state]), [['node-a', 'ALIVE']]);
+      assert.deepEqual(
+        v.nodes.map((n) => [n.name, n.state]),
+        [['node-a', 'ALIVE']],
+      );
       const now = mlpActors(v);
       assert.equal(now.length, 1, JSON.stringify(now));
       assert.equal(now[0]!.id, actor.id);
@@ -57,7 +60,11 @@ describe('liveness across a pause of the head', { timeout: 120_000 }, () => {
       assert.equal(now[0]!.state, 'READY');
       await sleep(250);
     }
-    const outputs = await waitFor('an inference after the pause', async () => client.run('mlp', { x: tensor('float32', [1, 64], seededFloats(64, 7)) }), 10_000);
+    const outputs = await waitFor(
+      'an inference after the pause',
+      async () => client.run('mlp', { x: tensor('float32', [1, 64], seededFloats(64, 7)) }),
+      10_000,
+    );
     assert.ok(Object.keys(outputs).length > 0);
   });
 });

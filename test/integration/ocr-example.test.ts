@@ -51,13 +51,17 @@ describe('examples/ocr: PP-OCRv4 detection and recognition as a pipeline', { tim
 
   test('reads the text of an image the test draws itself, line by line in reading order', async () => {
     const { lines, trace } = await readText(client, renderText(SAMPLE_TEXT));
-    assert.deepEqual(lines.map((l) => l.text), SAMPLE_TEXT);
+    assert.deepEqual(
+      lines.map((l) => l.text),
+      SAMPLE_TEXT,
+    );
     for (const [i, line] of lines.entries()) {
       assert.ok(line.score > 0.9, `'${line.text}' read with score ${line.score}`);
       if (i > 0) assert.ok(line.box[1] > lines[i - 1]!.box[3] - 4, 'lines come top to bottom');
     }
     const steps = (trace ?? []).map((s) => s.step);
-    for (const name of ['ocr-prepare', 'ocr-det', 'ocr-crop', 'ocr-rec', 'ocr-decode']) assert.ok(steps.includes(`ocr > ${name}`), `trace has ${name}: ${steps.join(', ')}`);
+    for (const name of ['ocr-prepare', 'ocr-det', 'ocr-crop', 'ocr-rec', 'ocr-decode'])
+      assert.ok(steps.includes(`ocr > ${name}`), `trace has ${name}: ${steps.join(', ')}`);
   });
 
   test('each step equals the same computation in-process; the models element for element', async () => {
@@ -83,7 +87,10 @@ describe('examples/ocr: PP-OCRv4 detection and recognition as a pipeline', { tim
     assert.deepEqual((await cropped).x!.shape.slice(0, 3), [SAMPLE_TEXT.length, 3, 48]);
     sameTensor((await recognised)['softmax_11.tmp_0'], rec['softmax_11.tmp_0'], 'recogniser output');
     assert.deepEqual(toLines(await decoded), toLines(text));
-    assert.deepEqual(toLines(text).map((l) => l.text), SAMPLE_TEXT);
+    assert.deepEqual(
+      toLines(text).map((l) => l.text),
+      SAMPLE_TEXT,
+    );
   });
 
   test('npm run example:ocr prints the text of a PNG file', async () => {

@@ -18,8 +18,19 @@ const debugLog = (pid: number) => `/tmp/mat-debug-${pid}.log`;
  * runner too only the actors' own default can keep it off.
  */
 const TELEMETRY_OFF_BY_ORT = [
-  'ORT_DISABLE_TELEMETRY', 'CI', 'TF_BUILD', 'GITHUB_ACTIONS', 'GITLAB_CI', 'CIRCLECI', 'TRAVIS', 'JENKINS_URL',
-  'CODEBUILD_BUILD_ID', 'BUILDKITE', 'TEAMCITY_VERSION', 'APPVEYOR', 'BITBUCKET_BUILD_NUMBER',
+  'ORT_DISABLE_TELEMETRY',
+  'CI',
+  'TF_BUILD',
+  'GITHUB_ACTIONS',
+  'GITLAB_CI',
+  'CIRCLECI',
+  'TRAVIS',
+  'JENKINS_URL',
+  'CODEBUILD_BUILD_ID',
+  'BUILDKITE',
+  'TEAMCITY_VERSION',
+  'APPVEYOR',
+  'BITBUCKET_BUILD_NUMBER',
 ];
 /** Spread over process.env: child_process leaves out the variables whose value is undefined. */
 const UNSET_TELEMETRY_OFF: NodeJS.ProcessEnv = Object.fromEntries(TELEMETRY_OFF_BY_ORT.map((name) => [name, undefined]));

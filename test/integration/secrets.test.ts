@@ -72,7 +72,10 @@ describe('secrets stay secret', { timeout: 120_000 }, () => {
     const env = childEnv({ TROUPE_TOKEN: TOKEN }, 'debug');
     head = troupe(['head', '--port', '0', '--data-dir', join(dir, 'head')], env);
     url = await waitFor('the head to listen', () => /listening on (\S+)/.exec(head.output())?.[1], 20_000);
-    agent = troupe(['agent', '--head', url, '--name', 'n1', '--cpus', '2', '--model-dir', join(dir, 'models'), '--state-dir', join(dir, 'agent')], env);
+    agent = troupe(
+      ['agent', '--head', url, '--name', 'n1', '--cpus', '2', '--model-dir', join(dir, 'models'), '--state-dir', join(dir, 'agent')],
+      env,
+    );
     await waitFor('the agent to join', () => /joined/.test(agent.output()), 20_000);
     client = await connect(url, { token: TOKEN });
   });
@@ -89,9 +92,15 @@ describe('secrets stay secret', { timeout: 120_000 }, () => {
     // Refused: a wrong token on the WebSocket, a wrong one and a right one over HTTP.
     await assert.rejects(connect(url, { token: 'wrong-token-wrong-token', reconnect: false }));
     await fetch(`${url}/api/v1/deployments/x`, { method: 'PUT', headers: { authorization: 'Bearer wrong-token-wrong' }, body: '{}' });
-    await fetch(`${url}/api/v1/deployments/x`, { method: 'PUT', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: '{"model": "nope.onnx", "bogus": 1}' });
+    await fetch(`${url}/api/v1/deployments/x`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: '{"model": "nope.onnx", "bogus": 1}',
+    });
     const pages = await Promise.all(
-      ['/', '/api/v1/cluster', '/metrics', '/api/v1/deployments', '/docs', '/v2'].map(async (path) => (await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()),
+      ['/', '/api/v1/cluster', '/metrics', '/api/v1/deployments', '/docs', '/v2'].map(async (path) =>
+        (await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } })).text(),
+      ),
     );
     const state = await waitFor('the state file to hold the actor', async () => {
       const text = await readFile(join(dir, 'head', 'state.json'), 'utf8').catch(() => '');

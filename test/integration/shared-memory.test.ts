@@ -27,7 +27,10 @@ async function inputsAndAnswers(modelPath: string, count: number, seed: number):
 /** Sends every input at once and checks each answer is its own input's, row for row. */
 async function checkBurst(client: Cluster, inputs: Tensor[], answers: number[][]): Promise<void> {
   const futures = inputs.map((x) => client.run('m', { x }));
-  assert.ok(futures.every((f) => f.resolvedHere), 'sent straight to the replicas');
+  assert.ok(
+    futures.every((f) => f.resolvedHere),
+    'sent straight to the replicas',
+  );
   const got = await Promise.all(futures);
   got.forEach((outputs, i) => assert.deepEqual(floats(outputs.logits), answers[i], `call ${i} got its own rows`));
 }
@@ -120,21 +123,42 @@ describe('large inputs through shared memory', { timeout: 180_000 }, () => {
 
     // A file is not a region: a peer could truncate it under the mapping.
     const file = openSync(join(cluster.modelDir, 'member11.onnx'), 'r');
-    assert.match(String(await answer({ ...offer, id: 'o1', fd: file })), /^TROUPE_ERR_SHARED_MEMORY: cannot map region 0: \/proc\/\d+\/fd\/\d+ is not a region sealed against shrinking/);
+    assert.match(
+      String(await answer({ ...offer, id: 'o1', fd: file })),
+      /^TROUPE_ERR_SHARED_MEMORY: cannot map region 0: \/proc\/\d+\/fd\/\d+ is not a region sealed against shrinking/,
+    );
     closeSync(file);
-    assert.match(String(await answer({ ...offer, id: 'o2', pid: 2 ** 30 })), /^TROUPE_ERR_SHARED_MEMORY: cannot map region 0: \/proc\/1073741824\/fd\/\d+: No such file or directory/);
+    assert.match(
+      String(await answer({ ...offer, id: 'o2', pid: 2 ** 30 })),
+      /^TROUPE_ERR_SHARED_MEMORY: cannot map region 0: \/proc\/1073741824\/fd\/\d+: No such file or directory/,
+    );
     assert.match(String(await answer({ ...offer, id: 'o3', bytes: region.buffer.byteLength * 2 })), /smaller than offered/);
-    assert.match(String(await answer({ ...offer, id: 'o4', nonce: 'm'.repeat(22) })), /not the offering client's region \(its nonce differs\)/);
+    assert.match(
+      String(await answer({ ...offer, id: 'o4', nonce: 'm'.repeat(22) })),
+      /not the offering client's region \(its nonce differs\)/,
+    );
     assert.equal(await answer({ ...offer, id: 'o5' }), 'reply');
     assert.match(String(await answer({ ...offer, id: 'o6' })), /cannot map region 0: it is mapped already/);
 
     const ref = { dtype: 'float32', shape: [ROWS, 64], region: 0, offset: 64, bytes: ROWS * 64 * 4 };
     const call = (id: string, x: Record<string, unknown>) => answer({ type: 'call', id, inputs: { x } });
-    assert.match(String(await call('c1', { ...ref, region: 7 })), /^TROUPE_ERR_SHARED_MEMORY: input 'x' names region 7, which this connection has not mapped/);
-    assert.match(String(await call('c2', { ...ref, offset: 64 + 64 * 1024 })), /^TROUPE_ERR_SHARED_MEMORY: input 'x': bytes 65600\.\.147520 are outside region 0 \(slots span 64\.\.131136\)/);
+    assert.match(
+      String(await call('c1', { ...ref, region: 7 })),
+      /^TROUPE_ERR_SHARED_MEMORY: input 'x' names region 7, which this connection has not mapped/,
+    );
+    assert.match(
+      String(await call('c2', { ...ref, offset: 64 + 64 * 1024 })),
+      /^TROUPE_ERR_SHARED_MEMORY: input 'x': bytes 65600\.\.147520 are outside region 0 \(slots span 64\.\.131136\)/,
+    );
     assert.match(String(await call('c3', { ...ref, offset: 0 })), /outside region 0/);
-    assert.match(String(await call('c4', { ...ref, bytes: 100 })), /^TROUPE_ERR_BAD_TENSOR: input 'x': float32\[320,64\] needs 81920 bytes, got 100/);
-    assert.match(String(await call('c5', { ...ref, shape: [ROWS, 63], bytes: ROWS * 63 * 4 })), /^TROUPE_ERR_BAD_INPUT: .*input 'x': expected float32\[N,64\]/);
+    assert.match(
+      String(await call('c4', { ...ref, bytes: 100 })),
+      /^TROUPE_ERR_BAD_TENSOR: input 'x': float32\[320,64\] needs 81920 bytes, got 100/,
+    );
+    assert.match(
+      String(await call('c5', { ...ref, shape: [ROWS, 63], bytes: ROWS * 63 * 4 })),
+      /^TROUPE_ERR_BAD_INPUT: .*input 'x': expected float32\[N,64\]/,
+    );
     assert.match(String(await call('c6', { dtype: 'float32', shape: [ROWS, 64], offset: 64 })), /^TROUPE_ERR_BAD_MESSAGE/);
     // The good reference is read where this process wrote it.
     assert.equal(await call('c7', ref), 'reply');

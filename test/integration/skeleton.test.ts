@@ -63,7 +63,10 @@ describe('walking skeleton: head, agent and actor processes, SDK over WebSocket'
     const view = await client.describe();
     assert.equal(view.nodes.length, 1);
     assert.equal(view.nodes[0]!.state, 'ALIVE');
-    assert.deepEqual(view.deployments.map((d) => [d.name, d.state]).sort(), [['cnn', 'READY'], ['mlp', 'READY']]);
+    assert.deepEqual(view.deployments.map((d) => [d.name, d.state]).sort(), [
+      ['cnn', 'READY'],
+      ['mlp', 'READY'],
+    ]);
   });
 
   test('undeploy stops the actor process', async () => {
@@ -73,7 +76,10 @@ describe('walking skeleton: head, agent and actor processes, SDK over WebSocket'
     await client.undeploy('cnn');
     await waitFor('the cnn actor process to exit', () => !isAlive(cnnPid), 10_000);
     const after = await client.describe();
-    assert.deepEqual(after.deployments.map((d) => d.name), ['mlp']);
+    assert.deepEqual(
+      after.deployments.map((d) => d.name),
+      ['mlp'],
+    );
     assert.ok(isAlive(mlpPid), 'the other deployment keeps running');
   });
 });

@@ -46,17 +46,27 @@ describe('status stream: the live feed of the status page', { timeout: 180_000 }
     const gpu = node.gpus[0]!;
     assert.equal(gpu.simulated, true);
     assert.equal(gpu.memoryUsedMiB, null, 'a simulated GPU has no measured memory');
-    assert.deepEqual(gpu.holders.map((h) => [h.actor, h.share, h.state]), [['mlp#0', 0.5, 'READY']]);
+    assert.deepEqual(
+      gpu.holders.map((h) => [h.actor, h.share, h.state]),
+      [['mlp#0', 0.5, 'READY']],
+    );
     assert.equal(gpu.allocated, 0.5);
     const actor = first.actors.find((a) => a.name === 'mlp#0');
     assert.equal(actor?.state, 'READY');
     assert.ok(actor.pid);
     assert.equal(actor.lastError, null);
-    assert.deepEqual(first.deployments.map((d) => [d.name, d.state, d.replicas, d.actors]), [['mlp', 'READY', 1, ['mlp#0']]]);
+    assert.deepEqual(
+      first.deployments.map((d) => [d.name, d.state, d.replicas, d.actors]),
+      [['mlp', 'READY', 1, ['mlp#0']]],
+    );
     const kinds = first.events.map((e) => e.kind);
     assert.ok(kinds.includes('node-joined') && kinds.includes('deployment-changed') && kinds.includes('actor-ready'), kinds.join(', '));
     const seqs = first.events.map((e) => e.seq);
-    assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'events oldest first, numbered');
+    assert.deepEqual(
+      seqs,
+      [...seqs].sort((a, b) => a - b),
+      'events oldest first, numbered',
+    );
     assert.equal(first.series.times.length > 0, true, 'the head has sampled since it started');
   });
 
@@ -89,10 +99,14 @@ describe('status stream: the live feed of the status page', { timeout: 180_000 }
     process.kill(pid, 'SIGKILL');
     const crashed = await stream.until('the crash event', (s) => s.events.find((e) => e.kind === 'actor-crashed'));
     assert.match(crashed.message, /^mlp#0 .*SIGKILL/);
-    const back = await stream.until('mlp#0 READY with a new pid', (s) => {
-      const a = s.actors.find((x) => x.name === 'mlp#0');
-      return a?.state === 'READY' && a.pid !== pid ? a : undefined;
-    }, 30_000);
+    const back = await stream.until(
+      'mlp#0 READY with a new pid',
+      (s) => {
+        const a = s.actors.find((x) => x.name === 'mlp#0');
+        return a?.state === 'READY' && a.pid !== pid ? a : undefined;
+      },
+      30_000,
+    );
     assert.equal(back.restarts, 1);
     assert.match(back.lastError?.message ?? '', /SIGKILL/);
   });
@@ -106,7 +120,10 @@ describe('status stream: lifecycle', { timeout: 60_000 }, () => {
     try {
       assert.equal((await stream.next()).full, true);
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([head.close(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('head.close() waited on the open stream')), 10_000)))]).finally(() => clearTimeout(timer));
+      await Promise.race([
+        head.close(),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('head.close() waited on the open stream')), 10_000))),
+      ]).finally(() => clearTimeout(timer));
       await assert.rejects(stream.next(5000), /stream ended|terminated|no snapshot/);
     } finally {
       stream.close();
@@ -114,4 +131,3 @@ describe('status stream: lifecycle', { timeout: 60_000 }, () => {
     }
   });
 });
-

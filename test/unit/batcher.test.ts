@@ -48,7 +48,8 @@ async function until(what: string, done: () => boolean, turns = 1000): Promise<v
   assert.ok(done(), `gave up waiting for ${what}`);
 }
 
-const batcher = (run: RunModel, options: Partial<BatcherOptions>) => new Batcher(run, { maxSize: 32, maxDelayMs: 60_000, batchable: true, ...options });
+const batcher = (run: RunModel, options: Partial<BatcherOptions>) =>
+  new Batcher(run, { maxSize: 32, maxDelayMs: 60_000, batchable: true, ...options });
 
 // A batcher that waited `maxDelayMs` (60 s) for company would fail these within the test timeout.
 describe('Batcher: batching never costs latency at low load', { timeout: 10_000 }, () => {
@@ -204,7 +205,11 @@ describe('Batcher: what a batch is made of, and how it fails', { timeout: 10_000
     await until('the third run', () => held.length === 1);
     held.shift()!();
     const [one, two, three] = await settled;
-    assert.deepEqual([one!.status, two!.status, three!.status], ['rejected', 'rejected', 'fulfilled'], 'calls 1 and 2 shared the failed run');
+    assert.deepEqual(
+      [one!.status, two!.status, three!.status],
+      ['rejected', 'rejected', 'fulfilled'],
+      'calls 1 and 2 shared the failed run',
+    );
     assert.equal((one as PromiseRejectedResult).reason.code, 'TROUPE_ERR_INFERENCE');
     assert.equal(b.stats.failed, 2);
     assert.equal(b.stats.calls, 2, 'the first run and the third');
@@ -214,14 +219,23 @@ describe('Batcher: what a batch is made of, and how it fails', { timeout: 10_000
     const run: RunModel = async () => ({ y: tensor('float32', [1, 4], new Float32Array(4)) });
     const b = batcher(run, {});
     const done = [1, 2].map((k) => b.submit(call(k)));
-    for (const d of done) await assert.rejects(d, { code: 'TROUPE_ERR_INFERENCE', message: "output 'y' has 1 rows for a batch of 2: this model cannot be batched" });
+    for (const d of done)
+      await assert.rejects(d, {
+        code: 'TROUPE_ERR_INFERENCE',
+        message: "output 'y' has 1 rows for a batch of 2: this model cannot be batched",
+      });
   });
 
   test('calls of different shapes or output choices go in different batches', async () => {
     const model = fakeModel(true);
     const b = batcher(model.run, {});
     const wide = (k: number): Record<string, Tensor> => ({ x: tensor('float32', [1, 8], new Float32Array(8).fill(k)) });
-    const later = await behindABusyModel(model, b, [() => b.submit(call(1)), () => b.submit(wide(2)), () => b.submit(call(3)), () => b.submit(call(4), ['y'])]);
+    const later = await behindABusyModel(model, b, [
+      () => b.submit(call(1)),
+      () => b.submit(wide(2)),
+      () => b.submit(call(3)),
+      () => b.submit(call(4), ['y']),
+    ]);
     for (let i = 2; i <= 4; i++) {
       await until(`run ${i}`, () => model.runs.length === i);
       model.release();
@@ -229,13 +243,20 @@ describe('Batcher: what a batch is made of, and how it fails', { timeout: 10_000
     const results = await Promise.all(later);
     assert.deepEqual(model.runs, [1, 2, 1, 1], 'calls 1 and 3 together; the wide call alone; the call that names its outputs alone');
     assert.deepEqual(valuesOf(results[1]!.outputs.y), Array(8).fill(2));
-    assert.deepEqual(results.map((r) => r.timing.batchCalls), [2, 1, 2, 1]);
+    assert.deepEqual(
+      results.map((r) => r.timing.batchCalls),
+      [2, 1, 2, 1],
+    );
   });
 
   test('a model without a batch axis runs every call alone', async () => {
     const model = fakeModel(true);
     const b = batcher(model.run, { batchable: false });
-    const later = await behindABusyModel(model, b, [1, 2, 3].map((k) => () => b.submit(call(k))));
+    const later = await behindABusyModel(
+      model,
+      b,
+      [1, 2, 3].map((k) => () => b.submit(call(k))),
+    );
     for (let i = 2; i <= 4; i++) {
       await until(`run ${i}`, () => model.runs.length === i);
       model.release();

@@ -7,7 +7,10 @@ import { Channel, FrameStream, TroupeError } from '../../runtime/internal.js';
 
 /** Requests the asking side sends; the answering side replies to `good` as promised and to `bad` with the wrong shape. */
 type Ask = { type: 'good'; id: string; n: number } | { type: 'bad'; id: string };
-const AskSchema = z.discriminatedUnion('type', [z.object({ type: z.literal('good'), id: z.string(), n: z.number() }), z.object({ type: z.literal('bad'), id: z.string() })]);
+const AskSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('good'), id: z.string(), n: z.number() }),
+  z.object({ type: z.literal('bad'), id: z.string() }),
+]);
 const Replies = { good: z.object({ doubled: z.number() }), bad: z.object({ doubled: z.number() }) };
 type Nothing = { type: 'nothing' };
 const NothingSchema = z.object({ type: z.literal('nothing') });

@@ -18,7 +18,13 @@ async function closedPort(): Promise<number> {
 test('a replica the client cannot reach takes no calls, and with none left a call fails NOT_READY (which the SDK sends through the head)', async () => {
   const d = new DirectDeployment('m');
   const port = await closedPort();
-  d.update({ deployment: 'm', replicas: [{ actor: 'a1', url: `tcp://127.0.0.1:${port}`, token: 't'.repeat(32) }], perReplicaLimit: 2, maxQueue: 10, maxRetries: 1 });
+  d.update({
+    deployment: 'm',
+    replicas: [{ actor: 'a1', url: `tcp://127.0.0.1:${port}`, token: 't'.repeat(32) }],
+    perReplicaLimit: 2,
+    maxQueue: 10,
+    maxRetries: 1,
+  });
   assert.equal(d.usable, false, 'not usable before its socket opens');
   await waitFor('the connection to fail', () => !d.couldServe() || undefined, 10_000);
   assert.equal(d.usable, false);

@@ -23,7 +23,11 @@ const ROOT = new URL('../../../', import.meta.url);
 
 /** Instructions with continuation lines joined and comments dropped, grouped into stages. */
 function parse(text: string): { args: Map<string, string>; stages: Stage[] } {
-  const lines = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const lines = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   const args = new Map<string, string>();
   const stages: Stage[] = [];
   for (const line of lines) {
@@ -75,8 +79,14 @@ function checkCommon(name: string, stages: Stage[]): Stage {
   const runs = stages.flatMap((s) => exec(s, 'RUN')).join(' && ');
   assert.match(runs, /npm ci --omit=dev --ignore-scripts/, 'production dependencies, without `prepare` (tsc is a dev dependency)');
   const copies = exec(runtime, 'COPY');
-  assert.ok(copies.some((c) => /--from=build \S*dist \.\/dist/.test(c)), 'dist/ comes from the build stage');
-  assert.ok(copies.some((c) => /--from=\S+ \S*node_modules \.\/node_modules/.test(c)), 'node_modules comes from the production install');
+  assert.ok(
+    copies.some((c) => /--from=build \S*dist \.\/dist/.test(c)),
+    'dist/ comes from the build stage',
+  );
+  assert.ok(
+    copies.some((c) => /--from=\S+ \S*node_modules \.\/node_modules/.test(c)),
+    'node_modules comes from the production install',
+  );
   assert.ok(!copies.some((c) => /--from=build \S*node_modules/.test(c)), 'no dev dependencies in the image');
 
   const users = exec(runtime, 'USER');
@@ -103,8 +113,15 @@ describe('container images', () => {
     const runtime = checkCommon('Dockerfile.gpu', stages);
     assert.match(runtime.from, /^nvidia\/cuda:12\.[\d.]+-cudnn-runtime-/);
     const runs = stages.flatMap((s) => exec(s, 'RUN')).join(' && ');
-    assert.match(runs, /ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules\/onnxruntime-node\/script\/install\.js/, 'as docs/operations.md says for GPU hosts');
-    assert.ok(exec(runtime, 'COPY').some((c) => /--from=\S+ \/usr\/local\/bin\/node /.test(c)), 'node comes from the official image');
+    assert.match(
+      runs,
+      /ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules\/onnxruntime-node\/script\/install\.js/,
+      'as docs/operations.md says for GPU hosts',
+    );
+    assert.ok(
+      exec(runtime, 'COPY').some((c) => /--from=\S+ \/usr\/local\/bin\/node /.test(c)),
+      'node comes from the official image',
+    );
     assert.match(exec(runtime, 'ENV').join(' '), /NVIDIA_DRIVER_CAPABILITIES=compute,utility/, 'the agent needs nvidia-smi (utility)');
     assert.equal(json(runtime, 'CMD')[0], 'agent');
   });
@@ -112,6 +129,7 @@ describe('container images', () => {
   test('.dockerignore keeps local builds and dependencies out of the build context', async () => {
     const ignored = (await readFile(new URL('.dockerignore', ROOT), 'utf8')).split('\n').map((l) => l.trim());
     for (const path of ['node_modules', 'dist', '.troupe', '.git']) assert.ok(ignored.includes(path), path);
-    for (const needed of ['package.json', 'package-lock.json', 'scripts', 'head']) assert.ok(!ignored.includes(needed), `${needed} is needed by the build`);
+    for (const needed of ['package.json', 'package-lock.json', 'scripts', 'head'])
+      assert.ok(!ignored.includes(needed), `${needed} is needed by the build`);
   });
 });

@@ -9,7 +9,10 @@ test('draining waits for accepted work and refuses new work with the retryable S
   const accepted = gate.run('a call', () => new Promise<string>((resolve) => (finish = () => resolve('done'))));
   assert.equal(gate.inFlight, 1);
   const drained = gate.drain(60_000);
-  await assert.rejects(gate.run('late', async () => 'never'), (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_SHUTTING_DOWN' && err.retryable);
+  await assert.rejects(
+    gate.run('late', async () => 'never'),
+    (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_SHUTTING_DOWN' && err.retryable,
+  );
   let done = false;
   void drained.then(() => (done = true));
   await new Promise((r) => setImmediate(r));
@@ -28,7 +31,11 @@ test('a drain is bounded: work that never ends is reported, not waited for', asy
 test('work that fails (or throws) still counts as finished', async () => {
   const gate = new ShutdownGate();
   await assert.rejects(gate.run('fails', async () => Promise.reject(new Error('no'))));
-  await assert.rejects(gate.run('throws', () => { throw new Error('sync'); }));
+  await assert.rejects(
+    gate.run('throws', () => {
+      throw new Error('sync');
+    }),
+  );
   assert.equal(gate.inFlight, 0);
   assert.deepEqual(await gate.drain(1000), { unfinished: 0 });
 });

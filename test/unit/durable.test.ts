@@ -74,13 +74,20 @@ test('an unreadable or invalid state file is ignored (with a warning), and inval
   const mixed = {
     format: 1,
     savedAt: new Date().toISOString(),
-    deployments: [{ name: 'ok', model: 'a.onnx' }, { name: '../bad', model: 'a.onnx' }, { name: 'x', model: 'a.onnx', unknown: 1 }],
+    deployments: [
+      { name: 'ok', model: 'a.onnx' },
+      { name: '../bad', model: 'a.onnx' },
+      { name: 'x', model: 'a.onnx', unknown: 1 },
+    ],
     graphs: [],
     actors: [actor, { ...actor, secret: 'short' }],
   };
   await writeFile(join(home, 'state.json'), JSON.stringify(mixed));
   const { saved } = await DurableStore.open(home, log);
-  assert.deepEqual(saved.deployments.map((d) => d.name), ['ok']);
+  assert.deepEqual(
+    saved.deployments.map((d) => d.name),
+    ['ok'],
+  );
   assert.equal(saved.actors.length, 1);
   assert.ok(!(await readFile(join(home, 'state.json'), 'utf8')).includes('token'));
 });

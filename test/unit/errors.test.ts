@@ -5,7 +5,11 @@ import { ERRORS, TroupeError, fromWireError, toWireError } from '../../runtime/i
 
 test('docs/errors.md lists exactly the codes in runtime/errors.ts, with the same status and retryability', async () => {
   const doc = await readFile(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
-  const rows = [...doc.matchAll(/^\| `(TROUPE_ERR_[A-Z_]+)` \| (\d+) \| (yes|no) \| (.+) \|$/gm)].map((m) => [m[1], Number(m[2]), m[3] === 'yes']);
+  const rows = [...doc.matchAll(/^\| `(TROUPE_ERR_[A-Z_]+)` \| (\d+) \| (yes|no) \| (.+) \|$/gm)].map((m) => [
+    m[1],
+    Number(m[2]),
+    m[3] === 'yes',
+  ]);
   const code = Object.entries(ERRORS).map(([name, e]) => [name, e.status, e.retryable]);
   assert.deepEqual(rows, code);
 });

@@ -29,7 +29,10 @@ test('a module inside the module directory resolves, .ts to the compiled .js bes
 
 test('anything that leads outside the directory is refused with TROUPE_ERR_MODEL_PATH', async () => {
   const refused = (ref: string, message: RegExp) =>
-    assert.rejects(resolveFnRef(dir, ref), (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_MODEL_PATH' && message.test(err.message));
+    assert.rejects(
+      resolveFnRef(dir, ref),
+      (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_MODEL_PATH' && message.test(err.message),
+    );
   await refused('../outside.js#x', /^fn module '..\/outside.js' is outside the agent's module directory$/);
   await refused(`${join(root, 'outside.js')}#x`, /is outside/);
   await refused('link.js#x', /links outside the agent's module directory/);
@@ -49,5 +52,9 @@ test('messages never name the module directory', async () => {
 });
 
 test('an agent without a module directory runs no fn steps: TROUPE_ERR_NO_MODULE_DIR', async () => {
-  await assert.rejects(resolveFnRef(undefined, 'steps/prep.js#prep'), (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_NO_MODULE_DIR' && /no module directory.*--module-dir DIR/.test(err.message));
+  await assert.rejects(
+    resolveFnRef(undefined, 'steps/prep.js#prep'),
+    (err: Error & { code?: string }) =>
+      err.code === 'TROUPE_ERR_NO_MODULE_DIR' && /no module directory.*--module-dir DIR/.test(err.message),
+  );
 });

@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
 import { after, test } from 'node:test';
-import { BufferPool, FrameStream, TroupeError } from '../../runtime/internal.js';
-import type { FrameSink } from '../../runtime/internal.js';
+import { BufferPool, FrameStream } from '../../runtime/internal.js';
+import type { FrameSink, TroupeError } from '../../runtime/internal.js';
 import { FrameReader } from '../../runtime/transport/frame-reader.js';
 import { lengthPrefixed } from '../helpers/raw-stream.js';
 
@@ -34,7 +34,7 @@ test('the reader cuts frames out of a stream whatever the read boundaries, throu
     const reader = new FrameReader(8 << 20, undefined);
     reader.handlers = { onFrame: (f) => got.push(Buffer.from(f)), onError: (e) => assert.fail(e.message) };
     // As a socket with `onread` does: each read lands where the reader says, up to `chunk` bytes.
-    for (let at = 0; at < stream.length; ) {
+    for (let at = 0; at < stream.length;) {
       const target = reader.nextBuffer();
       const n = Math.min(chunk, target.length, stream.length - at);
       target.set(stream.subarray(at, at + n));
@@ -138,7 +138,9 @@ after(() => server?.close());
 
 test('over real sockets: an accepted socket reads in place, frames of every size cross both ways intact, and closes are reported', async () => {
   const accepted: FrameStream[] = [];
-  server = createServer({ pauseOnConnect: true }, (socket) => accepted.push(FrameStream.adopt(socket, { maxFrameBytes: 8 << 20, pooled: true })));
+  server = createServer({ pauseOnConnect: true }, (socket) =>
+    accepted.push(FrameStream.adopt(socket, { maxFrameBytes: 8 << 20, pooled: true })),
+  );
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const client = await FrameStream.connect('127.0.0.1', port, { maxFrameBytes: 8 << 20, pooled: false, timeoutMs: 5000 });
@@ -164,10 +166,22 @@ test('over real sockets: an accepted socket reads in place, frames of every size
   };
   await until(() => toServer.frames.length === sizes.length && toClient.frames.length === sizes.length);
   const want = sizes.map((n, i) => digest(patterned(n, i)));
-  assert.deepEqual(toServer.frames.map((f) => digest(f.bytes)), want);
-  assert.deepEqual(toClient.frames.map((f) => digest(f.bytes)), want);
-  assert.ok(toServer.frames.filter((f) => f.bytes.length >= 16_384).every((f) => f.release), 'large frames to the pooled end can be released');
-  assert.ok(toClient.frames.every((f) => !f.release), 'frames to an unpooled end are theirs to keep');
+  assert.deepEqual(
+    toServer.frames.map((f) => digest(f.bytes)),
+    want,
+  );
+  assert.deepEqual(
+    toClient.frames.map((f) => digest(f.bytes)),
+    want,
+  );
+  assert.ok(
+    toServer.frames.filter((f) => f.bytes.length >= 16_384).every((f) => f.release),
+    'large frames to the pooled end can be released',
+  );
+  assert.ok(
+    toClient.frames.every((f) => !f.release),
+    'frames to an unpooled end are theirs to keep',
+  );
 
   client.close(1000, 'done');
   await until(() => toServer.closed() !== undefined && toClient.closed() !== undefined);
@@ -181,5 +195,8 @@ test('connecting to a port nobody listens on, or with an aborted signal, rejects
   const { port } = probe.address() as AddressInfo;
   await new Promise<void>((resolve) => probe.close(() => resolve()));
   await assert.rejects(FrameStream.connect('127.0.0.1', port, { maxFrameBytes: 1024, pooled: false, timeoutMs: 5000 }), /ECONNREFUSED/);
-  await assert.rejects(FrameStream.connect('127.0.0.1', port, { maxFrameBytes: 1024, pooled: false, timeoutMs: 5000, signal: AbortSignal.abort() }), /abort/i);
+  await assert.rejects(
+    FrameStream.connect('127.0.0.1', port, { maxFrameBytes: 1024, pooled: false, timeoutMs: 5000, signal: AbortSignal.abort() }),
+    /abort/i,
+  );
 });

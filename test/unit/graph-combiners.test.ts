@@ -51,12 +51,32 @@ test('concat along any axis, negative axes from the end', () => {
 });
 
 test('groupOutputs: one output each, or the same names from all', () => {
-  assert.deepEqual(groupOutputs([{ name: 'a', outputs: ['logits'] }, { name: 'b', outputs: ['probs'] }]), [{ name: 'logits', sources: ['logits', 'probs'] }]);
-  assert.deepEqual(groupOutputs([{ name: 'a', outputs: ['p', 'q'] }, { name: 'b', outputs: ['q', 'p'] }]), [
-    { name: 'p', sources: ['p', 'p'] },
-    { name: 'q', sources: ['q', 'q'] },
-  ]);
-  assert.match(String(groupOutputs([{ name: 'a', outputs: ['p', 'q'] }, { name: 'b', outputs: ['p'] }])), /member 'b' gives p but member 'a' gives p, q/);
+  assert.deepEqual(
+    groupOutputs([
+      { name: 'a', outputs: ['logits'] },
+      { name: 'b', outputs: ['probs'] },
+    ]),
+    [{ name: 'logits', sources: ['logits', 'probs'] }],
+  );
+  assert.deepEqual(
+    groupOutputs([
+      { name: 'a', outputs: ['p', 'q'] },
+      { name: 'b', outputs: ['q', 'p'] },
+    ]),
+    [
+      { name: 'p', sources: ['p', 'p'] },
+      { name: 'q', sources: ['q', 'q'] },
+    ],
+  );
+  assert.match(
+    String(
+      groupOutputs([
+        { name: 'a', outputs: ['p', 'q'] },
+        { name: 'b', outputs: ['p'] },
+      ]),
+    ),
+    /member 'b' gives p but member 'a' gives p, q/,
+  );
 });
 
 test('combineOutputs names the member and output that do not fit, with TROUPE_ERR_BAD_SPEC', () => {
@@ -67,8 +87,16 @@ test('combineOutputs names the member and output that do not fit, with TROUPE_ER
   assert.deepEqual(Object.keys(out), ['y']);
   assert.deepEqual(values(out.y!), [2]);
   assert.throws(
-    () => combineOutputs({ op: 'max' }, [{ name: 'a', outputs: { y: t([1], [1]) } }, { name: 'b', outputs: { y: t([2], [1, 2]) } }]),
-    (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_BAD_SPEC' && /output 'y' of member 'b' float32\[2\]/.test(err.message),
+    () =>
+      combineOutputs({ op: 'max' }, [
+        { name: 'a', outputs: { y: t([1], [1]) } },
+        { name: 'b', outputs: { y: t([2], [1, 2]) } },
+      ]),
+    (err: unknown) =>
+      err instanceof TroupeError && err.code === 'TROUPE_ERR_BAD_SPEC' && /output 'y' of member 'b' float32\[2\]/.test(err.message),
   );
-  assert.throws(() => combineOutputs({ op: 'mean' }, [{ name: 'a', outputs: { s: tensor('string', [1], ['x']) } }]), /do not take string tensors/);
+  assert.throws(
+    () => combineOutputs({ op: 'mean' }, [{ name: 'a', outputs: { s: tensor('string', [1], ['x']) } }]),
+    /do not take string tensors/,
+  );
 });

@@ -15,7 +15,10 @@ test('a run is referable from the moment it is recorded, and a reference waits f
   finish(outputs(4));
   assert.deepEqual((await waiting).shape, [4]);
   await assert.rejects(store.resolve('x', { run: 'r1', output: 'z' }), /refers to output 'z' of run 'r1', which has outputs 'y'/);
-  assert.throws(() => store.get('nope', "input 'x'"), (e: unknown) => e instanceof TroupeError && e.code === 'TROUPE_ERR_UNKNOWN_RUN');
+  assert.throws(
+    () => store.get('nope', "input 'x'"),
+    (e: unknown) => e instanceof TroupeError && e.code === 'TROUPE_ERR_UNKNOWN_RUN',
+  );
 });
 
 test('bounded by count and bytes: the oldest finished runs go first; running ones stay', async () => {
@@ -40,5 +43,8 @@ test('finished runs expire after their TTL; a failed run fails its references wi
   assert.throws(() => store.get('gone', 'x'), /does not hold/);
   const failing = new ResultStore();
   failing.record('bad', Promise.reject(new TroupeError('TROUPE_ERR_OVERLOADED', 'queue full')));
-  await assert.rejects(failing.resolve('x', { run: 'bad' }), (e: unknown) => e instanceof TroupeError && e.code === 'TROUPE_ERR_OVERLOADED' && /which failed: queue full/.test(e.message));
+  await assert.rejects(
+    failing.resolve('x', { run: 'bad' }),
+    (e: unknown) => e instanceof TroupeError && e.code === 'TROUPE_ERR_OVERLOADED' && /which failed: queue full/.test(e.message),
+  );
 });

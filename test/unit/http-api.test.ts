@@ -42,12 +42,16 @@ describe('HTTP API helpers', () => {
       message: "missing cluster token: POST /v2/models/:name/infer needs 'Authorization: Bearer <token>'",
     });
     assert.match(authError('inference', 'secret-token', '10.0.0.1', request('Bearer nope'), route)!.message, /^wrong cluster token: POST/);
-    assert.match(authError('write', 'secret-token', '127.0.0.1', request('secret-token'), '/api/v1/deployments/:name')!.message, /^wrong cluster token: POST \/api\/v1\/deployments\/:name/);
+    assert.match(
+      authError('write', 'secret-token', '127.0.0.1', request('secret-token'), '/api/v1/deployments/:name')!.message,
+      /^wrong cluster token: POST \/api\/v1\/deployments\/:name/,
+    );
   });
 
   test('model names cannot escape the store', () => {
     assert.equal(checkModelName('resnet-50.v2'), 'resnet-50.v2');
-    for (const name of ['../x', '..', 'a/b', '.hidden', 'a\\b']) throwsCode(() => checkModelName(name), 'TROUPE_ERR_MODEL_PATH', /could escape the model store/);
+    for (const name of ['../x', '..', 'a/b', '.hidden', 'a\\b'])
+      throwsCode(() => checkModelName(name), 'TROUPE_ERR_MODEL_PATH', /could escape the model store/);
     throwsCode(() => checkModelName('sp ace'), 'TROUPE_ERR_BAD_REQUEST', /names are 1-63 letters/);
   });
 
@@ -76,21 +80,35 @@ describe('HTTP API helpers', () => {
     assert.deepEqual(summary.inputs, [{ name: 'x', dtype: 'float32', shape: ['N', 64] }]);
     assert.deepEqual(summary.outputs, [{ name: 'logits', dtype: 'float32', shape: ['N', 10] }]);
     assert.equal(summary.opsets[0]?.version, 13);
-    throwsCode(() => inspectOnnx(Buffer.from('this is not an onnx model'), "model 'junk'"), 'TROUPE_ERR_BAD_MODEL_FILE', /model 'junk' is not an ONNX model/);
+    throwsCode(
+      () => inspectOnnx(Buffer.from('this is not an onnx model'), "model 'junk'"),
+      'TROUPE_ERR_BAD_MODEL_FILE',
+      /model 'junk' is not an ONNX model/,
+    );
     throwsCode(() => inspectOnnx(new Uint8Array(0), "model 'empty'"), 'TROUPE_ERR_BAD_MODEL_FILE', /no ir_version or no graph/);
   });
 
   test('errors are JSON with the code; retryable 429/503 carry Retry-After; fastify errors are mapped', async () => {
     const app = Fastify({ logger: false, bodyLimit: 10 });
     app.setErrorHandler(errorHandler(createLogger('test'), 10));
-    const codes: ErrorCode[] = ['TROUPE_ERR_OVERLOADED', 'TROUPE_ERR_NOT_READY', 'TROUPE_ERR_DEADLINE_EXCEEDED', 'TROUPE_ERR_UNKNOWN_DEPLOYMENT'];
+    const codes: ErrorCode[] = [
+      'TROUPE_ERR_OVERLOADED',
+      'TROUPE_ERR_NOT_READY',
+      'TROUPE_ERR_DEADLINE_EXCEEDED',
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+    ];
     app.get('/fail/:i', async (request) => {
       const code = codes[Number((request.params as { i: string }).i)]!;
       throw new TroupeError(code, `failed with ${code}`);
     });
     app.post('/echo', async (request) => request.body);
     try {
-      const expect: [number, string | undefined][] = [[429, '1'], [503, '1'], [504, undefined], [404, undefined]];
+      const expect: [number, string | undefined][] = [
+        [429, '1'],
+        [503, '1'],
+        [504, undefined],
+        [404, undefined],
+      ];
       for (const [i, [status, retryAfter]] of expect.entries()) {
         const res = await app.inject({ method: 'GET', url: `/fail/${i}` });
         assert.equal(res.statusCode, status);

@@ -159,7 +159,8 @@ describe('async job store', () => {
     const queued = jobs.submit('mlp', manual().work);
     assert.throws(
       () => jobs.submit('mlp', manual().work),
-      (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_OVERLOADED' && /2 jobs are queued or running/.test(err.message),
+      (err: unknown) =>
+        err instanceof TroupeError && err.code === 'TROUPE_ERR_OVERLOADED' && /2 jobs are queued or running/.test(err.message),
     );
     jobs.cancel(queued.id);
     assert.equal(jobs.submit('mlp', manual().work).state, 'QUEUED', 'a cancelled job frees its place');

@@ -19,6 +19,7 @@ import { parseAllDocuments } from 'yaml';
 const DIR = new URL('../../../deploy/k8s/', import.meta.url);
 
 // Any manifest: the tests read it by path, the schema check has already vouched for its shape.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a manifest of any kind, read field by field
 type Manifest = any;
 
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
@@ -58,7 +59,11 @@ describe('Kubernetes manifests (deploy/k8s)', () => {
       const Model = MODELS[`${doc.apiVersion}/${doc.kind}`];
       assert.ok(Model, `${file}: no schema for ${doc.apiVersion} ${doc.kind}`);
       assert.doesNotThrow(() => new Model(doc as never).validate(), `${file}: ${doc.kind} ${doc.metadata?.name}`);
-      assert.equal(doc.metadata?.namespace ?? (doc.kind === 'Namespace' ? undefined : 'missing'), doc.kind === 'Namespace' ? undefined : 'troupe', `${file}: ${doc.kind} lives in namespace troupe`);
+      assert.equal(
+        doc.metadata?.namespace ?? (doc.kind === 'Namespace' ? undefined : 'missing'),
+        doc.kind === 'Namespace' ? undefined : 'troupe',
+        `${file}: ${doc.kind} lives in namespace troupe`,
+      );
     }
   });
 
@@ -89,7 +94,11 @@ describe('Kubernetes manifests (deploy/k8s)', () => {
     assert.deepEqual(c.livenessProbe.httpGet, { path: '/healthz', port: port.name });
     assert.equal(envOf(c, 'TROUPE_HOST').value, '0.0.0.0');
     assert.deepEqual(envOf(c, 'TROUPE_TOKEN').valueFrom, { secretKeyRef: { name: 'troupe-token', key: 'token' } });
-    assert.deepEqual(pod.metadata.annotations, { 'prometheus.io/scrape': 'true', 'prometheus.io/port': '8470', 'prometheus.io/path': '/metrics' });
+    assert.deepEqual(pod.metadata.annotations, {
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '8470',
+      'prometheus.io/path': '/metrics',
+    });
     assert.equal(pod.spec.securityContext.runAsNonRoot, true);
     assert.notEqual(pod.spec.securityContext.runAsUser, 0);
     // The data directory (uploads, the state file) is on the claim.
@@ -104,7 +113,10 @@ describe('Kubernetes manifests (deploy/k8s)', () => {
     for (const name of ['troupe-head', 'troupe-head-agents']) {
       const svc = find('Service', name);
       for (const [k, v] of Object.entries(svc.spec.selector)) assert.equal(podLabels[k], v, `${name} selects the head pod`);
-      assert.deepEqual(svc.spec.ports.map((p: Manifest) => [p.port, p.targetPort]), [[8470, 'http']]);
+      assert.deepEqual(
+        svc.spec.ports.map((p: Manifest) => [p.port, p.targetPort]),
+        [[8470, 'http']],
+      );
     }
     // /readyz is 503 until a node is ALIVE, and nodes become ALIVE by connecting: the agents'
     // Service must not wait for it.
@@ -118,7 +130,10 @@ describe('Kubernetes manifests (deploy/k8s)', () => {
     const pod = ds.spec.template.spec;
     const [c] = pod.containers;
     assert.equal(pod.nodeSelector['nvidia.com/gpu.present'], 'true');
-    assert.ok(pod.tolerations.some((t: Manifest) => t.key === 'nvidia.com/gpu'), 'tolerates the GPU taint');
+    assert.ok(
+      pod.tolerations.some((t: Manifest) => t.key === 'nvidia.com/gpu'),
+      'tolerates the GPU taint',
+    );
     assert.ok(Number(c.resources.limits['nvidia.com/gpu']) >= 1, 'requests GPUs');
     assert.match(c.image, /gpu/, 'the GPU image');
     assert.equal(c.args[0], 'agent');
@@ -134,7 +149,8 @@ describe('Kubernetes manifests (deploy/k8s)', () => {
     assert.deepEqual(envOf(c, 'TROUPE_TOKEN').valueFrom, { secretKeyRef: { name: 'troupe-token', key: 'token' } });
     assert.equal(pod.securityContext.runAsNonRoot, true);
     // Kubernetes expands $(VAR) in args only for variables the container defines.
-    for (const arg of c.args as string[]) for (const [, name] of arg.matchAll(/\$\(([A-Z_]+)\)/g)) assert.ok(envOf(c, name!), `${name} is defined for the args`);
+    for (const arg of c.args as string[])
+      for (const [, name] of arg.matchAll(/\$\(([A-Z_]+)\)/g)) assert.ok(envOf(c, name!), `${name} is defined for the args`);
   });
 
   test('the example Secret holds the key the head and agents read', () => {

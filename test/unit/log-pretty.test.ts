@@ -11,7 +11,15 @@ describe('readable log lines (--log-format pretty)', () => {
   });
 
   test('values with spaces, objects and arrays are JSON; an error brings its stack, indented', () => {
-    const line = JSON.stringify({ level: 50, time, name: 'troupe-agent', reason: 'a b', gpus: [0, 1], err: { type: 'Error', message: 'boom', stack: 'Error: boom\n    at x' }, msg: 'actor died' });
+    const line = JSON.stringify({
+      level: 50,
+      time,
+      name: 'troupe-agent',
+      reason: 'a b',
+      gpus: [0, 1],
+      err: { type: 'Error', message: 'boom', stack: 'Error: boom\n    at x' },
+      msg: 'actor died',
+    });
     assert.equal(prettyLine(line, false), '19:26:39.123 ERROR agent actor died  reason="a b" gpus=[0,1]\n    Error: boom\n        at x\n');
   });
 

@@ -26,7 +26,10 @@ test('a model inside the model directory resolves, also through a symlink that s
 
 test('paths and symlinks that lead outside the model directory are refused with TROUPE_ERR_MODEL_PATH', async () => {
   const refused = (path: string, message: RegExp) =>
-    assert.rejects(resolveModelPath(dir, path), (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_MODEL_PATH' && message.test(err.message));
+    assert.rejects(
+      resolveModelPath(dir, path),
+      (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_MODEL_PATH' && message.test(err.message),
+    );
   await refused('../secret.onnx', /is outside the agent's model directory/);
   await refused(join(root, 'secret.onnx'), /is outside/);
   await refused('sub/../../secret.onnx', /is outside/);
@@ -35,12 +38,15 @@ test('paths and symlinks that lead outside the model directory are refused with 
   await refused('missing.onnx', /not found/);
 });
 
-test('refusals name the path as given, never the directory; withShownPath hides an actor\'s absolute path', async () => {
+test("refusals name the path as given, never the directory; withShownPath hides an actor's absolute path", async () => {
   for (const path of ['../secret.onnx', 'link.onnx', 'missing.onnx']) {
     await assert.rejects(resolveModelPath(dir, path), (err: Error) => !err.message.includes(root));
   }
   const full = join(dir, 'sub', 'm.onnx');
-  const err = new TroupeError('TROUPE_ERR_MODEL_LOAD', `cannot load '${full}': Load model from ${full} failed, member ${join(dir, 'sub', 'a.onnx')}`);
+  const err = new TroupeError(
+    'TROUPE_ERR_MODEL_LOAD',
+    `cannot load '${full}': Load model from ${full} failed, member ${join(dir, 'sub', 'a.onnx')}`,
+  );
   const shown = withShownPath(err, full, 'sub/m.onnx');
   assert.equal(shown.code, 'TROUPE_ERR_MODEL_LOAD');
   assert.equal(shown.message, "cannot load 'sub/m.onnx': Load model from sub/m.onnx failed, member sub/a.onnx");

@@ -6,7 +6,19 @@ import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
-import { GraphBuilder, Rng, attr, boundaryTensor, buildMlp, buildMobileNetV2Like, buildSmallCnn, decodeModel, emitStages, normalArray, writeExampleModels } from '../../models/index.js';
+import {
+  GraphBuilder,
+  Rng,
+  attr,
+  boundaryTensor,
+  buildMlp,
+  buildMobileNetV2Like,
+  buildSmallCnn,
+  decodeModel,
+  emitStages,
+  normalArray,
+  writeExampleModels,
+} from '../../models/index.js';
 import type { DenseWeights, MlpModel } from '../../models/index.js';
 import { disableOrtTelemetryByDefault } from '../../runtime/internal.js';
 
@@ -19,7 +31,14 @@ const open = (model: Uint8Array | string) =>
     : InferenceSession.create(model, { intraOpNumThreads: 1 });
 
 function randomInput(dims: number[], seed = 123): Tensor {
-  return new Tensor('float32', normalArray(new Rng(seed), dims.reduce((a, b) => a * b, 1)), dims);
+  return new Tensor(
+    'float32',
+    normalArray(
+      new Rng(seed),
+      dims.reduce((a, b) => a * b, 1),
+    ),
+    dims,
+  );
 }
 
 async function runOne(session: InferenceSession, input: Tensor): Promise<Tensor> {
@@ -87,17 +106,26 @@ describe('MLP', () => {
 
   it('exposes weights of the requested sizes', () => {
     const m = buildMlp({ inputDim: 8, hidden: [5], outputDim: 3 });
-    assert.deepEqual(m.weights.map((w) => [w.inDim, w.outDim]), [[8, 5], [5, 3]]);
+    assert.deepEqual(
+      m.weights.map((w) => [w.inDim, w.outDim]),
+      [
+        [8, 5],
+        [5, 3],
+      ],
+    );
     assert.equal(m.weights[0]!.w.length, 40);
   });
 
   it('runs as pipeline stages with the same result', async () => {
     const stages = await Promise.all(emitStages(mlp.spec, [1, 2]).map((b) => open(b)));
-    assert.deepEqual(stages.map((s) => [s.inputNames, s.outputNames]), [
-      [['x'], ['fc0_out']],
-      [['fc0_out'], ['fc1_out']],
-      [['fc1_out'], ['logits']],
-    ]);
+    assert.deepEqual(
+      stages.map((s) => [s.inputNames, s.outputNames]),
+      [
+        [['x'], ['fc0_out']],
+        [['fc0_out'], ['fc1_out']],
+        [['fc1_out'], ['logits']],
+      ],
+    );
     const x = randomInput([3, 64], 9);
     let h = x;
     for (const s of stages) h = await runOne(s, h);
@@ -153,7 +181,10 @@ describe('MobileNetV2-like', () => {
       assert.deepEqual(y.dims, [batch, 1000]);
       assertFinite(y);
       const d = y.data as Float32Array;
-      assert.ok(d.some((v) => v !== d[0]), 'logits are constant');
+      assert.ok(
+        d.some((v) => v !== d[0]),
+        'logits are constant',
+      );
       if (batch === 2) assert.notDeepEqual(d.slice(0, 1000), d.slice(1000));
     });
   }

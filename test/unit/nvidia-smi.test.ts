@@ -6,7 +6,16 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { APPS_QUERY_ARGS, GPU_QUERY_ARGS, discoverGpus, parseComputeApps, parseGpuQuery, queryComputeApps, queryGpus, simulatedGpus } from '../../node-agent/gpus/index.js';
+import {
+  APPS_QUERY_ARGS,
+  GPU_QUERY_ARGS,
+  discoverGpus,
+  parseComputeApps,
+  parseGpuQuery,
+  queryComputeApps,
+  queryGpus,
+  simulatedGpus,
+} from '../../node-agent/gpus/index.js';
 import { runTool } from '../../node-agent/gpus/run-tool.js';
 import { GpuProcessSchema, GpuSchema } from '../../runtime/resources.js';
 import type { Gpu, GpuProcess } from '../../runtime/resources.js';
@@ -49,10 +58,7 @@ describe('query arguments', () => {
       [...GPU_QUERY_ARGS],
       ['--query-gpu=index,uuid,name,memory.total,memory.used,utilization.gpu', '--format=csv,noheader,nounits'],
     );
-    assert.deepEqual(
-      [...APPS_QUERY_ARGS],
-      ['--query-compute-apps=gpu_uuid,pid,used_memory', '--format=csv,noheader,nounits'],
-    );
+    assert.deepEqual([...APPS_QUERY_ARGS], ['--query-compute-apps=gpu_uuid,pid,used_memory', '--format=csv,noheader,nounits']);
     assert.ok(Object.isFrozen(GPU_QUERY_ARGS) && Object.isFrozen(APPS_QUERY_ARGS));
   });
 });
@@ -70,7 +76,10 @@ describe('parseGpuQuery', () => {
       utilizationPct: 87,
       simulated: false,
     });
-    assert.deepEqual(gpus.map((g) => g.index), [0, 1, 2, 3, 4, 5, 6, 7]);
+    assert.deepEqual(
+      gpus.map((g) => g.index),
+      [0, 1, 2, 3, 4, 5, 6, 7],
+    );
     assert.equal(new Set(gpus.map((g) => g.uuid)).size, 8);
     for (const gpu of gpus) {
       assert.equal(gpu.name, 'NVIDIA H100 80GB HBM3');
@@ -146,12 +155,15 @@ describe('parseGpuQuery', () => {
   });
 
   test('garbage throws an Error naming the line', BOUND, () => {
-    assert.throws(() => parseGpuQuery('hello world\n'), (err: unknown) => {
-      assert.ok(err instanceof Error);
-      assert.match(err.message, /line 1/);
-      assert.match(err.message, /hello world/);
-      return true;
-    });
+    assert.throws(
+      () => parseGpuQuery('hello world\n'),
+      (err: unknown) => {
+        assert.ok(err instanceof Error);
+        assert.match(err.message, /line 1/);
+        assert.match(err.message, /hello world/);
+        return true;
+      },
+    );
     const secondBad = `${fixture(RTX)}<html>Service Unavailable</html>\n`;
     assert.throws(() => parseGpuQuery(secondBad), /line 2 .*Service Unavailable/);
   });
@@ -325,10 +337,7 @@ describe('queryGpus / queryComputeApps with a fake nvidia-smi', () => {
 
   test('a command that exits 0 after the timeout still counts as timed out', { ...BOUND, skip }, async () => {
     const late = await script('late-smi', `trap '' USR2\nsleep 0.5\nexit 0`);
-    await assert.rejects(
-      runTool(late, [], { timeoutMs: 100, killSignal: 'SIGUSR2', graceMs: 4000 }),
-      /timed out after 100 ms$/,
-    );
+    await assert.rejects(runTool(late, [], { timeoutMs: 100, killSignal: 'SIGUSR2', graceMs: 4000 }), /timed out after 100 ms$/);
   });
 
   test('a file that is not executable rejects', { ...BOUND, skip }, async () => {
@@ -355,7 +364,10 @@ describe('simulatedGpus', () => {
       utilizationPct: 0,
       simulated: true,
     });
-    assert.deepEqual(gpus.map((g) => g.uuid), ['GPU-sim-0', 'GPU-sim-1', 'GPU-sim-2']);
+    assert.deepEqual(
+      gpus.map((g) => g.uuid),
+      ['GPU-sim-0', 'GPU-sim-1', 'GPU-sim-2'],
+    );
     assertValidGpus(gpus);
     assert.equal(simulatedGpus(1, 81920)[0]?.memoryTotalMiB, 81920);
     assert.deepEqual(simulatedGpus(0), []);

@@ -24,7 +24,11 @@ describe('OIP datatypes', () => {
     for (const name of OIP_DATATYPES) assert.equal(datatypeOfDtype(dtypeOfDatatype(name, 'x')), name);
     assert.equal(dtypeOfDatatype('BYTES', 'x'), 'string');
     assert.equal(dtypeOfDatatype('FP32', 'x'), 'float32');
-    throwsCode(() => dtypeOfDatatype('fp32', "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /input 'x': unknown datatype 'fp32' \(use one of BOOL, .*FP32/);
+    throwsCode(
+      () => dtypeOfDatatype('fp32', "input 'x'"),
+      'TROUPE_ERR_BAD_TENSOR',
+      /input 'x': unknown datatype 'fp32' \(use one of BOOL, .*FP32/,
+    );
     throwsCode(() => dtypeOfDatatype('FLOAT32', "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /unknown datatype 'FLOAT32'/);
   });
 
@@ -49,21 +53,41 @@ describe('FP16', () => {
 
 describe('JSON tensor data', () => {
   test('nested and flat data give the same bytes, row-major', () => {
-    const nested = wireFromJson('float32', [2, 2], [[1, 2], [3, 4]], "input 'x'");
+    const nested = wireFromJson(
+      'float32',
+      [2, 2],
+      [
+        [1, 2],
+        [3, 4],
+      ],
+      "input 'x'",
+    );
     const flat = wireFromJson('float32', [2, 2], [1, 2, 3, 4], "input 'x'");
     assert.deepEqual(nested, flat);
     assert.deepEqual([...new Float32Array((flat.data as Uint8Array).slice().buffer)], [1, 2, 3, 4]);
   });
 
   test('element count must match the shape', () => {
-    throwsCode(() => wireFromJson('float32', [1, 64], [1, 2], "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /input 'x': shape \[1,64\] holds 64 elements, "data" has 2/);
+    throwsCode(
+      () => wireFromJson('float32', [1, 64], [1, 2], "input 'x'"),
+      'TROUPE_ERR_BAD_TENSOR',
+      /input 'x': shape \[1,64\] holds 64 elements, "data" has 2/,
+    );
     throwsCode(() => flattenData([1, 2, 3], 2, "input 'x'", '[2]'), 'TROUPE_ERR_BAD_TENSOR', /holds 2 elements, "data" has more than 2/);
     throwsCode(() => flattenData('abc', 2, "input 'x'", '[2]'), 'TROUPE_ERR_BAD_TENSOR', /"data" must be an array/);
   });
 
   test('each element is checked against the datatype', () => {
-    throwsCode(() => wireFromJson('float32', [2], [1, 'a'], "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /data\[1\] is "a", expected a number for datatype FP32/);
-    throwsCode(() => wireFromJson('uint8', [1], [256], "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /expected an integer in \[0, 255\] for datatype UINT8/);
+    throwsCode(
+      () => wireFromJson('float32', [2], [1, 'a'], "input 'x'"),
+      'TROUPE_ERR_BAD_TENSOR',
+      /data\[1\] is "a", expected a number for datatype FP32/,
+    );
+    throwsCode(
+      () => wireFromJson('uint8', [1], [256], "input 'x'"),
+      'TROUPE_ERR_BAD_TENSOR',
+      /expected an integer in \[0, 255\] for datatype UINT8/,
+    );
     throwsCode(() => wireFromJson('int32', [1], [1.5], "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /INT32/);
     throwsCode(() => wireFromJson('bool', [1], [1], "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /expected true or false/);
     throwsCode(() => wireFromJson('int64', [1], [2 ** 60], "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /send larger values as binary data/);
@@ -108,7 +132,11 @@ describe('binary tensor data', () => {
     assert.equal(json.toString(), '{"a":1}');
     assert.deepEqual([...binary], [1, 2, 3]);
     assert.equal(splitInferBody(body, undefined).json.length, body.length);
-    throwsCode(() => splitInferBody(body, '11'), 'TROUPE_ERR_BAD_REQUEST', /Inference-Header-Content-Length is 11 but the body has only 10 bytes/);
+    throwsCode(
+      () => splitInferBody(body, '11'),
+      'TROUPE_ERR_BAD_REQUEST',
+      /Inference-Header-Content-Length is 11 but the body has only 10 bytes/,
+    );
     throwsCode(() => splitInferBody(body, 'abc'), 'TROUPE_ERR_BAD_REQUEST', /must be a whole number of bytes, got 'abc'/);
   });
 
@@ -116,7 +144,11 @@ describe('binary tensor data', () => {
     const reader = new BinaryReader(Buffer.from([1, 2, 3, 4, 5]));
     assert.deepEqual([...reader.take(2, 'a')], [1, 2]);
     throwsCode(() => reader.take(4, "input 'b'"), 'TROUPE_ERR_BAD_REQUEST', /input 'b': binary_data_size is 4 but only 3 bytes/);
-    throwsCode(() => new BinaryReader(Buffer.alloc(0)).take(4, "input 'b'"), 'TROUPE_ERR_BAD_REQUEST', /no binary data \(is Inference-Header-Content-Length set\?\)/);
+    throwsCode(
+      () => new BinaryReader(Buffer.alloc(0)).take(4, "input 'b'"),
+      'TROUPE_ERR_BAD_REQUEST',
+      /no binary data \(is Inference-Header-Content-Length set\?\)/,
+    );
     const rest = new BinaryReader(Buffer.from([1, 2, 3]));
     rest.take(1, 'a');
     throwsCode(() => rest.finish(), 'TROUPE_ERR_BAD_REQUEST', /2 bytes of binary data after/);
@@ -145,7 +177,15 @@ describe('inference requests and responses', () => {
     const request = InferRequestSchema.parse({
       id: '42',
       inputs: [
-        { name: 'a', shape: [2, 2], datatype: 'FP32', data: [[1, 2], [3, 4]] },
+        {
+          name: 'a',
+          shape: [2, 2],
+          datatype: 'FP32',
+          data: [
+            [1, 2],
+            [3, 4],
+          ],
+        },
         { name: 'b', shape: [4], datatype: 'FP32', parameters: { binary_data_size: 16 } },
       ],
       outputs: [{ name: 'y' }],
@@ -161,17 +201,53 @@ describe('inference requests and responses', () => {
 
   test('bad requests name the input and the problem', () => {
     const parse = (inputs: unknown[], binary = Buffer.alloc(0)) => decodeInferRequest(InferRequestSchema.parse({ inputs }), binary);
-    throwsCode(() => parse([{ name: 'a', shape: [1], datatype: 'FP32' }]), 'TROUPE_ERR_BAD_REQUEST', /input 'a' has neither "data" nor parameters.binary_data_size/);
-    throwsCode(() => parse([{ name: 'a', shape: [1], datatype: 'FP32', data: [1], parameters: { binary_data_size: 4 } }]), 'TROUPE_ERR_BAD_REQUEST', /both/);
-    throwsCode(() => parse([{ name: 'a', shape: [-1], datatype: 'FP32', data: [] }]), 'TROUPE_ERR_BAD_TENSOR', /dims must be integers >= 0/);
-    throwsCode(() => parse([{ name: 'a', shape: [2], datatype: 'FP32', parameters: { binary_data_size: 4 } }], Buffer.alloc(4)), 'TROUPE_ERR_BAD_TENSOR', /float32\[2\] needs 8 bytes, got 4/);
-    throwsCode(() => parse([{ name: 'a', shape: [1], datatype: 'FP32', parameters: { binary_data_size: -4 } }]), 'TROUPE_ERR_BAD_REQUEST', /binary_data_size must be a whole number/);
-    throwsCode(() => parse([{ name: 'a', shape: [1], datatype: 'FP32', data: [1] }, { name: 'a', shape: [1], datatype: 'FP32', data: [1] }]), 'TROUPE_ERR_BAD_INPUT', /given twice/);
-    assert.equal(decodeInferRequest(InferRequestSchema.parse({ inputs: [], parameters: { timeout: 999 } }), Buffer.alloc(0)).timeoutMs, 0, 'under a millisecond is already spent');
+    throwsCode(
+      () => parse([{ name: 'a', shape: [1], datatype: 'FP32' }]),
+      'TROUPE_ERR_BAD_REQUEST',
+      /input 'a' has neither "data" nor parameters.binary_data_size/,
+    );
+    throwsCode(
+      () => parse([{ name: 'a', shape: [1], datatype: 'FP32', data: [1], parameters: { binary_data_size: 4 } }]),
+      'TROUPE_ERR_BAD_REQUEST',
+      /both/,
+    );
+    throwsCode(
+      () => parse([{ name: 'a', shape: [-1], datatype: 'FP32', data: [] }]),
+      'TROUPE_ERR_BAD_TENSOR',
+      /dims must be integers >= 0/,
+    );
+    throwsCode(
+      () => parse([{ name: 'a', shape: [2], datatype: 'FP32', parameters: { binary_data_size: 4 } }], Buffer.alloc(4)),
+      'TROUPE_ERR_BAD_TENSOR',
+      /float32\[2\] needs 8 bytes, got 4/,
+    );
+    throwsCode(
+      () => parse([{ name: 'a', shape: [1], datatype: 'FP32', parameters: { binary_data_size: -4 } }]),
+      'TROUPE_ERR_BAD_REQUEST',
+      /binary_data_size must be a whole number/,
+    );
+    throwsCode(
+      () =>
+        parse([
+          { name: 'a', shape: [1], datatype: 'FP32', data: [1] },
+          { name: 'a', shape: [1], datatype: 'FP32', data: [1] },
+        ]),
+      'TROUPE_ERR_BAD_INPUT',
+      /given twice/,
+    );
+    assert.equal(
+      decodeInferRequest(InferRequestSchema.parse({ inputs: [], parameters: { timeout: 999 } }), Buffer.alloc(0)).timeoutMs,
+      0,
+      'under a millisecond is already spent',
+    );
   });
 
   test('binary_data on an output overrides binary_data_output on the request', () => {
-    const request = InferRequestSchema.parse({ inputs: [], parameters: { binary_data_output: true }, outputs: [{ name: 'a', parameters: { binary_data: false } }, { name: 'b' }] });
+    const request = InferRequestSchema.parse({
+      inputs: [],
+      parameters: { binary_data_output: true },
+      outputs: [{ name: 'a', parameters: { binary_data: false } }, { name: 'b' }],
+    });
     assert.equal(wantsBinary(request, 'a'), false);
     assert.equal(wantsBinary(request, 'b'), true);
     assert.equal(wantsBinary(InferRequestSchema.parse({ inputs: [] }), 'b'), false);
@@ -190,12 +266,20 @@ describe('inference requests and responses', () => {
         { name: 's', datatype: 'BYTES', shape: [1], data: ['hi'] },
       ],
     });
-    const binary = encodeInferResponse('m', InferRequestSchema.parse({ inputs: [], parameters: { binary_data_output: true } }), outputs, ['y', 's']);
+    const binary = encodeInferResponse('m', InferRequestSchema.parse({ inputs: [], parameters: { binary_data_output: true } }), outputs, [
+      'y',
+      's',
+    ]);
     assert.equal(binary.contentType, 'application/octet-stream');
     const body = binary.body as Buffer;
-    const head = JSON.parse(body.subarray(0, binary.headerLength).toString()) as { outputs: { parameters: { binary_data_size: number } }[] };
+    const head = JSON.parse(body.subarray(0, binary.headerLength).toString()) as {
+      outputs: { parameters: { binary_data_size: number } }[];
+    };
     assert.equal('id' in head, false, 'no id when the request had none');
-    assert.deepEqual(head.outputs.map((o) => o.parameters.binary_data_size), [16, 6]);
+    assert.deepEqual(
+      head.outputs.map((o) => o.parameters.binary_data_size),
+      [16, 6],
+    );
     assert.deepEqual(body.subarray(binary.headerLength!, binary.headerLength! + 16), xBytes);
     assert.deepEqual(decodeBytesElements(body.subarray(binary.headerLength! + 16), 1, 's'), ['hi']);
   });

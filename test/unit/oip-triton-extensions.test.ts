@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { deflateRawSync, deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
-import { MIN_COMPRESSED_BYTES, decodeBody, encodeBody, isEncoded, responseCoding, responseCodingFor, unsupportedCoding } from '../../runtime/oip/content-coding.js';
+import {
+  MIN_COMPRESSED_BYTES,
+  decodeBody,
+  encodeBody,
+  isEncoded,
+  responseCoding,
+  responseCodingFor,
+  unsupportedCoding,
+} from '../../runtime/oip/content-coding.js';
 import type { InferTarget } from '../../runtime/oip/infer-backend.js';
 import { classCounts, classify, classifyOutputs, printfFixed6 } from '../../runtime/oip/classification.js';
 import { InferRequestSchema } from '../../runtime/oip/codec.js';

@@ -29,7 +29,9 @@ test('over plain HTTP, a server that only speaks WebSocket is reached with a Web
     const got = new Promise<Buffer>((resolve) => server.once('message', (data: Buffer) => resolve(data)));
     transport.send([Buffer.from('ab'), Buffer.from('cd')]);
     assert.equal((await got).toString(), 'abcd', 'the parts of one frame arrive as one message');
-    const back = new Promise<Buffer>((resolve) => transport.start({ frame: (bytes) => resolve(bytes), refused: () => assert.fail('refused'), closed: () => {} }));
+    const back = new Promise<Buffer>((resolve) =>
+      transport.start({ frame: (bytes) => resolve(bytes), refused: () => assert.fail('refused'), closed: () => {} }),
+    );
     server.send(Buffer.from('pong'));
     assert.equal((await back).toString(), 'pong');
     transport.terminate();

@@ -27,7 +27,15 @@ test('a restarted agent kills the actors its previous run left, and only those',
   const orphan = sleeper({ TROUPE_ACTOR_ID: 'a1' });
   const stranger = sleeper({ TROUPE_ACTOR_ID: 'someone-else' });
   // A process whose parent is a live agent (its command line says so) is not an orphan.
-  const agentLike = spawn(process.execPath, ['-e', `require('child_process').spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { env: { ...process.env, TROUPE_ACTOR_ID: 'a3' }, stdio: 'ignore' }); setInterval(() => {}, 1000)`, 'agent'], { stdio: 'ignore' });
+  const agentLike = spawn(
+    process.execPath,
+    [
+      '-e',
+      `require('child_process').spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { env: { ...process.env, TROUPE_ACTOR_ID: 'a3' }, stdio: 'ignore' }); setInterval(() => {}, 1000)`,
+      'agent',
+    ],
+    { stdio: 'ignore' },
+  );
   started.push(agentLike.pid!);
   const child = await waitFor('the agent-like process to start its actor', async () => {
     const { readFile } = await import('node:fs/promises');
@@ -46,7 +54,7 @@ test('a restarted agent kills the actors its previous run left, and only those',
   assert.deepEqual(killed, [orphan]);
   await waitFor('the orphan to exit', () => !isAlive(orphan), 5000);
   assert.ok(isAlive(stranger), 'a process with another actor id (a recycled pid) is left alone');
-  assert.ok(isAlive(child), "an actor whose agent is alive is left alone");
+  assert.ok(isAlive(child), 'an actor whose agent is alive is left alone');
 });
 
 test('a missing or corrupt ledger kills nothing', async () => {

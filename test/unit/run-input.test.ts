@@ -11,7 +11,10 @@ describe('run inputs', () => {
       [new BigInt64Array(2), /tensor\('int64', \[1, 2\], data\)/],
     ];
     for (const [value, message] of cases) {
-      assert.throws(() => asTensor('x', value), (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_BAD_INPUT' && message.test(err.message));
+      assert.throws(
+        () => asTensor('x', value),
+        (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_BAD_INPUT' && message.test(err.message),
+      );
     }
   });
 

@@ -31,7 +31,14 @@ function node(name: string, gpus: number, cpus = 8): NodeRecord {
 }
 
 /** Places `replicas` actors one after the other, as the controller does, and says where each went. */
-function deploy(nodes: NodeRecord[], actors: ActorRecord[], deployment: string, replicas: number, req: ResourceRequest, strategy: Strategy): string[] {
+function deploy(
+  nodes: NodeRecord[],
+  actors: ActorRecord[],
+  deployment: string,
+  replicas: number,
+  req: ResourceRequest,
+  strategy: Strategy,
+): string[] {
   const where: string[] = [];
   for (let i = 0; i < replicas; i++) {
     const placed = place(req, deployment, nodes, actors, strategy);

@@ -22,7 +22,13 @@ describe('graphDag: a graph plan as boxes and arrows for the status page', () =>
     assert.deepEqual(edges(dag), ['a -> f', 'b -> outputs', 'f -> b', 'inputs -> a'].sort());
     assert.deepEqual(
       dag.nodes.map((n) => [n.kind, n.label, n.deployment ?? null]),
-      [['input', 'inputs', null], ['model', 'a', 'a'], ['fn', 'f', 'f'], ['model', 'b', 'b'], ['output', 'outputs', null]],
+      [
+        ['input', 'inputs', null],
+        ['model', 'a', 'a'],
+        ['fn', 'f', 'f'],
+        ['model', 'b', 'b'],
+        ['output', 'outputs', null],
+      ],
     );
     assert.deepEqual(dag.groups, [], 'the root is the drawing itself, not a box in it');
   });
@@ -32,23 +38,54 @@ describe('graphDag: a graph plan as boxes and arrows for the status page', () =>
     const dag = dagOf(pipeline('scorer', [model('enc', { path: 'enc.onnx' }), vote]));
     assert.deepEqual(
       edges(dag),
-      ['enc -> m1', 'enc -> m2', 'inputs -> enc', 'm1 -> weighted mean (0.7, 0.3)', 'm2 -> weighted mean (0.7, 0.3)', 'weighted mean (0.7, 0.3) -> outputs'].sort(),
+      [
+        'enc -> m1',
+        'enc -> m2',
+        'inputs -> enc',
+        'm1 -> weighted mean (0.7, 0.3)',
+        'm2 -> weighted mean (0.7, 0.3)',
+        'weighted mean (0.7, 0.3) -> outputs',
+      ].sort(),
     );
-    assert.deepEqual(dag.groups.map((g) => g.label), ['ensemble vote']);
+    assert.deepEqual(
+      dag.groups.map((g) => g.label),
+      ['ensemble vote'],
+    );
     const group = dag.groups[0]!.id;
-    assert.deepEqual(dag.nodes.filter((n) => n.group === group).map((n) => n.label).sort(), ['m1', 'm2', 'weighted mean (0.7, 0.3)']);
+    assert.deepEqual(
+      dag.nodes
+        .filter((n) => n.group === group)
+        .map((n) => n.label)
+        .sort(),
+      ['m1', 'm2', 'weighted mean (0.7, 0.3)'],
+    );
   });
 
   test('a fn combine step is a box calling its deployment; a data-parallel step sits between a split and a concat', () => {
     const dag = dagOf(
-      dataParallel('bulk', ensemble('both', [model('m1', { path: 'm1.onnx' }), model('m2', { path: 'm2.onnx' })], { combine: fn('join', 'm.js#join') }), { chunk: 32 }),
+      dataParallel(
+        'bulk',
+        ensemble('both', [model('m1', { path: 'm1.onnx' }), model('m2', { path: 'm2.onnx' })], { combine: fn('join', 'm.js#join') }),
+        { chunk: 32 },
+      ),
     );
     assert.deepEqual(
       edges(dag),
-      ['concat chunks -> outputs', 'inputs -> split: 32 rows a chunk', 'join -> concat chunks', 'm1 -> join', 'm2 -> join', 'split: 32 rows a chunk -> m1', 'split: 32 rows a chunk -> m2'].sort(),
+      [
+        'concat chunks -> outputs',
+        'inputs -> split: 32 rows a chunk',
+        'join -> concat chunks',
+        'm1 -> join',
+        'm2 -> join',
+        'split: 32 rows a chunk -> m1',
+        'split: 32 rows a chunk -> m2',
+      ].sort(),
     );
     assert.equal(dag.nodes.find((n) => n.label === 'join')?.deployment, 'join');
-    assert.deepEqual(dag.groups.map((g) => g.label), ['ensemble both']);
+    assert.deepEqual(
+      dag.groups.map((g) => g.label),
+      ['ensemble both'],
+    );
   });
 
   test('a step used twice is drawn twice, once per call', () => {

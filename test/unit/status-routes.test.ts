@@ -41,7 +41,13 @@ describe('status page routes: assets, and who may read the stream', () => {
   });
 
   test('asset names cannot leave the asset folders', async () => {
-    for (const url of ['/status/assets/app/../index.js', '/status/assets/app/..%2fsession.js', '/status/assets/../../package.json', '/status/assets/app/missing.js', '/status/assets/vendor/other.js']) {
+    for (const url of [
+      '/status/assets/app/../index.js',
+      '/status/assets/app/..%2fsession.js',
+      '/status/assets/../../package.json',
+      '/status/assets/app/missing.js',
+      '/status/assets/vendor/other.js',
+    ]) {
       const res = await open.inject({ method: 'GET', url });
       assert.equal(res.statusCode, 404, url);
       assert.doesNotMatch(res.body, /"name"|import |export /, `${url} gave no file`);
@@ -68,14 +74,30 @@ describe('status page routes: assets, and who may read the stream', () => {
     assert.match(cookie, /^troupe_status=[^;]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+$/);
     assert.ok(!cookie.includes(TOKEN), 'the cookie does not carry the token');
     const session = cookie.split(';')[0]!;
-    assert.deepEqual((await guarded.inject({ method: 'GET', url: '/status/session', headers: { cookie: session } })).json(), { required: true, authorized: true });
-    assert.deepEqual((await guarded.inject({ method: 'GET', url: '/status/session', headers: { cookie: 'troupe_status=forged' } })).json(), { required: true, authorized: false });
-    assert.deepEqual((await guarded.inject({ method: 'GET', url: '/status/session', headers: { authorization: `Bearer ${TOKEN}` } })).json(), { required: true, authorized: true });
-    assert.deepEqual((await guarded.inject({ method: 'GET', url: '/status/session', headers: { authorization: 'Bearer nope', cookie: session } })).json(), { required: true, authorized: false }, 'a wrong token is refused even with a good cookie');
+    assert.deepEqual((await guarded.inject({ method: 'GET', url: '/status/session', headers: { cookie: session } })).json(), {
+      required: true,
+      authorized: true,
+    });
+    assert.deepEqual(
+      (await guarded.inject({ method: 'GET', url: '/status/session', headers: { cookie: 'troupe_status=forged' } })).json(),
+      { required: true, authorized: false },
+    );
+    assert.deepEqual(
+      (await guarded.inject({ method: 'GET', url: '/status/session', headers: { authorization: `Bearer ${TOKEN}` } })).json(),
+      { required: true, authorized: true },
+    );
+    assert.deepEqual(
+      (await guarded.inject({ method: 'GET', url: '/status/session', headers: { authorization: 'Bearer nope', cookie: session } })).json(),
+      { required: true, authorized: false },
+      'a wrong token is refused even with a good cookie',
+    );
 
     const out = await guarded.inject({ method: 'POST', url: '/status/logout', headers: { cookie: session } });
     assert.match(String(out.headers['set-cookie']), /Max-Age=0/);
-    assert.deepEqual((await guarded.inject({ method: 'GET', url: '/status/session', headers: { cookie: session } })).json(), { required: true, authorized: false });
+    assert.deepEqual((await guarded.inject({ method: 'GET', url: '/status/session', headers: { cookie: session } })).json(), {
+      required: true,
+      authorized: false,
+    });
   });
 
   test('the page never contains the token', async () => {

@@ -6,21 +6,51 @@ import { ClusterSampler } from '../../head/status/sampler.js';
 import { ClusterState } from '../../head/state/cluster-state.js';
 import type { ActorRecord, DeploymentRecord, NodeRecord } from '../../head/state/records.js';
 
-const stats = (batches: number, rows: number, computeMs = 0, queued = 0): ActorStats => ({ calls: rows, batches, rows, expired: 0, failed: 0, computeMs, queueMs: 0, queued });
+const stats = (batches: number, rows: number, computeMs = 0, queued = 0): ActorStats => ({
+  calls: rows,
+  batches,
+  rows,
+  expired: 0,
+  failed: 0,
+  computeMs,
+  queueMs: 0,
+  queued,
+});
 
 /** A cluster with one node (one simulated GPU) and one deployment of one actor on it: only the fields the sampler reads. */
 function cluster() {
   const state = new ClusterState();
-  const node = { id: 'n1', name: 'node-a', state: 'ALIVE', resources: { cpus: 4, memoryBytes: 0, gpus: [{ index: 0, uuid: 'GPU-sim-0', name: 'Simulated GPU', memoryTotalMiB: 16384, memoryUsedMiB: 0, utilizationPct: 0, simulated: true }] } } as unknown as NodeRecord;
+  const node = {
+    id: 'n1',
+    name: 'node-a',
+    state: 'ALIVE',
+    resources: {
+      cpus: 4,
+      memoryBytes: 0,
+      gpus: [
+        { index: 0, uuid: 'GPU-sim-0', name: 'Simulated GPU', memoryTotalMiB: 16384, memoryUsedMiB: 0, utilizationPct: 0, simulated: true },
+      ],
+    },
+  } as unknown as NodeRecord;
   state.nodes.set(node.id, node);
-  const actor = { id: 'a1', name: 'mlp#0', deployment: 'mlp', state: 'READY', nodeId: 'n1', gpus: [0], gpuShare: 0.5, pid: 100, stats: null } as unknown as ActorRecord;
+  const actor = {
+    id: 'a1',
+    name: 'mlp#0',
+    deployment: 'mlp',
+    state: 'READY',
+    nodeId: 'n1',
+    gpus: [0],
+    gpuShare: 0.5,
+    pid: 100,
+    stats: null,
+  } as unknown as ActorRecord;
   const dispatcher = { queued: 0 };
   const deployment = { spec: { name: 'mlp' }, actors: [actor], dispatcher, stats: new DeploymentStats() } as unknown as DeploymentRecord;
   state.deployments.set('mlp', deployment);
   return { state, actor, dispatcher, deployment };
 }
 
-describe('ClusterSampler: per-second series from the head\'s running totals', () => {
+describe("ClusterSampler: per-second series from the head's running totals", () => {
   test('requests/s from calls finished in the interval, p50/p99 of those calls only, queue in the head and the actors', () => {
     const { state, actor, dispatcher, deployment } = cluster();
     const sampler = new ClusterSampler(state);
@@ -40,7 +70,7 @@ describe('ClusterSampler: per-second series from the head\'s running totals', ()
     assert.equal(s.latest('p50|mlp'), null, 'no call finished: no latency, rather than an old one');
   });
 
-  test('mean batch size from the actors\' report deltas; a report counts once; a restarted process counts from zero', () => {
+  test("mean batch size from the actors' report deltas; a report counts once; a restarted process counts from zero", () => {
     const { state, actor } = cluster();
     const sampler = new ClusterSampler(state);
     const batch = () => sampler.store.latest('batch|mlp');
@@ -55,13 +85,13 @@ describe('ClusterSampler: per-second series from the head\'s running totals', ()
     // The process crashed: its last report stays on the record while the next one starts.
     actor.pid = 200;
     sampler.record(4000);
-    assert.equal(batch(), null, 'the dead process\'s totals are not counted again');
+    assert.equal(batch(), null, "the dead process's totals are not counted again");
     actor.stats = stats(1, 6);
     sampler.record(5000);
-    assert.equal(batch(), 6, 'the new process\'s first report counts whole');
+    assert.equal(batch(), 6, "the new process's first report counts whole");
   });
 
-  test('a simulated GPU\'s utilisation is the share of the interval its actors spent computing', () => {
+  test("a simulated GPU's utilisation is the share of the interval its actors spent computing", () => {
     const { state, actor } = cluster();
     const sampler = new ClusterSampler(state);
     actor.stats = stats(1, 1, 0);

@@ -15,7 +15,10 @@ test('the pool cuts regions into power-of-two slots, reuses a given-back slot, a
   assert.ok(slots.every((s) => s !== undefined));
   const region = slots[0]!.region;
   assert.equal(region.slotBytes, MiB, '588 KiB rounds up to 1 MiB');
-  assert.ok(slots.every((s) => s!.region === region), 'one region while it has free slots');
+  assert.ok(
+    slots.every((s) => s!.region === region),
+    'one region while it has free slots',
+  );
   const offsets = new Set(slots.map((s) => s!.offset));
   assert.equal(offsets.size, 32, 'no slot handed out twice');
   for (const s of slots) assert.equal(s!.offset % 64, 0, 'slots are aligned for every dtype');

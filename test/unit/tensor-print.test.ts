@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import { inspect } from 'node:util';
 import { fromWire, mapFromWire, tensor, toWire } from '../../runtime/internal.js';
 
-const logits = () => tensor('float32', [1, 10], Float32Array.from([-0.08271, 0.0819, -0.5338, -0.487, 0.1469, -0.6298, -0.286, -0.4308, 0.3237, -0.2569]));
+const logits = () =>
+  tensor('float32', [1, 10], Float32Array.from([-0.08271, 0.0819, -0.5338, -0.487, 0.1469, -0.6298, -0.286, -0.4308, 0.3237, -0.2569]));
 const SHOWN = 'float32[1,10] [-0.08271, 0.0819, -0.5338, -0.487, 0.1469, -0.6298, -0.286, -0.4308, …] (10 values)';
 
 test('a tensor prints its dtype, shape and first values: String(), templates, console.log', () => {

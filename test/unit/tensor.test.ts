@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DTYPES, DTYPE_NAMES, checkWire, decodeFrame, encodeFrame, encodeFrameParts, fromWire, tensor, toWire } from '../../runtime/internal.js';
+import {
+  DTYPES,
+  DTYPE_NAMES,
+  checkWire,
+  decodeFrame,
+  encodeFrame,
+  encodeFrameParts,
+  fromWire,
+  tensor,
+  toWire,
+} from '../../runtime/internal.js';
 import type { DType, TypedArray, WireTensor } from '../../runtime/internal.js';
 
 const samples: Record<DType, () => ReturnType<typeof tensor>> = {

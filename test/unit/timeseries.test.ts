@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { SeriesStore } from '../../head/state/timeseries.js';
 
-describe('SeriesStore: the head\'s in-memory time series', () => {
+describe("SeriesStore: the head's in-memory time series", () => {
   test('since() gives only the samples after a sequence number, with null where a series had no value', () => {
     const store = new SeriesStore(10);
     store.record(1000, { 'rps|a': 1 });

@@ -43,7 +43,9 @@ function device(a: StatusActor): string {
 
 /** Text a filter matches against: what the row shows. */
 function haystack(a: StatusActor): string {
-  return [a.name, a.deployment, a.state, a.reason ?? '', a.node ?? '', device(a), a.pid ?? '', a.lastError?.message ?? ''].join(' ').toLowerCase();
+  return [a.name, a.deployment, a.state, a.reason ?? '', a.node ?? '', device(a), a.pid ?? '', a.lastError?.message ?? '']
+    .join(' ')
+    .toLowerCase();
 }
 
 /** The actors table: click a header to sort (again to reverse); filter by text and by state. */
@@ -87,28 +89,52 @@ export class ActorsTable {
     const head = COLUMNS.map((c) => {
       const active = c.key === this.#sort;
       const arrow = active ? (this.#descending ? ' ▼' : ' ▲') : '';
-      return html`<th data-sort="${c.key}" class="sortable${c.numeric ? ' num' : ''}${active ? ' sorted' : ''}" title="${c.title ?? `sort by ${c.label.toLowerCase()}`}" aria-sort="${active ? (this.#descending ? 'descending' : 'ascending') : 'none'}">${c.label}${arrow}</th>`;
+      return html`<th
+        data-sort="${c.key}"
+        class="sortable${c.numeric ? ' num' : ''}${active ? ' sorted' : ''}"
+        title="${c.title ?? `sort by ${c.label.toLowerCase()}`}"
+        aria-sort="${active ? (this.#descending ? 'descending' : 'ascending') : 'none'}"
+      >
+        ${c.label}${arrow}
+      </th>`;
     });
     const rows = shown.map(
-      (a) => html`<tr data-actor="${a.name}" data-actor-id="${a.id}" data-state="${a.state}" data-pid="${a.pid ?? ''}">
-        <td><strong>${a.name}</strong></td>
-        <td>${a.deployment}</td>
-        <td class="state-cell">${badge(a.state)}${a.reason && a.state !== 'READY' ? html`<div class="reason" title="${a.reason}">${a.reason.split('\n')[0]}</div>` : ''}</td>
-        <td>${a.node ?? '–'}</td>
-        <td class="mono small">${device(a)}</td>
-        <td class="num mono">${a.pid ?? '–'}</td>
-        <td class="num${a.restarts > 0 ? ' warn' : ''}">${a.restarts}</td>
-        <td class="num">${a.queued}</td>
-        <td class="num">${a.inFlight}</td>
-        <td class="num">${a.calls.toLocaleString('en-US')}</td>
-        <td class="last-error">${a.lastError ? html`<span class="muted small">${fmtAgo(a.lastError.time, now)}</span> <span class="reason" title="${a.lastError.message}">${a.lastError.message.split('\n')[0]}</span>` : html`<span class="muted">–</span>`}</td>
-      </tr>`,
+      (a) =>
+        html`<tr data-actor="${a.name}" data-actor-id="${a.id}" data-state="${a.state}" data-pid="${a.pid ?? ''}">
+          <td><strong>${a.name}</strong></td>
+          <td>${a.deployment}</td>
+          <td class="state-cell">
+            ${badge(a.state)}${a.reason && a.state !== 'READY' ? html`<div class="reason" title="${a.reason}">${a.reason.split('\n')[0]}</div>` : ''}
+          </td>
+          <td>${a.node ?? '–'}</td>
+          <td class="mono small">${device(a)}</td>
+          <td class="num mono">${a.pid ?? '–'}</td>
+          <td class="num${a.restarts > 0 ? ' warn' : ''}">${a.restarts}</td>
+          <td class="num">${a.queued}</td>
+          <td class="num">${a.inFlight}</td>
+          <td class="num">${a.calls.toLocaleString('en-US')}</td>
+          <td class="last-error">
+            ${a.lastError ? html`<span class="muted small">${fmtAgo(a.lastError.time, now)}</span> <span class="reason" title="${a.lastError.message}">${a.lastError.message.split('\n')[0]}</span>` : html`<span class="muted">–</span>`}
+          </td>
+        </tr>`,
     );
     const empty = actors.length === 0 ? 'No actors yet.' : 'No actor matches the filter.';
     return html`<table class="grid-table actors">
-      <thead><tr>${head}</tr></thead>
-      <tbody>${rows.length > 0 ? rows : html`<tr><td colspan="${COLUMNS.length}" class="empty-note">${empty}</td></tr>`}</tbody>
-    </table>
-    <div class="muted small table-foot">${shown.length} of ${actors.length} actor${actors.length === 1 ? '' : 's'}</div>`;
+        <thead>
+          <tr>
+            ${head}
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            rows.length > 0
+              ? rows
+              : html`<tr>
+                  <td colspan="${COLUMNS.length}" class="empty-note">${empty}</td>
+                </tr>`
+          }
+        </tbody>
+      </table>
+      <div class="muted small table-foot">${shown.length} of ${actors.length} actor${actors.length === 1 ? '' : 's'}</div>`;
   }
 }

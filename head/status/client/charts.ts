@@ -147,7 +147,12 @@ function latest(values: ArrayLike<number | null | undefined> | undefined): numbe
   return null;
 }
 
-const AXIS = { stroke: '#57606a', font: '11px system-ui, sans-serif', grid: { stroke: '#eceff3', width: 1 }, ticks: { stroke: '#d0d7de', width: 1, size: 4 } };
+const AXIS = {
+  stroke: '#57606a',
+  font: '11px system-ui, sans-serif',
+  grid: { stroke: '#eceff3', width: 1 },
+  ticks: { stroke: '#d0d7de', width: 1, size: 4 },
+};
 
 /** One uPlot chart in its card; rebuilt when its set of lines changes, otherwise only fed new data. */
 export class Chart {
@@ -204,20 +209,18 @@ export class Chart {
       ],
       series: [
         { value: (_u, v) => (v === null ? '–' : clock(v)) },
-        ...lines.map(
-          (l): uPlot.Series => ({
-            label: l.label,
-            stroke: colourOf(l.subject),
-            width: 2,
-            ...(l.dash ? { dash: l.dash } : {}),
-            points: { show: false },
-            spanGaps: this.#spec.spanGaps ?? false,
-            value: (u, v, si, idx) => {
-              const shown = idx === null ? latest(u.data[si]) : v;
-              return shown === null || shown === undefined ? '–' : fmt(shown);
-            },
-          }),
-        ),
+        ...lines.map((l): uPlot.Series => ({
+          label: l.label,
+          stroke: colourOf(l.subject),
+          width: 2,
+          ...(l.dash ? { dash: l.dash } : {}),
+          points: { show: false },
+          spanGaps: this.#spec.spanGaps ?? false,
+          value: (u, v, si, idx) => {
+            const shown = idx === null ? latest(u.data[si]) : v;
+            return shown === null || shown === undefined ? '–' : fmt(shown);
+          },
+        })),
       ],
     };
   }

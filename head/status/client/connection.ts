@@ -29,7 +29,8 @@ export class HeadLink {
     this.#onSnapshot = onSnapshot;
     this.#onState = onState;
     this.#watchdog = window.setInterval(() => {
-      if (this.#source && this.#lastMessage > 0 && Date.now() - this.#lastMessage > STALE_MS) this.#dropped('no update from the head for 5 s');
+      if (this.#source && this.#lastMessage > 0 && Date.now() - this.#lastMessage > STALE_MS)
+        this.#dropped('no update from the head for 5 s');
     }, 1000);
   }
 
@@ -39,7 +40,12 @@ export class HeadLink {
 
   /** Sends the cluster token once; the head answers with a session cookie the page cannot read. */
   async login(token: string): Promise<void> {
-    const res = await fetch('/status/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }), credentials: 'same-origin' });
+    const res = await fetch('/status/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token }),
+      credentials: 'same-origin',
+    });
     if (res.ok) {
       void this.#connect();
       return;

@@ -26,12 +26,14 @@ const LABELS: Record<string, string> = {
 export function renderEvents(events: StatusEvent[], filter: string): Html {
   const needle = filter.trim().toLowerCase();
   const shown = events.filter((e) => needle === '' || `${e.kind} ${e.message}`.toLowerCase().includes(needle)).reverse();
-  if (shown.length === 0) return html`<li class="empty-note">${events.length === 0 ? 'Nothing has happened yet.' : 'No event matches the filter.'}</li>`;
+  if (shown.length === 0)
+    return html`<li class="empty-note">${events.length === 0 ? 'Nothing has happened yet.' : 'No event matches the filter.'}</li>`;
   return html`${shown.map(
-    (e) => html`<li class="event kind-${e.kind}" data-kind="${e.kind}">
-      <time class="mono muted" datetime="${new Date(e.time).toISOString()}">${fmtClock(e.time)}</time>
-      <span class="event-kind">${LABELS[e.kind] ?? e.kind}</span>
-      <span class="event-message" title="${e.message}">${e.message}</span>
-    </li>`,
+    (e) =>
+      html`<li class="event kind-${e.kind}" data-kind="${e.kind}">
+        <time class="mono muted" datetime="${new Date(e.time).toISOString()}">${fmtClock(e.time)}</time>
+        <span class="event-kind">${LABELS[e.kind] ?? e.kind}</span>
+        <span class="event-message" title="${e.message}">${e.message}</span>
+      </li>`,
   )}`;
 }

@@ -90,7 +90,9 @@ function stepBox(n: DagNode, b: Box, deployments: Map<string, StatusDeployment>,
     <text class="step-kind" x="${b.x + b.width - 10}" y="${b.y + 18}" text-anchor="end">${n.kind}</text>
     ${replicaDots(reps, x + 4, b.y + 33)}
     <text class="step-line" x="${x + Math.max(1, reps.length) * 11 + 2}" y="${b.y + 37}">${ready}/${d?.replicas ?? reps.length} ready</text>
-    <text class="step-line" x="${x}" y="${b.y + 54}">${d ? `${fmtNumber(d.rps)} req/s · batch ${d.meanBatch === null ? '–' : d.meanBatch.toFixed(1)}` : '–'}</text>
+    <text class="step-line" x="${x}" y="${b.y + 54}"
+      >${d ? `${fmtNumber(d.rps)} req/s · batch ${d.meanBatch === null ? '–' : d.meanBatch.toFixed(1)}` : '–'}</text
+    >
     <text class="step-line" x="${x}" y="${b.y + 70}">${d ? `p50 ${fmtMs(d.p50Ms)} · p99 ${fmtMs(d.p99Ms)}` : ''}</text>
   </g>`;
 }
@@ -100,33 +102,53 @@ function graphSvg(graph: StatusGraph, index: number, deployments: Map<string, St
   const arrow = `arrow-${index}`;
   const groups = graph.dag.groups.map((gr) => {
     const b = l.groups.get(gr.id)!;
-    return html`<g class="dag-group"><rect x="${b.x}" y="${b.y}" width="${b.width}" height="${b.height}" rx="9"></rect><text x="${b.x + 9}" y="${b.y + 16}">${gr.label}</text></g>`;
+    return html`<g class="dag-group"
+      ><rect x="${b.x}" y="${b.y}" width="${b.width}" height="${b.height}" rx="9"></rect
+      ><text x="${b.x + 9}" y="${b.y + 16}">${gr.label}</text></g
+    >`;
   });
   const edges = l.edges.map((e) => {
     const d = e.points.map((p, i) => `${i === 0 ? 'M' : 'L'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ');
     return html`<path class="dag-edge" d="${d}" marker-end="url(#${arrow})"></path>`;
   });
   const nodes = graph.dag.nodes.map((n) => stepBox(n, l.nodes.get(n.id)!, deployments, actors));
-  return html`<svg class="dag" data-graph="${graph.name}" viewBox="0 0 ${l.width} ${l.height}" width="${l.width}" height="${l.height}" style="max-width:100%;height:auto" role="img" aria-label="graph ${graph.name}">
-    <defs><marker id="${arrow}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"></path></marker></defs>
+  return html`<svg
+    class="dag"
+    data-graph="${graph.name}"
+    viewBox="0 0 ${l.width} ${l.height}"
+    width="${l.width}"
+    height="${l.height}"
+    style="max-width:100%;height:auto"
+    role="img"
+    aria-label="graph ${graph.name}"
+  >
+    <defs>
+      <marker id="${arrow}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+        <path d="M0,0 L10,5 L0,10 z"></path>
+      </marker>
+    </defs>
     ${groups}${edges}${nodes}
   </svg>`;
 }
 
 export function renderGraphs(graphs: StatusGraph[], deployments: StatusDeployment[], actors: StatusActor[]): Html {
-  if (graphs.length === 0) return html`<p class="empty-note">No graph is deployed. Graphs (pipelines, ensembles, data-parallel steps) deployed with the SDK or the HTTP API are drawn here.</p>`;
+  if (graphs.length === 0)
+    return html`<p class="empty-note">
+      No graph is deployed. Graphs (pipelines, ensembles, data-parallel steps) deployed with the SDK or the HTTP API are drawn here.
+    </p>`;
   const byName = new Map(deployments.map((d) => [d.name, d]));
   const byDeployment = new Map<string, StatusActor[]>();
   for (const a of actors) byDeployment.set(a.deployment, [...(byDeployment.get(a.deployment) ?? []), a]);
   return html`${graphs.map(
-    (g, i) => html`<article class="card graph-card" data-graph-card="${g.name}">
-      <header class="card-head">
-        <h3>${g.name}</h3>
-        <span class="tag">${g.kind}</span>
-        <span class="muted">${g.steps} step${g.steps === 1 ? '' : 's'} per run</span>
-      </header>
-      <div class="dag-wrap">${graphSvg(g, i, byName, byDeployment)}</div>
-    </article>`,
+    (g, i) =>
+      html`<article class="card graph-card" data-graph-card="${g.name}">
+        <header class="card-head">
+          <h3>${g.name}</h3>
+          <span class="tag">${g.kind}</span>
+          <span class="muted">${g.steps} step${g.steps === 1 ? '' : 's'} per run</span>
+        </header>
+        <div class="dag-wrap">${graphSvg(g, i, byName, byDeployment)}</div>
+      </article>`,
   )}`;
 }
 
@@ -141,7 +163,12 @@ export function renderDeployments(deployments: StatusDeployment[], actors: Statu
       <td><strong>${d.name}</strong> <span class="tag">${d.kind}</span></td>
       <td class="mono muted" title="${d.model}">${clip(d.model, 36)}</td>
       <td>${badge(d.state)}${d.unhealthy ? html`<div class="reason" title="${d.unhealthy}">${clip(d.unhealthy, 90)}</div>` : ''}</td>
-      <td><span class="dots">${reps.map((a) => html`<span class="dot state-${a.state.toLowerCase()}" title="${a.name}: ${a.state}"></span>`)}</span> ${ready}/${d.replicas}</td>
+      <td>
+        <span class="dots"
+          >${reps.map((a) => html`<span class="dot state-${a.state.toLowerCase()}" title="${a.name}: ${a.state}"></span>`)}</span
+        >
+        ${ready}/${d.replicas}
+      </td>
       <td class="num">${fmtNumber(d.rps)}</td>
       <td class="num">${fmtMs(d.p50Ms)}</td>
       <td class="num">${fmtMs(d.p99Ms)}</td>
@@ -152,7 +179,23 @@ export function renderDeployments(deployments: StatusDeployment[], actors: Statu
     </tr>`;
   });
   return html`<table class="grid-table">
-    <thead><tr><th>Deployment</th><th>Model</th><th>State</th><th>Replicas</th><th class="num">req/s</th><th class="num">p50</th><th class="num">p99</th><th class="num">Mean batch</th><th class="num" title="calls waiting in the head">Queued</th><th class="num">OK</th><th class="num">Failed</th></tr></thead>
-    <tbody>${rows}</tbody>
+    <thead>
+      <tr>
+        <th>Deployment</th>
+        <th>Model</th>
+        <th>State</th>
+        <th>Replicas</th>
+        <th class="num">req/s</th>
+        <th class="num">p50</th>
+        <th class="num">p99</th>
+        <th class="num">Mean batch</th>
+        <th class="num" title="calls waiting in the head">Queued</th>
+        <th class="num">OK</th>
+        <th class="num">Failed</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${rows}
+    </tbody>
   </table>`;
 }

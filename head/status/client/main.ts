@@ -27,7 +27,9 @@ const charts = CHARTS.map((spec) => {
   return new Chart(spec, figure.querySelector<HTMLElement>('.chart-host')!, figure.querySelector<HTMLElement>('.chart-note')!);
 });
 
-const actorsTable = new ActorsTable(byId('actors'), byId<HTMLInputElement>('actors-filter'), byId<HTMLSelectElement>('actors-state'), () => renderTables());
+const actorsTable = new ActorsTable(byId('actors'), byId<HTMLInputElement>('actors-filter'), byId<HTMLSelectElement>('actors-state'), () =>
+  renderTables(),
+);
 const eventsFilter = byId<HTMLInputElement>('events-filter');
 eventsFilter.addEventListener('input', () => renderTables());
 
@@ -47,13 +49,26 @@ function renderSummary(s: StatusSnapshot): void {
   const loop = s.headLoopDelay;
   setHtml(
     byId('summary'),
-    html`<span class="chip${s.readiness.ready ? '' : ' chip-warn'}" id="readiness" data-ready="${s.readiness.ready}" title="${s.readiness.ready ? 'the answer of /readyz and /v2/health/ready' : s.readiness.reason ?? ''}">${s.readiness.ready ? html`<b>ready</b>` : html`<b>not ready</b>: ${s.readiness.reason ?? ''}`}</span>
+    html`<span
+        class="chip${s.readiness.ready ? '' : ' chip-warn'}"
+        id="readiness"
+        data-ready="${s.readiness.ready}"
+        title="${s.readiness.ready ? 'the answer of /readyz and /v2/health/ready' : (s.readiness.reason ?? '')}"
+        >${s.readiness.ready ? html`<b>ready</b>` : html`<b>not ready</b>: ${s.readiness.reason ?? ''}`}</span
+      >
       <span class="chip"><b>${alive}</b>/${s.nodes.length} nodes alive</span>
       <span class="chip"><b>${gpus.length}</b> GPU${gpus.length === 1 ? '' : 's'}${simulated > 0 ? ` (${simulated} simulated)` : ''}</span>
       <span class="chip${troubled > 0 ? ' chip-warn' : ''}"><b>${ready}</b>/${s.actors.length} actors ready</span>
-      <span class="chip"><b>${s.deployments.length}</b> deployment${s.deployments.length === 1 ? '' : 's'} · <b>${s.graphs.length}</b> graph${s.graphs.length === 1 ? '' : 's'}</span>
+      <span class="chip"
+        ><b>${s.deployments.length}</b> deployment${s.deployments.length === 1 ? '' : 's'} ·
+        <b>${s.graphs.length}</b> graph${s.graphs.length === 1 ? '' : 's'}</span
+      >
       <span class="chip"><b>${fmtNumber(rps)}</b> req/s</span>
-      <span class="chip${loop.p99Ms > 100 ? ' chip-warn' : ''}" title="how late the head's event loop ran over the last 10 s: p50 / p99 / max">head loop delay <b>${fmtNumber(loop.p99Ms)}</b> ms p99 · ${fmtNumber(loop.maxMs)} max</span>`,
+      <span
+        class="chip${loop.p99Ms > 100 ? ' chip-warn' : ''}"
+        title="how late the head's event loop ran over the last 10 s: p50 / p99 / max"
+        >head loop delay <b>${fmtNumber(loop.p99Ms)}</b> ms p99 · ${fmtNumber(loop.maxMs)} max</span
+      >`,
   );
 }
 
