@@ -1,9 +1,10 @@
 // Build step after tsc: copies files tsc does not emit (the status page's HTML and CSS) into dist/,
-// so `npm run build` from a clean clone produces everything the head serves. Plain node, no shell.
+// so `npm run build` from a clean clone produces everything the head serves, and marks the CLI
+// executable (tsc writes it 644; `npx troupe` runs the bin's file itself). Plain node, no shell.
 // A file whose copy is already there, as large and no older, is left alone, and a copy whose
 // source is gone is removed: an unchanged tree costs a few stat calls (`npm run example:*`
 // builds first, and should start at once when nothing changed).
-import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -42,3 +43,5 @@ for (const [from, to] of copies) {
     copyFileSync(join(source, file), join(target, file));
   }
 }
+
+chmodSync(join(root, 'dist', 'cli', 'main.js'), 0o755);
