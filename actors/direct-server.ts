@@ -35,8 +35,8 @@ const MAX_CONNECTIONS = 4096;
 
 /**
  * The actor's own endpoint for calls from SDK clients, so a call crosses two process hops instead
- * of four and the head never touches its tensors (at 600 KB an image, the head's copies and GC
- * were most of its CPU). The head stays the control plane: it tells admitted clients where each
+ * of four and the head never touches its tensors (with images, the head's copies and GC were
+ * most of its CPU: bench/RESULTS-hops.md). The head stays the control plane: it tells admitted clients where each
  * READY replica listens and with which token, and still serves HTTP, graphs and futures.
  *
  * It speaks length-prefixed frames over TCP (see runtime/transport/frame-stream.ts) rather than

@@ -12,6 +12,10 @@ export const UP_FLAGS: readonly FlagDef[] = [
   { name: 'port', value: 'PORT', help: 'head port, 0 for any (default 8470, or TROUPE_PORT)' },
   { name: 'data-dir', value: 'DIR', help: 'where example models (DIR/models) and uploads (DIR/head) go (default ./.troupe)' },
   { name: 'simulate-gpus', value: 'N', help: 'give the local agent N simulated GPUs (default 0)' },
+  {
+    name: 'http-handoff',
+    help: "replicas serve their deployment's HTTP inference connections\nthemselves (troupe head --http-handoff; docs/front-door.md)",
+  },
 ];
 
 export const UP_HELP = helpOf(
@@ -25,6 +29,7 @@ export const UpFlagsSchema = z.object({
   port: PortSchema.default(Number(process.env.TROUPE_PORT ?? 8470)),
   dataDir: z.string().min(1).default('.troupe'),
   simulateGpus: z.coerce.number().int('must be a whole number').min(0).max(64).default(0),
+  httpHandoff: z.boolean().optional(),
 });
 
 /** The compiled examples (dist/examples/): the only modules fn steps of `troupe up` may name. */
@@ -43,7 +48,7 @@ export async function upCommand(argv: string[]): Promise<void> {
   await writeExampleModels(modelDir);
 
   const head = startChild(
-    ['head', '--port', String(flags.port), '--data-dir', resolve(flags.dataDir, 'head')],
+    ['head', '--port', String(flags.port), '--data-dir', resolve(flags.dataDir, 'head'), ...(flags.httpHandoff ? ['--http-handoff'] : [])],
     /listening on (\S+)/,
     30_000,
   );

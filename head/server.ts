@@ -36,7 +36,7 @@ import { HandoffDoors } from './front-door/handoff-doors.js';
 import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
 import { stateBackend } from './http/state-backend.js';
-import { GraphService } from './graph/service.js';
+import { RunGateway } from './graph/run-gateway.js';
 import { Deployments } from './control/deployments.js';
 import type { ControllerOptions } from './control/controller-options.js';
 import { registerHttpApi } from './http/api.js';
@@ -154,7 +154,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   if (saved) controller.restore(saved);
   const gate = new ShutdownGate();
   // Graphs and the record of recent run results that futures resolve from (head/graph/).
-  const graphs = new GraphService(state, controller, log);
+  const graphs = new RunGateway(state, controller, log);
   // Every entry point (SDK frames, HTTP, the CLI through HTTP) deploys and deletes through this one service.
   const deployments = new Deployments(state, controller, graphs, log, store);
   const stopLiveness = watchLiveness(state, controller, log, { ...DEFAULT_LIVENESS, ...options.liveness });

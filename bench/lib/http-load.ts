@@ -9,8 +9,7 @@ type Request = { url: string; method?: string; headers?: Record<string, string>;
  * Sends `request` again at each call, on one kept-alive connection; a call resolves when the whole
  * answer has arrived. The client is undici, the lightest Node HTTP client at hand: it writes a
  * request's headers and body in one write, where `node:http` wrote them apart (two reads, two
- * wake-ups for the server) and took 150-190 µs of its own CPU per call against undici's 95-100
- * (OIP binary MLP calls at concurrency 1, this machine; p50 0.51-0.60 ms against 0.43-0.47).
+ * wake-ups for the server) and took more of its own CPU per call (README's dependency table).
  */
 export function keepAliveCaller(request: Request): { call: () => Promise<void>; close: () => void } {
   const url = new URL(request.url);

@@ -5,7 +5,7 @@ import type { WebSocket } from 'ws';
 import { DEFAULT_DEPLOY_TIMEOUT_S } from '../../runtime/deploy-timeout.js';
 import type { DeployStarted, Deployments } from '../control/deployments.js';
 import { FIRST_MESSAGE_TIMEOUT_MS, FirstMessageBound } from './first-message.js';
-import type { GraphService } from '../graph/service.js';
+import type { RunGateway } from '../graph/run-gateway.js';
 import type { ClusterState } from '../state/cluster-state.js';
 
 /**
@@ -31,7 +31,7 @@ export function serveClient(
   state: ClusterState,
   deployments: Deployments,
   log: Logger,
-  graphs: GraphService,
+  graphs: RunGateway,
   options: ClientServiceOptions = {},
 ): Channel<ClientToHead, HeadToClient> {
   const { gate } = options;

@@ -3,7 +3,7 @@ import type { DeploymentView, GraphDeploymentView, Logger, ModelDeployment } fro
 import type { Controller } from './controller.js';
 import { boundDeploy } from './deploy-bound.js';
 import type { DurableStore } from '../state/durable.js';
-import type { GraphService } from '../graph/service.js';
+import type { RunGateway } from '../graph/run-gateway.js';
 import type { ClusterState } from '../state/cluster-state.js';
 
 /**
@@ -53,11 +53,11 @@ export function specChanges(current: ModelDeployment, next: ModelDeployment): st
 export class Deployments {
   readonly #state: ClusterState;
   readonly #controller: Controller;
-  readonly #graphs: GraphService;
+  readonly #graphs: RunGateway;
   readonly #log: Logger;
   readonly #store: DurableStore | undefined;
 
-  constructor(state: ClusterState, controller: Controller, graphs: GraphService, log: Logger, store?: DurableStore) {
+  constructor(state: ClusterState, controller: Controller, graphs: RunGateway, log: Logger, store?: DurableStore) {
     this.#state = state;
     this.#controller = controller;
     this.#graphs = graphs;

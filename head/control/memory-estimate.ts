@@ -5,8 +5,8 @@ import type { ModelDeployment } from '../../runtime/internal.js';
 import type { ActorRecord, DeploymentRecord } from '../state/records.js';
 
 /**
- * What one actor process holds before its model: Node, onnxruntime and their buffers come to
- * about 100 MB resident, measured on idle MLP actors.
+ * What one actor process holds before its model: Node, onnxruntime and their buffers (the
+ * resident size of an idle MLP actor, rounded up).
  */
 export const BASE_ACTOR_MEMORY_BYTES = 100 * 2 ** 20;
 /** A model is read into memory, then onnxruntime builds its own copy of the weights: about twice its file. */

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { childNodeArgs } from '../../runtime/internal.js';
 import type { ErrorCode, Logger } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
-import type { GraphService } from '../graph/service.js';
+import type { RunGateway } from '../graph/run-gateway.js';
 import { allTargets, lookupTarget } from '../http/state-backend.js';
 import { WorkerToHeadSchema } from './messages.js';
 import type { HeadToWorker, WorkerSettings } from './messages.js';
@@ -20,7 +20,7 @@ export interface FrontDoorOptions {
   settings: Omit<WorkerSettings, 'internalPort'>;
   state: ClusterState;
   /** Graphs are served like deployments: a worker runs them through its SDK connection (the head's graph service). */
-  graphs: GraphService;
+  graphs: RunGateway;
   log: Logger;
   /** Serves a socket in the head itself, after `head`, the bytes read of it already. */
   serveHere: (socket: Socket, head?: Buffer) => void;

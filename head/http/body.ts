@@ -16,7 +16,7 @@ export function acceptBuffers(app: FastifyInstance, limit: number): void {
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: limit }, (_request, body, done) => done(null, body));
 }
 
-/** What a deployment body may be: a spec is a few KB, and YAML costs ~10 µs a node on the event loop. */
+/** What a deployment body may be: a spec is a few KB, and YAML parsing holds the event loop for each node. */
 export const SPEC_BODY_LIMIT = 256 * 2 ** 10;
 /** Lines plus flow items of a YAML spec: 2,000 parse in ~20 ms (60,000 took 26 s, the duplicate-key check is quadratic). */
 export const SPEC_MAX_NODES = 2000;

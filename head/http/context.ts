@@ -1,7 +1,7 @@
 import type { Logger } from '../../runtime/internal.js';
 import type { Controller } from '../control/controller.js';
 import type { Deployments } from '../control/deployments.js';
-import type { GraphService } from '../graph/service.js';
+import type { RunGateway } from '../graph/run-gateway.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { JobOptions, JobStore } from './jobs.js';
 import type { ModelStore } from './model-store.js';
@@ -15,7 +15,7 @@ export interface HttpApiOptions {
   state: ClusterState;
   controller: Controller;
   /** Runs of deployments and graphs (async jobs run through it). */
-  graphs: GraphService;
+  graphs: RunGateway;
   /** Deploys and deletes models, fns and graphs: the same service the SDK's frames use. */
   deployments: Deployments;
   log: Logger;

@@ -1,7 +1,7 @@
 import { checkInferRequest, findTarget } from '../../runtime/internal.js';
 import type { InferTarget, InferenceBackend, Params } from '../../runtime/internal.js';
 import { runInference } from '../calls/inference.js';
-import type { GraphService } from '../graph/service.js';
+import type { RunGateway } from '../graph/run-gateway.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
 
@@ -13,7 +13,7 @@ export function targetOf(d: DeploymentRecord): InferTarget {
  * A registered graph as an inference target: its inputs and outputs as its nodes' signatures give
  * them, or none where a fn declares nothing (then its inputs are checked by its steps).
  */
-export function graphTargetOf(graphs: GraphService, name: string): InferTarget | undefined {
+export function graphTargetOf(graphs: RunGateway, name: string): InferTarget | undefined {
   const signature = graphs.signature(name);
   if (!signature) return undefined;
   const { inputs, outputs } = signature;
@@ -21,19 +21,19 @@ export function graphTargetOf(graphs: GraphService, name: string): InferTarget |
 }
 
 /** What `name` is served as: a graph, or a deployment, or nothing. */
-export function lookupTarget(state: ClusterState, graphs: GraphService, name: string): InferTarget | undefined {
+export function lookupTarget(state: ClusterState, graphs: RunGateway, name: string): InferTarget | undefined {
   const d = state.deployments.get(name);
   return graphTargetOf(graphs, name) ?? (d ? targetOf(d) : undefined);
 }
 
 /** Every graph and deployment as the front-door workers' catalogs hold them. */
-export function allTargets(state: ClusterState, graphs: GraphService): InferTarget[] {
+export function allTargets(state: ClusterState, graphs: RunGateway): InferTarget[] {
   const names = [...graphs.views().map((g) => g.name), ...state.deployments.keys()];
   return [...new Set(names)].flatMap((name) => lookupTarget(state, graphs, name) ?? []);
 }
 
 /** The deployment or graph a URL names, or TROUPE_ERR_UNKNOWN_DEPLOYMENT (404) naming what is deployed. */
-export function targetFor(state: ClusterState, graphs: GraphService, params: Params): InferTarget {
+export function targetFor(state: ClusterState, graphs: RunGateway, params: Params): InferTarget {
   return findTarget(
     params,
     (name) => lookupTarget(state, graphs, name),
@@ -46,7 +46,7 @@ export function targetFor(state: ClusterState, graphs: GraphService, params: Par
  * through the graph service (checked against the graph's signature first, as a model is against
  * its metadata).
  */
-export function stateBackend(state: ClusterState, graphs: GraphService): InferenceBackend {
+export function stateBackend(state: ClusterState, graphs: RunGateway): InferenceBackend {
   return {
     target: (params) => targetFor(state, graphs, params),
     run: (request) => {

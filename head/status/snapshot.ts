@@ -9,7 +9,7 @@ import type { EventFeed } from './event-feed.js';
 import { gpuSubject, seriesId } from './sampler.js';
 import type { ClusterSampler } from './sampler.js';
 
-/** The graphs the head has registered (head/graph's GraphService). */
+/** The graphs the head has registered (head/graph's RunGateway). */
 export interface GraphSource {
   views(): GraphView[];
   plan(name: string): PlanNode | undefined;

@@ -48,8 +48,8 @@ export interface ConnectOptions {
   direct?: boolean;
   /**
    * With direct runs, put inputs of 64 KiB and more in shared memory that replicas on this host
-   * read in place, instead of sending them through their sockets (default true; measured on
-   * 600 KB images: 0.89x -> 0.93x of onnxruntime's own throughput, bench/RESULTS.md). Needs the addon `npm run
+   * read in place, instead of sending them through their sockets (default true; figures in
+   * bench/RESULTS-shared-memory.md). Needs the addon `npm run
    * build` compiles where a C compiler is found (Linux); without it, or for replicas on other
    * hosts, tensors go in frames. false, or TROUPE_SHARED_MEMORY=0, turns it off.
    */

@@ -10,8 +10,7 @@ import type { Channel } from '../transport/channel.js';
 /**
  * A direct connection to a replica that puts a call's large inputs in this client's shared memory
  * instead of the frame, when the replica runs on this host: one copy into a slot instead of two
- * through the kernel's socket buffers. Measured on MobileNet-sized images (600 KB, 2 replicas on 2
- * cores): 0.89x of onnxruntime alone in frames, 0.93x through shared memory (bench/RESULTS.md).
+ * through the kernel's socket buffers (bench/RESULTS-shared-memory.md has the figures).
  *
  * Each region is offered to the replica once, with the call that first needs it going in its
  * frame meanwhile; the replica maps it (or refuses: another host, no addon), and from its answer

@@ -18,8 +18,9 @@ import { datatypeOfDtype, dtypeOfDatatype } from './datatypes.js';
 /** Tensor elements one request may declare (all inputs, JSON or binary). */
 export const MAX_REQUEST_ELEMENTS = 16 * 2 ** 20;
 /**
- * Values one request's JSON "data" may hold: JSON.parse makes a heap value of each (4M: ~130 ms and
- * ~100 MB here), where binary data of the same tensor is sliced from the body as it is.
+ * Values one request's JSON "data" may hold: JSON.parse makes a heap value of each (a 4M-value
+ * body holds the event loop and the heap for a long while), where binary data of the same tensor
+ * is sliced from the body as it is.
  */
 export const MAX_JSON_VALUES = 4 * 2 ** 20;
 /** Values outside "data" (names, shapes, parameters, outputs): a request needs a few hundred. */

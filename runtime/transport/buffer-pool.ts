@@ -2,9 +2,10 @@
  * Large buffers handed back and reused instead of left to the garbage collector.
  *
  * An actor receiving images allocates megabytes a second; V8 counts each such ArrayBuffer as
- * external memory and answers with a full mark-compact every few megabytes. Measured over a
- * socket carrying 600 KB images, fresh buffers cost the receiver 5x the CPU of reused ones, most
- * of it on V8's collector threads, which on a busy machine run on the cores the models need.
+ * external memory and answers with a full mark-compact every few megabytes. Over a socket
+ * carrying images, fresh buffers cost the receiver several times the CPU of reused ones
+ * (bench/RESULTS-hops.md), most of it on V8's collector threads, which on a busy machine run on
+ * the cores the models need.
  *
  * Buffers come in power-of-two size classes from {@link MIN_POOLED_BYTES} up; smaller requests are
  * plain allocations (Node's own slab serves them cheaply). A buffer taken and never given back is

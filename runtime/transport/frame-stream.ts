@@ -36,9 +36,8 @@ function readInPlace(reader: FrameReader): { buffer: () => Uint8Array; callback:
  * Frames over a TCP socket, each preceded by its length (big-endian u32): the transport of direct
  * calls between SDK clients and replicas. A WebSocket delivers a message only after gathering
  * its 64 KB reads into one buffer and, for a fragmented message, its fragments into another;
- * here a frame's bytes are read into their final buffer by the kernel (see frame-reader.ts). With
- * 600 KB images, 16 in flight, on this project's 2-core machine, the receiver's CPU per image
- * fell from 1,365 µs over `ws` to 125 µs.
+ * here a frame's bytes are read into their final buffer by the kernel (see frame-reader.ts), at a
+ * tenth of the receiver's CPU per image (bench/RESULTS-hops.md).
  */
 export class FrameStream implements FrameTransport {
   readonly #socket: Socket;

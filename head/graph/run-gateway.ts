@@ -72,12 +72,13 @@ function byDeadline<T>(work: Promise<T>, deadline: number | undefined, what: str
 }
 
 /**
- * Graphs on the head: deploying them (their models and fns through the controller, then the
- * graph, checked against the models' metadata) and running them, and the record of recent run
- * results that futures passed as inputs resolve from. Every run, of a graph or of a single
- * deployment, goes through {@link GraphService.run} so any of them can be referenced.
+ * The gateway of every run on the head, of a graph or of a single deployment, from SDK frames,
+ * HTTP, jobs and front-door workers alike ({@link RunGateway.run}): it keeps the record of recent
+ * run results that futures passed as inputs resolve from, so any run can be referenced. It also
+ * holds the graphs it runs: deploying one (its models and fns through the controller, then the
+ * graph, checked against the models' metadata) and removing it.
  */
-export class GraphService {
+export class RunGateway {
   readonly #state: ClusterState;
   readonly #controller: Controller;
   readonly #log: Logger;
