@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CallResult } from '../../runtime/internal.js';
 import { headLoopDelay } from './event-loop.js';
-import type { ClusterRecords } from './records.js';
+import type { ClusterRecords, ProcessUsage } from './records.js';
 
 type ModelHistograms = [Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>];
 
@@ -10,6 +10,16 @@ const DEFAULT_GAUGES_NAMED_TOTAL = ['nodejs_active_handles_total', 'nodejs_activ
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+/** Each live agent and actor process with its last reported usage, labelled by node, role and actor. */
+function eachProcess(
+  state: ClusterRecords,
+  visit: (labels: { node: string; role: string; actor: string }, usage: ProcessUsage) => void,
+): void {
+  for (const n of state.nodes.values()) if (n.usage && n.state !== 'DEAD') visit({ node: n.name, role: 'agent', actor: '' }, n.usage);
+  for (const a of state.actors.values())
+    if (a.usage && a.state !== 'DEAD') visit({ node: state.nodeName(a.nodeId) ?? '', role: 'actor', actor: a.name }, a.usage);
+}
 
 /**
  * Prometheus metrics of the whole cluster, served by the head at /metrics, clean under
@@ -209,11 +219,7 @@ export class HeadMetrics {
       registers,
       collect() {
         this.reset();
-        for (const n of state.nodes.values())
-          if (n.usage && n.state !== 'DEAD') this.set({ node: n.name, role: 'agent', actor: '' }, n.usage.rssBytes);
-        for (const a of state.actors.values())
-          if (a.usage && a.state !== 'DEAD')
-            this.set({ node: state.nodeName(a.nodeId) ?? '', role: 'actor', actor: a.name }, a.usage.rssBytes);
+        eachProcess(state, (labels, usage) => this.set(labels, usage.rssBytes));
       },
     });
     // A counter of each process's own CPU time: a restarted process starts again from zero, which
@@ -225,11 +231,7 @@ export class HeadMetrics {
       registers,
       collect() {
         this.reset();
-        for (const n of state.nodes.values())
-          if (n.usage && n.state !== 'DEAD') this.inc({ node: n.name, role: 'agent', actor: '' }, n.usage.cpuSeconds);
-        for (const a of state.actors.values())
-          if (a.usage && a.state !== 'DEAD')
-            this.inc({ node: state.nodeName(a.nodeId) ?? '', role: 'actor', actor: a.name }, a.usage.cpuSeconds);
+        eachProcess(state, (labels, usage) => this.inc(labels, usage.cpuSeconds));
       },
     });
   }

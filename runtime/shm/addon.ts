@@ -1,6 +1,4 @@
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { nativeAddon } from '../native-addon.js';
 
 /** native/troupe-shm.c, loaded: memfd regions one process makes and another maps. */
 export interface SharedMemoryAddon {
@@ -10,27 +8,14 @@ export interface SharedMemoryAddon {
   open(pid: number, fd: number, bytes: number): ArrayBuffer;
 }
 
-/** Where `npm run build` puts the addon (scripts/build-native.mjs), next to this file's dist/ tree. */
-const ADDON_PATH = fileURLToPath(new URL('../../native/troupe_shm.node', import.meta.url));
-
-let loaded: SharedMemoryAddon | string | undefined;
+const load = nativeAddon<SharedMemoryAddon>('troupe_shm.node');
 
 /**
- * The shared-memory addon, or why this process goes without it: not built (no C compiler when
- * the package was built, or not Linux), or turned off with TROUPE_SHARED_MEMORY=0. Without it,
- * clients send tensors in frames and actors refuse regions: slower for large tensors, same results.
+ * The shared-memory addon, or why this process goes without it: not built or not loadable (see
+ * runtime/native-addon.ts), or turned off with TROUPE_SHARED_MEMORY=0. Without it, clients send
+ * tensors in frames and actors refuse regions: slower for large tensors, same results.
  */
 export function sharedMemoryAddon(): SharedMemoryAddon | string {
   if (process.env.TROUPE_SHARED_MEMORY === '0') return 'turned off by TROUPE_SHARED_MEMORY=0';
-  if (loaded === undefined) {
-    if (!existsSync(ADDON_PATH)) loaded = `the addon was not built (${ADDON_PATH}; see scripts/build-native.mjs)`;
-    else {
-      try {
-        loaded = createRequire(import.meta.url)(ADDON_PATH) as SharedMemoryAddon;
-      } catch (err) {
-        loaded = `the addon does not load: ${(err as Error).message.split('\n')[0]}`;
-      }
-    }
-  }
-  return loaded;
+  return load();
 }

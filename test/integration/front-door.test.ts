@@ -6,38 +6,18 @@ import { after, before, describe, test } from 'node:test';
 import { tensor } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
-import { assertError, binaryBody, call, nodeCall } from '../helpers/http.js';
+import { assertError, call, nodeCall } from '../helpers/http.js';
 import type { NodeAnswer } from '../helpers/http.js';
 import { childrenRunning } from '../helpers/processes.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
+import { assertClose, floatsOf, mlpBinaryRequest } from '../helpers/mlp-oip.js';
 
 const WORKER = 'front-door/worker-main';
-
-function floatsOf(bytes: Uint8Array): Float32Array {
-  // Copy first: a slice of a response body need not be 4-byte aligned.
-  return new Float32Array(new Uint8Array(bytes).buffer);
-}
 
 /** The MLP's logits for `rows` rows of `x`, computed by onnxruntime in this process. */
 async function expected(modelPath: string, x: Float32Array, rows: number): Promise<Float32Array> {
   const out = await runInProcess(modelPath, { x: tensor('float32', [rows, 64], x) });
   return out.logits!.data as Float32Array;
-}
-
-function assertClose(actual: ArrayLike<number>, wanted: ArrayLike<number>, what: string): void {
-  assert.equal(actual.length, wanted.length, `${what}: length`);
-  for (let i = 0; i < wanted.length; i++)
-    assert.ok(Math.abs(actual[i]! - wanted[i]!) < 1e-5, `${what}: element ${i} is ${actual[i]}, onnxruntime says ${wanted[i]}`);
-}
-
-function binaryRequest(x: Float32Array, rows: number) {
-  return binaryBody(
-    {
-      inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }],
-      outputs: [{ name: 'logits', parameters: { binary_data: true } }],
-    },
-    [new Uint8Array(x.buffer, x.byteOffset, x.byteLength)],
-  );
 }
 
 /**
@@ -122,7 +102,7 @@ describe('front door: inference-protocol connections served by worker processes'
     for (const rows of [1, 3, 1024]) {
       const x = seededFloats(rows * 64, rows);
       const want = await expected(cluster.models.mlp, x, rows);
-      const { body, headers } = binaryRequest(x, rows);
+      const { body, headers } = mlpBinaryRequest(x, rows);
       const binary = await postFresh(cluster.url, '/v2/models/mlp/infer', body, headers);
       assert.equal(binary.status, 200, binary.body.toString());
       assertClose(floatsOf(binary.body.subarray(Number(binary.headers['inference-header-content-length']))), want, `binary, ${rows} rows`);
@@ -144,7 +124,7 @@ describe('front door: inference-protocol connections served by worker processes'
     const { send, sockets, close } = keptAlive(cluster.url);
     const x = seededFloats(4 * 64, 11);
     const want = await expected(cluster.models.mlp, x, 4);
-    const { body, headers } = binaryRequest(x, 4);
+    const { body, headers } = mlpBinaryRequest(x, 4);
     try {
       const first = await send('POST', '/v2/models/mlp/infer', body, headers);
       assert.equal(first.status, 200);
@@ -176,7 +156,7 @@ describe('front door: inference-protocol connections served by worker processes'
       ]);
       assert.equal((await send('GET', '/v2/models/nope')).status, 404);
       const x = seededFloats(2 * 64, 17);
-      const { body, headers } = binaryRequest(x, 2);
+      const { body, headers } = mlpBinaryRequest(x, 2);
       for (let i = 0; i < 3; i++) {
         const answer = await send('POST', '/v2/models/mlp/infer', body, headers);
         assert.equal(answer.status, 200, answer.body.toString());
@@ -199,7 +179,7 @@ describe('front door: inference-protocol connections served by worker processes'
     try {
       const inputs = [1, 2, 3].map((seed) => seededFloats(64 * seed, seed));
       const requests = inputs.map((x, i) => {
-        const { body, headers } = binaryRequest(x, i + 1);
+        const { body, headers } = mlpBinaryRequest(x, i + 1);
         const head = [
           `POST /v2/models/mlp/infer HTTP/1.1`,
           `host: ${url.host}`,
@@ -228,7 +208,7 @@ describe('front door: inference-protocol connections served by worker processes'
     const url = new URL(cluster.url);
     const x = seededFloats(5 * 64, 5);
     const want = await expected(cluster.models.mlp, x, 5);
-    const { body, headers } = binaryRequest(x, 5);
+    const { body, headers } = mlpBinaryRequest(x, 5);
     const extra = Object.entries(headers)
       .map(([k, v]) => `${k}: ${v}\r\n`)
       .join('');
@@ -276,7 +256,7 @@ describe('front door: inference-protocol connections served by worker processes'
       'TROUPE_ERR_BODY_TOO_LARGE',
       /--max-body-mib/,
     );
-    const wrongShape = binaryRequest(seededFloats(64, 1), 2);
+    const wrongShape = mlpBinaryRequest(seededFloats(64, 1), 2);
     assertError(
       await postFresh(cluster.url, '/v2/models/mlp/infer', wrongShape.body, wrongShape.headers),
       400,
@@ -299,7 +279,7 @@ describe('front door: inference-protocol connections served by worker processes'
     });
     assert.equal(put.status, 201, put.body.toString());
     const x = seededFloats(64, 3);
-    const { body, headers } = binaryRequest(x, 1);
+    const { body, headers } = mlpBinaryRequest(x, 1);
     const answer = await postFresh(cluster.url, '/v2/models/mlp2/infer', body, headers);
     assert.equal(answer.status, 200, answer.body.toString());
     assertClose(
@@ -355,7 +335,7 @@ describe('front door: inference-protocol connections served by worker processes'
     }
     assert.deepEqual((await childrenRunning(cluster.head.process.pid!, WORKER)).sort(), workers, 'no worker died');
     const x = seededFloats(64, 21);
-    const { body, headers } = binaryRequest(x, 1);
+    const { body, headers } = mlpBinaryRequest(x, 1);
     const answer = await postFresh(cluster.url, '/v2/models/mlp/infer', body, headers);
     assert.equal(answer.status, 200, answer.body.toString());
     assertClose(
@@ -379,7 +359,7 @@ describe('front door: inference-protocol connections served by worker processes'
     );
     const x = seededFloats(64, 9);
     const want = await expected(cluster.models.mlp, x, 1);
-    const { body, headers } = binaryRequest(x, 1);
+    const { body, headers } = mlpBinaryRequest(x, 1);
     // Each on a connection of its own, so the head hands them out afresh.
     for (let i = 0; i < 6; i++) {
       const answer = await postFresh(cluster.url, '/v2/models/mlp/infer', body, headers);

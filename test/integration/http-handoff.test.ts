@@ -5,31 +5,12 @@ import { tensor } from '../../runtime/internal.js';
 import { handoffAddon } from '../../runtime/handoff/addon.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
-import { binaryBody, call, nodeCall } from '../helpers/http.js';
+import { call, nodeCall } from '../helpers/http.js';
 import type { NodeAnswer } from '../helpers/http.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
+import { assertClose, floatsOf, mlpBinaryRequest } from '../helpers/mlp-oip.js';
 
 const skip = typeof handoffAddon() === 'string' ? `the handoff addon is not built: ${handoffAddon() as string}` : false;
-
-function floatsOf(bytes: Uint8Array): Float32Array {
-  return new Float32Array(new Uint8Array(bytes).buffer);
-}
-
-function assertClose(actual: ArrayLike<number>, wanted: ArrayLike<number>, what: string): void {
-  assert.equal(actual.length, wanted.length, `${what}: length`);
-  for (let i = 0; i < wanted.length; i++)
-    assert.ok(Math.abs(actual[i]! - wanted[i]!) < 1e-5, `${what}: element ${i} is ${actual[i]}, onnxruntime says ${wanted[i]}`);
-}
-
-function mlpRequest(x: Float32Array, rows: number) {
-  return binaryBody(
-    {
-      inputs: [{ name: 'x', shape: [rows, 64], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }],
-      outputs: [{ name: 'logits', parameters: { binary_data: true } }],
-    },
-    [new Uint8Array(x.buffer, x.byteOffset, x.byteLength)],
-  );
-}
 
 /** Requests over one kept-alive connection, and how many connections they took. */
 function connection(base: string) {
@@ -80,7 +61,7 @@ describe('handoff: replicas on the head host serve their HTTP connections themse
   test('inference connections go to the replicas, by connection, and answer with onnxruntime numbers', async () => {
     const workerServed = await counter(cluster.url, 'troupe_front_door_requests_total', 'model="mlp"');
     const handedBefore = await counter(cluster.url, 'troupe_http_handoffs_total', 'model="mlp"');
-    const { body, headers } = mlpRequest(x, 3);
+    const { body, headers } = mlpBinaryRequest(x, 3);
     const clients = [0, 1, 2, 3].map(() => connection(cluster.url));
     try {
       // A replica's door opens just after it is READY: the first connections may still go to the workers.
@@ -131,7 +112,7 @@ describe('handoff: replicas on the head host serve their HTTP connections themse
 
   test('on a handed connection, protocol reads are relayed, and another model or route goes back to the head', async () => {
     const c = connection(cluster.url);
-    const { body, headers } = mlpRequest(x, 3);
+    const { body, headers } = mlpBinaryRequest(x, 3);
     try {
       const handed = await counter(cluster.url, 'troupe_http_handoffs_total', 'model="mlp"');
       assert.equal((await c.send('POST', '/v2/models/mlp/infer', body, headers)).status, 200);
@@ -164,7 +145,7 @@ describe('handoff: replicas on the head host serve their HTTP connections themse
   });
 
   test("a replica's end closes its connections; new ones go to the replica left", async () => {
-    const { body, headers } = mlpRequest(x, 3);
+    const { body, headers } = mlpBinaryRequest(x, 3);
     const c = connection(cluster.url);
     try {
       assert.equal((await c.send('POST', '/v2/models/mlp/infer', body, headers)).status, 200);
