@@ -18,7 +18,8 @@ const RELAYED = /^\/v2(?:\/|$|\?)/;
 const MAX_HEAD_BYTES = 16 * 1024;
 // The parser counts every byte of an `execute` that ends between requests towards the next head
 // (and resets its own limit with each request), so a body read in one go would exceed it; heads
-// are measured here instead (MAX_HEAD_BYTES). Only front-door workers load this module.
+// are measured here instead (MAX_HEAD_BYTES). Only front-door workers and model actors (for
+// handed-over connections) load this module, and nothing else in them uses http-parser-js.
 HTTPParser.maxHeaderSize = Number.MAX_SAFE_INTEGER;
 
 export interface InPlaceOptions extends InferExchangeOptions {
