@@ -36,7 +36,7 @@ export function serveAgent(
           // An address the agent advertises wins over the one its connection came from (NAT, proxies).
           const registration = { name: message.name, address: message.address ?? address, resources: message.resources };
           try {
-            node = controller.agentRegistered(registration, message.actors, agent);
+            node = controller.nodes.agentRegistered(registration, message.actors, agent);
           } catch (err) {
             channel.fail(message.id, err);
             return;
@@ -47,7 +47,7 @@ export function serveAgent(
           return;
         }
         case 'heartbeat':
-          if (node) controller.nodeHeartbeat(node, message);
+          if (node) controller.nodes.nodeHeartbeat(node, message);
           return;
         case 'actorExited':
           // With the reporting node: an exit from a node the actor no longer runs on is a stale process.
@@ -59,7 +59,7 @@ export function serveAgent(
     },
     onRefused: () => bound.heard(),
     onClose: (_code, reason) => {
-      if (node) controller.agentDisconnected(node, agent, reason === AGENT_LEAVING);
+      if (node) controller.nodes.agentDisconnected(node, agent, reason === AGENT_LEAVING);
     },
   });
   const agent = channelAgentLink(channel);

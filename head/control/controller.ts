@@ -1,8 +1,7 @@
 import { TroupeError, newSecret } from '../../runtime/internal.js';
 import type { ActorStats, DeploymentView, ErrorCode, Logger, ModelDeployment, ModelMetadata, WireError } from '../../runtime/internal.js';
 import { DEFAULT_CONTROLLER_OPTIONS } from './controller-options.js';
-import type { ActorExitReport, ControllerOptions, RunningActorReport } from './controller-options.js';
-import type { AgentLink } from './agent-link.js';
+import type { ActorExitReport, ControllerOptions } from './controller-options.js';
 import { systemClock } from './clock.js';
 import type { Clock, ClockTimer } from './clock.js';
 import type { DurableStore, SavedState } from '../state/durable.js';
@@ -20,12 +19,10 @@ import {
 } from '../state/record-changes.js';
 import { isRefusal, refusalOutcome, refusedError } from './refused-deploy.js';
 import { place } from './scheduler.js';
-import { adoptListed } from './adoption.js';
 import { MemoryReservations } from './memory-estimate.js';
 import { recordCrash } from './restart-policy.js';
 import { retireActor } from './retire.js';
-import { applyHeartbeat, registerNode } from './nodes.js';
-import type { AgentRegistration, Heartbeat } from './nodes.js';
+import { NodeMembership } from './node-membership.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { HeadActorLink, ActorRecord, DeploymentRecord, NodeRecord } from '../state/records.js';
 
@@ -33,7 +30,7 @@ import type { HeadActorLink, ActorRecord, DeploymentRecord, NodeRecord } from '.
  * Drives deployments toward what users asked for: creates actors, places them on nodes, restarts
  * crashed ones with back-off, and stops the ones no longer wanted. All state changes go through
  * here (node registrations, heartbeats and silence too) so the reasons shown to people stay
- * consistent. Its effects go through ports: each node's {@link AgentLink} and a {@link Clock}.
+ * consistent. Its effects go through ports: each node's AgentLink (agent-link.ts) and a {@link Clock}.
  */
 export class Controller {
   readonly #state: ClusterState;
@@ -48,6 +45,8 @@ export class Controller {
   readonly #memory: MemoryReservations;
   /** When each actor's data-plane socket last closed, so a stale grace timer can tell. */
   readonly #disconnectedSince = new WeakMap<ActorRecord, number>();
+  /** Agents, heartbeats and liveness: node state changes and what they do to actors. */
+  readonly nodes: NodeMembership;
 
   constructor(state: ClusterState, log: Logger, options: Partial<ControllerOptions> = {}, store?: DurableStore) {
     this.#state = state;
@@ -57,6 +56,12 @@ export class Controller {
     this.#memory = new MemoryReservations(this.#options.modelBytes);
     this.#store = store;
     store?.track(() => snapshotState(this.#state));
+    this.nodes = new NodeMembership(state, log, this.#clock, {
+      crashed: (a, cause) => this.#crashed(a, cause),
+      replace: (a, why) => this.#replace(a, why),
+      schedule: () => this.schedule(),
+      dirty: () => this.#dirty(),
+    });
   }
 
   /** Specs or actors changed: the store coalesces state-file writes, the route book client pushes. */
@@ -106,94 +111,6 @@ export class Controller {
   #replace(a: ActorRecord, why: string): void {
     returnToPending(a, why);
     this.#dirty();
-  }
-
-  /**
-   * A node agent registered on `agent`: its node is ALIVE with what it offers, the actors it lists
-   * are kept, adopted or stopped (see nodeRegistered). Throws TROUPE_ERR_NODE_NAME_TAKEN while a
-   * live node holds the name. The caller answers the agent, then calls schedule().
-   */
-  agentRegistered(registration: AgentRegistration, running: readonly RunningActorReport[], agent: AgentLink): NodeRecord {
-    const node = registerNode(this.#state, registration, agent, this.#clock.now());
-    for (const actorId of this.nodeRegistered(node, running)) {
-      this.#log.info({ node: node.name, actor: actorId }, 'stopping an actor the head does not want on this node');
-      void agent.stopActor(actorId, 5000);
-    }
-    this.#log.info({ node: node.name, cpus: node.resources.cpus, gpus: node.resources.gpus.length }, 'node joined');
-    this.#state.events.add('node-joined', `${node.name} joined (${node.resources.cpus} CPUs, ${node.resources.gpus.length} GPUs)`);
-    return node;
-  }
-
-  /** A node's heartbeat: it is heard from now; a SUSPECT node is ALIVE again and may take actors. */
-  nodeHeartbeat(node: NodeRecord, heartbeat: Heartbeat): void {
-    // Actors left PENDING while this node was SUSPECT may fit here again.
-    if (applyHeartbeat(this.#state, node, heartbeat, this.#clock.now())) this.schedule();
-  }
-
-  /**
-   * A node agent's connection closed. An agent `leaving` on purpose takes its node out at once;
-   * otherwise liveness decides when the silent node is DEAD, and a closed socket only makes it
-   * SUSPECT now. A connection already replaced by a newer one changes nothing.
-   */
-  agentDisconnected(node: NodeRecord, agent: AgentLink, leaving: boolean): void {
-    if (node.agent !== agent) return;
-    node.agent = undefined;
-    if (leaving) {
-      node.state = 'DEAD';
-      this.#log.info({ node: node.name }, 'node left');
-      this.#state.events.add('node-left', `${node.name} left the cluster`);
-      this.nodeLost(node, 'left');
-      return;
-    }
-    if (node.state === 'ALIVE') node.state = 'SUSPECT';
-    this.#log.warn({ node: node.name }, 'node connection closed');
-  }
-
-  /** Liveness: an ALIVE node silent for `silentMs` is SUSPECT, and takes no new actors. */
-  nodeSuspect(node: NodeRecord, silentMs: number): void {
-    if (node.state !== 'ALIVE') return;
-    node.state = 'SUSPECT';
-    this.#log.warn({ node: node.name, silentMs }, 'node is SUSPECT');
-    this.#state.events.add('node-suspect', `${node.name} SUSPECT after ${silentMs} ms without a heartbeat`);
-  }
-
-  /** Liveness: a node silent for `silentMs` is DEAD; its connection is dropped and its actors restart elsewhere. */
-  nodeDead(node: NodeRecord, silentMs: number): void {
-    if (node.state === 'DEAD') return;
-    node.state = 'DEAD';
-    node.agent?.close();
-    node.agent = undefined;
-    this.#log.warn({ node: node.name, silentMs }, 'node is DEAD');
-    this.#state.events.add('node-lost', `${node.name} DEAD after ${silentMs} ms without a heartbeat`);
-    this.nodeLost(node, 'lost');
-  }
-
-  /** The head itself did not run for `ms` (a stall): that time counts as no node's silence. */
-  headStalled(ms: number): void {
-    const now = this.#clock.now();
-    for (const node of this.#state.nodes.values()) node.lastSeen = Math.min(now, node.lastSeen + ms);
-  }
-
-  /**
-   * A node agent (re)registered, listing the actors it still runs: those this head knows there are
-   * kept or adopted, the others returned to be stopped (adoption.ts). Actors the head thinks run
-   * there that the agent does not list died while it was away.
-   */
-  nodeRegistered(node: NodeRecord, running: readonly RunningActorReport[]): string[] {
-    const { listed, stop } = adoptListed(this.#state, node, running, this.#log);
-    for (const a of [...this.#state.actors.values()]) {
-      if (listed.has(a.id)) continue;
-      if (a.nodeId === node.id && (a.state === 'STARTING' || a.state === 'READY')) {
-        this.#crashed(a, `its process was gone when node ${node.name} reconnected`);
-      } else if (a.nodeId === null && a.awaitingNode === node.name && a.state === 'STARTING') {
-        this.#replace(a, `node ${node.name} reconnected without it`);
-      } else if (a.nodeId === node.id && a.state === 'DRAINING') {
-        // Its stop order may have been lost with the old connection; it is gone or it is stopped now.
-        if (!running.some((r) => r.actorId === a.id)) this.#state.actors.delete(a.id);
-      }
-    }
-    this.#dirty();
-    return stop;
   }
 
   /**
@@ -458,29 +375,6 @@ export class Controller {
       return;
     }
     this.#crashed(a, cause);
-  }
-
-  /**
-   * A node is gone: its actors are placed elsewhere. A node that `left` on purpose costs its actors
-   * no restart budget; a `lost` one counts as a crash of each.
-   */
-  nodeLost(node: NodeRecord, how: 'left' | 'lost'): void {
-    this.#dirty();
-    for (const a of this.#state.actors.values()) {
-      if (a.nodeId !== node.id) continue;
-      // A lost node's actors may be unreachable: drop their sockets now, so the calls they hold
-      // fail as ACTOR_DIED at once and are retried on other replicas, instead of waiting for a TCP
-      // timeout. A node that leaves on purpose drains its actors (SIGTERM: they finish what they
-      // hold and close their sockets themselves), so their links are only let go.
-      if (how === 'lost') a.link?.terminate(`node ${node.name} was lost`);
-      a.link = undefined;
-      a.pid = null;
-      if (a.state === 'DRAINING') this.#state.actors.delete(a.id);
-      else if (a.state === 'DEAD') continue;
-      else if (how === 'lost') this.#crashed(a, `node ${node.name} was lost`);
-      else returnToPending(a, `node ${node.name} left`);
-    }
-    this.schedule();
   }
 
   /** `code`: what a deploy waiting on this actor fails with if it gives up (default ACTOR_DIED). */

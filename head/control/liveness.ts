@@ -43,7 +43,7 @@ export function watchLiveness(
     lastTick = now;
     if (late > everyMs) {
       log.warn({ stalledMs: late }, 'the head was not running; its stall does not count as node silence');
-      controller.headStalled(late);
+      controller.nodes.headStalled(late);
     }
     immediate ??= setImmediate(() => {
       immediate = undefined;
@@ -62,7 +62,7 @@ function judge(state: ClusterState, controller: Controller, options: LivenessOpt
   for (const node of state.nodes.values()) {
     if (node.state === 'DEAD') continue;
     const silent = now - node.lastSeen;
-    if (silent >= options.deadAfterMs) controller.nodeDead(node, silent);
-    else if (silent >= options.suspectAfterMs && node.state === 'ALIVE') controller.nodeSuspect(node, silent);
+    if (silent >= options.deadAfterMs) controller.nodes.nodeDead(node, silent);
+    else if (silent >= options.suspectAfterMs && node.state === 'ALIVE') controller.nodes.nodeSuspect(node, silent);
   }
 }

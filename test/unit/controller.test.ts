@@ -48,7 +48,7 @@ function cluster(options: Partial<ControllerOptions> = {}) {
   /** A node agent registers (as agent-connection.ts does: register, answer, schedule). */
   const join = (name: string, cpus = 4, running: { actorId: string; pid: number }[] = []) => {
     const agent = new FakeAgent();
-    const node = controller.agentRegistered(
+    const node = controller.nodes.agentRegistered(
       { name, address: '127.0.0.1', resources: { cpus, memoryBytes: 16 * GiB, gpus: [] } },
       running,
       agent,
@@ -252,7 +252,7 @@ describe('Controller: nodes', { timeout: 10_000 }, () => {
     void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
     const { a: actor, link } = await c.startAndReady(a.agent);
     const b = c.join('b');
-    c.controller.nodeDead(a.node, 10_000);
+    c.controller.nodes.nodeDead(a.node, 10_000);
     assert.equal(a.node.state, 'DEAD');
     assert.equal(a.agent.closed, true, "the dead node's connection is dropped");
     assert.equal(link.terminatedBecause, 'node a was lost');
@@ -272,7 +272,7 @@ describe('Controller: nodes', { timeout: 10_000 }, () => {
     void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
     const { a: actor, link } = await c.startAndReady(a.agent);
     const b = c.join('b');
-    c.controller.agentDisconnected(a.node, a.agent, true);
+    c.controller.nodes.agentDisconnected(a.node, a.agent, true);
     assert.equal(link.terminatedBecause, undefined, 'a leaving node drains its actors itself');
     assert.deepEqual([actor.state, actor.restarts, actor.nodeId], ['STARTING', 0, b.node.id]);
     assert.equal(b.agent.starts.length, 1);
@@ -281,13 +281,13 @@ describe('Controller: nodes', { timeout: 10_000 }, () => {
   test('a closed connection makes a node SUSPECT (no new actors); a heartbeat brings it back and places what waited', async () => {
     const c = cluster();
     const a = c.join('a');
-    c.controller.agentDisconnected(a.node, a.agent, false);
+    c.controller.nodes.agentDisconnected(a.node, a.agent, false);
     assert.equal(a.node.state, 'SUSPECT');
     void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
     assert.match(c.actorsOf('mlp')[0]!.reason!, /no node is alive/);
     // The agent comes back on a new connection.
     const again = new FakeAgent();
-    c.controller.agentRegistered({ name: 'a', address: '127.0.0.1', resources: a.node.resources }, [], again);
+    c.controller.nodes.agentRegistered({ name: 'a', address: '127.0.0.1', resources: a.node.resources }, [], again);
     c.controller.schedule();
     assert.equal(a.node.state, 'ALIVE');
     assert.equal(again.starts.length, 1);
@@ -297,10 +297,10 @@ describe('Controller: nodes', { timeout: 10_000 }, () => {
   test('a SUSPECT node that heartbeats again takes the actors that waited', () => {
     const c = cluster();
     const a = c.join('a');
-    c.controller.nodeSuspect(a.node, 3000);
+    c.controller.nodes.nodeSuspect(a.node, 3000);
     void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
     assert.equal(a.agent.starts.length, 0);
-    c.controller.nodeHeartbeat(a.node, { type: 'heartbeat' });
+    c.controller.nodes.nodeHeartbeat(a.node, { type: 'heartbeat' });
     assert.equal(a.node.state, 'ALIVE');
     assert.equal(a.node.lastSeen, c.clock.now());
     assert.equal(a.agent.starts.length, 1);
@@ -311,7 +311,7 @@ describe('Controller: nodes', { timeout: 10_000 }, () => {
     const c = cluster();
     const a = c.join('a');
     assert.throws(
-      () => c.controller.agentRegistered({ name: 'a', address: '10.0.0.9', resources: a.node.resources }, [], new FakeAgent()),
+      () => c.controller.nodes.agentRegistered({ name: 'a', address: '10.0.0.9', resources: a.node.resources }, [], new FakeAgent()),
       (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_NODE_NAME_TAKEN',
     );
     assert.equal(a.node.agent, a.agent);
@@ -325,9 +325,9 @@ describe('Controller: nodes', { timeout: 10_000 }, () => {
     const kept = await c.startAndReady(a.agent, 11);
     const gone = await c.startAndReady(a.agent, 12);
     // Its connection drops, and it is back before liveness gives up on it.
-    c.controller.agentDisconnected(a.node, a.agent, false);
+    c.controller.nodes.agentDisconnected(a.node, a.agent, false);
     const again = new FakeAgent();
-    c.controller.agentRegistered(
+    c.controller.nodes.agentRegistered(
       { name: 'a', address: '127.0.0.1', resources: a.node.resources },
       [
         { actorId: kept.a.id, pid: 11 },

@@ -19,7 +19,7 @@ function cluster(clock?: Clock) {
   log.level = 'silent';
   const controller = new Controller(state, log, clock ? { clock } : {});
   const agent = new FakeAgent();
-  const node = controller.agentRegistered(
+  const node = controller.nodes.agentRegistered(
     { name: 'n1', address: '127.0.0.1', resources: { cpus: 1, memoryBytes: 2 ** 30, gpus: [] } },
     [],
     agent,
@@ -48,7 +48,7 @@ test("the head's own stall is not counted as a node's silence (system clock, blo
   const stop = watchLiveness(state, controller, log, OPTIONS);
   try {
     await sleep(60);
-    controller.nodeHeartbeat(node, { type: 'heartbeat' });
+    controller.nodes.nodeHeartbeat(node, { type: 'heartbeat' });
     // Longer than deadAfterMs: judged without the credit, the node would be DEAD.
     block(600);
     await sleep(80);
@@ -89,14 +89,14 @@ test('a heartbeat resets the silence; a SUSPECT node that heartbeats is ALIVE ag
   try {
     for (let i = 0; i < 10; i++) {
       clock.advance(150);
-      controller.nodeHeartbeat(node, { type: 'heartbeat' });
+      controller.nodes.nodeHeartbeat(node, { type: 'heartbeat' });
       await turn();
       assert.equal(node.state, 'ALIVE', `after ${(i + 1) * 150} ms with heartbeats`);
     }
     clock.advance(250);
     await turn();
     assert.equal(node.state, 'SUSPECT');
-    controller.nodeHeartbeat(node, { type: 'heartbeat' });
+    controller.nodes.nodeHeartbeat(node, { type: 'heartbeat' });
     assert.equal(node.state, 'ALIVE');
   } finally {
     stop();
