@@ -64,11 +64,6 @@ export class HttpDoor {
     }
   }
 
-  /** Connections being served. */
-  get connections(): number {
-    return this.#open.size;
-  }
-
   /** Takes the head's pending connection (a new head's replaces an old one's). Throws when none is pending, or another process's is. */
   open(settings: HandoffSettings): void {
     const link = this.#addon.accept(this.#listening, settings.headPid);

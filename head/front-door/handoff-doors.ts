@@ -70,11 +70,6 @@ export class HandoffDoors {
     return new HandoffDoors(addon, options);
   }
 
-  /** Connections handed to each actor now, by actor id (for tests and the status page). */
-  get connections(): Map<string, number> {
-    return new Map([...this.#byActor].map(([id, door]) => [id, door.connections]));
-  }
-
   /**
    * An actor said `ready` with a handoff address: connect to it and open the door. An address this
    * process cannot reach (the actor runs on another host or in another network namespace) leaves
