@@ -144,7 +144,7 @@ export { GraphDeploymentViewSchema, GraphViewSchema } from './graph/view.js';
 export type { GraphDeploymentView, GraphView } from './graph/view.js';
 export { FnActorEnvSchema, FnSignatureSchema } from './protocol/fn-actor.js';
 export type { FnActorEnv, FnSignature, StepFn } from './protocol/fn-actor.js';
-export { CallQueue, replicaCallLimit } from './dispatch/call-queue.js';
+export { CallQueue, MAX_QUEUE_WAIT_MS, replicaCallLimit } from './dispatch/call-queue.js';
 export { ReplicaLink } from './dispatch/replica-link.js';
 export type { CallResult, DispatchOptions, QueueTarget, Replica } from './dispatch/call-queue.js';
 export { authError, isLoopback, needsToken } from './http/auth.js';

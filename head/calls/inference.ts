@@ -1,12 +1,14 @@
 import { TroupeError, checkWire, isDynamic, validateInputs } from '../../runtime/internal.js';
 import type { CallResult, InferenceRequest, WireTensorMap } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
+import { startsOnDemand } from './cold-start.js';
 
 export type { InferenceRequest };
 
 /**
  * One call to a model deployment, checked before any work is queued (so a bad call costs the
- * cluster nothing), then queued for a replica. Outcome and latency go to the deployment's stats.
+ * cluster nothing), then queued for a replica. A deployment scaled from zero that no replica has
+ * described yet is checked once its first replica is READY. Outcome and latency go to the deployment's stats.
  */
 export async function runInferenceTimed(state: ClusterState, request: InferenceRequest): Promise<CallResult> {
   const d = state.deployments.get(request.deployment);
@@ -15,16 +17,25 @@ export async function runInferenceTimed(state: ClusterState, request: InferenceR
     throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${request.deployment}' (deployed: ${known})`);
   }
   for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
-  if (!d.metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${d.spec.name}' has no READY replica yet`);
-  // A fn that declares no signature takes whatever it is given; it checks its own inputs.
-  if (!isDynamic({ kind: d.spec.kind ?? 'model', metadata: d.metadata }))
-    validateInputs(d.spec.name, d.metadata, request.inputs, request.outputs);
+  if (!d.metadata && !startsOnDemand(d.spec))
+    throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${d.spec.name}' has no READY replica yet`);
+  const deadline = request.timeoutMs !== undefined ? Date.now() + request.timeoutMs : undefined;
   const started = performance.now();
   try {
-    const result = await d.dispatcher.submit(request.inputs, {
+    if (!d.metadata) {
+      const waited = d.coldStart.wait(d.spec.name, deadline);
+      state.autoscaleNow(d);
+      await waited;
+    }
+    // A fn that declares no signature takes whatever it is given; it checks its own inputs.
+    if (!isDynamic({ kind: d.spec.kind ?? 'model', metadata: d.metadata! }))
+      validateInputs(d.spec.name, d.metadata!, request.inputs, request.outputs);
+    const submitted = d.dispatcher.submit(request.inputs, {
       ...(request.outputs ? { outputs: request.outputs } : {}),
-      ...(request.timeoutMs !== undefined ? { deadline: Date.now() + request.timeoutMs } : {}),
+      ...(deadline !== undefined ? { deadline } : {}),
     });
+    if (d.spec.replicas === 0) state.autoscaleNow(d);
+    const result = await submitted;
     const ms = performance.now() - started;
     d.stats.record(ms);
     state.metrics.observe(d.spec.name, ms / 1000, result);

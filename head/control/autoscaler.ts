@@ -16,43 +16,53 @@ interface Trend {
 function loadOf(state: ClusterState, d: DeploymentRecord): { queued: number; inFlight: number } {
   const clients = state.clientLoads.of(d.spec.name);
   const inFlight = d.actors.reduce((n, a) => n + (a.state === 'READY' ? (a.link?.inFlight ?? 0) : 0), clients.inFlight);
-  return { queued: d.dispatcher.queued + clients.queued, inFlight };
+  return { queued: d.dispatcher.queued + d.coldStart.waiting + clients.queued, inFlight };
 }
 
 /**
  * Opt-in autoscaling (per deployment `autoscale`): aims at `targetPerReplica` queued+in-flight
  * calls per replica, within [minReplicas, maxReplicas]. A change must be wanted for `upDelayMs`
- * (or `downDelayMs`) before it is made, so bursts do not make replicas flap. New replicas are
- * placed by the scheduler like any other; every decision is logged and recorded as an event.
+ * (or `downDelayMs`) before it is made, so bursts do not make replicas flap; except from zero
+ * replicas, where a waiting call has nothing else to run on, so the first replica starts at once
+ * (the head also asks as soon as such a call arrives, {@link ClusterState.autoscaleNow}). New
+ * replicas are placed by the scheduler like any other; every decision is logged and recorded as
+ * an event.
  */
 export function startAutoscaler(state: ClusterState, controller: Controller, log: Logger, everyMs = 250): () => void {
   const trends = new Map<string, Trend>();
-  const timer = setInterval(() => {
-    const now = Date.now();
-    for (const d of state.deployments.values()) {
-      const auto = d.spec.autoscale;
-      if (!auto) continue;
-      const { queued, inFlight } = loadOf(state, d);
-      const load = queued + inFlight;
-      const wanted = Math.min(auto.maxReplicas, Math.max(auto.minReplicas, Math.ceil(load / auto.targetPerReplica)));
-      const current = d.spec.replicas;
-      if (wanted === current) {
-        trends.delete(d.spec.name);
-        continue;
-      }
-      const direction = wanted > current ? 'up' : 'down';
+  const consider = (d: DeploymentRecord, now: number) => {
+    const auto = d.spec.autoscale;
+    if (!auto) return;
+    const { queued, inFlight } = loadOf(state, d);
+    const load = queued + inFlight;
+    const wanted = Math.min(auto.maxReplicas, Math.max(auto.minReplicas, Math.ceil(load / auto.targetPerReplica)));
+    const current = d.spec.replicas;
+    if (wanted === current) {
+      trends.delete(d.spec.name);
+      return;
+    }
+    const direction = wanted > current ? 'up' : 'down';
+    if (current > 0) {
       const trend = trends.get(d.spec.name);
       if (!trend || trend.direction !== direction) {
         trends.set(d.spec.name, { since: now, direction });
-        continue;
+        return;
       }
-      if (now - trend.since < (direction === 'up' ? auto.upDelayMs : auto.downDelayMs)) continue;
-      trends.delete(d.spec.name);
-      const why = `load ${load} (${queued} queued + ${inFlight} in flight) on ${current} replica(s), target ${auto.targetPerReplica} per replica`;
-      log.info({ deployment: d.spec.name, from: current, to: wanted, load }, 'autoscaling');
-      state.events.add('scaled', `${d.spec.name}: ${current} -> ${wanted} replicas (${why})`);
-      controller.deploy({ ...d.spec, replicas: wanted }).catch(() => {});
+      if (now - trend.since < (direction === 'up' ? auto.upDelayMs : auto.downDelayMs)) return;
     }
+    trends.delete(d.spec.name);
+    const why = `load ${load} (${queued} queued + ${inFlight} in flight) on ${current} replica(s), target ${auto.targetPerReplica} per replica`;
+    log.info({ deployment: d.spec.name, from: current, to: wanted, load }, 'autoscaling');
+    state.events.add('scaled', `${d.spec.name}: ${current} -> ${wanted} replicas (${why})`);
+    controller.deploy({ ...d.spec, replicas: wanted }).catch(() => {});
+  };
+  state.autoscaleNow = (d) => consider(d, Date.now());
+  const timer = setInterval(() => {
+    const now = Date.now();
+    for (const d of state.deployments.values()) consider(d, now);
   }, everyMs);
-  return () => clearInterval(timer);
+  return () => {
+    clearInterval(timer);
+    state.autoscaleNow = () => {};
+  };
 }

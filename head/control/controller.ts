@@ -191,6 +191,7 @@ export class Controller {
     this.#state.deployments.delete(d.spec.name);
     this.#dirty();
     d.dispatcher.failAll(why);
+    d.coldStart.fail(why);
     this.#state.metrics.forget(d.spec.name);
     await Promise.all(d.actors.map((a) => this.#retire(a)));
     this.schedule();
@@ -295,6 +296,7 @@ export class Controller {
     a.state = 'READY';
     a.reason = null;
     d.metadata = metadata;
+    d.coldStart.ready();
     this.#memory.reported(d, a, modelBytes);
     this.#log.info(
       { actor: a.name, node: this.#state.nodeName(a.nodeId) ?? a.awaitingNode, device: a.device, pid: a.pid, rejoined },

@@ -12,6 +12,7 @@ export const InferTargetSchema = z.object({
   kind: z.enum(['model', 'fn', 'graph']),
   metadata: ModelMetadataSchema.nullable(),
   labels: LabelsSchema.optional(),
+  startsOnDemand: z.boolean().optional(),
 });
 
 export const WorkerSettingsSchema = z.object({

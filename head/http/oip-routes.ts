@@ -14,6 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TroupeError } from '../../runtime/internal.js';
 import type { TensorInfo } from '../../runtime/internal.js';
+import { startsOnDemand } from '../calls/cold-start.js';
 import { readinessBody, serverReadiness } from '../control/readiness.js';
 import type { DeploymentRecord } from '../state/records.js';
 import { bodyBuffer } from './body.js';
@@ -53,7 +54,9 @@ function tensorMetadata(t: TensorInfo): z.infer<typeof TensorMetadataSchema> {
   return { name: t.name, datatype: datatypeOfDtype(t.dtype), shape: oipShape(t.shape) };
 }
 
+/** A READY replica to serve a call now, or none wanted: a deployment scaled to zero starts one for the call. */
 function isReady(d: DeploymentRecord): boolean {
+  if (d.spec.replicas === 0 && startsOnDemand(d.spec) && !d.unhealthy) return true;
   return d.metadata !== null && d.actors.some((a) => a.state === 'READY');
 }
 

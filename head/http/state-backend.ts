@@ -1,12 +1,19 @@
 import { checkInferRequest, findTarget } from '../../runtime/internal.js';
 import type { InferTarget, InferenceBackend, Params } from '../../runtime/internal.js';
+import { startsOnDemand } from '../calls/cold-start.js';
 import { runInference } from '../calls/inference.js';
 import type { RunGateway } from '../graph/run-gateway.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
 
 export function targetOf(d: DeploymentRecord): InferTarget {
-  return { name: d.spec.name, kind: d.spec.kind ?? 'model', metadata: d.metadata, ...(d.spec.labels ? { labels: d.spec.labels } : {}) };
+  return {
+    name: d.spec.name,
+    kind: d.spec.kind ?? 'model',
+    metadata: d.metadata,
+    ...(d.spec.labels ? { labels: d.spec.labels } : {}),
+    ...(startsOnDemand(d.spec) ? { startsOnDemand: true } : {}),
+  };
 }
 
 /**

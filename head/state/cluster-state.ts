@@ -15,6 +15,11 @@ export class ClusterState implements ClusterRecords {
   readonly metrics: HeadMetrics = new HeadMetrics(this);
   readonly routes = new RouteBook(this.deployments);
   readonly clientLoads = new ClientLoads();
+  /**
+   * Set by the autoscaler: weighs one deployment's load now instead of at its next look, for a
+   * call that found it at zero replicas.
+   */
+  autoscaleNow: (d: DeploymentRecord) => void = () => {};
 
   nodeName(id: string | null): string | null {
     return id === null ? null : (this.nodes.get(id)?.name ?? id);

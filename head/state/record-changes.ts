@@ -1,6 +1,7 @@
 import { newId, newSecret, sameSecret } from '../../runtime/internal.js';
 import type { HeadToAgent, ModelDeployment } from '../../runtime/internal.js';
 import { DeploymentStats } from './deployment-stats.js';
+import { ColdStart } from '../calls/cold-start.js';
 import { Dispatcher } from '../calls/dispatcher.js';
 import type { ActorExitReport } from '../control/controller-options.js';
 import type { SavedActor } from './durable.js';
@@ -28,6 +29,7 @@ export function newDeployment(spec: ModelDeployment, memoryReserved: number): De
     metadata: null,
     unhealthy: null,
     stats: new DeploymentStats(),
+    coldStart: new ColdStart(),
     memoryReserved,
   } as unknown as DeploymentRecord;
   d.dispatcher = new Dispatcher(d);

@@ -9,6 +9,7 @@ import type {
   Replica,
 } from '../../runtime/internal.js';
 import type { AgentLink } from '../control/agent-link.js';
+import type { ColdStart } from '../calls/cold-start.js';
 import type { DeploymentStats } from './deployment-stats.js';
 
 // The head's records of nodes, actors and deployments: plain data the controller changes and
@@ -75,6 +76,8 @@ export interface DeploymentRecord {
   unhealthy: string | null;
   /** Calls waiting for a replica with room. */
   dispatcher: CallQueue;
+  /** Calls waiting for the first replica of a deployment scaled from zero to say what it takes. */
+  coldStart: ColdStart;
   stats: DeploymentStats;
   /** Host memory each new replica reserves: the spec's, or an estimate (head/control/memory-estimate.ts). */
   memoryReserved: number;

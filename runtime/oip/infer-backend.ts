@@ -25,6 +25,11 @@ export interface InferTarget {
   metadata: ModelMetadata | null;
   /** The spec's class labels, for the classification extension. */
   labels?: DeploymentLabels | undefined;
+  /**
+   * An autoscaled deployment starts a replica for a call that finds none: without metadata, such a
+   * call is not refused as not ready but waits in the head, which checks it once a replica is READY.
+   */
+  startsOnDemand?: boolean;
 }
 
 /** Whether `target` takes whatever it is given: a fn that declares nothing, or a graph whose signature is not known. */
@@ -35,12 +40,14 @@ export function takesAnything(target: InferTarget): boolean {
 
 /**
  * The checks made before a call is queued (as head/calls/inference.ts makes them for a deployment): well-formed
- * tensors, a deployment with a READY replica, inputs and outputs that fit the signature.
+ * tensors, a deployment with a READY replica (or one that starts on demand), inputs and outputs that fit the signature.
  */
 export function checkInferRequest(target: InferTarget, request: InferenceRequest): void {
   for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
-  if (!target.metadata && target.kind !== 'graph')
+  if (!target.metadata && target.kind !== 'graph') {
+    if (target.startsOnDemand) return;
     throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${target.name}' has no READY replica yet`);
+  }
   if (!takesAnything(target)) validateInputs(target.name, target.metadata!, request.inputs, request.outputs);
 }
 
