@@ -55,16 +55,20 @@ export function docBlocks(file: string, markdown: string): DocBlocks {
     let end = i + 1;
     // A closing fence is the same character, at least as long, and nothing after it.
     const close = new RegExp(`^ *${fence[0] === '`' ? '`' : '~'}{${fence.length},}\\s*$`);
-    for (; end < lines.length && !close.test(lines[end]!); end++) body.push(lines[end]!.startsWith(indent) ? lines[end]!.slice(indent.length) : lines[end]!.trimStart());
+    for (; end < lines.length && !close.test(lines[end]!); end++)
+      body.push(lines[end]!.startsWith(indent) ? lines[end]!.slice(indent.length) : lines[end]!.trimStart());
     const where = `${file}:${i + 1}`;
     if (end >= lines.length) problems.push(`${where}: a fence that is never closed`);
     const marker = lastText >= 0 ? MARKER.exec(lines[lastText]!) : null;
     const skip = marker ? SKIP.exec(marker[1]!)?.[1] : undefined;
-    if (marker && skip === undefined) problems.push(`${where}: the marker '${lines[lastText]!.trim()}' is not '<!-- docs-test: skip (reason) -->'`);
+    if (marker && skip === undefined)
+      problems.push(`${where}: the marker '${lines[lastText]!.trim()}' is not '<!-- docs-test: skip (reason) -->'`);
     const kind = RUN[lang.toLowerCase()];
     if (kind) blocks.push({ file, line: i + 1, lang, kind, code: body.join('\n'), ...(skip !== undefined && { skip }) });
     else if (!OUTPUT.has(lang.toLowerCase()))
-      problems.push(`${where}: ${lang ? `language '${lang}'` : 'no language'}: tag it ts, js, sh or bash to run it, text or json for output`);
+      problems.push(
+        `${where}: ${lang ? `language '${lang}'` : 'no language'}: tag it ts, js, sh or bash to run it, text or json for output`,
+      );
     else if (marker) problems.push(`${where}: a docs-test marker on a '${lang}' block, which is never run`);
     i = end;
     lastText = -1;

@@ -39,7 +39,12 @@ export async function startTroupeUp(): Promise<DocsCluster> {
   await symlink(CLI, join(cwd, 'bin', 'troupe'));
   await writeFile(join(cwd, '.curlrc'), 'fail-with-body\n');
   // detached: a process group of its own (up, head, agent, actors), stopped as a whole.
-  const up = spawn(process.execPath, [CLI, 'up', '--port', '0'], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+  const up = spawn(process.execPath, [CLI, 'up', '--port', '0'], {
+    cwd,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: childEnv(),
+  });
   let stdout = '';
   let stderr = '';
   up.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -70,7 +75,7 @@ export async function startTroupeUp(): Promise<DocsCluster> {
     return { cwd, url, port: Number(new URL(url).port), stop };
   } catch (err) {
     await stop();
-    throw new Error(`${(err as Error).message}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`);
+    throw new Error(`${(err as Error).message}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`, { cause: err });
   }
 }
 
