@@ -195,4 +195,6 @@ export async function deployCommand(argv: string[]): Promise<void> {
     );
   }
   process.stdout.write(`deployment '${view.name}' is READY: ${progressLine(view)}\n`);
+  for (const v of view.versions ?? [])
+    process.stdout.write(`  version ${v.version}: ${v.weight}% of calls, ${v.model}, ${v.state} (deployment ${v.deployment})\n`);
 }

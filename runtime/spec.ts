@@ -63,6 +63,24 @@ const LabelListSchema = z.array(z.string().max(1024, 'a label is at most 1024 ch
 export const LabelsSchema = z.union([LabelListSchema, z.record(z.string().min(1).max(256), LabelListSchema)]);
 export type DeploymentLabels = z.infer<typeof LabelsSchema>;
 
+/**
+ * One version of a deployment that splits its traffic (canary rollouts): its own model and replicas
+ * (the deployment's by default), and the percentage of calls it takes.
+ */
+export const VersionSchema = z
+  .object({
+    /** Names the version in URLs (`/v2/models/{name}/versions/{version}`) and its replicas' deployment (`{name}.{version}`). */
+    version: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,15}$/, 'a version is 1-16 letters, digits, "_" or "-", starting with a letter or digit'),
+    model: z.string().min(1).max(1024),
+    /** Percent of the deployment's calls; the versions' weights sum to 100. 0 keeps a version warm without traffic. */
+    weight: z.number().min(0).max(100),
+    replicas: z.number().int().min(0).max(256).optional(),
+  })
+  .strict();
+export type VersionSpec = z.output<typeof VersionSchema>;
+
 /** The smallest `cpus` a replica may ask for: a twentieth of a core, so 20 replicas per CPU at most. */
 export const MIN_REPLICA_CPUS = 0.05;
 
@@ -73,7 +91,8 @@ export const MIN_REPLICA_CPUS = 0.05;
 export const ModelDeploymentSchema = z
   .object({
     name: NameSchema,
-    model: z.string().min(1).max(1024),
+    /** The model file (or uploaded model) each replica loads; with `versions`, the first version's when left out. */
+    model: z.string().min(1).max(1024).optional(),
     /** 'fn': `model` is `path#export`, a function under the agents' --module-dir run by a fn actor (graph steps). */
     kind: z.enum(['model', 'fn']).optional(),
     replicas: z.number().int().min(0).max(256).default(1),
@@ -103,13 +122,34 @@ export const ModelDeploymentSchema = z
     autoscale: AutoscaleSchema.optional(),
     /** Class labels the HTTP API's classification extension adds to its "score:index" strings. */
     labels: LabelsSchema.optional(),
+    /** Several versions, each its own replicas, calls split between them by weight (head/control/versions.ts). */
+    versions: z.array(VersionSchema).min(1).max(8).optional(),
+    /** Set by the head on the deployment that runs one version of another: that deployment's name. */
+    versionOf: NameSchema.optional(),
   })
   .strict()
+  .refine((d) => d.model !== undefined || d.versions !== undefined, {
+    message: 'a deployment names a model (or versions)',
+    path: ['model'],
+  })
+  .refine((d) => !d.versions || Math.abs(d.versions.reduce((n, v) => n + v.weight, 0) - 100) < 1e-9, {
+    message: 'the weights of versions must sum to 100',
+    path: ['versions'],
+  })
+  .refine((d) => !d.versions || new Set(d.versions.map((v) => v.version)).size === d.versions.length, {
+    message: 'each version needs a name of its own',
+    path: ['versions'],
+  })
+  .refine((d) => !d.versions || d.name.length + 1 + Math.max(...d.versions.map((v) => v.version.length)) <= 63, {
+    message: "'{name}.{version}' names a version's replicas and must fit in 63 characters",
+    path: ['versions'],
+  })
   .refine((d) => d.gpus <= 1 || Number.isInteger(d.gpus), { message: 'gpus above 1 must be a whole number', path: ['gpus'] })
   .refine((d) => !d.autoscale || d.autoscale.minReplicas <= d.autoscale.maxReplicas, {
     message: 'autoscale.minReplicas must not exceed autoscale.maxReplicas',
     path: ['autoscale'],
-  });
+  })
+  .transform((d) => ({ ...d, model: d.model ?? d.versions![0]!.model }));
 
 export type ModelDeploymentInput = z.input<typeof ModelDeploymentSchema>;
 export type ModelDeployment = z.output<typeof ModelDeploymentSchema>;

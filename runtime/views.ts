@@ -48,6 +48,20 @@ export const DeploymentViewSchema = z.object({
     p99Ms: z.number().nullable(),
   }),
   actors: z.array(ActorViewSchema),
+  /** A deployment split between versions: each version, its share of calls, and the deployment that runs it. */
+  versions: z
+    .array(
+      z.object({
+        version: z.string(),
+        model: z.string(),
+        weight: z.number(),
+        deployment: z.string(),
+        state: z.enum(['DEPLOYING', 'READY', 'UNHEALTHY']),
+      }),
+    )
+    .optional(),
+  /** The deployment this one runs a version of. */
+  versionOf: z.string().optional(),
 });
 export type DeploymentView = z.infer<typeof DeploymentViewSchema>;
 

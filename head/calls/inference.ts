@@ -1,6 +1,8 @@
 import { TroupeError, checkWire, isDynamic, validateInputs } from '../../runtime/internal.js';
 import type { CallResult, InferenceRequest, WireTensorMap } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
+import { pickVersion } from '../control/versions.js';
+import type { DeploymentRecord } from '../state/records.js';
 import { startsOnDemand } from './cold-start.js';
 
 export type { InferenceRequest };
@@ -16,6 +18,7 @@ export async function runInferenceTimed(state: ClusterState, request: InferenceR
     const known = [...state.deployments.keys()].map((n) => `'${n}'`).join(', ') || 'none';
     throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${request.deployment}' (deployed: ${known})`);
   }
+  if (d.spec.versions) return runVersion(state, d, request);
   for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
   if (!d.metadata && !startsOnDemand(d.spec))
     throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${d.spec.name}' has no READY replica yet`);
@@ -39,6 +42,19 @@ export async function runInferenceTimed(state: ClusterState, request: InferenceR
     const ms = performance.now() - started;
     d.stats.record(ms);
     state.metrics.observe(d.spec.name, ms / 1000, result);
+    return result;
+  } catch (err) {
+    d.stats.record(performance.now() - started, err instanceof TroupeError ? err.code : 'TROUPE_ERR_INTERNAL');
+    throw err;
+  }
+}
+
+/** A call to a deployment split between versions: run by the version the split picks, counted by both. */
+async function runVersion(state: ClusterState, d: DeploymentRecord, request: InferenceRequest): Promise<CallResult> {
+  const started = performance.now();
+  try {
+    const result = await runInferenceTimed(state, { ...request, deployment: pickVersion(d.spec) });
+    d.stats.record(performance.now() - started);
     return result;
   } catch (err) {
     d.stats.record(performance.now() - started, err instanceof TroupeError ? err.code : 'TROUPE_ERR_INTERNAL');

@@ -32,7 +32,8 @@ export function startAutoscaler(state: ClusterState, controller: Controller, log
   const trends = new Map<string, Trend>();
   const consider = (d: DeploymentRecord, now: number) => {
     const auto = d.spec.autoscale;
-    if (!auto) return;
+    // A deployment split between versions scales each version's deployment, not itself.
+    if (!auto || d.spec.versions) return;
     const { queued, inFlight } = loadOf(state, d);
     const load = queued + inFlight;
     const wanted = Math.min(auto.maxReplicas, Math.max(auto.minReplicas, Math.ceil(load / auto.targetPerReplica)));

@@ -22,6 +22,7 @@ import { place } from './scheduler.js';
 import { MemoryReservations } from './memory-estimate.js';
 import { recordCrash } from './restart-policy.js';
 import { retireActor } from './retire.js';
+import { ownReplicas } from './versions.js';
 import { NodeMembership } from './node-membership.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { HeadActorLink, ActorRecord, DeploymentRecord, NodeRecord } from '../state/records.js';
@@ -144,8 +145,9 @@ export class Controller {
     d.unhealthy = null;
     this.#state.deployments.set(spec.name, d);
     const live = d.actors.filter((a) => a.state !== 'DEAD');
-    for (let i = live.length; i < spec.replicas; i++) d.actors.push(this.#addActor(newActorRecord(d, freeReplicaIndex(d))));
-    for (const a of live.slice(spec.replicas)) void this.#retire(a);
+    const replicas = ownReplicas(spec);
+    for (let i = live.length; i < replicas; i++) d.actors.push(this.#addActor(newActorRecord(d, freeReplicaIndex(d))));
+    for (const a of live.slice(replicas)) void this.#retire(a);
     d.actors = d.actors.filter((a) => a.state !== 'DRAINING');
     this.#dirty();
     return d;
@@ -297,6 +299,9 @@ export class Controller {
     a.reason = null;
     d.metadata = metadata;
     d.coldStart.ready();
+    // A deployment split between versions takes the signature of the first of them to be READY.
+    const whole = d.spec.versionOf === undefined ? undefined : this.#state.deployments.get(d.spec.versionOf);
+    if (whole && !whole.metadata) whole.metadata = metadata;
     this.#memory.reported(d, a, modelBytes);
     this.#log.info(
       { actor: a.name, node: this.#state.nodeName(a.nodeId) ?? a.awaitingNode, device: a.device, pid: a.pid, rejoined },
@@ -412,7 +417,7 @@ export class Controller {
 
   #checkReady(d: DeploymentRecord): void {
     const ready = d.actors.filter((a) => a.state === 'READY').length;
-    if (ready >= d.spec.replicas) this.#waiters.settle(d.spec.name, this.#state.deploymentView(d));
+    if (ready >= ownReplicas(d.spec)) this.#waiters.settle(d.spec.name, this.#state.deploymentView(d));
   }
 
   #later(ms: number, fn: () => void): void {

@@ -1,7 +1,8 @@
-import { ModelDeploymentSchema, TroupeError, formatIssues, looksLikeGraphDocument } from '../../runtime/internal.js';
+import { MAX_QUEUE_WAIT_MS, ModelDeploymentSchema, TroupeError, formatIssues, looksLikeGraphDocument } from '../../runtime/internal.js';
 import type { DeploymentView, GraphDeploymentView, Logger, ModelDeployment } from '../../runtime/internal.js';
 import type { Controller } from './controller.js';
 import { boundDeploy } from './deploy-bound.js';
+import { versionSpecs } from './versions.js';
 import type { DurableStore } from '../state/durable.js';
 import type { RunGateway } from '../graph/run-gateway.js';
 import type { ClusterState } from '../state/cluster-state.js';
@@ -50,6 +51,21 @@ export function specChanges(current: ModelDeployment, next: ModelDeployment): st
   return [...keys].filter((key) => value(current, key) !== value(next, key) && !(scaled && key === 'replicas')).sort();
 }
 
+/** How often a dropped version's queue is looked at before it stops. */
+const RETIRE_POLL_MS = 50;
+
+/** `given` with its model names (the deployment's and each version's) turned into what actors load. */
+function resolveModels(given: Record<string, unknown>, resolve: ((model: unknown) => unknown) | undefined): Record<string, unknown> {
+  if (!resolve) return given;
+  const out: Record<string, unknown> = { ...given };
+  if (given.model !== undefined) out.model = resolve(given.model);
+  if (Array.isArray(given.versions))
+    out.versions = given.versions.map((v: unknown) =>
+      typeof v === 'object' && v !== null && 'model' in v ? { ...v, model: resolve((v as { model: unknown }).model) } : v,
+    );
+  return out;
+}
+
 export class Deployments {
   readonly #state: ClusterState;
   readonly #controller: Controller;
@@ -82,16 +98,75 @@ export class Deployments {
     if (typeof name === 'string' && this.#graphs.has(name)) {
       throw new TroupeError('TROUPE_ERR_BAD_SPEC', `'${name}' is a graph; a deployment cannot take its name (delete the graph first)`);
     }
-    const resolved = request.resolveModel ? { ...given, model: request.resolveModel(given.model) } : given;
-    const parsed = ModelDeploymentSchema.safeParse(resolved);
+    if (given.versionOf !== undefined)
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_SPEC',
+        "'versionOf' is set by the head on the deployments that run versions; list versions instead",
+      );
+    const parsed = ModelDeploymentSchema.safeParse(resolveModels(given, request.resolveModel));
     if (!parsed.success) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `invalid deployment: ${formatIssues(parsed.error.issues)}`);
     const spec = parsed.data;
+    const whole = this.#state.deployments.get(spec.name)?.spec.versionOf;
+    if (whole !== undefined)
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_SPEC',
+        `'${spec.name}' runs a version of '${whole}': change the versions of '${whole}' instead`,
+      );
     const created = !this.#state.deployments.has(spec.name);
-    const replaced = this.#replacing([spec], request.replace);
-    const ready = boundDeploy(this.#controller.deploy(spec), request.timeoutMs, { kind: 'deployment', name: spec.name }, () =>
-      this.#views([spec.name]),
+    const versions = versionSpecs(spec);
+    for (const v of versions) {
+      const taken = this.#state.deployments.get(v.name);
+      if (taken && taken.spec.versionOf !== spec.name)
+        throw new TroupeError('TROUPE_ERR_BAD_SPEC', `'${v.name}' would run a version of '${spec.name}' but is a deployment of its own`);
+    }
+    const replaced = this.#replacing([spec, ...versions], request.replace);
+    const dropped = this.#versionsOf(spec.name).filter((name) => !versions.some((v) => v.name === name));
+    // The split changes with the first deploy; versions left out stop once their queued calls are served.
+    const deployed = Promise.all([spec, ...versions].map((s) => this.#controller.deploy(s)));
+    for (const name of dropped) void this.#retireVersion(name);
+    const ready = boundDeploy(
+      deployed.then(() => this.#views([spec.name])[0]!),
+      request.timeoutMs,
+      { kind: 'deployment', name: spec.name },
+      () => this.#views([spec.name, ...versions.map((v) => v.name)]),
     );
     return { kind: 'deployment', name: spec.name, created, replaced, ready };
+  }
+
+  /**
+   * Sends every call of a deployment split between versions to one of them: the versions'
+   * deployments but that one stop once their queued calls are served. `rollback` names none:
+   * the first version listed, the one a rollout started from.
+   */
+  shiftAll(name: string, version: string | undefined, timeoutMs: number): DeployStarted {
+    const d = this.#state.deployments.get(name);
+    if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${name}'`);
+    const versions = d.spec.versions;
+    if (!versions) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `deployment '${name}' has no versions to promote or roll back`);
+    const kept = version === undefined ? versions[0]! : versions.find((v) => v.version === version);
+    if (!kept)
+      throw new TroupeError(
+        'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+        `deployment '${name}' has no version '${version}' (versions: ${versions.map((v) => v.version).join(', ')})`,
+      );
+    return this.deploy({ spec: { ...d.spec, versions: [{ ...kept, weight: 100 }] }, timeoutMs, replace: true });
+  }
+
+  /** The deployments that run versions of `name`. */
+  #versionsOf(name: string): string[] {
+    return [...this.#state.deployments.values()].filter((d) => d.spec.versionOf === name).map((d) => d.spec.name);
+  }
+
+  /** Stops a version's deployment once the calls already sent to it are served (bounded), so none is lost. */
+  async #retireVersion(name: string): Promise<void> {
+    const deadline = Date.now() + MAX_QUEUE_WAIT_MS;
+    for (;;) {
+      const d = this.#state.deployments.get(name);
+      if (!d) return;
+      if ((d.dispatcher.queued === 0 && d.coldStart.waiting === 0) || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, RETIRE_POLL_MS));
+    }
+    await this.#controller.undeploy(name).catch(() => {});
   }
 
   #deployGraph(request: DeployRequest): DeployStarted {
@@ -157,7 +232,13 @@ export class Deployments {
       this.#store?.deleteGraph(name);
       return { name, kind: 'graph' };
     }
-    if (!this.#state.deployments.has(name)) {
+    const d = this.#state.deployments.get(name);
+    if (d?.spec.versionOf !== undefined)
+      throw new TroupeError(
+        'TROUPE_ERR_DEPLOYMENT_IN_USE',
+        `'${name}' runs a version of '${d.spec.versionOf}': change its versions, promote or roll back, or delete '${d.spec.versionOf}'`,
+      );
+    if (!d) {
       const known =
         [...this.#state.deployments.keys(), ...this.#graphs.views().map((g) => g.name)].map((n) => `'${n}'`).join(', ') || 'none';
       throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment or graph named '${name}' (deployed: ${known})`);
@@ -170,7 +251,9 @@ export class Deployments {
       );
     }
     if (users.length > 0) this.#log.warn({ deployment: name, graphs: users }, 'deleting a deployment that graphs call (forced)');
+    const versions = this.#versionsOf(name);
     await this.#controller.undeploy(name);
+    await Promise.all(versions.map((v) => this.#controller.undeploy(v).catch(() => {})));
     return { name, kind: 'deployment' };
   }
 

@@ -13,6 +13,7 @@ export const InferTargetSchema = z.object({
   metadata: ModelMetadataSchema.nullable(),
   labels: LabelsSchema.optional(),
   startsOnDemand: z.boolean().optional(),
+  versions: z.record(z.string(), z.string()).optional(),
 });
 
 export const WorkerSettingsSchema = z.object({

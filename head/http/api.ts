@@ -4,6 +4,7 @@ import { authHook } from './auth.js';
 import { acceptBuffers, acceptSpecBuffers, acceptStreams } from './body.js';
 import type { ApiContext, HttpApiOptions } from './context.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
+import { registerRolloutRoutes } from './rollout-routes.js';
 import { errorHandler, sendError } from './errors.js';
 import { registerJobRoutes } from './job-routes.js';
 import { JobStore } from './jobs.js';
@@ -78,6 +79,7 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
     await api.register(async (scope) => {
       acceptSpecBuffers(scope);
       registerDeploymentRoutes(scope, ctx);
+      registerRolloutRoutes(scope, ctx);
     });
 
     // Uploads stream straight to disk instead of being buffered whole.

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import {
   DeploymentViewSchema,
@@ -12,6 +12,7 @@ import type { DeploymentView } from '../../runtime/internal.js';
 import { DEFAULT_DEPLOY_TIMEOUT_S, MAX_DEPLOY_TIMEOUT_S, PendingActorSchema, pendingActors } from '../../runtime/deploy-timeout.js';
 import { formatModelRef, parseModelRef } from '../../runtime/model-ref.js';
 import { DeployTimeoutError } from '../control/deploy-bound.js';
+import type { DeployStarted } from '../control/deployments.js';
 import type { DeploymentRecord } from '../state/records.js';
 import { bodyBuffer, parseDocument } from './body.js';
 import type { ApiContext } from './context.js';
@@ -23,14 +24,14 @@ import type { ApiContext } from './context.js';
  * PUT) or a path under the agents' `--model-dir`.
  */
 
-const DeploymentDetailSchema = DeploymentViewSchema.extend({
+export const DeploymentDetailSchema = DeploymentViewSchema.extend({
   spec: z.record(z.string(), z.unknown()),
   /** Present when this PUT replaced a READY deployment with a different spec: what changed. */
   replaced: z.string().optional(),
 });
 
 /** A 202 past the bound: also every actor not READY with its reason, and one message naming them. */
-const DeploymentWaitingSchema = DeploymentDetailSchema.extend({ pending: z.array(PendingActorSchema), message: z.string() });
+export const DeploymentWaitingSchema = DeploymentDetailSchema.extend({ pending: z.array(PendingActorSchema), message: z.string() });
 
 /** A query value in seconds: a number in (0, MAX_DEPLOY_TIMEOUT_S]; '' and '1e400' are not. */
 const TimeoutSSchema = z
@@ -43,7 +44,7 @@ function detail(ctx: ApiContext, d: DeploymentRecord): DeploymentView & { spec: 
   return { ...ctx.state.deploymentView(d), spec: { ...d.spec } };
 }
 
-function deploymentName(request: FastifyRequest): string {
+export function deploymentName(request: FastifyRequest): string {
   const { name } = request.params as { name: string };
   if (!NameSchema.safeParse(name).success) {
     throw new TroupeError(
@@ -54,7 +55,7 @@ function deploymentName(request: FastifyRequest): string {
   return name;
 }
 
-function queryFlags(request: FastifyRequest): { wait: boolean; waitMs: number } {
+export function queryFlags(request: FastifyRequest): { wait: boolean; waitMs: number } {
   const query = request.query as Record<string, string | string[] | undefined>;
   const one = (name: string): string | undefined => {
     const value = query[name];
@@ -90,6 +91,35 @@ function resolveModel(ctx: ApiContext, model: unknown): unknown {
     throw new TroupeError('TROUPE_ERR_UNKNOWN_MODEL', `no uploaded model has sha256 ${ref.sha256}`);
   }
   return model;
+}
+
+/**
+ * The answer to a model deploy: 201 or 200 once READY, 202 at once without waiting, or 202 past the
+ * bound with every actor not READY and why (the deployment stays and keeps being placed).
+ */
+export async function answerDeployment(ctx: ApiContext, started: DeployStarted, wait: boolean, reply: FastifyReply): Promise<FastifyReply> {
+  const { name } = started;
+  const replaced = started.replaced ? { replaced: started.replaced } : {};
+  const current = () => {
+    const d = ctx.state.deployments.get(name);
+    if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `deployment '${name}' was removed while deploying`);
+    return { ...detail(ctx, d), ...replaced };
+  };
+  if (!wait) {
+    started.ready.catch((err: unknown) =>
+      ctx.log.info({ deployment: name, err: (err as Error).message }, 'deployment did not become READY'),
+    );
+    return reply.code(202).send(current());
+  }
+  try {
+    await started.ready;
+  } catch (err) {
+    if (!(err instanceof DeployTimeoutError)) throw err;
+    // Past the bound is not a failure of the request: the deployment was accepted and stays.
+    const view = current();
+    return reply.code(202).send({ ...view, pending: pendingActors(view), message: err.message });
+  }
+  return reply.code(started.created ? 201 : 200).send(current());
 }
 
 export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext): void {
@@ -171,26 +201,7 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
             .send({ graph: name, state: 'DEPLOYING', deployments: err.views, pending, message: err.message, ...replaced });
         }
       }
-      const current = () => {
-        const d = state.deployments.get(name);
-        if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `deployment '${name}' was removed while deploying`);
-        return { ...detail(ctx, d), ...replaced };
-      };
-      if (!wait) {
-        started.ready.catch((err: unknown) =>
-          log.info({ deployment: name, err: (err as Error).message }, 'deployment did not become READY'),
-        );
-        return reply.code(202).send(current());
-      }
-      try {
-        await started.ready;
-      } catch (err) {
-        if (!(err instanceof DeployTimeoutError)) throw err;
-        // Past the bound is not a failure of the request: the deployment was accepted and stays.
-        const view = current();
-        return reply.code(202).send({ ...view, pending: pendingActors(view), message: err.message });
-      }
-      return reply.code(started.created ? 201 : 200).send(current());
+      return answerDeployment(ctx, started, wait, reply);
     },
   );
 

@@ -15,6 +15,7 @@ import { z } from 'zod';
 import { TroupeError } from '../../runtime/internal.js';
 import type { TensorInfo } from '../../runtime/internal.js';
 import { startsOnDemand } from '../calls/cold-start.js';
+import { versionDeploymentName, versionMap } from '../control/versions.js';
 import { readinessBody, serverReadiness } from '../control/readiness.js';
 import type { DeploymentRecord } from '../state/records.js';
 import { bodyBuffer } from './body.js';
@@ -117,14 +118,16 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
   // A graph is a model here too, as Triton's ensembles are: platform "ensemble", its inputs and
   // outputs inferred from its nodes' signatures.
   const metadata = async (request: FastifyRequest) => {
-    const target = targetFor(state, ctx.graphs, request.params as Params);
+    const params = request.params as Params;
+    const target = targetFor(state, ctx.graphs, params);
+    const whole = params.version === undefined ? target : targetFor(state, ctx.graphs, { name: params.name });
     if (!target.metadata) {
       const why = target.kind === 'graph' ? 'a step of it is a fn that declares no signature' : 'it has no READY replica yet';
       throw new TroupeError('TROUPE_ERR_NOT_READY', `model '${target.name}': its inputs and outputs are not known (${why})`);
     }
     return {
-      name: target.name,
-      versions: [MODEL_VERSION],
+      name: whole.name,
+      versions: whole.versions ? Object.keys(whole.versions) : [MODEL_VERSION],
       platform: target.kind === 'graph' ? 'ensemble' : 'onnx_onnxv1',
       inputs: target.metadata.inputs.map(tensorMetadata),
       outputs: target.metadata.outputs.map(tensorMetadata),
@@ -132,10 +135,26 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
   };
   const ready = async (request: FastifyRequest, reply: FastifyReply) => {
     const { name, version } = request.params as Params;
-    if (version !== undefined && version !== MODEL_VERSION) return reply.code(404).send();
+    const versions = ctx.state.deployments.get(name)?.spec.versions;
+    const pinned =
+      version === undefined
+        ? undefined
+        : versions
+          ? versionMap(ctx.state.deployments.get(name)!.spec)![version]
+          : version === MODEL_VERSION
+            ? name
+            : undefined;
+    if (version !== undefined && pinned === undefined) return reply.code(404).send();
     const graph = ctx.graphs.views().find((g) => g.name === name);
-    // A graph is ready when every deployment it calls is.
-    const used = graph ? graph.deployments.map((n) => ctx.state.deployments.get(n)) : [ctx.state.deployments.get(name)];
+    // A graph is ready when every deployment it calls is; a deployment split between versions when
+    // every version that takes calls is.
+    const used = graph
+      ? graph.deployments.map((n) => ctx.state.deployments.get(n))
+      : pinned !== undefined
+        ? [ctx.state.deployments.get(pinned)]
+        : versions
+          ? versions.filter((v) => v.weight > 0).map((v) => ctx.state.deployments.get(versionDeploymentName(name, v.version)))
+          : [ctx.state.deployments.get(name)];
     if (!graph && !used[0]) return reply.code(404).send();
     return reply.code(used.every((d) => d !== undefined && isReady(d)) ? 200 : 400).send();
   };

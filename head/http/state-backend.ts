@@ -1,6 +1,7 @@
 import { checkInferRequest, findTarget } from '../../runtime/internal.js';
 import type { InferTarget, InferenceBackend, Params } from '../../runtime/internal.js';
 import { startsOnDemand } from '../calls/cold-start.js';
+import { versionMap } from '../control/versions.js';
 import { runInference } from '../calls/inference.js';
 import type { RunGateway } from '../graph/run-gateway.js';
 import type { ClusterState } from '../state/cluster-state.js';
@@ -13,6 +14,7 @@ export function targetOf(d: DeploymentRecord): InferTarget {
     metadata: d.metadata,
     ...(d.spec.labels ? { labels: d.spec.labels } : {}),
     ...(startsOnDemand(d.spec) ? { startsOnDemand: true } : {}),
+    ...(d.spec.versions ? { versions: versionMap(d.spec) } : {}),
   };
 }
 

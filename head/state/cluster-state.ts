@@ -5,6 +5,7 @@ import { HeadMetrics } from './metrics.js';
 import { inFlightOf } from './records.js';
 import type { ActorRecord, ClusterRecords, DeploymentRecord, NodeRecord } from './records.js';
 import { RouteBook } from './route-book.js';
+import { versionDeploymentName } from '../control/versions.js';
 
 /** Everything the head knows about the cluster, and how it looks to users. */
 export class ClusterState implements ClusterRecords {
@@ -46,17 +47,32 @@ export class ClusterState implements ClusterRecords {
   }
 
   deploymentView(d: DeploymentRecord): DeploymentView {
-    const ready = d.actors.filter((a) => a.state === 'READY').length;
+    const versions = this.#versionsOf(d);
     return {
       name: d.spec.name,
       model: d.spec.model,
       replicas: d.spec.replicas,
-      state: d.unhealthy ? 'UNHEALTHY' : ready >= d.spec.replicas ? 'READY' : 'DEPLOYING',
+      state: versions ? versionedState(versions) : this.#ownState(d),
       metadata: d.metadata,
       queued: d.dispatcher.queued,
       requests: d.stats.snapshot(),
       actors: d.actors.map((a) => this.actorView(a)),
+      ...(versions ? { versions } : {}),
+      ...(d.spec.versionOf !== undefined ? { versionOf: d.spec.versionOf } : {}),
     };
+  }
+
+  #ownState(d: DeploymentRecord): DeploymentView['state'] {
+    const ready = d.actors.filter((a) => a.state === 'READY').length;
+    return d.unhealthy ? 'UNHEALTHY' : ready >= d.spec.replicas ? 'READY' : 'DEPLOYING';
+  }
+
+  #versionsOf(d: DeploymentRecord): DeploymentView['versions'] {
+    return d.spec.versions?.map((v) => {
+      const deployment = versionDeploymentName(d.spec.name, v.version);
+      const runs = this.deployments.get(deployment);
+      return { version: v.version, model: v.model, weight: v.weight, deployment, state: runs ? this.#ownState(runs) : 'DEPLOYING' };
+    });
   }
 
   nodeView(n: NodeRecord): NodeView {
@@ -71,4 +87,11 @@ export class ClusterState implements ClusterRecords {
       events: this.events.recent(100),
     };
   }
+}
+
+/** The worst state of the versions that take calls: a deployment is READY when every one of them is. */
+function versionedState(versions: NonNullable<DeploymentView['versions']>): DeploymentView['state'] {
+  const serving = versions.filter((v) => v.weight > 0);
+  if (serving.some((v) => v.state === 'UNHEALTHY')) return 'UNHEALTHY';
+  return serving.every((v) => v.state === 'READY') ? 'READY' : 'DEPLOYING';
 }

@@ -30,6 +30,8 @@ export interface InferTarget {
    * call is not refused as not ready but waits in the head, which checks it once a replica is READY.
    */
   startsOnDemand?: boolean;
+  /** A deployment split between versions: version -> the deployment that runs it (a URL may pin one). */
+  versions?: Record<string, string> | undefined;
 }
 
 /** Whether `target` takes whatever it is given: a fn that declares nothing, or a graph whose signature is not known. */
@@ -68,11 +70,15 @@ export function findTarget(params: Params, lookup: (name: string) => InferTarget
     const known = [...names()].map((n) => `'${n}'`).join(', ') || 'none';
     throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `unknown model '${params.name}' (deployed: ${known})`);
   }
-  if (params.version !== undefined && params.version !== MODEL_VERSION) {
+  if (params.version === undefined) return target;
+  const pinned = target.versions ? target.versions[params.version] : params.version === MODEL_VERSION ? target.name : undefined;
+  const version = pinned === undefined ? undefined : pinned === target.name ? target : lookup(pinned);
+  if (!version) {
+    const versions = target.versions ? Object.keys(target.versions).join(', ') : MODEL_VERSION;
     throw new TroupeError(
       'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
-      `model '${params.name}' has no version '${params.version}' (versions: ${MODEL_VERSION})`,
+      `model '${params.name}' has no version '${params.version}' (versions: ${versions})`,
     );
   }
-  return target;
+  return version;
 }

@@ -1,0 +1,244 @@
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { buildMlp } from '../../models/index.js';
+import { connect, tensor } from '../../runtime/internal.js';
+import type { Cluster, DeploymentView } from '../../runtime/internal.js';
+import { startCluster, waitFor } from '../helpers/cluster.js';
+import type { TestCluster } from '../helpers/cluster.js';
+import { runInProcess, seededFloats } from '../helpers/tensors.js';
+
+const x = seededFloats(64, 3);
+const input = () => ({ x: tensor('float32', [1, 64], x) });
+
+async function view(client: Cluster, name: string): Promise<DeploymentView | undefined> {
+  return (await client.describe()).deployments.find((d) => d.name === name);
+}
+
+async function put(url: string, name: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${url}/api/v1/deployments/${name}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function post(url: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${url}${path}`, {
+    method: 'POST',
+    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe('versions and traffic splitting', { timeout: 180_000 }, () => {
+  let cluster: TestCluster;
+  let client: Cluster;
+  /** What each version answers for `x`: the two models differ in their weights. */
+  let answers: Record<'v1' | 'v2', number[]>;
+
+  const whichVersion = (logits: ArrayLike<number>): 'v1' | 'v2' => {
+    const close = (a: number[]) => a.every((v, i) => Math.abs(v - logits[i]!) < 1e-5);
+    if (close(answers.v1)) return 'v1';
+    if (close(answers.v2)) return 'v2';
+    throw new Error(`an answer from neither version: ${Array.from(logits).join(',')}`);
+  };
+
+  before(async () => {
+    cluster = await startCluster({ agents: [['--name', 'n1', '--cpus', '8']] });
+    await writeFile(join(cluster.modelDir, 'mlp-b.onnx'), buildMlp({ seed: 7 }).bytes);
+    client = await connect(cluster.url);
+    answers = {
+      v1: Array.from((await runInProcess(cluster.models.mlp, input())).logits!.data as Float32Array),
+      v2: Array.from((await runInProcess(join(cluster.modelDir, 'mlp-b.onnx'), input())).logits!.data as Float32Array),
+    };
+  });
+  after(async () => {
+    await client?.close();
+    await cluster?.stop();
+  });
+
+  test('1,000 calls split by the weights, each answered by its version, each version its own deployment', async () => {
+    const answer = await put(cluster.url, 'ab', {
+      cpus: 0.5,
+      threads: 1,
+      versions: [
+        { version: 'v1', model: 'mlp.onnx', weight: 90 },
+        { version: 'v2', model: 'mlp-b.onnx', weight: 10 },
+      ],
+    });
+    assert.equal(answer.status, 201, JSON.stringify(answer.body));
+    assert.deepEqual(
+      (answer.body.versions as { version: string; weight: number; deployment: string; state: string }[]).map((v) => [
+        v.version,
+        v.weight,
+        v.deployment,
+        v.state,
+      ]),
+      [
+        ['v1', 90, 'ab.v1', 'READY'],
+        ['v2', 10, 'ab.v2', 'READY'],
+      ],
+    );
+    const counts = { v1: 0, v2: 0 };
+    for (let i = 0; i < 1000; i += 50) {
+      const outs = await Promise.all(Array.from({ length: 50 }, () => client.run('ab', input())));
+      for (const out of outs) counts[whichVersion(out.logits!.data as Float32Array)]++;
+    }
+    assert.ok(Math.abs(counts.v1 - 900) <= 50 && Math.abs(counts.v2 - 100) <= 50, JSON.stringify(counts));
+    assert.equal((await view(client, 'ab.v1'))?.versionOf, 'ab');
+  });
+
+  test('OIP: a version is pinned by its URL, metadata lists the versions, an unknown version is a 404 naming them', async () => {
+    const meta = (await (await fetch(`${cluster.url}/v2/models/ab`)).json()) as { name: string; versions: string[] };
+    assert.equal(meta.name, 'ab');
+    assert.deepEqual(meta.versions, ['v1', 'v2']);
+    for (const version of ['v1', 'v2'] as const) {
+      for (let i = 0; i < 5; i++) {
+        const res = await fetch(`${cluster.url}/v2/models/ab/versions/${version}/infer`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(x) }] }),
+        });
+        assert.equal(res.status, 200);
+        const body = (await res.json()) as { model_name: string; outputs: { data: number[] }[] };
+        assert.equal(whichVersion(body.outputs[0]!.data), version);
+      }
+      assert.equal((await fetch(`${cluster.url}/v2/models/ab/versions/${version}/ready`)).status, 200);
+    }
+    const unknown = await fetch(`${cluster.url}/v2/models/ab/versions/v3/infer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(x) }] }),
+    });
+    assert.equal(unknown.status, 404);
+    assert.match(((await unknown.json()) as { error: string }).error, /no version 'v3' \(versions: v1, v2\)/);
+  });
+
+  test('a PUT to 100/0 while calls flow loses none, and then every call goes to the version at 100', async () => {
+    let flowing = true;
+    let served = 0;
+    const failures: unknown[] = [];
+    const loop = async () => {
+      while (flowing) {
+        try {
+          await client.run('ab', input());
+          served++;
+        } catch (err) {
+          failures.push(err);
+        }
+      }
+    };
+    const loops = Array.from({ length: 16 }, loop);
+    await waitFor('calls to flow', () => served > 200 || undefined, 30_000);
+    const answer = await put(cluster.url, 'ab', {
+      cpus: 0.5,
+      threads: 1,
+      versions: [
+        { version: 'v1', model: 'mlp.onnx', weight: 0 },
+        { version: 'v2', model: 'mlp-b.onnx', weight: 100 },
+      ],
+    });
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    const at = served;
+    await waitFor('more calls after the PUT', () => served > at + 200 || undefined, 30_000);
+    flowing = false;
+    await Promise.all(loops);
+    assert.deepEqual(failures, []);
+    for (let i = 0; i < 20; i++) assert.equal(whichVersion((await client.run('ab', input())).logits!.data as Float32Array), 'v2');
+    // A version at weight 0 keeps its replicas, ready to take calls again.
+    assert.equal((await view(client, 'ab.v1'))?.state, 'READY');
+  });
+
+  test('promote under load: one call, the promoted version takes everything, the other stops, no call lost', async () => {
+    await put(cluster.url, 'ab', {
+      cpus: 0.5,
+      threads: 1,
+      versions: [
+        { version: 'v1', model: 'mlp.onnx', weight: 50 },
+        { version: 'v2', model: 'mlp-b.onnx', weight: 50 },
+      ],
+    });
+    let flowing = true;
+    const failures: unknown[] = [];
+    let served = 0;
+    const loops = Array.from({ length: 16 }, async () => {
+      while (flowing) {
+        try {
+          await client.run('ab', input());
+          served++;
+        } catch (err) {
+          failures.push(err);
+        }
+      }
+    });
+    await waitFor('calls to flow', () => served > 200 || undefined, 30_000);
+    const promoted = await post(cluster.url, '/api/v1/deployments/ab/promote', { version: 'v2' });
+    assert.equal(promoted.status, 200, JSON.stringify(promoted.body));
+    await waitFor('ab.v1 to stop', async () => (await view(client, 'ab.v1')) === undefined || undefined, 60_000);
+    flowing = false;
+    await Promise.all(loops);
+    assert.deepEqual(failures, []);
+    const versions = (await view(client, 'ab'))?.versions;
+    assert.deepEqual(
+      versions?.map((v) => [v.version, v.weight]),
+      [['v2', 100]],
+    );
+  });
+
+  test('rollback: the first version listed takes every call and the canary stops', async () => {
+    await put(cluster.url, 'roll', {
+      cpus: 0.5,
+      threads: 1,
+      versions: [
+        { version: 'stable', model: 'mlp.onnx', weight: 80 },
+        { version: 'canary', model: 'mlp-b.onnx', weight: 20 },
+      ],
+    });
+    const rolled = await post(cluster.url, '/api/v1/deployments/roll/rollback');
+    assert.equal(rolled.status, 200, JSON.stringify(rolled.body));
+    await waitFor('roll.canary to stop', async () => (await view(client, 'roll.canary')) === undefined || undefined, 60_000);
+    for (let i = 0; i < 10; i++) assert.equal(whichVersion((await client.run('roll', input())).logits!.data as Float32Array), 'v1');
+  });
+
+  test('what goes wrong is said: weights that do not sum, a version deleted on its own, versionOf given, promoting a plain deployment', async () => {
+    const sum = await put(cluster.url, 'bad', {
+      versions: [
+        { version: 'a', model: 'mlp.onnx', weight: 60 },
+        { version: 'b', model: 'mlp.onnx', weight: 30 },
+      ],
+    });
+    assert.equal(sum.status, 400);
+    assert.equal(sum.body.code, 'TROUPE_ERR_BAD_SPEC');
+    assert.match(String(sum.body.error), /weights of versions must sum to 100/);
+    const twice = await put(cluster.url, 'bad', {
+      versions: [
+        { version: 'a', model: 'mlp.onnx', weight: 50 },
+        { version: 'a', model: 'mlp.onnx', weight: 50 },
+      ],
+    });
+    assert.equal(twice.status, 400);
+    assert.match(String(twice.body.error), /each version needs a name of its own/);
+    const own = await fetch(`${cluster.url}/api/v1/deployments/roll.stable`, { method: 'DELETE' });
+    assert.equal(own.status, 409);
+    assert.match(((await own.json()) as { error: string }).error, /'roll.stable' runs a version of 'roll'/);
+    const given = await put(cluster.url, 'sneaky', { model: 'mlp.onnx', versionOf: 'roll' });
+    assert.equal(given.status, 400);
+    assert.match(String(given.body.error), /'versionOf' is set by the head/);
+    await client.deploy({ name: 'plain', model: 'mlp.onnx', cpus: 0.5, threads: 1 });
+    const plain = await post(cluster.url, '/api/v1/deployments/plain/promote', { version: 'v1' });
+    assert.equal(plain.status, 400);
+    assert.match(String(plain.body.error), /has no versions to promote or roll back/);
+  });
+
+  test('deleting a deployment split between versions stops every version', async () => {
+    const res = await fetch(`${cluster.url}/api/v1/deployments/roll`, { method: 'DELETE' });
+    assert.equal(res.status, 200, await res.text());
+    await waitFor('roll and its versions to be gone', async () => {
+      const names = (await client.describe()).deployments.map((d) => d.name);
+      return !names.some((n) => n === 'roll' || n.startsWith('roll.')) || undefined;
+    });
+  });
+});
