@@ -2,7 +2,6 @@ import { statSync } from 'node:fs';
 import {
   ActorEnvSchema,
   AgentToActorIpcSchema,
-  BatchSchema,
   TroupeError,
   createLogger,
   mapFromWire,
@@ -23,7 +22,7 @@ import { withShownPath } from '../runtime/model-path.js';
 import { loadModel } from './load-model.js';
 import type { ServedModel } from './load-model.js';
 import { Batcher } from './batcher.js';
-import type { BatcherOptions } from './batcher.js';
+import { batchOptions } from './batch-options.js';
 
 /**
  * The entry point of one model actor process. The node agent spawns it fresh (never forked from
@@ -49,25 +48,6 @@ function readEnv(): ActorEnv {
     process.exit(ACTOR_EXIT.BAD_ENV);
   }
   return parsed.data;
-}
-
-/**
- * Batching applies only to models whose every input and output has a symbolic first dim: for
- * those, rows are independent along axis 0 and can be concatenated and split back. A graph may
- * say otherwise (an ensemble that concatenates its members' rows).
- */
-function batchOptions(env: ActorEnv, model: ServedModel): BatcherOptions {
-  const spec = env.TROUPE_BATCH ? BatchSchema.safeParse(JSON.parse(env.TROUPE_BATCH)) : undefined;
-  const batch = spec?.success ? spec.data : { maxSize: 1, maxDelayMs: 0 };
-  const symbolicFirst = (shape: readonly (number | string)[]) => typeof shape[0] === 'string';
-  const batchable = model.batchable !== false && [...model.metadata.inputs, ...model.metadata.outputs].every((t) => symbolicFirst(t.shape));
-  return {
-    maxSize: batch.maxSize,
-    maxDelayMs: batch.maxDelayMs,
-    waitWhenIdle: batch.waitWhenIdle === true,
-    preferredSizes: batch.preferredSizes,
-    batchable,
-  };
 }
 
 /** A file's size, or undefined when it cannot be read (the head then keeps its base estimate). */
@@ -125,7 +105,7 @@ async function main(): Promise<void> {
 
   const loaded = model;
   const modelBytes = loaded ? fileSize(env.TROUPE_MODEL_PATH) : undefined;
-  if (loaded) executor = new Batcher((inputs, outputs) => loaded.run(inputs, outputs), batchOptions(env, loaded));
+  if (loaded) executor = new Batcher((inputs, outputs) => loaded.run(inputs, outputs), batchOptions(env.TROUPE_BATCH, loaded));
   const deployment = env.TROUPE_DEPLOYMENT ?? env.TROUPE_ACTOR_ID;
   const directCalls = new DirectCallStats();
 

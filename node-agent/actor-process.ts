@@ -10,6 +10,8 @@ import type { HealthOptions } from './health.js';
 export const MODEL_ACTOR_ENTRY = fileURLToPath(new URL('../actors/host.js', import.meta.url));
 /** The fn actor: runs one exported function of a module for graph steps. */
 export const FN_ACTOR_ENTRY = fileURLToPath(new URL('../actors/fn-host.js', import.meta.url));
+/** A multiplexed deployment's replica: a directory of models, loaded on demand (actors/multiplex-host.ts). */
+export const MULTIPLEX_ACTOR_ENTRY = fileURLToPath(new URL('../actors/multiplex-host.js', import.meta.url));
 
 /** Keep this much of an actor's stderr to explain its death. */
 const STDERR_TAIL_BYTES = 8192;

@@ -9,12 +9,13 @@ import {
   defaultMaxActors,
   HeadToAgentSchema,
   Reconnect,
+  resolveModelPath,
   TroupeError,
 } from '../runtime/internal.js';
 import type { AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/internal.js';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { ActorProcess, FN_ACTOR_ENTRY } from './actor-process.js';
+import { ActorProcess, FN_ACTOR_ENTRY, MULTIPLEX_ACTOR_ENTRY } from './actor-process.js';
 import { resolveFnRef } from './fn-path.js';
 import { GpuSampler } from './gpu-sampler.js';
 import { discoverGpus } from './gpus/index.js';
@@ -246,7 +247,11 @@ export class NodeAgent {
       throw err;
     };
     const fn = message.kind === 'fn' ? await resolveFnRef(this.#options.moduleDir, named).catch(refused) : undefined;
-    const modelPath = fn ? undefined : await resolveModel(this.#options, message.model).catch(refused);
+    const modelPath = fn
+      ? undefined
+      : message.multiplex
+        ? await resolveModelPath(this.#options.modelDir, message.model, undefined, 'directory').catch(refused)
+        : await resolveModel(this.#options, message.model).catch(refused);
     const simulated = message.gpus.length > 0 && message.gpus.every((i) => this.#gpus.find((g) => g.index === i)?.simulated);
     const env: Record<string, string> = {};
     for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== 'TROUPE_TOKEN') env[key] = value;
@@ -264,11 +269,12 @@ export class NodeAgent {
     if (this.#dataHost) env.TROUPE_DATA_HOST = this.#dataHost;
     if (message.threads !== undefined) env.TROUPE_THREADS = String(message.threads);
     if (message.batch) env.TROUPE_BATCH = JSON.stringify(message.batch);
+    if (message.multiplex) env.TROUPE_MULTIPLEX = JSON.stringify(message.multiplex);
     const actor = new ActorProcess({
       actorId: message.actorId,
       env,
       health: { ...DEFAULT_HEALTH, ...this.#options.health },
-      ...(fn ? { entry: FN_ACTOR_ENTRY } : {}),
+      ...(fn ? { entry: FN_ACTOR_ENTRY } : message.multiplex ? { entry: MULTIPLEX_ACTOR_ENTRY } : {}),
     });
     this.#actors.set(message.actorId, actor);
     this.#recordActors();

@@ -20,6 +20,11 @@ export const ERRORS = {
   TROUPE_ERR_BAD_FLAG: { status: 400, retryable: false, what: 'A command-line flag or environment variable is invalid.' },
   TROUPE_ERR_MODEL_PATH: { status: 400, retryable: false, what: "A model path is missing or escapes the agent's model directory." },
   TROUPE_ERR_MODEL_LOAD: { status: 422, retryable: false, what: 'onnxruntime could not load the model or run its warm-up inference.' },
+  TROUPE_ERR_MODEL_TOO_LARGE: {
+    status: 422,
+    retryable: false,
+    what: "A multiplexed deployment's model is larger than its maxModelMemory.",
+  },
   TROUPE_ERR_UNAUTHORIZED: { status: 401, retryable: false, what: 'The cluster token is missing or wrong.' },
   TROUPE_ERR_UNKNOWN_DEPLOYMENT: { status: 404, retryable: false, what: 'No deployment has that name.' },
   TROUPE_ERR_NOT_READY: { status: 503, retryable: true, what: 'The deployment exists but has no READY replica yet.' },

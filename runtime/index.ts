@@ -37,7 +37,7 @@ export { ERROR_CODES, ERRORS, TroupeError } from './errors.js';
 export type { ErrorCode } from './errors.js';
 
 // What deploying takes and what the cluster says.
-export type { AutoscaleSpec, BatchSpec, DeploymentLabels, ModelDeploymentInput, VersionSpec } from './spec.js';
+export type { AutoscaleSpec, BatchSpec, DeploymentLabels, ModelDeploymentInput, MultiplexSpec, VersionSpec } from './spec.js';
 export type { ActorState, ActorView, ClusterView, DeploymentView, NodeState, NodeView } from './views.js';
 export type { GraphDeploymentView, GraphView } from './graph/view.js';
 export type { ModelMetadata, TensorInfo } from './protocol/common.js';

@@ -50,8 +50,24 @@ export { ModelMetadataSchema, NameSchema } from './protocol/common.js';
 export type { ModelMetadata, TensorInfo } from './protocol/common.js';
 export { GpuProcessSchema, GpuSchema, NodeResourcesSchema, defaultMaxActors, maxActorsOf } from './resources.js';
 export type { Gpu, GpuProcess, NodeResources } from './resources.js';
-export { AutoscaleSchema, BatchSchema, LabelsSchema, MIN_REPLICA_CPUS, ModelDeploymentSchema, VersionSchema } from './spec.js';
-export type { AutoscaleSpec, BatchSpec, DeploymentLabels, ModelDeployment, ModelDeploymentInput, VersionSpec } from './spec.js';
+export {
+  AutoscaleSchema,
+  BatchSchema,
+  LabelsSchema,
+  MIN_REPLICA_CPUS,
+  ModelDeploymentSchema,
+  MultiplexSchema,
+  VersionSchema,
+} from './spec.js';
+export type {
+  AutoscaleSpec,
+  BatchSpec,
+  DeploymentLabels,
+  ModelDeployment,
+  ModelDeploymentInput,
+  MultiplexSpec,
+  VersionSpec,
+} from './spec.js';
 export { DTYPES, DTYPE_NAMES, byteLengthOf, isDType } from './tensor/dtypes.js';
 export type { DType, NumericDType } from './tensor/dtypes.js';
 export { elementCount, formatShape, tensor } from './tensor/tensor.js';
@@ -193,7 +209,7 @@ export type { ContentCoding } from './oip/content-coding.js';
 export { datatypeOfDtype, dtypeOfDatatype, OIP_DATATYPES, OIP_TO_DTYPE, oipDtype, oipShape } from './oip/datatypes.js';
 export type { OipDatatype, OipDType } from './oip/datatypes.js';
 export { fromHalfBits, toHalfBits } from './oip/float16.js';
-export { checkInferRequest, findTarget, MODEL_VERSION, takesAnything } from './oip/infer-backend.js';
+export { checkInferRequest, findTarget, MODEL_VERSION, splitModelName, takesAnything } from './oip/infer-backend.js';
 export type { InferenceBackend, InferenceRequest, InferTarget, Params } from './oip/infer-backend.js';
 export { inferResponse } from './oip/infer-response.js';
 export { checkInferJson, MAX_JSON_VALUES, MAX_REQUEST_ELEMENTS, tooMany } from './oip/json-scan.js';

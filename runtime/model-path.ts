@@ -10,7 +10,12 @@ import { TroupeError } from './errors.js';
  * gave it and the folder by role, never its absolute path: a caller need not learn the agent's
  * filesystem (the agent logs the absolute path).
  */
-export async function resolveModelPath(modelDir: string, path: string, folder = "the agent's model directory"): Promise<string> {
+export async function resolveModelPath(
+  modelDir: string,
+  path: string,
+  folder = "the agent's model directory",
+  want: 'file' | 'directory' = 'file',
+): Promise<string> {
   const root = resolve(modelDir);
   const full = resolve(root, path);
   const shown = path.slice(0, 200);
@@ -19,8 +24,8 @@ export async function resolveModelPath(modelDir: string, path: string, folder = 
     throw new TroupeError('TROUPE_ERR_MODEL_PATH', `model path '${shown}' is outside ${folder}`);
   }
   const info = await stat(full).catch(() => undefined);
-  if (!info?.isFile()) {
-    throw new TroupeError('TROUPE_ERR_MODEL_PATH', `model '${shown}' not found in ${folder}`);
+  if (want === 'file' ? !info?.isFile() : !info?.isDirectory()) {
+    throw new TroupeError('TROUPE_ERR_MODEL_PATH', `model ${want === 'file' ? '' : 'directory '}'${shown}' not found in ${folder}`);
   }
   const realRoot = await realpath(root).catch(() => root);
   const real = await realpath(full).catch(() => full);

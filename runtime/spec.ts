@@ -81,6 +81,20 @@ export const VersionSchema = z
   .strict();
 export type VersionSpec = z.output<typeof VersionSchema>;
 
+/**
+ * Many models per replica (Ray Serve's model multiplexing): the deployment's `model` is a directory
+ * under the agents' model directory and each `*.onnx` in it a model of the set, called by its file
+ * name without `.onnx`. A replica loads a model on its first call and keeps at most `maxModels`
+ * (and, when given, `maxModelMemory` bytes of model files), evicting the least recently used.
+ */
+export const MultiplexSchema = z
+  .object({
+    maxModels: z.number().int().min(1).max(1024).default(4),
+    maxModelMemory: z.union([z.number().int().positive(), z.string()]).transform(toBytes).optional(),
+  })
+  .strict();
+export type MultiplexSpec = z.output<typeof MultiplexSchema>;
+
 /** The smallest `cpus` a replica may ask for: a twentieth of a core, so 20 replicas per CPU at most. */
 export const MIN_REPLICA_CPUS = 0.05;
 
@@ -124,6 +138,8 @@ export const ModelDeploymentSchema = z
     labels: LabelsSchema.optional(),
     /** Several versions, each its own replicas, calls split between them by weight (head/control/versions.ts). */
     versions: z.array(VersionSchema).min(1).max(8).optional(),
+    /** Many models per replica: `model` names a directory of models, loaded on demand (see MultiplexSchema). */
+    multiplex: MultiplexSchema.optional(),
     /** Set by the head on the deployment that runs one version of another: that deployment's name. */
     versionOf: NameSchema.optional(),
   })
@@ -143,6 +159,11 @@ export const ModelDeploymentSchema = z
   .refine((d) => !d.versions || d.name.length + 1 + Math.max(...d.versions.map((v) => v.version.length)) <= 63, {
     message: "'{name}.{version}' names a version's replicas and must fit in 63 characters",
     path: ['versions'],
+  })
+  .refine((d) => !d.multiplex || (d.kind ?? 'model') === 'model', { message: 'only a model deployment multiplexes', path: ['multiplex'] })
+  .refine((d) => !d.multiplex || (d.model !== undefined && !d.versions), {
+    message: 'a multiplexed deployment names the directory of its models in model (and has no versions)',
+    path: ['model'],
   })
   .refine((d) => d.gpus <= 1 || Number.isInteger(d.gpus), { message: 'gpus above 1 must be a whole number', path: ['gpus'] })
   .refine((d) => !d.autoscale || d.autoscale.minReplicas <= d.autoscale.maxReplicas, {

@@ -14,6 +14,9 @@ function targetOf(d: DeploymentRecord): QueueTarget {
     get maxRetries() {
       return d.spec.maxRetries;
     },
+    get maxModels() {
+      return d.spec.multiplex?.maxModels;
+    },
     get perReplicaLimit() {
       return replicaCallLimit(d.spec.batch.maxSize);
     },

@@ -19,6 +19,7 @@ export async function runInferenceTimed(state: ClusterState, request: InferenceR
     throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${request.deployment}' (deployed: ${known})`);
   }
   if (d.spec.versions) return runVersion(state, d, request);
+  checkModelChoice(d, request);
   for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
   if (!d.metadata && !startsOnDemand(d.spec))
     throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${d.spec.name}' has no READY replica yet`);
@@ -30,12 +31,14 @@ export async function runInferenceTimed(state: ClusterState, request: InferenceR
       state.autoscaleNow(d);
       await waited;
     }
-    // A fn that declares no signature takes whatever it is given; it checks its own inputs.
-    if (!isDynamic({ kind: d.spec.kind ?? 'model', metadata: d.metadata! }))
+    // A fn that declares no signature takes whatever it is given; it checks its own inputs, as a
+    // multiplexed replica checks each call against the model it names.
+    if (!d.spec.multiplex && !isDynamic({ kind: d.spec.kind ?? 'model', metadata: d.metadata! }))
       validateInputs(d.spec.name, d.metadata!, request.inputs, request.outputs);
     const submitted = d.dispatcher.submit(request.inputs, {
       ...(request.outputs ? { outputs: request.outputs } : {}),
       ...(deadline !== undefined ? { deadline } : {}),
+      ...(request.model !== undefined ? { model: request.model } : {}),
     });
     if (d.spec.replicas === 0) state.autoscaleNow(d);
     const result = await submitted;
@@ -47,6 +50,20 @@ export async function runInferenceTimed(state: ClusterState, request: InferenceR
     d.stats.record(performance.now() - started, err instanceof TroupeError ? err.code : 'TROUPE_ERR_INTERNAL');
     throw err;
   }
+}
+
+/** A multiplexed deployment's call names one of its models; another deployment's call names none. */
+function checkModelChoice(d: DeploymentRecord, request: InferenceRequest): void {
+  if (d.spec.multiplex && request.model === undefined)
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `deployment '${d.spec.name}' serves several models: name one (POST /v2/models/${d.spec.name}:MODEL/infer, run(name, inputs, { model }))`,
+    );
+  if (!d.spec.multiplex && request.model !== undefined)
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `deployment '${d.spec.name}' serves one model; a model is named only for a multiplexed deployment`,
+    );
 }
 
 /** A call to a deployment split between versions: run by the version the split picks, counted by both. */

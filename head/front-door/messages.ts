@@ -14,6 +14,7 @@ export const InferTargetSchema = z.object({
   labels: LabelsSchema.optional(),
   startsOnDemand: z.boolean().optional(),
   versions: z.record(z.string(), z.string()).optional(),
+  multiplexed: z.boolean().optional(),
 });
 
 export const WorkerSettingsSchema = z.object({

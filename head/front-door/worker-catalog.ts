@@ -30,11 +30,12 @@ export class WorkerCatalog {
    * is registered, even when a fn step leaves it open); else after asking the head.
    */
   target(params: Params): InferTarget | Promise<InferTarget> {
-    const known = this.#targets.get(params.name);
+    const { deployment } = splitModelName(params.name);
+    const known = this.#targets.get(deployment);
     if (known && (known.metadata || known.kind === 'graph')) return this.#find(params);
-    return this.#lookup(params.name).then((fresh) => {
+    return this.#lookup(deployment).then((fresh) => {
       if (fresh) this.#targets.set(fresh.name, fresh);
-      else if (fresh === null) this.#targets.delete(params.name);
+      else if (fresh === null) this.#targets.delete(deployment);
       return this.#find(params);
     });
   }
@@ -56,5 +57,5 @@ export class WorkerCatalog {
     });
   }
 }
-import { findTarget } from '../../runtime/internal.js';
+import { findTarget, splitModelName } from '../../runtime/internal.js';
 import type { InferTarget, Params } from '../../runtime/internal.js';

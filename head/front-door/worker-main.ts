@@ -29,7 +29,8 @@ function backendOf(cluster: Cluster): InferenceBackend {
     target: (params) => catalog.target(params),
     async run(request) {
       // inferResponse looked the deployment up a moment ago: known, this answers at once.
-      const target = await catalog.target({ name: request.deployment });
+      const name = request.model === undefined ? request.deployment : `${request.deployment}:${request.model}`;
+      const target = await catalog.target({ name });
       checkInferRequest(target, request);
       // A graph goes through the SDK's run too: it has no routes, so the SDK sends it to the head's
       // graph service over the worker's connection. The connection stays here, with its keep-alive.
@@ -37,6 +38,7 @@ function backendOf(cluster: Cluster): InferenceBackend {
         const outputs = await cluster.run(target.name, mapFromWire(request.inputs, 'input'), {
           ...(request.outputs ? { outputs: request.outputs } : {}),
           ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {}),
+          ...(request.model !== undefined ? { model: request.model } : {}),
         });
         served.set(target.name, (served.get(target.name) ?? 0) + 1);
         return mapToWire(outputs);

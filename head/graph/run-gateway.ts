@@ -287,6 +287,7 @@ export class RunGateway {
         inputs,
         ...(message.outputs ? { outputs: message.outputs } : {}),
         ...(left !== undefined ? { timeoutMs: left } : {}),
+        ...(message.model !== undefined ? { model: message.model } : {}),
       });
       const outputs = r.outputs;
       if (trace) {

@@ -15,6 +15,7 @@ export function targetOf(d: DeploymentRecord): InferTarget {
     ...(d.spec.labels ? { labels: d.spec.labels } : {}),
     ...(startsOnDemand(d.spec) ? { startsOnDemand: true } : {}),
     ...(d.spec.versions ? { versions: versionMap(d.spec) } : {}),
+    ...(d.spec.multiplex ? { multiplexed: true } : {}),
   };
 }
 

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CallResult } from '../../runtime/internal.js';
 import { headLoopDelay } from './event-loop.js';
+import { registerMultiplexMetrics } from './multiplex-metrics.js';
 import type { ClusterRecords, ProcessUsage } from './records.js';
 
 type ModelHistograms = [Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>];
@@ -48,6 +49,7 @@ export class HeadMetrics {
     // prom-client's totals of active handles, requests and resources are gauges named `_total`,
     // which promtool rejects; the same numbers are the sum of the series by type it keeps.
     for (const name of DEFAULT_GAUGES_NAMED_TOTAL) this.registry.removeSingleMetric(`troupe_head_${name}`);
+    registerMultiplexMetrics(state, this.registry);
     this.#request = new Histogram({
       name: 'troupe_request_duration_seconds',
       help: 'Inference request time seen by the head, from arrival to answer.',

@@ -156,6 +156,7 @@ export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Ext
     threads: d.spec.threads ?? Math.max(1, Math.round(d.spec.cpus)),
     batch: d.spec.batch,
     ...(d.spec.kind === 'fn' ? { kind: 'fn' as const, fn: d.spec.model } : {}),
+    ...(d.spec.multiplex ? { multiplex: d.spec.multiplex } : {}),
   };
 }
 

@@ -25,7 +25,8 @@ export class RouteBook {
   routesOf(name: string): Routes {
     const d = this.#deployments.get(name);
     const replicas: Routes['replicas'] = [];
-    if (d && (d.spec.kind ?? 'model') === 'model') {
+    // A multiplexed deployment's calls go through the head, which knows what each replica holds.
+    if (d && (d.spec.kind ?? 'model') === 'model' && !d.spec.multiplex) {
       for (const a of d.actors)
         if (a.state === 'READY' && a.link && a.direct) replicas.push({ actor: a.id, url: a.direct.url, token: a.direct.token });
     }

@@ -133,6 +133,7 @@ export function buildSnapshot(
       queued: v.stats?.queued ?? 0,
       calls: v.stats?.calls ?? 0,
       gpuMemoryMiB: v.gpuMemoryMiB,
+      models: modelsOf(v.stats?.models),
       lastError: feed.lastError(v.id),
     };
   });
@@ -145,5 +146,23 @@ export function buildSnapshot(
     graphs: topLevel(graphs),
     headLoopDelay: headLoopDelay(),
     readiness: readinessBody(serverReadiness(state, draining)),
+  };
+}
+
+/** A multiplexed replica's report, summed for the actors table. */
+function modelsOf(
+  models: Record<string, { loads: number; hits: number; misses: number; loaded: boolean }> | undefined,
+): StatusActor['models'] {
+  if (!models) return undefined;
+  const all = Object.entries(models);
+  const sum = (key: 'loads' | 'hits' | 'misses') => all.reduce((n, [, c]) => n + c[key], 0);
+  return {
+    loaded: all
+      .filter(([, c]) => c.loaded)
+      .map(([name]) => name)
+      .sort(),
+    loads: sum('loads'),
+    hits: sum('hits'),
+    misses: sum('misses'),
   };
 }

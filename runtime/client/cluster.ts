@@ -77,6 +77,8 @@ export interface RunOptions {
   trace?: boolean;
   /** Retries of this run on a retryable error (default: the connection's `retries`); all within `timeoutMs`. */
   retries?: number;
+  /** Which model of a multiplexed deployment's set runs the call (its file name without `.onnx`). */
+  model?: string;
 }
 
 interface RunAnswer {
@@ -266,7 +268,8 @@ export class Cluster {
   ): { answer: Promise<RunAnswer>; resolvedHere: boolean } {
     const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs;
     const policy = { retries: options.retries ?? this.#retries, deadline };
-    const direct = Object.keys(refs).length === 0 && !options.trace && this.#router?.queueFor(deployment) !== undefined;
+    const direct =
+      Object.keys(refs).length === 0 && !options.trace && options.model === undefined && this.#router?.queueFor(deployment) !== undefined;
     if (direct) {
       const inputs = mapToWire(tensors);
       const attempt = () => {
@@ -317,6 +320,7 @@ export class Cluster {
     // A retry resends the same id (a later run naming this future still finds it) with the time left.
     if (deadline !== undefined) message.timeoutMs = Math.max(1, deadline - Date.now());
     if (options.trace) message.trace = true;
+    if (options.model !== undefined) message.model = options.model;
     return this.#conn
       .request(message, message.timeoutMs === undefined ? undefined : message.timeoutMs + DEADLINE_GRACE_MS)
       .then((value) => ({ outputs: mapFromWire(value.outputs, 'output'), trace: value.trace }));

@@ -6,6 +6,8 @@ export interface DispatchOptions {
   outputs?: string[];
   /** Absolute time (Date.now()) after which the caller no longer wants the answer. */
   deadline?: number;
+  /** The model of a multiplexed deployment's set the call is for (see {@link QueueTarget.maxModels}). */
+  model?: string;
 }
 
 export interface CallResult {
@@ -19,7 +21,7 @@ export interface CallResult {
 /** One replica as a queue sees it: a connection that carries calls and counts those unanswered. */
 export interface Replica {
   readonly inFlight: number;
-  call(inputs: WireTensorMap, outputs: string[] | undefined, timeoutMs: number | undefined): Promise<CallReply>;
+  call(inputs: WireTensorMap, outputs: string[] | undefined, timeoutMs: number | undefined, model?: string): Promise<CallReply>;
 }
 
 /** What a queue serves: a deployment's limits and, at any moment, its replicas that take calls. */
@@ -35,6 +37,11 @@ export interface QueueTarget {
   couldServe(): boolean;
   /** The replicas and their states, for the error when none can serve. */
   describeReplicas(): string;
+  /**
+   * A multiplexed deployment's models per replica: a call for model m goes to a replica with room
+   * that holds m (as far as this queue sent it), else to the least loaded one.
+   */
+  readonly maxModels?: number | undefined;
 }
 
 /** Calls a replica may hold: a running batch and the next full one, so it never idles between batches. */
@@ -54,6 +61,20 @@ interface Pending {
   reject: (error: TroupeError) => void;
 }
 
+/**
+ * How many times its usual room a replica that holds a multiplexed call's model has for it: Ray
+ * Serve likewise waits for a replica with the model before it falls back to another.
+ */
+const HOLDER_ROOM = 4;
+
+/** FNV-1a of a model and a replica's number: the replica with the highest is the model's home. */
+function rendezvous(model: string, replica: number): number {
+  let h = 0x811c9dc5;
+  const key = `${model}\u0000${replica}`;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
+}
+
 /** A call without a deadline still waits at most this long for a replica. */
 export const MAX_QUEUE_WAIT_MS = 60_000;
 
@@ -71,6 +92,10 @@ export class CallQueue {
   #queue: Pending[] = [];
   #head = 0;
   #waiting = 0;
+  /** What this queue sent each replica of a multiplexed deployment: its models, least recently used first. */
+  readonly #holds = new WeakMap<Replica, Set<string>>();
+  readonly #ids = new WeakMap<Replica, number>();
+  #nextId = 0;
 
   constructor(target: QueueTarget) {
     this.#target = target;
@@ -108,7 +133,7 @@ export class CallQueue {
         reject,
       };
       // The common case goes straight to a replica: no queue entry, and a timer only for a deadline.
-      const replica = this.#waiting === 0 ? this.#replicaWithRoom() : undefined;
+      const replica = this.#waiting === 0 ? this.#replicaWithRoom(options.model) : undefined;
       if (options.deadline !== undefined) call.timer = setTimeout(() => this.#expire(call), Math.max(0, options.deadline - call.enqueued));
       if (replica) {
         this.#send(call, replica);
@@ -122,7 +147,7 @@ export class CallQueue {
   /** Sends waiting calls to replicas with room. Called on every change that can make room. */
   pump(): void {
     while (this.#waiting > 0) {
-      const replica = this.#replicaWithRoom();
+      const replica = this.#replicaWithRoom(this.#peek()?.options.model);
       if (!replica) break;
       const call = this.#dequeue();
       if (call) this.#send(call, replica);
@@ -150,6 +175,12 @@ export class CallQueue {
     else this.#queue.unshift(call);
   }
 
+  /** The oldest live waiting call, left in the queue. */
+  #peek(): Pending | undefined {
+    for (let i = this.#head; i < this.#queue.length; i++) if (this.#queue[i]!.inQueue) return this.#queue[i];
+    return undefined;
+  }
+
   /** The oldest live waiting call; expired ones left in the array are skipped. */
   #dequeue(): Pending | undefined {
     while (this.#head < this.#queue.length) {
@@ -166,21 +197,63 @@ export class CallQueue {
     return undefined;
   }
 
-  #replicaWithRoom(): Replica | undefined {
+  /**
+   * The least loaded replica with room. For a model of a multiplexed deployment: the least loaded
+   * replica that holds it, which has room up to HOLDER_ROOM times the limit (a call waiting there
+   * for a loaded model costs less than a load elsewhere, which also evicts a model some other call
+   * wants); else the model's home among the replicas with room (rendezvous hashing, so each model
+   * is loaded by the same replica while it has room, and each replica's models stay a set of their
+   * own rather than the leftovers of whichever replica was least busy).
+   */
+  #replicaWithRoom(model?: string): Replica | undefined {
     let best: Replica | undefined;
+    let holder: Replica | undefined;
+    let home: Replica | undefined;
+    let homeScore = -1;
     const limit = this.#target.perReplicaLimit;
     for (const r of this.#target.replicas()) {
+      const holds = model !== undefined && this.#holds.get(r)?.has(model) === true;
+      if (holds && r.inFlight < HOLDER_ROOM * limit && (!holder || r.inFlight < holder.inFlight)) holder = r;
       if (r.inFlight >= limit) continue;
       if (!best || r.inFlight < best.inFlight) best = r;
+      if (model !== undefined) {
+        const score = rendezvous(model, this.#idOf(r));
+        if (score > homeScore) {
+          home = r;
+          homeScore = score;
+        }
+      }
     }
-    return best;
+    return holder ?? home ?? best;
+  }
+
+  /** A number per replica, stable while this queue knows it. */
+  #idOf(replica: Replica): number {
+    let id = this.#ids.get(replica);
+    if (id === undefined) this.#ids.set(replica, (id = this.#nextId++));
+    return id;
+  }
+
+  /** Keeps the picture of what `replica` holds: the model just sent goes last, the least recent beyond maxModels out. */
+  #sentModel(replica: Replica, model: string): void {
+    const max = this.#target.maxModels;
+    if (max === undefined) return;
+    let held = this.#holds.get(replica);
+    if (!held) this.#holds.set(replica, (held = new Set()));
+    held.delete(model);
+    held.add(model);
+    for (const oldest of held) {
+      if (held.size <= max) break;
+      held.delete(oldest);
+    }
   }
 
   #send(call: Pending, replica: Replica): void {
     call.attempts++;
     const headQueueMs = Date.now() - call.enqueued;
     const left = call.options.deadline === undefined ? undefined : call.options.deadline - Date.now();
-    replica.call(call.inputs, call.options.outputs, left).then(
+    if (call.options.model !== undefined) this.#sentModel(replica, call.options.model);
+    replica.call(call.inputs, call.options.outputs, left, call.options.model).then(
       ({ outputs, timing }) => {
         this.#settle(call, undefined, { outputs, timing, headQueueMs });
         this.pump();

@@ -32,7 +32,7 @@ export class ReplicaLink<In extends { type: string } = { type: string }, Out ext
   }
 
   /** Sends one call; `timeoutMs` lets the actor drop it unrun if it waits past the deadline. */
-  async call(inputs: CallInputs<Out>, outputs?: string[], timeoutMs?: number): Promise<CallReply> {
+  async call(inputs: CallInputs<Out>, outputs?: string[], timeoutMs?: number, model?: string): Promise<CallReply> {
     this.#inFlight++;
     try {
       const call = {
@@ -40,6 +40,7 @@ export class ReplicaLink<In extends { type: string } = { type: string }, Out ext
         inputs,
         ...(outputs ? { outputs } : {}),
         ...(timeoutMs !== undefined ? { timeoutMs: Math.max(1, timeoutMs) } : {}),
+        ...(model !== undefined ? { model } : {}),
       };
       // `Out` is either end's message union (head -> actor, client -> replica): both have this
       // call, whose inputs are CallInputs<Out>, but the compiler cannot see that through the generic.

@@ -32,12 +32,26 @@ export interface InferTarget {
   startsOnDemand?: boolean;
   /** A deployment split between versions: version -> the deployment that runs it (a URL may pin one). */
   versions?: Record<string, string> | undefined;
+  /** A multiplexed deployment: each call names a model of its set, checked by the replica that runs it. */
+  multiplexed?: boolean;
+  /** The model of a multiplexed deployment a URL named (`/v2/models/{deployment}:{model}`). */
+  model?: string;
+}
+
+/** `deployment:model` (a multiplexed deployment's model) apart; a plain name has no model. */
+export function splitModelName(name: string): { deployment: string; model: string | undefined } {
+  const colon = name.indexOf(':');
+  return colon < 0 ? { deployment: name, model: undefined } : { deployment: name.slice(0, colon), model: name.slice(colon + 1) };
 }
 
 /** Whether `target` takes whatever it is given: a fn that declares nothing, or a graph whose signature is not known. */
 export function takesAnything(target: InferTarget): boolean {
   if (target.kind === 'graph') return target.metadata === null;
-  return !target.metadata || (target.kind === 'fn' && target.metadata.inputs.length === 0 && target.metadata.outputs.length === 0);
+  return (
+    !target.metadata ||
+    target.multiplexed === true ||
+    (target.kind === 'fn' && target.metadata.inputs.length === 0 && target.metadata.outputs.length === 0)
+  );
 }
 
 /**
@@ -65,7 +79,19 @@ export interface InferenceBackend {
 
 /** `params`' deployment, found with `lookup`, or the 404 that names the deployed ones. */
 export function findTarget(params: Params, lookup: (name: string) => InferTarget | undefined, names: () => Iterable<string>): InferTarget {
-  const target = lookup(params.name);
+  const { deployment, model } = splitModelName(params.name);
+  const found = lookup(deployment);
+  if (found && model !== undefined && !found.multiplexed)
+    throw new TroupeError(
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      `model '${deployment}' serves one model; '${params.name.slice(0, 200)}' names none`,
+    );
+  if (found && found.multiplexed && model === undefined)
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `deployment '${deployment}' serves several models: name one, /v2/models/${deployment}:MODEL/infer`,
+    );
+  const target = found && model !== undefined ? { ...found, model } : found;
   if (!target) {
     const known = [...names()].map((n) => `'${n}'`).join(', ') || 'none';
     throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `unknown model '${params.name}' (deployed: ${known})`);

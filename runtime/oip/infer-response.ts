@@ -30,10 +30,12 @@ export async function inferResponse(
     inputs: decoded.inputs,
     ...(decoded.outputs ? { outputs: decoded.outputs } : {}),
     ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
+    ...(target.model !== undefined ? { model: target.model } : {}),
   });
   const declared = target.metadata?.outputs.map((o) => o.name) ?? [];
   const order = decoded.outputs ?? [...declared.filter((n) => n in outputs), ...Object.keys(outputs).filter((n) => !declared.includes(n))];
-  return encodeInferResponse(target.name, request, classifyOutputs(outputs, counts, target.labels), order);
+  const name = target.model === undefined ? target.name : `${target.name}:${target.model}`;
+  return encodeInferResponse(name, request, classifyOutputs(outputs, counts, target.labels), order);
 }
 
 function rawRequest(target: InferTarget, body: Buffer): { request: InferRequest; decoded: DecodedRequest } {

@@ -22,6 +22,8 @@ export const HeadToActorSchema = z.discriminatedUnion('type', [
     outputs: z.array(z.string()).optional(),
     /** Time left until the caller's deadline; the actor drops the call unrun once it passes. */
     timeoutMs: z.number().positive().optional(),
+    /** The model of a multiplexed deployment's set the call is for. */
+    model: z.string().min(1).max(256).optional(),
   }),
   /**
    * The head connected to the actor's handoff socket (see runtime/handoff/): the actor takes that
@@ -131,6 +133,8 @@ export const ActorStatsSchema = z.object({
   directLatencyMs: z.array(z.number()).max(1024).optional(),
   /** Triton-style statistics of every call, whoever sent it (absent from actors of older builds). */
   totals: CallTotalsSchema.optional(),
+  /** A multiplexed replica's models: loads, calls that found the model loaded (hits) or not, and which are loaded now. */
+  models: z.record(z.string(), z.object({ loads: z.number(), hits: z.number(), misses: z.number(), loaded: z.boolean() })).optional(),
 });
 export type ActorStats = z.infer<typeof ActorStatsSchema>;
 export type HeadToActor = z.infer<typeof HeadToActorSchema>;
@@ -182,5 +186,7 @@ export const ActorEnvSchema = z.object({
   TROUPE_DEPLOYMENT: z.string().max(256).optional(),
   /** The address to accept direct calls from SDK clients on; absent: calls come only through the head. */
   TROUPE_DATA_HOST: z.string().min(1).max(255).optional(),
+  /** A multiplexed deployment's MultiplexSpec as JSON: TROUPE_MODEL_PATH is then a directory of models. */
+  TROUPE_MULTIPLEX: z.string().optional(),
 });
 export type ActorEnv = z.infer<typeof ActorEnvSchema>;

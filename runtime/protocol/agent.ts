@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GpuSchema, NodeResourcesSchema } from '../resources.js';
-import { BatchSchema } from '../spec.js';
+import { BatchSchema, MultiplexSchema } from '../spec.js';
 import { AckSchema, FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
 
 const RunningActorSchema = z.object({ actorId: IdSchema, pid: z.number().int().positive() });
@@ -79,6 +79,8 @@ export const HeadToAgentSchema = z.discriminatedUnion('type', [
     kind: z.enum(['model', 'fn']).optional(),
     /** For kind 'fn': `path#export`, resolved inside the agent's --module-dir. */
     fn: z.string().min(3).max(1024).optional(),
+    /** Many models per replica: `model` is a directory (actors/multiplex-host). */
+    multiplex: MultiplexSchema.optional(),
   }),
   z.object({ type: z.literal('stopActor'), id: IdSchema, actorId: IdSchema, graceMs: z.number().int().min(0).max(600_000) }),
 ]);

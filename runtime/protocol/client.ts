@@ -56,6 +56,8 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
     refs: z.record(z.string().min(1).max(256), RunRefSchema).optional(),
     /** Answer with a per-step timing trace beside the outputs. */
     trace: z.boolean().optional(),
+    /** The model of a multiplexed deployment's set to run. */
+    model: z.string().min(1).max(256).optional(),
   }),
   z.object({ type: z.literal('describe'), id: IdSchema }),
   /** The deployment's replicas that take direct calls; the head then pushes `routes` when they change. */

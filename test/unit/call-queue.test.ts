@@ -353,3 +353,40 @@ describe('CallQueue: deadlines and replicas that cannot serve', { timeout: 10_00
     assert.equal(labelOf((await sent).outputs), 1);
   });
 });
+
+describe('multiplexed deployments', () => {
+  test('a call for a model goes to the replica that was sent it, even a busier one, until that one is four times full', () => {
+    const a = new FakeReplica('a');
+    const b = new FakeReplica('b');
+    const queue = new CallQueue({ ...target([a, b]), maxModels: 2 });
+    void queue.submit(input(1), { model: 'm' });
+    const [holder, other] = a.seen.length > 0 ? [a, b] : [b, a];
+    // The other is idle, but the holder has m: the next calls for m go to it, up to 4 x 2 in flight.
+    for (let k = 2; k <= 8; k++) void queue.submit(input(k), { model: 'm' });
+    assert.deepEqual(holder.seen, [1, 2, 3, 4, 5, 6, 7, 8]);
+    void queue.submit(input(9), { model: 'm' });
+    assert.deepEqual(other.seen, [9], 'past four times its room, a call goes to a replica with room');
+    // A model neither holds goes to a replica with room.
+    void queue.submit(input(10), { model: 'n' });
+    assert.deepEqual(other.seen, [9, 10]);
+  });
+
+  test("beyond maxModels, the queue's picture of a replica forgets its least recently sent model", async () => {
+    const a = new FakeReplica('a');
+    const b = new FakeReplica('b');
+    const t = { ...target([a]), maxModels: 2 };
+    const queue = new CallQueue(t);
+    for (const [k, model] of ['m1', 'm2', 'm3'].entries()) {
+      void queue.submit(input(k), { model });
+      a.answerOldest();
+      await settle();
+    }
+    // a holds m2 and m3 now; two calls for m3 fill its usual room.
+    void queue.submit(input(3), { model: 'm3' });
+    void queue.submit(input(4), { model: 'm3' });
+    t.serving.push(b);
+    void queue.submit(input(5), { model: 'm2' });
+    void queue.submit(input(6), { model: 'm1' });
+    assert.deepEqual([a.seen, b.seen], [[0, 1, 2, 3, 4, 5], [6]]);
+  });
+});

@@ -112,7 +112,9 @@ export class ActorsTable {
           <td class="num${a.restarts > 0 ? ' warn' : ''}">${a.restarts}</td>
           <td class="num">${a.queued}</td>
           <td class="num">${a.inFlight}</td>
-          <td class="num">${a.calls.toLocaleString('en-US')}</td>
+          <td class="num">
+            ${a.calls.toLocaleString('en-US')}${a.models ? html`<div class="muted small" title="loaded now: ${a.models.loaded.join(', ') || 'none'}">${a.models.loaded.length} models · ${hitPercent(a.models)} hits</div>` : ''}
+          </td>
           <td class="last-error">
             ${a.lastError ? html`<span class="muted small">${fmtAgo(a.lastError.time, now)}</span> <span class="reason" title="${a.lastError.message}">${a.lastError.message.split('\n')[0]}</span>` : html`<span class="muted">–</span>`}
           </td>
@@ -137,4 +139,10 @@ export class ActorsTable {
       </table>
       <div class="muted small table-foot">${shown.length} of ${actors.length} actor${actors.length === 1 ? '' : 's'}</div>`;
   }
+}
+
+/** A multiplexed replica's share of calls that found their model loaded. */
+function hitPercent(models: { hits: number; misses: number }): string {
+  const calls = models.hits + models.misses;
+  return calls === 0 ? '–' : `${Math.round((100 * models.hits) / calls)}%`;
 }

@@ -63,6 +63,8 @@ export interface StatusActor {
   queued: number;
   calls: number;
   gpuMemoryMiB: number | null;
+  /** A multiplexed replica's models: those loaded now, and its calls that found their model loaded or not. */
+  models?: { loaded: string[]; loads: number; hits: number; misses: number } | undefined;
   /** The newest crash or failure recorded for this actor, with its time. */
   lastError: { time: number; message: string } | null;
 }
