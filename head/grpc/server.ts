@@ -5,6 +5,7 @@ import type { AuthPolicy, HttpError } from '../../runtime/internal.js';
 import { grpcAuthError } from './auth.js';
 import type { GrpcContext } from './context.js';
 import { accepted, inferOnce, serveStream } from './infer-handlers.js';
+import { checkDecoded, tolerantDecoding } from './malformed.js';
 import { modelHandlers } from './model-handlers.js';
 import { inferenceServiceDefinition } from './service-definition.js';
 import { failure, serviceError } from './status.js';
@@ -50,7 +51,10 @@ export async function startGrpcEndpoint(ctx: GrpcContext, port: number): Promise
       const refused = refusal(policy, call.metadata, method);
       if (refused) return fail(refused);
       Promise.resolve()
-        .then(() => answer(call.request, call))
+        .then(() => {
+          checkDecoded(call.request);
+          return answer(call.request, call);
+        })
         .then(
           (response) => {
             count('ok');
@@ -89,7 +93,7 @@ export async function startGrpcEndpoint(ctx: GrpcContext, port: number): Promise
     }
     serveStream(ctx, call, counted('ModelStreamInfer'));
   };
-  server.addService(inferenceServiceDefinition(), implementation);
+  server.addService(tolerantDecoding(inferenceServiceDefinition()), implementation);
 
   const wanted = hostPort(ctx.host, port);
   const bound = await new Promise<number>((resolve, reject) =>

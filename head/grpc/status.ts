@@ -3,6 +3,7 @@ import type { ServiceError } from '@grpc/grpc-js';
 import { ERRORS, TroupeError, requestFailed } from '../../runtime/internal.js';
 import type { HttpError, Logger } from '../../runtime/internal.js';
 import { z } from 'zod';
+import { checkDecoded } from './malformed.js';
 
 /**
  * Errors as gRPC statuses: the code each TROUPE_ERR_* code's HTTP status stands for, and the
@@ -51,6 +52,7 @@ export function failure(log: Logger, err: unknown, method: string, maxBytes: num
 
 /** A request message checked with `schema`, or TROUPE_ERR_BAD_REQUEST naming the first field that does not fit. */
 export function parseMessage<T>(schema: z.ZodType<T>, message: unknown, what: string): T {
+  checkDecoded(message);
   const parsed = schema.safeParse(message);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
