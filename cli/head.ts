@@ -96,7 +96,8 @@ function grpcPortOf(flag: number | undefined, httpPort: number): number {
 export async function headCommand(argv: string[]): Promise<void> {
   const flags = parseFlags('head', argv, specOf(HEAD_FLAGS), HeadFlagsSchema);
   const token = flags.token ?? process.env.TROUPE_TOKEN;
-  if (flags.noGrpc && flags.grpcPort !== undefined) throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --grpc-port and --no-grpc contradict each other; give one');
+  if (flags.noGrpc && flags.grpcPort !== undefined)
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --grpc-port and --no-grpc contradict each other; give one');
   const grpcPort = flags.noGrpc ? undefined : grpcPortOf(flags.grpcPort, flags.port);
   const head = await startHead({
     host: flags.host,

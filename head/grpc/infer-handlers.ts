@@ -23,7 +23,10 @@ function remainingMs(deadline: Date | number): number | undefined {
 /** One inference, from the request message as decoded off the wire to the response message. */
 export async function inferOnce(ctx: GrpcContext, message: unknown, deadline: Date | number): Promise<ModelInferResponse> {
   const request = parseMessage(ModelInferRequestSchema, message, 'ModelInferRequest');
-  const target = await ctx.backend.target({ name: request.model_name, ...(request.model_version ? { version: request.model_version } : {}) });
+  const target = await ctx.backend.target({
+    name: request.model_name,
+    ...(request.model_version ? { version: request.model_version } : {}),
+  });
   const decoded = decodeGrpcRequest(request, remainingMs(deadline));
   // Checked before the run: a bad class count costs no inference.
   const counts = classCounts(decoded.oip);
@@ -34,7 +37,13 @@ export async function inferOnce(ctx: GrpcContext, message: unknown, deadline: Da
     ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
   });
   const order = outputOrder(target, decoded.outputs, outputs);
-  return grpcInferResponse(target.name, request.id || undefined, classifyOutputs(outputs, counts, target.labels), order, decoded.rawOutputs);
+  return grpcInferResponse(
+    target.name,
+    request.id || undefined,
+    classifyOutputs(outputs, counts, target.labels),
+    order,
+    decoded.rawOutputs,
+  );
 }
 
 /**
@@ -52,11 +61,7 @@ export function accepted(ctx: GrpcContext, method: string): { leave: () => void 
  * request's id). A failed request is a response with error_message, and the stream goes on; the
  * stream ends once the client has ended its side and every answer is written.
  */
-export function serveStream(
-  ctx: GrpcContext,
-  call: ServerDuplexStream<unknown, unknown>,
-  counted: (outcome: string) => void,
-): void {
+export function serveStream(ctx: GrpcContext, call: ServerDuplexStream<unknown, unknown>, counted: (outcome: string) => void): void {
   let pending = 0;
   let ended = false;
   const finish = () => {

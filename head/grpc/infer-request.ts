@@ -94,7 +94,10 @@ function fromContents(dtype: OipDType, shape: number[], contents: TensorContents
   const values = contents?.[field] ?? [];
   const count = elementCount(shape);
   if (values.length !== count)
-    throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: shape [${shape.join(',')}] holds ${count} elements, contents.${field} has ${values.length}`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_TENSOR',
+      `${label}: shape [${shape.join(',')}] holds ${count} elements, contents.${field} has ${values.length}`,
+    );
   if (dtype === 'int64' || dtype === 'uint64') return wide(dtype, shape, values, label);
   if (dtype === 'string') {
     const strings = values.map((v) => (v instanceof Uint8Array ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8') : ''));
@@ -120,7 +123,10 @@ function shapeOf(dims: readonly string[], label: string): number[] {
 function wholeMicros(value: ParameterValue | undefined): number {
   if (value === undefined) return 0;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
-    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `parameters.timeout (microseconds) must be a whole number >= 0, got ${JSON.stringify(value)}`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `parameters.timeout (microseconds) must be a whole number >= 0, got ${JSON.stringify(value)}`,
+    );
   return value;
 }
 
@@ -146,7 +152,8 @@ export function decodeGrpcRequest(request: ModelInferRequest, deadlineMs: number
     const dtype = dtypeOfDatatype(input.datatype, label);
     if (raw.length > 0 && input.contents && Object.values(input.contents).some((values) => values.length > 0))
       throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label} has contents and the request has raw_input_contents; give one`);
-    inputs[input.name] = raw.length > 0 ? fromRaw(dtype, shapes[i]!, raw[i]!, label) : fromContents(dtype, shapes[i]!, input.contents, label);
+    inputs[input.name] =
+      raw.length > 0 ? fromRaw(dtype, shapes[i]!, raw[i]!, label) : fromContents(dtype, shapes[i]!, input.contents, label);
   });
   const outputs = request.outputs.length > 0 ? request.outputs.map((o) => o.name) : undefined;
   const twice = outputs?.find((name, i) => outputs.indexOf(name) !== i);

@@ -50,7 +50,13 @@ export function grpcInferResponse(
     return { name, datatype: datatypeOfDtype(oipDtype(w.dtype, `output '${name}'`)), shape: w.shape };
   });
   const asRaw = raw || present.some((name) => outputs[name]!.dtype === 'float16');
-  const response: ModelInferResponse = { model_name: model, model_version: MODEL_VERSION, id: id ?? '', outputs: heads, raw_output_contents: [] };
+  const response: ModelInferResponse = {
+    model_name: model,
+    model_version: MODEL_VERSION,
+    id: id ?? '',
+    outputs: heads,
+    raw_output_contents: [],
+  };
   present.forEach((name, i) => {
     const w = outputs[name]!;
     if (asRaw) response.raw_output_contents.push(w.dtype === 'string' ? encodeBytesElements(w.data as string[]) : (w.data as Uint8Array));

@@ -34,7 +34,10 @@ export function modelHandlers(ctx: GrpcContext): Record<string, (request: unknow
       // No name: every model (as Triton answers), sorted as the HTTP route sorts them.
       if (params.name === '') {
         if (params.version !== undefined && params.version !== MODEL_VERSION)
-          throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no model has version '${params.version.slice(0, 40)}' (versions: ${MODEL_VERSION})`);
+          throw new TroupeError(
+            'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+            `no model has version '${params.version.slice(0, 40)}' (versions: ${MODEL_VERSION})`,
+          );
         const all = [...state.deployments.values()].sort((a, b) => a.spec.name.localeCompare(b.spec.name));
         return { model_stats: all.map((d) => d.stats.triton(d.spec.name)) };
       }

@@ -98,7 +98,9 @@ export async function startGrpcEndpoint(ctx: GrpcContext, port: number): Promise
   const wanted = hostPort(ctx.host, port);
   const bound = await new Promise<number>((resolve, reject) =>
     server.bindAsync(wanted, ServerCredentials.createInsecure(), (err, at) =>
-      err ? reject(new TroupeError('TROUPE_ERR_BAD_FLAG', `cannot serve gRPC on ${wanted}: ${err.message} (see --grpc-port)`)) : resolve(at),
+      err
+        ? reject(new TroupeError('TROUPE_ERR_BAD_FLAG', `cannot serve gRPC on ${wanted}: ${err.message} (see --grpc-port)`))
+        : resolve(at),
     ),
   );
   return {

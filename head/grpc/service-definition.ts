@@ -17,7 +17,14 @@ export const PROTO_DIR = fileURLToPath(new URL('../../proto/', import.meta.url))
  * Triton's JSON and clients do); 64-bit integers as decimal strings, so INT64 contents keep every
  * digit; enums by name; unset fields at their defaults; a oneof names its chosen field.
  */
-export const LOADER_OPTIONS: Options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] };
+export const LOADER_OPTIONS: Options = {
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [PROTO_DIR],
+};
 
 export const SERVICE_NAME = 'inference.GRPCInferenceService';
 

@@ -2,7 +2,7 @@ import { Metadata, status } from '@grpc/grpc-js';
 import type { ServiceError } from '@grpc/grpc-js';
 import { ERRORS, TroupeError, requestFailed } from '../../runtime/internal.js';
 import type { HttpError, Logger } from '../../runtime/internal.js';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { checkDecoded } from './malformed.js';
 
 /**
@@ -56,5 +56,8 @@ export function parseMessage<T>(schema: z.ZodType<T>, message: unknown, what: st
   const parsed = schema.safeParse(message);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
-  throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `the ${what} is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`);
+  throw new TroupeError(
+    'TROUPE_ERR_BAD_REQUEST',
+    `the ${what} is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`,
+  );
 }

@@ -32,7 +32,12 @@ export async function inferResponse(
     ...(decoded.outputs ? { outputs: decoded.outputs } : {}),
     ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
   });
-  return encodeInferResponse(target.name, request, classifyOutputs(outputs, counts, target.labels), outputOrder(target, decoded.outputs, outputs));
+  return encodeInferResponse(
+    target.name,
+    request,
+    classifyOutputs(outputs, counts, target.labels),
+    outputOrder(target, decoded.outputs, outputs),
+  );
 }
 
 /** The order outputs are answered in: as asked, else as the target declares them, then any others it returned. */

@@ -49,9 +49,9 @@ export function grpcClient(address: string, maxMessageBytes = 256 * 2 ** 20): Gr
         );
       }),
     stream: (token) =>
-      (client as unknown as { ModelStreamInfer(metadata: Metadata): ClientDuplexStream<unknown, Record<string, unknown>> }).ModelStreamInfer(
-        metadataOf(token),
-      ),
+      (
+        client as unknown as { ModelStreamInfer(metadata: Metadata): ClientDuplexStream<unknown, Record<string, unknown>> }
+      ).ModelStreamInfer(metadataOf(token)),
     close: () => client.close(),
   };
 }

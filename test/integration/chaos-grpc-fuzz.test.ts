@@ -19,7 +19,17 @@ import { seededFloats } from '../helpers/tensors.js';
  * and never INTERNAL (bytes that are no protobuf too); afterwards every process is the same one and a valid request succeeds.
  */
 
-const METHODS = ['ServerLive', 'ServerReady', 'ModelReady', 'ServerMetadata', 'ModelMetadata', 'ModelInfer', 'ModelConfig', 'ModelStatistics', 'RepositoryIndex'];
+const METHODS = [
+  'ServerLive',
+  'ServerReady',
+  'ModelReady',
+  'ServerMetadata',
+  'ModelMetadata',
+  'ModelInfer',
+  'ModelConfig',
+  'ModelStatistics',
+  'RepositoryIndex',
+];
 
 /** A call that sends `bytes` as the request message as they are, and reads the answer's bytes. */
 function callRaw(grpc: GrpcClient, method: string, bytes: Buffer): Promise<ServiceError | undefined> {
@@ -37,7 +47,10 @@ function callRaw(grpc: GrpcClient, method: string, bytes: Buffer): Promise<Servi
 
 /** Requests whose protobuf is well-formed and whose contents are wrong in one of the ways a client gets them wrong. */
 function lyingRequest(r: Prng): Record<string, unknown> {
-  const dims = () => Array.from({ length: r.int(20) }, () => r.pick(['0', '1', '64', '-1', '-9223372036854775808', '9223372036854775807', '4294967296', String(r.int(1e6))]));
+  const dims = () =>
+    Array.from({ length: r.int(20) }, () =>
+      r.pick(['0', '1', '64', '-1', '-9223372036854775808', '9223372036854775807', '4294967296', String(r.int(1e6))]),
+    );
   const datatype = () => r.pick(['FP32', 'FP16', 'BYTES', 'INT64', 'UINT8', 'BOOL', 'INT8', 'FP64', 'fp32', '', 'BF16']);
   const input = (name = 'x') => ({ name, datatype: datatype(), shape: r.int(2) ? [String(1 + r.int(4)), '64'] : dims() });
   const contents = () =>
@@ -57,15 +70,29 @@ function lyingRequest(r: Prng): Record<string, unknown> {
       Buffer.from([255, 255, 255, 127, 1, 2]),
       Buffer.alloc(0),
     ]);
-  const inputs = Array.from({ length: r.int(4) }, (_, i) => ({ ...input(r.pick(['x', 'x', 'y', ''].slice(0, 3 + (i % 2)))), ...(r.int(2) ? { contents: contents() } : {}) }));
+  const inputs = Array.from({ length: r.int(4) }, (_, i) => ({
+    ...input(r.pick(['x', 'x', 'y', ''].slice(0, 3 + (i % 2)))),
+    ...(r.int(2) ? { contents: contents() } : {}),
+  }));
   return {
     model_name: r.pick(['mlp', 'mlp', 'mlp', 'mlp', 'nope', '', 'x'.repeat(300)]),
     model_version: r.pick(['', '', '1', '2']),
     id: r.pick(['', 'fz', 'ü'.repeat(10)]),
     inputs,
     raw_input_contents: r.int(2) ? Array.from({ length: r.int(4) }, raw) : [],
-    outputs: r.int(3) === 0 ? [{ name: r.pick(['logits', 'nope', 'logits']), parameters: { classification: { int64_param: r.pick(['-1', '0', '3', '9223372036854775807']) } } }] : [],
-    parameters: r.int(3) === 0 ? { timeout: r.pick([{ int64_param: '-5' }, { string_param: 'soon' }, { double_param: 0.5 }, { bool_param: true }]) } : {},
+    outputs:
+      r.int(3) === 0
+        ? [
+            {
+              name: r.pick(['logits', 'nope', 'logits']),
+              parameters: { classification: { int64_param: r.pick(['-1', '0', '3', '9223372036854775807']) } },
+            },
+          ]
+        : [],
+    parameters:
+      r.int(3) === 0
+        ? { timeout: r.pick([{ int64_param: '-5' }, { string_param: 'soon' }, { double_param: 0.5 }, { bool_param: true }]) }
+        : {},
   };
 }
 
@@ -87,14 +114,19 @@ describe('chaos: gRPC fuzzing', { timeout: 180_000 }, () => {
     const rssBefore = await rssOf(pids.head);
     const service = (grpc.client.constructor as unknown as { service: ServiceDefinition }).service;
     const serialize = (method: string, message: unknown) => service[method]!.requestSerialize(message);
-    const valid = { model_name: 'mlp', inputs: [{ name: 'x', datatype: 'FP32', shape: ['1', '64'] }], raw_input_contents: [rawFloats(seededFloats(64, 1))] };
+    const valid = {
+      model_name: 'mlp',
+      inputs: [{ name: 'x', datatype: 'FP32', shape: ['1', '64'] }],
+      raw_input_contents: [rawFloats(seededFloats(64, 1))],
+    };
 
     // Malformed bytes: random ones, and valid requests mutated. Bytes that are no protobuf are
     // INVALID_ARGUMENT with TROUPE_ERR_BAD_REQUEST; bytes that decode to something are answered as it.
     let malformed = 0;
     for (let i = 0; i < 600; i++) {
       const method = r.pick(METHODS);
-      const bytes = r.int(3) === 0 ? r.bytes(r.int(200)) : mutateBytes(r, serialize(method, method === 'ModelInfer' ? valid : { name: 'mlp' }));
+      const bytes =
+        r.int(3) === 0 ? r.bytes(r.int(200)) : mutateBytes(r, serialize(method, method === 'ModelInfer' ? valid : { name: 'mlp' }));
       const err = await callRaw(grpc, method, bytes);
       if (!err) continue;
       assert.notEqual(err.code, status.INTERNAL, `${method}: ${err.details}`);

@@ -36,7 +36,12 @@ describe('gRPC: the cluster token', { timeout: 60_000 }, () => {
   test('ModelInfer and ModelStreamInfer need `authorization: Bearer <token>`; health and metadata do not', async () => {
     const infer = { model_name: 'nope', inputs: [] };
     await assertStatus(grpc.call('ModelInfer', infer), status.UNAUTHENTICATED, 'TROUPE_ERR_UNAUTHORIZED', /missing cluster token/);
-    await assertStatus(grpc.call('ModelInfer', infer, { token: 'not-the-token' }), status.UNAUTHENTICATED, 'TROUPE_ERR_UNAUTHORIZED', /wrong cluster token/);
+    await assertStatus(
+      grpc.call('ModelInfer', infer, { token: 'not-the-token' }),
+      status.UNAUTHENTICATED,
+      'TROUPE_ERR_UNAUTHORIZED',
+      /wrong cluster token/,
+    );
     // With the token the call gets past the check, to the model it names.
     await assertStatus(grpc.call('ModelInfer', infer, { token: TOKEN }), status.NOT_FOUND, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /'nope'/);
 
@@ -85,10 +90,14 @@ describe('gRPC: a draining head', { timeout: 60_000 }, () => {
     assert.deepEqual(await grpc.call('ServerLive', {}), { live: true }, 'connected before the drain');
     // Accepted and still open when the drain starts: a deploy that waits for a node that never comes.
     const deploy = new Promise<number>((resolve, reject) => {
-      const req = request(`${head.url}/api/v1/deployments/waits`, { method: 'PUT', headers: { 'content-type': 'application/json' } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode!));
-      });
+      const req = request(
+        `${head.url}/api/v1/deployments/waits`,
+        { method: 'PUT', headers: { 'content-type': 'application/json' } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        },
+      );
       req.on('error', reject);
       req.end('{"model": "mlp.onnx"}');
     });

@@ -36,7 +36,7 @@ interface InferResponse {
 /** BYTES elements of a raw output: each a 4-byte little-endian length, then the bytes. */
 function bytesElements(raw: Buffer): string[] {
   const out: string[] = [];
-  for (let at = 0; at < raw.length; ) {
+  for (let at = 0; at < raw.length;) {
     const length = raw.readUInt32LE(at);
     out.push(raw.toString('utf8', at + 4, at + 4 + length));
     at += 4 + length;
@@ -122,7 +122,17 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
             ? Number(value)
             : value;
     assert.equal(config.platform, 'onnxruntime_onnx');
-    for (const field of ['name', 'platform', 'backend', 'max_batch_size', 'input', 'output', 'instance_group', 'dynamic_batching', 'version_policy'])
+    for (const field of [
+      'name',
+      'platform',
+      'backend',
+      'max_batch_size',
+      'input',
+      'output',
+      'instance_group',
+      'dynamic_batching',
+      'version_policy',
+    ])
       assert.deepEqual(numeric(config[field]), numeric(http[field]), `ModelConfig.${field}`);
 
     const stats = await grpc.call<{ model_stats: { name: string; version: string }[] }>('ModelStatistics', { name: 'mlp' });
@@ -143,10 +153,7 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
 
   test('ModelInfer with raw_input_contents: raw_output_contents equal to onnxruntime in this process, the id echoed', async () => {
     const answer = await grpc.call<InferResponse>('ModelInfer', rawRequest({ id: 'req-7' }));
-    assert.deepEqual(
-      [answer.model_name, answer.model_version, answer.id],
-      ['mlp', '1', 'req-7'],
-    );
+    assert.deepEqual([answer.model_name, answer.model_version, answer.id], ['mlp', '1', 'req-7']);
     assert.equal(answer.outputs.length, 1);
     assert.deepEqual([answer.outputs[0]!.name, answer.outputs[0]!.datatype, answer.outputs[0]!.shape], ['logits', 'FP32', ['3', '10']]);
     assert.equal(answer.outputs[0]!.contents, null, 'raw answers carry no typed contents');
@@ -219,9 +226,19 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
   });
 
   test('errors: NOT_FOUND, INVALID_ARGUMENT, RESOURCE_EXHAUSTED and DEADLINE_EXCEEDED, each with its TROUPE_ERR_* code', async () => {
-    await assertStatus(grpc.call('ModelInfer', rawRequest({ model_name: 'nope' })), status.NOT_FOUND, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /'nope'/);
+    await assertStatus(
+      grpc.call('ModelInfer', rawRequest({ model_name: 'nope' })),
+      status.NOT_FOUND,
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      /'nope'/,
+    );
     await assertStatus(grpc.call('ModelMetadata', { name: 'nope' }), status.NOT_FOUND, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /'nope'/);
-    await assertStatus(grpc.call('ModelConfig', { name: 'mlp', version: '9' }), status.NOT_FOUND, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /version '9'/);
+    await assertStatus(
+      grpc.call('ModelConfig', { name: 'mlp', version: '9' }),
+      status.NOT_FOUND,
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      /version '9'/,
+    );
     await assertStatus(
       grpc.call('ModelInfer', rawRequest({ raw_input_contents: [rawFloats(x).subarray(4)] })),
       status.INVALID_ARGUMENT,
@@ -229,7 +246,13 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
       /float32\[3,64\] needs 768 bytes, got 764/,
     );
     await assertStatus(
-      grpc.call('ModelInfer', rawRequest({ raw_input_contents: [] , inputs: [{ name: 'x', datatype: 'FP32', shape: [rows, 64], contents: { fp32_contents: [1] } }] })),
+      grpc.call(
+        'ModelInfer',
+        rawRequest({
+          raw_input_contents: [],
+          inputs: [{ name: 'x', datatype: 'FP32', shape: [rows, 64], contents: { fp32_contents: [1] } }],
+        }),
+      ),
       status.INVALID_ARGUMENT,
       'TROUPE_ERR_BAD_TENSOR',
       /holds 192 elements, contents.fp32_contents has 1/,
@@ -241,7 +264,10 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
       /raw_input_contents has 2 entries for 1 inputs/,
     );
     await assertStatus(
-      grpc.call('ModelInfer', { model_name: 'mlp', inputs: [{ name: 'x', datatype: 'FP16', shape: [1, 64], contents: { fp32_contents: [] } }] }),
+      grpc.call('ModelInfer', {
+        model_name: 'mlp',
+        inputs: [{ name: 'x', datatype: 'FP16', shape: [1, 64], contents: { fp32_contents: [] } }],
+      }),
       status.INVALID_ARGUMENT,
       'TROUPE_ERR_BAD_TENSOR',
       /FP16 has no typed contents field/,
@@ -266,10 +292,13 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
       /declare 256000000000 elements/,
     );
     // Past --max-body-mib (4): refused by the server before the message is decoded.
-    await assert.rejects(grpc.call('ModelInfer', rawRequest({ raw_input_contents: [Buffer.alloc(5 * 2 ** 20)] })), (err: { code: number }) => {
-      assert.equal(err.code, status.RESOURCE_EXHAUSTED);
-      return true;
-    });
+    await assert.rejects(
+      grpc.call('ModelInfer', rawRequest({ raw_input_contents: [Buffer.alloc(5 * 2 ** 20)] })),
+      (err: { code: number }) => {
+        assert.equal(err.code, status.RESOURCE_EXHAUSTED);
+        return true;
+      },
+    );
     // Triton's timeout parameter (microseconds): below a millisecond, spent before the call is sent.
     await assertStatus(
       grpc.call('ModelInfer', rawRequest({ parameters: { timeout: { int64_param: '1' } } })),
@@ -280,7 +309,11 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
     // The call's own deadline: a MobileNet batch of 8 cannot finish in 5 ms.
     const big = rawFloats(seededFloats(8 * 3 * 224 * 224, 3));
     await assert.rejects(
-      grpc.call('ModelInfer', { model_name: 'slow', inputs: [{ name: 'image', datatype: 'FP32', shape: [8, 3, 224, 224] }], raw_input_contents: [big] }, { deadlineMs: 5 }),
+      grpc.call(
+        'ModelInfer',
+        { model_name: 'slow', inputs: [{ name: 'image', datatype: 'FP32', shape: [8, 3, 224, 224] }], raw_input_contents: [big] },
+        { deadlineMs: 5 },
+      ),
       (err: { code: number }) => {
         assert.equal(err.code, status.DEADLINE_EXCEEDED);
         return true;
@@ -290,7 +323,11 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
 
   test('a full queue: RESOURCE_EXHAUSTED with TROUPE_ERR_OVERLOADED and retry-after, the accepted calls all answered', async () => {
     const image = rawFloats(seededFloats(4 * 3 * 224 * 224, 9));
-    const request = { model_name: 'slow', inputs: [{ name: 'image', datatype: 'FP32', shape: [4, 3, 224, 224] }], raw_input_contents: [image] };
+    const request = {
+      model_name: 'slow',
+      inputs: [{ name: 'image', datatype: 'FP32', shape: [4, 3, 224, 224] }],
+      raw_input_contents: [image],
+    };
     const outcomes = await Promise.all(
       Array.from({ length: 8 }, () =>
         grpc.call('ModelInfer', request).then(
@@ -310,7 +347,14 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
 
   test('/metrics counts gRPC calls by method and outcome, and their inferences with the model', async () => {
     const text = (await call(cluster.url, 'GET', '/metrics')).body.toString();
-    const value = (prefix: string) => Number(text.split('\n').find((l) => l.startsWith(prefix))?.split(' ').pop() ?? 0);
+    const value = (prefix: string) =>
+      Number(
+        text
+          .split('\n')
+          .find((l) => l.startsWith(prefix))
+          ?.split(' ')
+          .pop() ?? 0,
+      );
     assert.ok(value('troupe_grpc_requests_total{method="ModelInfer",outcome="ok"}') >= 5, text);
     assert.ok(value('troupe_grpc_requests_total{method="ModelStreamInfer",outcome="ok"}') >= 5);
     assert.ok(value('troupe_grpc_requests_total{method="ModelInfer",outcome="TROUPE_ERR_UNKNOWN_DEPLOYMENT"}') >= 1);

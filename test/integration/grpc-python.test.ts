@@ -44,10 +44,18 @@ describe('gRPC from Python (grpcio, stubs compiled from proto/ by grpc_tools)', 
     if (work) await rm(work, { recursive: true, force: true });
   });
 
-  test('the compiled stubs call every kind of method; the logits are onnxruntime\'s', async () => {
+  test("the compiled stubs call every kind of method; the logits are onnxruntime's", async () => {
     const compiled = spawnSync(
       PYTHON!,
-      ['-m', 'grpc_tools.protoc', `-I${PROTO_DIR}`, `--python_out=${work}`, `--grpc_python_out=${work}`, 'grpc_service.proto', 'model_config.proto'],
+      [
+        '-m',
+        'grpc_tools.protoc',
+        `-I${PROTO_DIR}`,
+        `--python_out=${work}`,
+        `--grpc_python_out=${work}`,
+        'grpc_service.proto',
+        'model_config.proto',
+      ],
       { encoding: 'utf8', timeout: 60_000 },
     );
     assert.equal(compiled.status, 0, compiled.stderr);
