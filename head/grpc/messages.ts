@@ -23,15 +23,18 @@ export type InferParameter = z.infer<typeof InferParameterSchema>;
 
 const ParameterMapSchema = z.record(z.string().max(256), InferParameterSchema);
 
+/** A list whose elements are left to the decoder: z.array would visit each of millions. */
+const Elements = z.custom<unknown[]>((v) => Array.isArray(v), 'must be a list');
+
 export const TensorContentsSchema = z.object({
-  bool_contents: z.array(z.unknown()),
-  int_contents: z.array(z.unknown()),
-  int64_contents: z.array(z.unknown()),
-  uint_contents: z.array(z.unknown()),
-  uint64_contents: z.array(z.unknown()),
-  fp32_contents: z.array(z.unknown()),
-  fp64_contents: z.array(z.unknown()),
-  bytes_contents: z.array(z.unknown()),
+  bool_contents: Elements,
+  int_contents: Elements,
+  int64_contents: Elements,
+  uint_contents: Elements,
+  uint64_contents: Elements,
+  fp32_contents: Elements,
+  fp64_contents: Elements,
+  bytes_contents: Elements,
 });
 export type TensorContents = z.infer<typeof TensorContentsSchema>;
 
