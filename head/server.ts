@@ -286,7 +286,17 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     return track(serveClient(frames(socket, head, true), state, deployments, log, graphs, clientOptions));
   });
 
-  await app.listen({ host, port: options.port ?? 8470 });
+  // Before HTTP listens: a gRPC port that is taken fails the start with nothing left listening.
+  const grpc =
+    options.grpcPort === undefined
+      ? undefined
+      : await startGrpcEndpoint({ state, graphs, backend, gate, token: options.token, host, maxBodyBytes, log }, options.grpcPort);
+  try {
+    await app.listen({ host, port: options.port ?? 8470 });
+  } catch (err) {
+    await grpc?.close(0);
+    throw err;
+  }
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : options.port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
@@ -308,10 +318,6 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       },
     });
   }
-  const grpc =
-    options.grpcPort === undefined
-      ? undefined
-      : await startGrpcEndpoint({ state, graphs, backend, gate, token: options.token, host, maxBodyBytes, log }, options.grpcPort);
   log.info({ url, grpc: grpc?.address, stateFile: store?.file, httpWorkers }, 'head listening');
   // Graphs come back once the deployments they call are READY again (graphs.deploy waits for them).
   for (const [name, doc] of saved?.graphs ?? []) {

@@ -56,6 +56,13 @@ export function accepted(ctx: GrpcContext, method: string): { leave: () => void 
 }
 
 /**
+ * Requests of one stream in flight at most: past it the stream is not read on (HTTP/2 flow control
+ * then holds the client), so a client that writes without reading answers cannot grow the head's
+ * memory without bound.
+ */
+export const MAX_STREAM_IN_FLIGHT = 128;
+
+/**
  * Triton's streaming extension: each request on the stream is one inference, answered on the
  * stream as it finishes (so answers may come in another order than the requests; each carries its
  * request's id). A failed request is a response with error_message, and the stream goes on; the
@@ -64,11 +71,16 @@ export function accepted(ctx: GrpcContext, method: string): { leave: () => void 
 export function serveStream(ctx: GrpcContext, call: ServerDuplexStream<unknown, unknown>, counted: (outcome: string) => void): void {
   let pending = 0;
   let ended = false;
+  // Answers not yet taken by the transport count as in flight too: a client that reads nothing stalls its stream.
+  const full = () => pending + call.writableLength >= MAX_STREAM_IN_FLIGHT;
   const finish = () => {
     if (ended && pending === 0 && !call.cancelled) call.end();
+    else if (call.isPaused() && !full()) call.resume();
   };
+  call.on('drain', finish);
   call.on('data', (message: unknown) => {
     pending++;
+    if (full()) call.pause();
     const entry = accepted(ctx, 'ModelStreamInfer');
     const work = 'refused' in entry ? Promise.reject(entry.refused) : inferOnce(ctx, message, call.getDeadline());
     const named = message as { model_name?: unknown; id?: unknown };

@@ -225,6 +225,23 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
     assert.match(failed.error_message, /^TROUPE_ERR_UNKNOWN_DEPLOYMENT: unknown model 'nope'/);
   });
 
+  test('ModelStreamInfer holds at most 128 requests in flight and reads on as answers leave: 300 written before any is read all come back', async () => {
+    const stream = grpc.stream();
+    for (let i = 0; i < 300; i++) stream.write(rawRequest({ id: `b${i}` }));
+    stream.end();
+    // Read only now: the server has paused the stream meanwhile, and must resume it as answers are taken.
+    const ids = new Set<string>();
+    await new Promise<void>((resolve, reject) => {
+      stream.on('data', (r: { error_message: string; infer_response: InferResponse }) => {
+        assert.equal(r.error_message, '');
+        ids.add(r.infer_response.id);
+      });
+      stream.on('end', resolve);
+      stream.on('error', reject);
+    });
+    assert.equal(ids.size, 300);
+  });
+
   test('errors: NOT_FOUND, INVALID_ARGUMENT, RESOURCE_EXHAUSTED and DEADLINE_EXCEEDED, each with its TROUPE_ERR_* code', async () => {
     await assertStatus(
       grpc.call('ModelInfer', rawRequest({ model_name: 'nope' })),
