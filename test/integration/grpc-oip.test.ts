@@ -250,6 +250,17 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
       /'nope'/,
     );
     await assertStatus(grpc.call('ModelMetadata', { name: 'nope' }), status.NOT_FOUND, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /'nope'/);
+    // A method of Triton's service that Troupe does not serve (model load is on HTTP).
+    const unserved = await new Promise<{ code: number } | null>((resolve) =>
+      grpc.client.makeUnaryRequest(
+        '/inference.GRPCInferenceService/RepositoryModelLoad',
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        Buffer.alloc(0),
+        (err) => resolve(err),
+      ),
+    );
+    assert.equal(unserved?.code, status.UNIMPLEMENTED);
     await assertStatus(
       grpc.call('ModelConfig', { name: 'mlp', version: '9' }),
       status.NOT_FOUND,
