@@ -66,6 +66,7 @@ export async function startGrpcEndpoint(ctx: GrpcContext, port: number): Promise
 
   const implementation: UntypedServiceImplementation = {};
   for (const [method, answer] of Object.entries(modelHandlers(ctx))) implementation[method] = unary(method, 'read', answer);
+  const modelInfer = unary('ModelInfer', 'inference', (request, call) => inferOnce(ctx, request, call.getDeadline()));
   implementation.ModelInfer = (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
     const entry = accepted(ctx, 'ModelInfer');
     if ('refused' in entry) {
@@ -79,7 +80,7 @@ export async function startGrpcEndpoint(ctx: GrpcContext, port: number): Promise
     };
     // Left when answered, or when the client gave up on the call.
     call.once('cancelled', leave);
-    unary('ModelInfer', 'inference', (request) => inferOnce(ctx, request, call.getDeadline()))(call, (error, response) => {
+    modelInfer(call, (error, response) => {
       leave();
       callback(error, response);
     });
