@@ -2,7 +2,7 @@
 #
 # Troupe, CPU image: the head, and node agents on machines without a GPU (or with simulated ones).
 #   docker build -t troupe .
-#   docker run --rm -p 8470:8470 -e TROUPE_TOKEN=… -v troupe-data:/data troupe            # the head
+#   docker run --rm -p 8470:8470 -p 8471:8471 -e TROUPE_TOKEN=… -v troupe-data:/data troupe            # the head
 #   docker run --rm -e TROUPE_TOKEN=… -v "$PWD/models:/models:ro" troupe \
 #     agent --head ws://HEAD:8470 --name "$(hostname)" --advertise HOST_IP --model-dir /models
 # The GPU image (CUDA 12 provider for onnxruntime-node) is Dockerfile.gpu.
@@ -42,7 +42,7 @@ COPY package.json ./
 RUN mkdir -p /data /models && chown node:node /data /models
 # The node image's unprivileged user (uid 1000).
 USER node
-EXPOSE 8470
+EXPOSE 8470 8471
 VOLUME ["/data"]
 ENTRYPOINT ["node", "dist/cli/main.js"]
 CMD ["head", "--data-dir", "/data/head"]

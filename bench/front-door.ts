@@ -2,7 +2,8 @@
 // inference protocol, what curl, Triton's and KServe's clients send) against the same baselines
 // in the same run: the simplest Node HTTP server around an in-process session (MLP), and raw
 // onnxruntime-node at its best batch and layout (MobileNet), in alternating windows. The head is
-// measured with its front-door workers (the default) and serving HTTP itself (--http-workers 0).
+// measured with its front-door workers (the default) and serving HTTP itself (--http-workers 0);
+// gRPC (raw contents, served by the head) beside them.
 // Writes bench/RESULTS-front-door.md. Bounded: each load run lasts SECONDS (default 3).
 import { writeFile } from 'node:fs/promises';
 import { connect, tensor } from '../runtime/internal.js';
@@ -11,6 +12,7 @@ import type { TestCluster } from '../test/helpers/cluster.js';
 import { baselineServer } from './lib/baseline-server.js';
 import { LAYOUTS, bestLayoutFloor, cnnInput } from './lib/cnn-floor.js';
 import { measureFloor } from './lib/floor.js';
+import { grpcLoad } from './lib/grpc-load.js';
 import { httpLoad, oipRequest } from './lib/http-load.js';
 import { closedLoop } from './lib/load.js';
 import { cpuPerRequest } from './lib/process-cpu.js';
@@ -94,6 +96,12 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
     rows.push({
       label: 'Troupe HTTP OIP binary, served by the head (--http-workers 0), batching maxSize 64',
       result: await httpLoad(oip(headOnly.url, true), c, SECONDS),
+      ratioTo: versus(c),
+    });
+  for (const c of [1, 16, 64, 256])
+    rows.push({
+      label: 'Troupe gRPC raw contents, served by the head, batching maxSize 64',
+      result: await grpcLoad(headOnly.grpcAddress, 'mlp', { name: 'x', shape: [1, 64], data: mlpX }, c, SECONDS),
       ratioTo: versus(c),
     });
   for (const replicas of [1, 2]) {
@@ -200,7 +208,7 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
   );
   const request = (url: string) => oipRequest(`${url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true);
   say(
-    `Alternating windows (2 s each; batching maxSize ${floor.batch}), samples/s: floor's best layout at batch ${floor.batch} / Troupe HTTP at 16 in flight / at 64 in flight / served by the head (--http-workers 0) at 16 / replicas serve HTTP (--http-handoff) at 16 / at 64 / bare socket replicas at 16, each image sent over a socket (the least any server that receives images over sockets pays on these cores):\n`,
+    `Alternating windows (2 s each; batching maxSize ${floor.batch}), samples/s: floor's best layout at batch ${floor.batch} / Troupe HTTP at 16 in flight / at 64 in flight / served by the head (--http-workers 0) at 16 / gRPC raw contents (served by the head) at 16 / replicas serve HTTP (--http-handoff) at 16 / at 64 / bare socket replicas at 16, each image sent over a socket (the least any server that receives images over sockets pays on these cores):\n`,
   );
   for (const layout of LAYOUTS) {
     const spec = {
@@ -220,6 +228,7 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       c16: [] as number[],
       c64: [] as number[],
       head16: [] as number[],
+      grpc16: [] as number[],
       door16: [] as number[],
       door64: [] as number[],
       bare: [] as number[],
@@ -232,18 +241,20 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
         const r16 = await httpLoad(request(cluster.url), 16, 2);
         const r64 = await httpLoad(request(cluster.url), 64, 2);
         const h16 = await httpLoad(request(headOnly.url), 16, 2);
+        const g16 = await grpcLoad(headOnly.grpcAddress, 'cnn', { name: 'image', shape: [1, 3, 224, 224], data: image }, 16, 2);
         const d16 = await httpLoad(request(handoff.url), 16, 2);
         const d64 = await httpLoad(request(handoff.url), 64, 2);
         const b16 = await closedLoop(() => bare.call(image), { concurrency: 16, seconds: 2 });
         ratios.c16.push(r16.rps / f.best);
         ratios.c64.push(r64.rps / f.best);
         ratios.head16.push(h16.rps / f.best);
+        ratios.grpc16.push(g16.rps / f.best);
         ratios.door16.push(d16.rps / f.best);
         ratios.door64.push(d64.rps / f.best);
         ratios.bare.push(b16.rps / f.best);
-        const errors = r16.errors + r64.errors + h16.errors + d16.errors + d64.errors;
+        const errors = r16.errors + r64.errors + h16.errors + g16.errors + d16.errors + d64.errors;
         windows.push(
-          `${[f.best, r16.rps, r64.rps, h16.rps, d16.rps, d64.rps, b16.rps].map((v) => fmt(v, 1)).join(' / ')}${errors > 0 ? ` (errors ${errors})` : ''}`,
+          `${[f.best, r16.rps, r64.rps, h16.rps, g16.rps, d16.rps, d64.rps, b16.rps].map((v) => fmt(v, 1)).join(' / ')}${errors > 0 ? ` (errors ${errors})` : ''}`,
         );
       }
     } finally {
@@ -257,7 +268,7 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       `- ${layout.replicas} replica${layout.replicas > 1 ? 's' : ''} x ${layout.threads} thread${layout.threads > 1 ? 's' : ''}: ${windows.join('; ')}.`,
     );
     say(
-      `  Medians over the floor: HTTP, 16 in flight ${fmt(median(ratios.c16), 2)}x; 64 in flight ${fmt(median(ratios.c64), 2)}x; served by the head, 16 in flight ${fmt(median(ratios.head16), 2)}x; replicas serve HTTP, 16 in flight ${fmt(median(ratios.door16), 2)}x, 64 in flight ${fmt(median(ratios.door64), 2)}x; bare socket replicas ${fmt(median(ratios.bare), 2)}x.`,
+      `  Medians over the floor: HTTP, 16 in flight ${fmt(median(ratios.c16), 2)}x; 64 in flight ${fmt(median(ratios.c64), 2)}x; served by the head, 16 in flight ${fmt(median(ratios.head16), 2)}x; gRPC, 16 in flight ${fmt(median(ratios.grpc16), 2)}x; replicas serve HTTP, 16 in flight ${fmt(median(ratios.door16), 2)}x, 64 in flight ${fmt(median(ratios.door64), 2)}x; bare socket replicas ${fmt(median(ratios.bare), 2)}x.`,
     );
   }
   // Where the CPU goes, 2 replicas x 1 thread, 16 in flight.

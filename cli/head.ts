@@ -1,11 +1,18 @@
 import { z } from 'zod';
-import { startHead } from '../head/index.js';
+import { DEFAULT_GRPC_PORT, startHead } from '../head/index.js';
+import { TroupeError } from '../runtime/internal.js';
 import { PortSchema, helpOf, onShutdown, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
 
 export const HEAD_FLAGS: readonly FlagDef[] = [
   { name: 'host', value: 'HOST', help: 'address to listen on (default 127.0.0.1, or TROUPE_HOST)' },
   { name: 'port', value: 'PORT', help: 'port to listen on, 0 for any (default 8470, or TROUPE_PORT)' },
+  {
+    name: 'grpc-port',
+    value: 'PORT',
+    help: "port of the gRPC inference service (Triton's GRPCInferenceService), on\nthe same host; 0 for any (default 8471, or TROUPE_GRPC_PORT; 0 when\n--port is 0)",
+  },
+  { name: 'no-grpc', help: 'serve no gRPC endpoint' },
   {
     name: 'token',
     value: 'TOKEN',
@@ -47,6 +54,8 @@ export const HeadFlagsSchema = z.object({
     .min(1)
     .default(process.env.TROUPE_HOST ?? '127.0.0.1'),
   port: PortSchema.default(Number(process.env.TROUPE_PORT ?? 8470)),
+  grpcPort: PortSchema.optional(),
+  noGrpc: z.boolean().optional(),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
   suspectAfterMs: z.coerce.number().int().min(100).max(3_600_000).optional(),
   deadAfterMs: z.coerce.number().int().min(100).max(3_600_000).optional(),
@@ -69,12 +78,31 @@ export const HeadFlagsSchema = z.object({
   httpHandoff: z.boolean().optional(),
 });
 
+/**
+ * The gRPC port: the flag, else TROUPE_GRPC_PORT, else 8471; a head asked for any HTTP port
+ * (--port 0) takes any gRPC port too, so heads started side by side (tests, scripts) never collide.
+ */
+function grpcPortOf(flag: number | undefined, httpPort: number): number {
+  if (flag !== undefined) return flag;
+  const env = process.env.TROUPE_GRPC_PORT;
+  if (env !== undefined) {
+    const parsed = PortSchema.safeParse(env);
+    if (!parsed.success) throw new TroupeError('TROUPE_ERR_BAD_FLAG', `head: TROUPE_GRPC_PORT: ${parsed.error.issues[0]!.message}`);
+    return parsed.data;
+  }
+  return httpPort === 0 ? 0 : DEFAULT_GRPC_PORT;
+}
+
 export async function headCommand(argv: string[]): Promise<void> {
   const flags = parseFlags('head', argv, specOf(HEAD_FLAGS), HeadFlagsSchema);
   const token = flags.token ?? process.env.TROUPE_TOKEN;
+  if (flags.noGrpc && flags.grpcPort !== undefined)
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --grpc-port and --no-grpc contradict each other; give one');
+  const grpcPort = flags.noGrpc ? undefined : grpcPortOf(flags.grpcPort, flags.port);
   const head = await startHead({
     host: flags.host,
     port: flags.port,
+    ...(grpcPort !== undefined ? { grpcPort } : {}),
     ...(token ? { token } : {}),
     liveness: {
       ...(flags.suspectAfterMs !== undefined ? { suspectAfterMs: flags.suspectAfterMs } : {}),
@@ -97,6 +125,6 @@ export async function headCommand(argv: string[]): Promise<void> {
     },
   });
   // One line on stdout that people and scripts (troupe up, the tests) read to find the head.
-  process.stdout.write(`troupe head listening on ${head.url}\n`);
+  process.stdout.write(`troupe head listening on ${head.url}${head.grpcAddress ? ` and gRPC on ${head.grpcAddress}` : ''}\n`);
   onShutdown(() => head.close());
 }

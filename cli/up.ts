@@ -10,6 +10,8 @@ import type { FlagDef } from './flags.js';
 
 export const UP_FLAGS: readonly FlagDef[] = [
   { name: 'port', value: 'PORT', help: 'head port, 0 for any (default 8470, or TROUPE_PORT)' },
+  { name: 'grpc-port', value: 'PORT', help: 'gRPC inference port, 0 for any (default 8471, or TROUPE_GRPC_PORT; 0\nwhen --port is 0)' },
+  { name: 'no-grpc', help: 'serve no gRPC endpoint' },
   { name: 'data-dir', value: 'DIR', help: 'where example models (DIR/models) and uploads (DIR/head) go (default ./.troupe)' },
   { name: 'simulate-gpus', value: 'N', help: 'give the local agent N simulated GPUs (default 0)' },
   {
@@ -27,6 +29,8 @@ export const UP_HELP = helpOf(
 
 export const UpFlagsSchema = z.object({
   port: PortSchema.default(Number(process.env.TROUPE_PORT ?? 8470)),
+  grpcPort: PortSchema.optional(),
+  noGrpc: z.boolean().optional(),
   dataDir: z.string().min(1).default('.troupe'),
   simulateGpus: z.coerce.number().int('must be a whole number').min(0).max(64).default(0),
   httpHandoff: z.boolean().optional(),
@@ -48,8 +52,17 @@ export async function upCommand(argv: string[]): Promise<void> {
   await writeExampleModels(modelDir);
 
   const head = startChild(
-    ['head', '--port', String(flags.port), '--data-dir', resolve(flags.dataDir, 'head'), ...(flags.httpHandoff ? ['--http-handoff'] : [])],
-    /listening on (\S+)/,
+    [
+      'head',
+      '--port',
+      String(flags.port),
+      '--data-dir',
+      resolve(flags.dataDir, 'head'),
+      ...(flags.grpcPort !== undefined ? ['--grpc-port', String(flags.grpcPort)] : []),
+      ...(flags.noGrpc ? ['--no-grpc'] : []),
+      ...(flags.httpHandoff ? ['--http-handoff'] : []),
+    ],
+    /listening on (\S+(?: and gRPC on \S+)?)/,
     30_000,
   );
   const children = [head];
@@ -62,7 +75,7 @@ export async function upCommand(argv: string[]): Promise<void> {
   onShutdown(stopAll);
   for (const c of children) void c.exited.then(() => !stopping && process.kill(process.pid, 'SIGTERM'));
 
-  const url = await head.line;
+  const [url = '', grpcAddress] = (await head.line).split(' and gRPC on ');
   // fn steps are opt-in code: the embedded agent offers the examples' steps and nothing else.
   const agentArgs = ['agent', '--head', url, '--name', 'local', '--model-dir', modelDir, '--module-dir', EXAMPLES_DIR];
   if (flags.simulateGpus > 0) agentArgs.push('--simulate-gpus', String(flags.simulateGpus));
@@ -83,5 +96,7 @@ export async function upCommand(argv: string[]): Promise<void> {
     `sample inference: logits ${logits?.dtype}[${logits?.shape.join(',')}] = [${values.map((v) => v.toFixed(4)).join(', ')}], argmax ${best}\n`,
   );
   await cluster.close();
-  process.stdout.write(`\nTroupe is up at ${url}  (SDK: connect('${url.replace('http', 'ws')}'); Ctrl-C to stop)\n`);
+  process.stdout.write(
+    `\nTroupe is up at ${url}${grpcAddress ? `, gRPC at ${grpcAddress}` : ''}  (SDK: connect('${url.replace('http', 'ws')}'); Ctrl-C to stop)\n`,
+  );
 }

@@ -35,6 +35,7 @@ import { splitConnections } from './front-door/connection-split.js';
 import { HandoffDoors } from './front-door/handoff-doors.js';
 import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
+import { startGrpcEndpoint } from './grpc/server.js';
 import { stateBackend } from './http/state-backend.js';
 import { RunGateway } from './graph/run-gateway.js';
 import { Deployments } from './control/deployments.js';
@@ -98,6 +99,12 @@ export interface HeadOptions {
    * Without a cap, idle sockets took the head to its process's file-descriptor limit.
    */
   maxConnections?: number;
+  /**
+   * Serve the Open Inference Protocol's gRPC service on this port, on the same host (head/grpc/,
+   * docs/grpc.md); 0 picks a free one. Absent: no gRPC endpoint (`troupe head` gives 8471 unless
+   * told otherwise).
+   */
+  grpcPort?: number;
 }
 
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
@@ -105,6 +112,8 @@ export const DEFAULT_MAX_CONNECTIONS = 10_000;
 export interface Head {
   /** http://host:port; the connection endpoints (WebSocket or frame-stream upgrades) are under /v1/. */
   readonly url: string;
+  /** host:port of the gRPC endpoint, when the head serves one. */
+  readonly grpcAddress: string | undefined;
   readonly state: ClusterState;
   /**
    * Drains, then stops: new work is refused with TROUPE_ERR_SHUTTING_DOWN (retryable) while the
@@ -181,7 +190,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           }),
         })
       : undefined;
-  const inference = fastInference({ backend: stateBackend(state, graphs), gate, token: options.token, host, maxBodyBytes, log });
+  const backend = stateBackend(state, graphs);
+  const inference = fastInference({ backend, gate, token: options.token, host, maxBodyBytes, log });
   const app = Fastify({
     logger: false,
     // Inference requests are served ahead of fastify (http/fast-infer.ts); everything else by it.
@@ -276,7 +286,17 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     return track(serveClient(frames(socket, head, true), state, deployments, log, graphs, clientOptions));
   });
 
-  await app.listen({ host, port: options.port ?? 8470 });
+  // Before HTTP listens: a gRPC port that is taken fails the start with nothing left listening.
+  const grpc =
+    options.grpcPort === undefined
+      ? undefined
+      : await startGrpcEndpoint({ state, graphs, backend, gate, token: options.token, host, maxBodyBytes, log }, options.grpcPort);
+  try {
+    await app.listen({ host, port: options.port ?? 8470 });
+  } catch (err) {
+    await grpc?.close(0);
+    throw err;
+  }
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : options.port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
@@ -298,7 +318,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       },
     });
   }
-  log.info({ url, stateFile: store?.file, httpWorkers }, 'head listening');
+  log.info({ url, grpc: grpc?.address, stateFile: store?.file, httpWorkers }, 'head listening');
   // Graphs come back once the deployments they call are READY again (graphs.deploy waits for them).
   for (const [name, doc] of saved?.graphs ?? []) {
     graphs.deploy(doc).then(
@@ -310,6 +330,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   let closing: Promise<void> | undefined;
   return {
     url,
+    grpcAddress: grpc?.address,
     state,
     close() {
       closing ??= (async () => {
@@ -318,6 +339,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
         doors?.drain();
         const [{ unfinished }] = await Promise.all([gate.drain(drainMs), frontDoor?.drain(drainMs)]);
         if (unfinished > 0) log.warn({ unfinished, drainMs }, 'calls still unfinished after the drain period; closing anyway');
+        // The accepted gRPC calls are answered (the gate counted them); open streams get a second.
+        await grpc?.close(1000);
         // Before the server closes: it waits for the connections it handed to workers, and for
         // those still to say their first bytes.
         await frontDoor?.close();

@@ -70,7 +70,7 @@ export type {
 } from './spec.js';
 export { DTYPES, DTYPE_NAMES, byteLengthOf, isDType } from './tensor/dtypes.js';
 export type { DType, NumericDType } from './tensor/dtypes.js';
-export { elementCount, formatShape, tensor } from './tensor/tensor.js';
+export { checkShape, elementCount, formatShape, tensor } from './tensor/tensor.js';
 export { sharesMemory } from './tensor/shares-memory.js';
 export { sharedMemoryAddon } from './shm/addon.js';
 export { handoffAddon } from './handoff/addon.js';
@@ -211,7 +211,7 @@ export type { OipDatatype, OipDType } from './oip/datatypes.js';
 export { fromHalfBits, toHalfBits } from './oip/float16.js';
 export { checkInferRequest, findTarget, MODEL_VERSION, splitModelName, takesAnything } from './oip/infer-backend.js';
 export type { InferenceBackend, InferenceRequest, InferTarget, Params } from './oip/infer-backend.js';
-export { inferResponse } from './oip/infer-response.js';
+export { inferResponse, outputOrder } from './oip/infer-response.js';
 export { checkInferJson, MAX_JSON_VALUES, MAX_REQUEST_ELEMENTS, tooMany } from './oip/json-scan.js';
 export { flattenData, jsonTextOfWire, wireFromJson } from './oip/json.js';
 export { isRawRequest, rawInferRequest } from './oip/raw.js';

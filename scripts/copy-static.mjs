@@ -1,4 +1,4 @@
-// Build step after tsc: copies files tsc does not emit (the status page's HTML and CSS) into dist/,
+// Build step after tsc: copies files tsc does not emit (the status page's HTML and CSS, the gRPC .proto files) into dist/,
 // so `npm run build` from a clean clone produces everything the head serves, and marks the CLI
 // executable (tsc writes it 644; `npx troupe` runs the bin's file itself). Plain node, no shell.
 // A file whose copy is already there, as large and no older, is left alone, and a copy whose
@@ -9,7 +9,11 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const copies = [['head/status/static', 'dist/head/status/static']];
+const copies = [
+  ['head/status/static', 'dist/head/status/static'],
+  // The gRPC service's .proto files, which the head loads at start (head/grpc/service-definition.ts).
+  ['proto', 'dist/proto'],
+];
 
 /** Every file under `dir`, as paths relative to it. */
 function filesUnder(dir) {

@@ -1,35 +1,19 @@
-import {
-  HEADER_LENGTH,
-  InferRequestSchema,
-  MODEL_VERSION,
-  datatypeOfDtype,
-  decodeBody,
-  encodeBody,
-  inferResponse,
-  oipShape,
-  responseCodingFor,
-} from '../../runtime/internal.js';
+import { HEADER_LENGTH, InferRequestSchema, decodeBody, encodeBody, inferResponse, responseCodingFor } from '../../runtime/internal.js';
 import type { Params } from '../../runtime/internal.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { TroupeError } from '../../runtime/internal.js';
-import type { TensorInfo } from '../../runtime/internal.js';
-import { startsOnDemand } from '../calls/cold-start.js';
-import { versionDeploymentName, versionMap } from '../control/versions.js';
 import { readinessBody, serverReadiness } from '../control/readiness.js';
-import type { DeploymentRecord } from '../state/records.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
+import { EXTENSIONS, modelMetadata, modelReadiness } from './oip-models.js';
 import { TROUPE_VERSION } from './openapi.js';
-import { stateBackend, targetFor } from './state-backend.js';
+import { stateBackend } from './state-backend.js';
 
 /**
  * The Open Inference Protocol (KServe v2) endpoints, where every deployment is a "model" with one
  * version, "1". Health answers carry no body, as the protocol asks: 200 is true, 4xx false; only a
  * server that is not ready says why, in a small JSON body the protocol leaves room for.
  */
-
-export const EXTENSIONS = ['binary_tensor_data', 'classification', 'model_configuration', 'model_repository', 'statistics'];
 
 /** The one health answer with a body: a person reading it learns what to fix. */
 const NotReadySchema = z.object({ status: z.literal('not ready'), ready: z.literal(false), nodes: z.number(), reason: z.string() });
@@ -50,16 +34,6 @@ const InferResponseSchema = z.object({
     TensorMetadataSchema.extend({ parameters: z.record(z.string(), z.unknown()).optional(), data: z.array(z.unknown()).optional() }),
   ),
 });
-
-function tensorMetadata(t: TensorInfo): z.infer<typeof TensorMetadataSchema> {
-  return { name: t.name, datatype: datatypeOfDtype(t.dtype), shape: oipShape(t.shape) };
-}
-
-/** A READY replica to serve a call now, or none wanted: a deployment scaled to zero starts one for the call. */
-function isReady(d: DeploymentRecord): boolean {
-  if (d.spec.replicas === 0 && startsOnDemand(d.spec) && !d.unhealthy) return true;
-  return d.metadata !== null && d.actors.some((a) => a.state === 'READY');
-}
 
 export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { docs, state } = ctx;
@@ -115,48 +89,10 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
     }),
   );
 
-  // A graph is a model here too, as Triton's ensembles are: platform "ensemble", its inputs and
-  // outputs inferred from its nodes' signatures.
-  const metadata = async (request: FastifyRequest) => {
-    const params = request.params as Params;
-    const target = targetFor(state, ctx.graphs, params);
-    const whole = params.version === undefined ? target : targetFor(state, ctx.graphs, { name: params.name });
-    if (!target.metadata) {
-      const why = target.kind === 'graph' ? 'a step of it is a fn that declares no signature' : 'it has no READY replica yet';
-      throw new TroupeError('TROUPE_ERR_NOT_READY', `model '${target.name}': its inputs and outputs are not known (${why})`);
-    }
-    return {
-      name: whole.name,
-      versions: whole.versions ? Object.keys(whole.versions) : [MODEL_VERSION],
-      platform: target.kind === 'graph' ? 'ensemble' : 'onnx_onnxv1',
-      inputs: target.metadata.inputs.map(tensorMetadata),
-      outputs: target.metadata.outputs.map(tensorMetadata),
-    };
-  };
+  const metadata = async (request: FastifyRequest) => modelMetadata(state, ctx.graphs, request.params as Params);
   const ready = async (request: FastifyRequest, reply: FastifyReply) => {
-    const { name, version } = request.params as Params;
-    const versions = ctx.state.deployments.get(name)?.spec.versions;
-    const pinned =
-      version === undefined
-        ? undefined
-        : versions
-          ? versionMap(ctx.state.deployments.get(name)!.spec)![version]
-          : version === MODEL_VERSION
-            ? name
-            : undefined;
-    if (version !== undefined && pinned === undefined) return reply.code(404).send();
-    const graph = ctx.graphs.views().find((g) => g.name === name);
-    // A graph is ready when every deployment it calls is; a deployment split between versions when
-    // every version that takes calls is.
-    const used = graph
-      ? graph.deployments.map((n) => ctx.state.deployments.get(n))
-      : pinned !== undefined
-        ? [ctx.state.deployments.get(pinned)]
-        : versions
-          ? versions.filter((v) => v.weight > 0).map((v) => ctx.state.deployments.get(versionDeploymentName(name, v.version)))
-          : [ctx.state.deployments.get(name)];
-    if (!graph && !used[0]) return reply.code(404).send();
-    return reply.code(used.every((d) => d !== undefined && isReady(d)) ? 200 : 400).send();
+    const readiness = modelReadiness(state, ctx.graphs, request.params as Params);
+    return reply.code(readiness === 'ready' ? 200 : readiness === 'unknown' ? 404 : 400).send();
   };
   const infer = async (request: FastifyRequest, reply: FastifyReply) => {
     const body = await decodeBody(bodyBuffer(request.body), request.headers, ctx.maxBodyBytes);

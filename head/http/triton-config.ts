@@ -1,5 +1,6 @@
-import { TroupeError } from '../../runtime/internal.js';
-import type { DType, TensorInfo } from '../../runtime/internal.js';
+import { MODEL_VERSION, TroupeError } from '../../runtime/internal.js';
+import type { DType, Params, TensorInfo } from '../../runtime/internal.js';
+import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
 
 /**
@@ -127,4 +128,17 @@ export function tritonModelConfig(d: DeploymentRecord): TritonModelConfig {
       : {}),
     parameters: {},
   };
+}
+
+/** The deployment and version a request names (TROUPE_ERR_UNKNOWN_DEPLOYMENT otherwise, naming only what was asked for). */
+export function tritonDeployment(state: ClusterState, params: Params): DeploymentRecord {
+  const { name, version } = params;
+  const d = state.deployments.get(name);
+  if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `unknown model '${name.slice(0, 100)}'`);
+  if (version !== undefined && version !== MODEL_VERSION)
+    throw new TroupeError(
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      `model '${d.spec.name}' has no version '${version.slice(0, 40)}' (versions: ${MODEL_VERSION})`,
+    );
+  return d;
 }

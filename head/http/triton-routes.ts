@@ -1,11 +1,10 @@
-import { MODEL_VERSION } from '../../runtime/internal.js';
 import type { Params } from '../../runtime/internal.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TroupeError } from '../../runtime/internal.js';
 import { loadModel, repositoryIndex, unloadModel } from '../control/model-repository.js';
 import type { DeploymentRecord } from '../state/records.js';
-import { tritonModelConfig } from './triton-config.js';
+import { tritonDeployment, tritonModelConfig } from './triton-config.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 
@@ -87,17 +86,7 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
   const tag = 'Triton extensions';
 
   /** The deployment and version a URL names (404 otherwise, naming only what was asked for). */
-  const named = (request: FastifyRequest): DeploymentRecord => {
-    const { name, version } = request.params as Params;
-    const d = state.deployments.get(name);
-    if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `unknown model '${name.slice(0, 100)}'`);
-    if (version !== undefined && version !== MODEL_VERSION)
-      throw new TroupeError(
-        'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
-        `model '${d.spec.name}' has no version '${version.slice(0, 40)}' (versions: ${MODEL_VERSION})`,
-      );
-    return d;
-  };
+  const named = (request: FastifyRequest): DeploymentRecord => tritonDeployment(state, request.params as Params);
 
   for (const prefix of ['/v2/models/:name', '/v2/models/:name/versions/:version']) {
     const suffix = prefix.includes(':version') ? ' (the one version is "1")' : '';

@@ -40,6 +40,8 @@ export class HeadMetrics {
   readonly #children = new Map<string, ModelHistograms>();
   /** Inference requests the head's front-door workers answered (they report them in bulk). */
   readonly frontDoorRequests: Counter<'model' | 'outcome'>;
+  /** gRPC calls the head answered (head/grpc/), by method and outcome; their inferences count in the per-model series too. */
+  readonly grpcRequests: Counter<'method' | 'outcome'>;
   /** Client connections handed to a replica that serves them itself (--http-handoff). */
   readonly handoffs: Counter<'model' | 'actor'>;
 
@@ -83,6 +85,12 @@ export class HeadMetrics {
       name: 'troupe_http_handoffs_total',
       help: 'Client connections the head handed to a replica on its host, which served their inference requests itself (--http-handoff).',
       labelNames: ['model', 'actor'],
+      registers,
+    });
+    this.grpcRequests = new Counter({
+      name: 'troupe_grpc_requests_total',
+      help: 'gRPC calls (and ModelStreamInfer requests) the head answered, by method and outcome (ok or the error code).',
+      labelNames: ['method', 'outcome'],
       registers,
     });
     this.frontDoorRequests = new Counter({

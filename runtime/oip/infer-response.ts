@@ -1,6 +1,7 @@
 import { TroupeError } from '../errors.js';
 import { parseJson } from '../http/parse-json.js';
 import type { InferenceBackend, InferTarget, Params } from './infer-backend.js';
+import type { WireTensorMap } from '../tensor/wire.js';
 import { splitInferBody } from './binary.js';
 import { classCounts, classifyOutputs } from './classification.js';
 import { checkInferJson } from './json-scan.js';
@@ -32,10 +33,19 @@ export async function inferResponse(
     ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
     ...(target.model !== undefined ? { model: target.model } : {}),
   });
+  return encodeInferResponse(
+    target.model === undefined ? target.name : `${target.name}:${target.model}`,
+    request,
+    classifyOutputs(outputs, counts, target.labels),
+    outputOrder(target, decoded.outputs, outputs),
+  );
+}
+
+/** The order outputs are answered in: as asked, else as the target declares them, then any others it returned. */
+export function outputOrder(target: InferTarget, asked: readonly string[] | undefined, outputs: WireTensorMap): readonly string[] {
+  if (asked) return asked;
   const declared = target.metadata?.outputs.map((o) => o.name) ?? [];
-  const order = decoded.outputs ?? [...declared.filter((n) => n in outputs), ...Object.keys(outputs).filter((n) => !declared.includes(n))];
-  const name = target.model === undefined ? target.name : `${target.name}:${target.model}`;
-  return encodeInferResponse(name, request, classifyOutputs(outputs, counts, target.labels), order);
+  return [...declared.filter((n) => n in outputs), ...Object.keys(outputs).filter((n) => !declared.includes(n))];
 }
 
 function rawRequest(target: InferTarget, body: Buffer): { request: InferRequest; decoded: DecodedRequest } {

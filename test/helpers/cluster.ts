@@ -38,8 +38,18 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** The head's line on stdout: its URL, and its gRPC address when it serves one. */
+const HEAD_LISTENING = /listening on (\S+(?: and gRPC on \S+)?)/;
+
+function listening(line: string): [url: string, grpcAddress: string] {
+  const [url = '', grpc = ''] = line.split(' and gRPC on ');
+  return [url, grpc];
+}
+
 export interface TestCluster {
   url: string;
+  /** host:port of the head's gRPC endpoint (a free port unless headArgs chose; '' with --no-grpc). */
+  grpcAddress: string;
   head: Child;
   /** The head's --data-dir (a fresh temporary one unless headArgs named one). */
   dataDir: string;
@@ -70,8 +80,10 @@ export async function startCluster(
   // Each cluster keeps its durable state in its own folder: tests must never see each other's.
   const headArgs = options.headArgs ?? [];
   const dataDir = headArgs.includes('--data-dir') ? [] : ['--data-dir', join(modelDir, '.head')];
-  let head = startChild(['head', '--port', '0', ...dataDir, ...headArgs], /listening on (\S+)/, 20_000, env);
-  const url = await head.line;
+  // Every head of the suite serves gRPC on a free port (as --port 0 implies), restarted ones too.
+  const grpcArgs = headArgs.includes('--grpc-port') || headArgs.includes('--no-grpc') ? [] : ['--grpc-port', '0'];
+  let head = startChild(['head', '--port', '0', ...grpcArgs, ...dataDir, ...headArgs], HEAD_LISTENING, 20_000, env);
+  const [url, grpcAddress] = listening(await head.line);
   const agents: Child[] = [];
   const startAgent = async (args: string[] = [], headUrl = url) => {
     const stateDir = args.includes('--state-dir') ? [] : ['--state-dir', join(modelDir, `.agent-${agents.length}`)];
@@ -84,6 +96,7 @@ export async function startCluster(
   const named = headArgs.indexOf('--data-dir');
   const cluster: TestCluster = {
     url,
+    grpcAddress,
     head,
     dataDir: named >= 0 ? headArgs[named + 1]! : join(modelDir, '.head'),
     agents,
@@ -96,9 +109,9 @@ export async function startCluster(
         await head.exited;
       } else await stopChild(head, 20_000);
       // Same port (listen reuses it at once), same data directory: agents and actors find it again.
-      head = startChild(['head', '--port', new URL(url).port, ...dataDir, ...headArgs], /listening on (\S+)/, 20_000, env);
+      head = startChild(['head', '--port', new URL(url).port, ...grpcArgs, ...dataDir, ...headArgs], HEAD_LISTENING, 20_000, env);
       cluster.head = head;
-      await head.line;
+      cluster.grpcAddress = listening(await head.line)[1];
       return head;
     },
     async stop() {

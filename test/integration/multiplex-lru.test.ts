@@ -7,6 +7,7 @@ import { TroupeError, connect, tensor } from '../../runtime/internal.js';
 import type { ActorView, Cluster } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
+import { floatsOfRaw, grpcClient, rawFloats } from '../helpers/grpc-client.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 
 const MODELS = 20;
@@ -154,6 +155,21 @@ describe('multiplexed deployments: many models per replica', { timeout: 180_000 
       async () => client.run('single', input(), { model: 'm1' }),
       (err: unknown) => err instanceof TroupeError && err.code === 'TROUPE_ERR_BAD_REQUEST' && /serves one model/.test(err.message),
     );
+  });
+
+  test('gRPC names a model of the set as {deployment}:{model} too', async () => {
+    const grpc = grpcClient(cluster.grpcAddress);
+    try {
+      const answer = await grpc.call<{ model_name: string; raw_output_contents: Buffer[] }>('ModelInfer', {
+        model_name: 'tenants:m5',
+        inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 64] }],
+        raw_input_contents: [rawFloats(x)],
+      });
+      assert.equal(answer.model_name, 'tenants:m5');
+      assertAnswer('m5', floatsOfRaw(answer.raw_output_contents[0]!));
+    } finally {
+      grpc.close();
+    }
   });
 
   test('a model over maxModelMemory is refused with TROUPE_ERR_MODEL_TOO_LARGE, and a replica keeps serving the others', async () => {

@@ -7,6 +7,7 @@ import { connect, tensor } from '../../runtime/internal.js';
 import type { Cluster, DeploymentView } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
+import { floatsOfRaw, grpcClient, rawFloats } from '../helpers/grpc-client.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 
 const x = seededFloats(64, 3);
@@ -115,6 +116,24 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
     });
     assert.equal(unknown.status, 404);
     assert.match(((await unknown.json()) as { error: string }).error, /no version 'v3' \(versions: v1, v2\)/);
+  });
+
+  test('gRPC: model_version pins a version and is echoed', async () => {
+    const grpc = grpcClient(cluster.grpcAddress);
+    try {
+      for (const version of ['v1', 'v2'] as const) {
+        const answer = await grpc.call<{ model_name: string; model_version: string; raw_output_contents: Buffer[] }>('ModelInfer', {
+          model_name: 'ab',
+          model_version: version,
+          inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 64] }],
+          raw_input_contents: [rawFloats(x)],
+        });
+        assert.deepEqual([answer.model_name, answer.model_version], ['ab', version]);
+        assert.equal(whichVersion(floatsOfRaw(answer.raw_output_contents[0]!)), version);
+      }
+    } finally {
+      grpc.close();
+    }
   });
 
   test('a PUT to 100/0 while calls flow loses none, and then every call goes to the version at 100', async () => {

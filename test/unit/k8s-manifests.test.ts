@@ -113,9 +113,15 @@ describe('Kubernetes manifests (deploy/k8s)', () => {
     for (const name of ['troupe-head', 'troupe-head-agents']) {
       const svc = find('Service', name);
       for (const [k, v] of Object.entries(svc.spec.selector)) assert.equal(podLabels[k], v, `${name} selects the head pod`);
+      // Clients reach the gRPC inference service through the head's Service; agents need only HTTP.
       assert.deepEqual(
         svc.spec.ports.map((p: Manifest) => [p.port, p.targetPort]),
-        [[8470, 'http']],
+        name === 'troupe-head'
+          ? [
+              [8470, 'http'],
+              [8471, 'grpc'],
+            ]
+          : [[8470, 'http']],
       );
     }
     // /readyz is 503 until a node is ALIVE, and nodes become ALIVE by connecting: the agents'

@@ -1,0 +1,90 @@
+import { MODEL_VERSION, TroupeError, datatypeOfDtype, oipShape } from '../../runtime/internal.js';
+import type { Params, TensorInfo } from '../../runtime/internal.js';
+import { startsOnDemand } from '../calls/cold-start.js';
+import { versionDeploymentName, versionMap } from '../control/versions.js';
+import type { RunGateway } from '../graph/run-gateway.js';
+import type { ClusterState } from '../state/cluster-state.js';
+import type { DeploymentRecord } from '../state/records.js';
+import { targetFor } from './state-backend.js';
+
+/**
+ * The Open Inference Protocol's per-model answers (metadata and readiness) as functions of the
+ * cluster, so the HTTP routes (oip-routes.ts) and the gRPC service (head/grpc/) cannot disagree.
+ */
+
+/** The extensions the server metadata names, over HTTP and gRPC alike. */
+export const EXTENSIONS = ['binary_tensor_data', 'classification', 'model_configuration', 'model_repository', 'statistics'];
+
+export interface OipTensorMetadata {
+  name: string;
+  datatype: string;
+  shape: number[];
+}
+
+export interface OipModelMetadata {
+  name: string;
+  versions: string[];
+  platform: string;
+  inputs: OipTensorMetadata[];
+  outputs: OipTensorMetadata[];
+}
+
+function tensorMetadata(t: TensorInfo): OipTensorMetadata {
+  return { name: t.name, datatype: datatypeOfDtype(t.dtype), shape: oipShape(t.shape) };
+}
+
+/**
+ * A deployment's or graph's metadata. A graph is a model here too, as Triton's ensembles are:
+ * platform "ensemble", its inputs and outputs inferred from its nodes' signatures.
+ */
+export function modelMetadata(state: ClusterState, graphs: RunGateway, params: Params): OipModelMetadata {
+  const target = targetFor(state, graphs, params);
+  const whole = params.version === undefined ? target : targetFor(state, graphs, { name: params.name });
+  if (!target.metadata) {
+    const why = target.kind === 'graph' ? 'a step of it is a fn that declares no signature' : 'it has no READY replica yet';
+    throw new TroupeError('TROUPE_ERR_NOT_READY', `model '${target.name}': its inputs and outputs are not known (${why})`);
+  }
+  return {
+    name: whole.name,
+    versions: whole.versions ? Object.keys(whole.versions) : [MODEL_VERSION],
+    platform: target.kind === 'graph' ? 'ensemble' : 'onnx_onnxv1',
+    inputs: target.metadata.inputs.map(tensorMetadata),
+    outputs: target.metadata.outputs.map(tensorMetadata),
+  };
+}
+
+/** A READY replica to serve a call now, or none wanted: a deployment scaled to zero starts one for the call. */
+function isReady(d: DeploymentRecord): boolean {
+  if (d.spec.replicas === 0 && startsOnDemand(d.spec) && !d.unhealthy) return true;
+  return d.metadata !== null && d.actors.some((a) => a.state === 'READY');
+}
+
+/**
+ * Whether a model is ready: a deployment with a READY replica whose signature is known (or one
+ * scaled to zero that starts for a call), a graph whose every deployment is, a deployment split
+ * between versions whose every version that takes calls is, a pinned version by itself; 'unknown'
+ * for a name (or version) nothing answers to.
+ */
+export function modelReadiness(state: ClusterState, graphs: RunGateway, params: Params): 'ready' | 'not ready' | 'unknown' {
+  const { name, version } = params;
+  const versions = state.deployments.get(name)?.spec.versions;
+  const pinned =
+    version === undefined
+      ? undefined
+      : versions
+        ? versionMap(state.deployments.get(name)!.spec)![version]
+        : version === MODEL_VERSION
+          ? name
+          : undefined;
+  if (version !== undefined && pinned === undefined) return 'unknown';
+  const graph = graphs.views().find((g) => g.name === name);
+  const used = graph
+    ? graph.deployments.map((n) => state.deployments.get(n))
+    : pinned !== undefined
+      ? [state.deployments.get(pinned)]
+      : versions
+        ? versions.filter((v) => v.weight > 0).map((v) => state.deployments.get(versionDeploymentName(name, v.version)))
+        : [state.deployments.get(name)];
+  if (!graph && !used[0]) return 'unknown';
+  return used.every((d) => d !== undefined && isReady(d)) ? 'ready' : 'not ready';
+}
