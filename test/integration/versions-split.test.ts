@@ -1,15 +1,19 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { buildMlp } from '../../models/index.js';
 import { connect, tensor } from '../../runtime/internal.js';
 import type { Cluster, DeploymentView } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
+import { childEnv } from '../helpers/env.js';
 import { floatsOfRaw, grpcClient, rawFloats } from '../helpers/grpc-client.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 
+const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 const x = seededFloats(64, 3);
 const input = () => ({ x: tensor('float32', [1, 64], x) });
 
@@ -250,6 +254,31 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
     const plain = await post(cluster.url, '/api/v1/deployments/plain/promote', { version: 'v1' });
     assert.equal(plain.status, 400);
     assert.match(String(plain.body.error), /has no versions to promote or roll back/);
+  });
+
+  test('troupe deploy prints the split once READY', async () => {
+    const file = join(cluster.modelDir, 'split.json');
+    await writeFile(
+      file,
+      JSON.stringify({
+        name: 'cli-split',
+        cpus: 0.5,
+        threads: 1,
+        versions: [
+          { version: 'a', model: 'mlp.onnx', weight: 75 },
+          { version: 'b', model: 'mlp-b.onnx', weight: 25 },
+        ],
+      }),
+    );
+    const cli = spawnSync(process.execPath, [CLI, 'deploy', file, '--head', cluster.url], {
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: childEnv(),
+    });
+    assert.equal(cli.status, 0, cli.stderr);
+    assert.match(cli.stdout, /deployment 'cli-split' is READY/);
+    assert.match(cli.stdout, /^ {2}version a: 75% of calls, mlp\.onnx, READY \(deployment cli-split\.a\)$/m);
+    assert.match(cli.stdout, /^ {2}version b: 25% of calls, mlp-b\.onnx, READY \(deployment cli-split\.b\)$/m);
   });
 
   test('deleting a deployment split between versions stops every version', async () => {
