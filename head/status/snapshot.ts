@@ -112,6 +112,7 @@ export function buildSnapshot(
       p99Ms: view.requests.p99Ms,
       meanBatch: store.mean(seriesId('batch', view.name), SMOOTHING_SAMPLES),
       actors: d.actors.map((a) => a.name),
+      ...(d.spec.multiplex ? { models: topModels(d.actors) } : {}),
     };
   });
 
@@ -165,4 +166,21 @@ function modelsOf(
     hits: sum('hits'),
     misses: sum('misses'),
   };
+}
+
+/** A multiplexed deployment's most called models over its replicas' reports. */
+function topModels(actors: readonly ActorRecord[]): NonNullable<StatusDeployment['models']> {
+  const sums = new Map<string, { name: string; loads: number; hits: number; misses: number; replicas: number }>();
+  for (const a of actors) {
+    if (a.state === 'DEAD') continue;
+    for (const [name, c] of Object.entries(a.stats?.models ?? {})) {
+      const sum = sums.get(name) ?? { name, loads: 0, hits: 0, misses: 0, replicas: 0 };
+      sum.loads += c.loads;
+      sum.hits += c.hits;
+      sum.misses += c.misses;
+      sum.replicas += c.loaded ? 1 : 0;
+      sums.set(name, sum);
+    }
+  }
+  return [...sums.values()].sort((x, y) => y.hits + y.misses - (x.hits + x.misses)).slice(0, 10);
 }

@@ -8,6 +8,7 @@ import type { ActorView, Cluster } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { floatsOfRaw, grpcClient, rawFloats } from '../helpers/grpc-client.js';
+import { StreamReader } from '../helpers/status-stream.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 
 const MODELS = 20;
@@ -115,6 +116,19 @@ describe('multiplexed deployments: many models per replica', { timeout: 180_000 
     for (const replica of perReplica) {
       const loaded = Object.values(replica).filter((c) => c.loaded).length;
       assert.ok(loaded <= 4, `a replica holds ${loaded} models, over maxModels 4`);
+    }
+    // The status page's stream: the deployment's most called models, and each replica's share of hits.
+    const stream = new StreamReader(cluster.url);
+    try {
+      const snapshot = await stream.until('the models in the status stream', (s) =>
+        (s.deployments.find((d) => d.name === 'tenants')?.models?.length ?? 0) > 0 ? s : undefined,
+      );
+      const models = snapshot.deployments.find((d) => d.name === 'tenants')!.models!;
+      assert.equal(models[0]!.name, 'm0', 'the most called model first');
+      assert.ok(models[0]!.loads >= 1 && models[0]!.hits > models[0]!.misses, JSON.stringify(models[0]));
+      for (const a of snapshot.actors.filter((x) => x.deployment === 'tenants')) assert.ok(a.models && a.models.loaded.length <= 4);
+    } finally {
+      stream.close();
     }
     const metrics = await (await fetch(`${cluster.url}/metrics`)).text();
     assert.match(metrics, /troupe_multiplex_hits_total\{model="tenants",member="m0"\} \d+/);

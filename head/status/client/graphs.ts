@@ -161,7 +161,7 @@ export function renderDeployments(deployments: StatusDeployment[], actors: Statu
     const ready = reps.filter((a) => a.state === 'READY').length;
     return html`<tr data-deployment="${d.name}">
       <td><strong>${d.name}</strong> <span class="tag">${d.kind}</span></td>
-      <td class="mono muted" title="${d.model}">${clip(d.model, 36)}</td>
+      <td class="mono muted" title="${d.model}">${clip(d.model, 36)}${d.models ? modelsLine(d.models) : ''}</td>
       <td>${badge(d.state)}${d.unhealthy ? html`<div class="reason" title="${d.unhealthy}">${clip(d.unhealthy, 90)}</div>` : ''}</td>
       <td>
         <span class="dots"
@@ -198,4 +198,17 @@ export function renderDeployments(deployments: StatusDeployment[], actors: Statu
       ${rows}
     </tbody>
   </table>`;
+}
+
+/** A multiplexed deployment's most called models: each one's share of hits, loads and replicas holding it. */
+function modelsLine(models: NonNullable<StatusDeployment['models']>): Html {
+  const calls = (m: (typeof models)[number]) => m.hits + m.misses;
+  const line = models
+    .slice(0, 3)
+    .map((m) => `${m.name} ${calls(m) === 0 ? '–' : Math.round((100 * m.hits) / calls(m))}% hits`)
+    .join(' · ');
+  const detail = models
+    .map((m) => `${m.name}: ${calls(m)} calls, ${m.hits} hits, ${m.misses} misses, ${m.loads} loads, on ${m.replicas} replica(s)`)
+    .join('\n');
+  return html`<div class="small" data-models title="${detail}">${line}</div>`;
 }

@@ -88,6 +88,8 @@ export interface StatusDeployment {
   meanBatch: number | null;
   /** Names of its actors. */
   actors: string[];
+  /** A multiplexed deployment's models, most called first (at most 10): loads, hits, misses, replicas holding it. */
+  models?: { name: string; loads: number; hits: number; misses: number; replicas: number }[] | undefined;
 }
 
 export type DagNodeKind = 'input' | 'output' | 'model' | 'fn' | 'combine' | 'split' | 'merge';
