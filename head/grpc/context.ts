@@ -1,19 +1,13 @@
-import type { InferenceBackend, Logger, ShutdownGate } from '../../runtime/internal.js';
+import type { InferExchangeOptions } from '../../runtime/internal.js';
 import type { RunGateway } from '../graph/run-gateway.js';
 import type { ClusterState } from '../state/cluster-state.js';
 
-/** What the gRPC service needs from the head: the same pieces the HTTP API serves from. */
-export interface GrpcContext {
+/**
+ * What the gRPC service needs from the head: what the HTTP inference path is given (the backend
+ * that runs deployments and graphs, the drain gate, the token and the host it binds, the largest
+ * body, as the largest request message), and the cluster state and graphs for the model routes.
+ */
+export interface GrpcContext extends InferExchangeOptions {
   state: ClusterState;
   graphs: RunGateway;
-  /** Inference as the head's HTTP path runs it (head/http/state-backend.ts): deployments and graphs. */
-  backend: InferenceBackend;
-  /** Counts accepted inferences, so a drain waits for them; refuses new ones while draining. */
-  gate: ShutdownGate;
-  token: string | undefined;
-  /** The address the head listens on: inference needs the token only beyond loopback. */
-  host: string;
-  /** Largest request message, as the HTTP API's largest body. */
-  maxBodyBytes: number;
-  log: Logger;
 }

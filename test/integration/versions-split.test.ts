@@ -30,6 +30,18 @@ async function put(url: string, name: string, body: unknown): Promise<{ status: 
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
+/** A spec of two versions, the first on mlp.onnx and the second on mlp-b.onnx, with these weights. */
+function split(first: number, second: number, names: [string, string] = ['v1', 'v2']): Record<string, unknown> {
+  return {
+    cpus: 0.5,
+    threads: 1,
+    versions: [
+      { version: names[0], model: 'mlp.onnx', weight: first },
+      { version: names[1], model: 'mlp-b.onnx', weight: second },
+    ],
+  };
+}
+
 async function post(url: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(`${url}${path}`, {
     method: 'POST',
@@ -66,14 +78,7 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
   });
 
   test('1,000 calls split by the weights, each answered by its version, each version its own deployment', async () => {
-    const answer = await put(cluster.url, 'ab', {
-      cpus: 0.5,
-      threads: 1,
-      versions: [
-        { version: 'v1', model: 'mlp.onnx', weight: 90 },
-        { version: 'v2', model: 'mlp-b.onnx', weight: 10 },
-      ],
-    });
+    const answer = await put(cluster.url, 'ab', split(90, 10));
     assert.equal(answer.status, 201, JSON.stringify(answer.body));
     assert.deepEqual(
       (answer.body.versions as { version: string; weight: number; deployment: string; state: string }[]).map((v) => [
@@ -156,14 +161,7 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
     };
     const loops = Array.from({ length: 16 }, loop);
     await waitFor('calls to flow', () => served > 200 || undefined, 30_000);
-    const answer = await put(cluster.url, 'ab', {
-      cpus: 0.5,
-      threads: 1,
-      versions: [
-        { version: 'v1', model: 'mlp.onnx', weight: 0 },
-        { version: 'v2', model: 'mlp-b.onnx', weight: 100 },
-      ],
-    });
+    const answer = await put(cluster.url, 'ab', split(0, 100));
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     const at = served;
     await waitFor('more calls after the PUT', () => served > at + 200 || undefined, 30_000);
@@ -176,14 +174,7 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
   });
 
   test('promote under load: one call, the promoted version takes everything, the other stops, no call lost', async () => {
-    await put(cluster.url, 'ab', {
-      cpus: 0.5,
-      threads: 1,
-      versions: [
-        { version: 'v1', model: 'mlp.onnx', weight: 50 },
-        { version: 'v2', model: 'mlp-b.onnx', weight: 50 },
-      ],
-    });
+    await put(cluster.url, 'ab', split(50, 50));
     let flowing = true;
     const failures: unknown[] = [];
     let served = 0;
@@ -212,14 +203,7 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
   });
 
   test('rollback: the first version listed takes every call and the canary stops', async () => {
-    await put(cluster.url, 'roll', {
-      cpus: 0.5,
-      threads: 1,
-      versions: [
-        { version: 'stable', model: 'mlp.onnx', weight: 80 },
-        { version: 'canary', model: 'mlp-b.onnx', weight: 20 },
-      ],
-    });
+    await put(cluster.url, 'roll', split(80, 20, ['stable', 'canary']));
     const rolled = await post(cluster.url, '/api/v1/deployments/roll/rollback');
     assert.equal(rolled.status, 200, JSON.stringify(rolled.body));
     await waitFor('roll.canary to stop', async () => (await view(client, 'roll.canary')) === undefined || undefined, 60_000);
