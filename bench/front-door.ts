@@ -145,6 +145,15 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
   );
   say(
     cpuLine(
+      'Troupe gRPC raw contents, served by the head, batching maxSize 64',
+      await cpuPerRequest(
+        () => grpcLoad(headOnly.grpcAddress, 'mlp', { name: 'x', shape: [1, 64], data: mlpX }, 64, SECONDS),
+        (r) => r.requests,
+      ),
+    ),
+  );
+  say(
+    cpuLine(
       'Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff), 2 replicas, batching maxSize 64',
       await cpuPerRequest(
         () => httpLoad(oip(handoff.url, true), 64, SECONDS),
