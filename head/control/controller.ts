@@ -204,6 +204,7 @@ export class Controller {
     for (const d of this.#state.deployments.values()) {
       for (const a of d.actors) {
         if (a.state !== 'PENDING') continue;
+        const started = performance.now();
         const placement = place(
           { cpus: d.spec.cpus, gpus: d.spec.gpus, memoryBytes: d.memoryReserved },
           d.spec.name,
@@ -211,6 +212,7 @@ export class Controller {
           this.#state.actors.values(),
           d.spec.placement,
         );
+        this.#state.metrics.placement.observe((performance.now() - started) / 1000);
         if (!placement.ok) {
           a.reason = placement.reason;
           continue;

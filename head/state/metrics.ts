@@ -10,6 +10,8 @@ type ModelHistograms = [Histogram.Internal<'model'>, Histogram.Internal<'model'>
 const DEFAULT_GAUGES_NAMED_TOTAL = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Placement is pure computation over the head's records: tens of microseconds to (at worst) a second. */
+const PLACEMENT_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
 /** Each live agent and actor process with its last reported usage, labelled by node, role and actor. */
@@ -44,6 +46,8 @@ export class HeadMetrics {
   readonly grpcRequests: Counter<'method' | 'outcome'>;
   /** Client connections handed to a replica that serves them itself (--http-handoff). */
   readonly handoffs: Counter<'model' | 'actor'>;
+  /** How long the scheduler took to place one actor (or to find it fits nowhere). */
+  readonly placement: Histogram;
 
   constructor(state: ClusterRecords) {
     const registers = [this.registry];
@@ -81,6 +85,12 @@ export class HeadMetrics {
       registers,
     });
 
+    this.placement = new Histogram({
+      name: 'troupe_placement_duration_seconds',
+      help: 'Time the scheduler took to choose a node and GPUs for one PENDING actor, or to find that none fits.',
+      buckets: PLACEMENT_BUCKETS,
+      registers,
+    });
     this.handoffs = new Counter({
       name: 'troupe_http_handoffs_total',
       help: 'Client connections the head handed to a replica on its host, which served their inference requests itself (--http-handoff).',

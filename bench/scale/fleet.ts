@@ -1,0 +1,82 @@
+import type { HeadToAgent } from '../../runtime/internal.js';
+import { SimNode } from './sim-node.js';
+
+type StartActor = Extract<HeadToAgent, { type: 'startActor' }>;
+
+export interface FleetOptions {
+  headUrl: string;
+  nodes: number;
+  gpusPerNode: number;
+  heartbeatMs: number;
+  /** Registrations in flight at once: a real fleet's agents do not all arrive in the same millisecond either. */
+  joinConcurrency?: number;
+}
+
+/** When the harness saw an actor's start order and when that actor said `ready`. */
+export interface ActorTimes {
+  node: string;
+  orderedAt: number;
+  readyAt?: number;
+}
+
+/**
+ * N simulated nodes in this process, each with its own agent connection and one connection per
+ * actor, and the times of every start order and `ready` they saw (the latest per actor id).
+ */
+export class Fleet {
+  readonly nodes: SimNode[] = [];
+  readonly times = new Map<string, ActorTimes>();
+  /** Called after every start order and every `ready`, for waits that watch the fleet. */
+  onChange: () => void = () => {};
+
+  static async start(options: FleetOptions): Promise<Fleet> {
+    const fleet = new Fleet();
+    const digits = String(options.nodes - 1).length;
+    for (let i = 0; i < options.nodes; i++) {
+      fleet.nodes.push(
+        new SimNode({
+          headUrl: options.headUrl,
+          name: `sim-${String(i).padStart(digits, '0')}`,
+          gpus: options.gpusPerNode,
+          cpus: Math.max(8, options.gpusPerNode * 8),
+          memoryBytes: 2 ** 40,
+          heartbeatMs: options.heartbeatMs,
+          onStart: (order, node) => fleet.#started(order, node),
+          onReady: (actorId) => fleet.#ready(actorId),
+        }),
+      );
+    }
+    let next = 0;
+    const worker = async () => {
+      while (next < fleet.nodes.length) await fleet.nodes[next++]!.start();
+    };
+    await Promise.all(Array.from({ length: Math.min(options.joinConcurrency ?? 32, options.nodes) }, worker));
+    return fleet;
+  }
+
+  /** Actors currently running on live simulated nodes. */
+  get running(): number {
+    let n = 0;
+    for (const node of this.nodes) if (!node.dead) n += node.actors.size;
+    return n;
+  }
+
+  node(name: string): SimNode | undefined {
+    return this.nodes.find((n) => n.name === name);
+  }
+
+  #started(order: StartActor, node: SimNode): void {
+    this.times.set(order.actorId, { node: node.name, orderedAt: performance.now() });
+    this.onChange();
+  }
+
+  #ready(actorId: string): void {
+    const t = this.times.get(actorId);
+    if (t) t.readyAt = performance.now();
+    this.onChange();
+  }
+
+  close(): void {
+    for (const node of this.nodes) if (!node.dead) node.leave();
+  }
+}

@@ -1,0 +1,73 @@
+import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, Channel, DEFAULT_MAX_FRAME_BYTES, HeadToActorSchema, openFrameTransport } from '../../runtime/internal.js';
+import type { ActorStats, ActorToHead, HeadToActor, ModelMetadata } from '../../runtime/internal.js';
+
+/** What a simulated actor tells the head it serves: one float input, one float output, as a small MLP would. */
+export const SIM_METADATA: ModelMetadata = {
+  inputs: [{ name: 'x', dtype: 'float32', shape: ['batch', 64] }],
+  outputs: [{ name: 'logits', dtype: 'float32', shape: ['batch', 10] }],
+};
+
+/** How often an actor reports its running totals; a real one does about once a second (actors/host.ts). */
+export const STATS_EVERY_MS = 1000;
+
+const IDLE_STATS: ActorStats = { calls: 0, batches: 0, rows: 0, expired: 0, failed: 0, computeMs: 0, queueMs: 0, queued: 0, inFlight: 0 };
+
+/**
+ * One actor without a process: it opens the data-plane connection a real actor opens (a frame
+ * stream to /v1/actor with its id and secret), says `ready` as a real one does after loading its
+ * model, and then reports idle stats once a second. It answers no calls (the harness measures the
+ * control plane, not inference); a call sent to it fails as a real actor's would if it had died.
+ */
+export class SimActor {
+  readonly actorId: string;
+  #channel: Channel<HeadToActor, ActorToHead> | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(actorId: string) {
+    this.actorId = actorId;
+  }
+
+  /** Connects and says `ready` (with the GPUs its start order gave it); resolves once `ready` has been handed to the socket. */
+  async start(headUrl: string, secret: string, gpus: number[]): Promise<void> {
+    const headers = { [ACTOR_ID_HEADER]: this.actorId, [ACTOR_SECRET_HEADER]: secret };
+    const transport = await openFrameTransport(new URL('/v1/actor', headUrl), headers, {
+      maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
+      pooled: false,
+      timeoutMs: 30_000,
+    });
+    if (this.#stopped) return transport.terminate();
+    const channel = new Channel<HeadToActor, ActorToHead>(transport, {
+      schema: HeadToActorSchema,
+      // Calls are not served: closing would look like a crash, so a call simply goes unanswered
+      // until the caller's deadline (no call is sent by the harness).
+      onMessage: () => {},
+      onClose: () => this.#stopTimer(),
+    });
+    this.#channel = channel;
+    // A direct address as a real actor advertises one, so the routes the head pushes to SDK clients
+    // are as large as real ones; nothing calls it (port 9 is discard).
+    const direct = { url: `http://127.0.0.1:9/${this.actorId}`, token: `sim-token-${this.actorId}`.padEnd(16, '0') };
+    channel.send({ type: 'ready', metadata: SIM_METADATA, device: 'gpu', provider: 'simulated', visibleDevices: gpus.join(','), direct });
+    this.#timer = setInterval(() => channel.send({ type: 'stats', stats: IDLE_STATS }), STATS_EVERY_MS);
+    this.#timer.unref();
+  }
+
+  /** The process is gone: its connection drops without a close handshake, as a killed process's does. */
+  kill(): void {
+    this.#stopped = true;
+    this.#stopTimer();
+    this.#channel?.terminate();
+  }
+
+  /** A stop order: the actor closes its connection and exits. */
+  stop(): void {
+    this.#stopped = true;
+    this.#stopTimer();
+    this.#channel?.close(1000, 'actor stopping');
+  }
+
+  #stopTimer(): void {
+    clearInterval(this.#timer);
+  }
+}

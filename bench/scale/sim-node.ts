@@ -1,0 +1,138 @@
+import { WebSocket } from 'ws';
+import { AGENT_LEAVING, AgentToHeadReplies, Channel, clientSocketOptions, HeadToAgentSchema } from '../../runtime/internal.js';
+import type { AgentToHead, Gpu, HeadToAgent } from '../../runtime/internal.js';
+import { SimActor } from './sim-actor.js';
+
+type HeadChannel = Channel<HeadToAgent, AgentToHead, typeof AgentToHeadReplies>;
+type StartActor = Extract<HeadToAgent, { type: 'startActor' }>;
+
+export interface SimNodeOptions {
+  headUrl: string;
+  name: string;
+  gpus: number;
+  /** CPUs offered; with GPUs the scheduler's limit should be the GPUs, so this is generous. */
+  cpus: number;
+  memoryBytes: number;
+  heartbeatMs: number;
+  /** Each start order, when it arrived and for which actor: the harness times placement and replacement from these. */
+  onStart?: (order: StartActor, node: SimNode) => void;
+  /** Each actor that said `ready`. */
+  onReady?: (actorId: string, node: SimNode) => void;
+}
+
+/** Fake pids: unique in the harness, positive, as the protocol asks. */
+let nextPid = 100_000;
+
+/**
+ * One node agent without a machine: it registers over the real agent protocol (a WebSocket to
+ * /v1/agent), heartbeats as node-agent/agent.ts does, and answers start orders by starting a
+ * SimActor instead of a process. `kill` drops the connection and every actor's at once, as a
+ * machine that loses power does; the head sees heartbeats stop and connections reset.
+ */
+export class SimNode {
+  readonly name: string;
+  readonly #options: SimNodeOptions;
+  readonly actors = new Map<string, SimActor>();
+  #channel: HeadChannel | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #dead = false;
+
+  constructor(options: SimNodeOptions) {
+    this.#options = options;
+    this.name = options.name;
+  }
+
+  get dead(): boolean {
+    return this.#dead;
+  }
+
+  async start(): Promise<void> {
+    const ws = new WebSocket(new URL('/v1/agent', this.#options.headUrl), clientSocketOptions({}));
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+      ws.once('unexpected-response', (_req, res) => reject(new Error(`head refused ${this.name}: HTTP ${res.statusCode}`)));
+    });
+    const channel: HeadChannel = new Channel<HeadToAgent, AgentToHead, typeof AgentToHeadReplies>(ws, {
+      replies: AgentToHeadReplies,
+      schema: HeadToAgentSchema,
+      onMessage: (message) => this.#onMessage(message),
+      onClose: () => clearInterval(this.#heartbeat),
+    });
+    this.#channel = channel;
+    await channel.request(
+      { type: 'register', name: this.name, resources: this.#resources(), actors: [] },
+      60_000,
+    );
+    // Simulated GPUs carry no samples, so a heartbeat is the bare message a CPU-only agent sends.
+    this.#heartbeat = setInterval(() => channel.send({ type: 'heartbeat' }), this.#options.heartbeatMs);
+    this.#heartbeat.unref();
+  }
+
+  #resources() {
+    const gpus: Gpu[] = Array.from({ length: this.#options.gpus }, (_, index) => ({
+      index,
+      uuid: `GPU-sim-${this.name}-${index}`,
+      name: 'Simulated GPU',
+      memoryTotalMiB: 81_920,
+      memoryUsedMiB: null,
+      utilizationPct: null,
+      simulated: true,
+    }));
+    return { cpus: this.#options.cpus, memoryBytes: this.#options.memoryBytes, maxActors: 4096, gpus };
+  }
+
+  #onMessage(message: HeadToAgent): void {
+    const channel = this.#channel;
+    if (!channel) return;
+    if (message.type === 'startActor') {
+      this.#options.onStart?.(message, this);
+      const actor = this.actors.get(message.actorId) ?? new SimActor(message.actorId);
+      this.actors.set(message.actorId, actor);
+      // The agent answers with the pid once the process is spawned, before the actor loads.
+      channel.reply(message.id, { pid: nextPid++ });
+      actor.start(this.#options.headUrl, message.secret, message.gpus).then(
+        () => this.#options.onReady?.(message.actorId, this),
+        () => this.#exited(message.actorId, 'could not reach the head'),
+      );
+      return;
+    }
+    if (message.type === 'stopActor') {
+      const actor = this.actors.get(message.actorId);
+      actor?.stop();
+      channel.reply(message.id, {});
+      if (actor) this.#exited(message.actorId);
+    }
+  }
+
+  /** As the agent does when an actor process ends: forget it and tell the head. */
+  #exited(actorId: string, why?: string): void {
+    if (!this.actors.delete(actorId)) return;
+    this.#channel?.send({ type: 'actorExited', actorId, code: 0, signal: null, stderrTail: why ?? '' });
+  }
+
+  /** Kills one actor as SIGKILL would: its connection resets, and the agent reports the exit. */
+  killActor(actorId: string): void {
+    this.actors.get(actorId)?.kill();
+    if (!this.actors.delete(actorId)) return;
+    this.#channel?.send({ type: 'actorExited', actorId, code: null, signal: 'SIGKILL', stderrTail: '' });
+  }
+
+  /** The machine dies: no goodbye, no heartbeats, every connection reset. */
+  kill(): void {
+    this.#dead = true;
+    clearInterval(this.#heartbeat);
+    for (const actor of this.actors.values()) actor.kill();
+    this.actors.clear();
+    this.#channel?.terminate();
+  }
+
+  /** The agent shuts down on purpose (the head reschedules at once). */
+  leave(): void {
+    this.#dead = true;
+    clearInterval(this.#heartbeat);
+    this.#channel?.close(1000, AGENT_LEAVING);
+    for (const actor of this.actors.values()) actor.stop();
+    this.actors.clear();
+  }
+}
