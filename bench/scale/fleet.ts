@@ -76,7 +76,8 @@ export class Fleet {
     this.onChange();
   }
 
+  /** Drops every connection (after the head has gone, or to end a run at once). */
   close(): void {
-    for (const node of this.nodes) if (!node.dead) node.leave();
+    for (const node of this.nodes) if (!node.dead) node.kill();
   }
 }

@@ -17,6 +17,8 @@ export const ScaleOptionsSchema = z.object({
   idleS: count(600).default(5),
   /** Kill one node holding actors and time their replacements (on by default). */
   kill: z.boolean().default(true),
+  /** Write the head's V8 CPU profile into this directory when it exits (runtime/profiling.ts). */
+  headCpuProf: z.string().min(1).optional(),
 });
 export type ScaleOptions = z.output<typeof ScaleOptionsSchema>;
 
@@ -32,6 +34,7 @@ export function parseScaleOptions(argv: string[]): ScaleOptions {
       'heartbeat-ms': { type: 'string' },
       'idle-s': { type: 'string' },
       'no-kill': { type: 'boolean' },
+      'head-cpu-prof': { type: 'string' },
     },
     strict: true,
   });
@@ -44,6 +47,7 @@ export function parseScaleOptions(argv: string[]): ScaleOptions {
     heartbeatMs: values['heartbeat-ms'],
     idleS: values['idle-s'],
     kill: values['no-kill'] ? false : undefined,
+    headCpuProf: values['head-cpu-prof'],
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

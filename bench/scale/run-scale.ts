@@ -1,6 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { startChild, stopChild } from '../../cli/children.js';
 import { connect } from '../../runtime/internal.js';
 import type { Cluster } from '../../runtime/internal.js';
@@ -52,12 +52,15 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
   const total = options.deployments * options.replicas;
   // Every agent and actor holds one connection; the head's default cap (10,000) is for real clusters.
   const maxConnections = String(options.nodes + total + 1000);
+  // The profiling hook reads TROUPE_PROFILE_DIR in this process when it starts a child (test/helpers/env.js removed any inherited one).
+  if (options.headCpuProf) process.env.TROUPE_PROFILE_DIR = resolve(options.headCpuProf);
   const head = startChild(
     ['head', '--port', '0', '--data-dir', join(dir, 'head'), '--http-workers', '0', '--max-connections', maxConnections],
     /listening on (\S+)/,
     30_000,
     childEnv(),
   );
+  delete process.env.TROUPE_PROFILE_DIR;
   let fleet: Fleet | undefined;
   let client: Cluster | undefined;
   let watcher: RouteWatcher | undefined;
@@ -129,8 +132,9 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
   } finally {
     watcher?.close();
     await client?.close();
+    // The head goes first: nodes that left one by one would have it reschedule every actor for nothing.
+    await stopChild(head, 30_000);
     fleet?.close();
-    await stopChild(head, 10_000);
     await rm(dir, { recursive: true, force: true });
   }
 }

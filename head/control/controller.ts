@@ -18,6 +18,7 @@ import {
   startActorMessage,
 } from '../state/record-changes.js';
 import { isRefusal, refusalOutcome, refusedError } from './refused-deploy.js';
+import { ActorsByNode } from './actors-by-node.js';
 import { place } from './scheduler.js';
 import { MemoryReservations } from './memory-estimate.js';
 import { recordCrash } from './restart-policy.js';
@@ -201,15 +202,18 @@ export class Controller {
 
   /** Places every PENDING actor that now fits; the rest keep a reason a person can act on. */
   schedule(): void {
+    // Grouped once per pass (not per placement), and kept current as this pass places actors.
+    let byNode: ActorsByNode | undefined;
     for (const d of this.#state.deployments.values()) {
       for (const a of d.actors) {
         if (a.state !== 'PENDING') continue;
+        byNode ??= new ActorsByNode(this.#state.actors.values());
         const started = performance.now();
         const placement = place(
           { cpus: d.spec.cpus, gpus: d.spec.gpus, memoryBytes: d.memoryReserved },
           d.spec.name,
           this.#state.nodes.values(),
-          this.#state.actors.values(),
+          byNode,
           d.spec.placement,
         );
         this.#state.metrics.placement.observe((performance.now() - started) / 1000);
@@ -223,6 +227,7 @@ export class Controller {
         a.device = a.gpus.length === 0 ? 'cpu' : `gpu:${a.gpus.join(',')}`;
         a.state = 'STARTING';
         a.reason = null;
+        byNode.add(a);
         this.#start(a, d, placement.node);
       }
     }

@@ -1,5 +1,6 @@
 import { maxActorsOf } from '../../runtime/internal.js';
 import type { ActorRecord, NodeRecord } from '../state/records.js';
+import { ActorsByNode } from './actors-by-node.js';
 
 export interface ResourceRequest {
   cpus: number;
@@ -114,23 +115,25 @@ function describeShortage(node: NodeRecord, usage: NodeUsage, req: ResourceReque
  * first (the node with the fewest of them), then on different GPUs of a node (see pickGpus), and
  * only then lets two share a GPU; among equals the least loaded node wins. `pack` is the
  * opposite: the fullest GPU and the busiest node that fit, keeping whole nodes and devices free
- * for large actors. A failure says, node by node, what is missing.
+ * for large actors. A failure says, node by node, what is missing. `actors` may be grouped by node
+ * already (a scheduling pass places many actors against one ActorsByNode).
  */
 export function place(
   req: ResourceRequest,
   deployment: string,
   nodes: Iterable<NodeRecord>,
-  actors: Iterable<ActorRecord>,
+  actors: Iterable<ActorRecord> | ActorsByNode,
   strategy: Strategy = 'spread',
 ): Placement {
-  const actorList = [...actors];
+  // Grouped by node once: each node's usage then reads only its own actors.
+  const byNode = actors instanceof ActorsByNode ? actors : new ActorsByNode(actors);
   const alive = [...nodes].filter((n) => n.state === 'ALIVE');
   const needs = `needs ${req.gpus > 0 ? `${req.gpus} GPU${req.gpus === 1 ? '' : 's'} and ` : ''}${req.cpus} CPU${req.cpus === 1 ? '' : 's'}`;
   if (alive.length === 0) return { ok: false, reason: `${needs}; no node is alive` };
   const candidates: { node: NodeRecord; gpus: GpuChoice | null; usage: NodeUsage }[] = [];
   const shortages: string[] = [];
   for (const node of alive) {
-    const usage = usageOf(node, actorList, deployment);
+    const usage = usageOf(node, byNode.on(node.id), deployment);
     const cpusOk =
       !atActorCap(node, usage) &&
       node.resources.cpus - usage.cpusUsed + EPSILON >= req.cpus &&

@@ -1,0 +1,32 @@
+// The functions a V8 CPU profile (node --cpu-prof, or bench:scale --head-cpu-prof) spent most
+// self time in: `node dist/bench/scale/profile-top.js FILE.cpuprofile [N]`. For RESULTS-scale.md.
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+const [file, top = '15'] = process.argv.slice(2);
+if (!file) throw new Error('usage: profile-top FILE.cpuprofile [N]');
+const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const selfMs = new Map<string, number>();
+let totalMs = 0;
+profile.samples.forEach((id, i) => {
+  const ms = (profile.timeDeltas[i] ?? 0) / 1000;
+  const frame = byId.get(id)?.callFrame;
+  const where = frame?.url ? `${relative(process.cwd(), frame.url.replace(/^file:\/\//, ''))}:${frame.lineNumber + 1}` : '';
+  const key = `${frame?.functionName || '(anonymous)'} ${where}`.trim();
+  selfMs.set(key, (selfMs.get(key) ?? 0) + ms);
+  totalMs += ms;
+});
+process.stdout.write(`| self ms | % | function |\n|---:|---:|---|\n`);
+for (const [key, ms] of [...selfMs].sort((a, b) => b[1] - a[1]).slice(0, Number(top)))
+  process.stdout.write(`| ${Math.round(ms)} | ${((ms / totalMs) * 100).toFixed(1)} | \`${key}\` |\n`);
