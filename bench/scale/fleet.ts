@@ -26,8 +26,10 @@ export interface ActorTimes {
 export class Fleet {
   readonly nodes: SimNode[] = [];
   readonly times = new Map<string, ActorTimes>();
-  /** Called after every start order and every `ready`, for waits that watch the fleet. */
-  onChange: () => void = () => {};
+  /** Start orders seen per actor id: each actor is placed once, so more than one means a double start. */
+  readonly orders = new Map<string, number>();
+  /** Called with every start order as it arrives, before the node starts the actor (checks of each placement). */
+  onOrder: (order: StartActor, node: SimNode) => void = () => {};
 
   static async start(options: FleetOptions): Promise<Fleet> {
     const fleet = new Fleet();
@@ -66,14 +68,14 @@ export class Fleet {
   }
 
   #started(order: StartActor, node: SimNode): void {
+    this.orders.set(order.actorId, (this.orders.get(order.actorId) ?? 0) + 1);
     this.times.set(order.actorId, { node: node.name, orderedAt: performance.now() });
-    this.onChange();
+    this.onOrder(order, node);
   }
 
   #ready(actorId: string): void {
     const t = this.times.get(actorId);
     if (t) t.readyAt = performance.now();
-    this.onChange();
   }
 
   /** Drops every connection (after the head has gone, or to end a run at once). */

@@ -1,7 +1,7 @@
 import { WebSocket } from 'ws';
 import { z } from 'zod';
 import { Channel, clientSocketOptions, HeadToClientSchema, RoutesSchema } from '../../runtime/internal.js';
-import type { ClientToHead, HeadToClient } from '../../runtime/internal.js';
+import type { ClientToHead, HeadToClient, Routes } from '../../runtime/internal.js';
 import { processUsage } from '../../node-agent/proc-stats.js';
 import { cpuMs } from '../lib/process-cpu.js';
 
@@ -16,6 +16,8 @@ export class RouteWatcher {
   readonly #channel: Channel<HeadToClient, ClientToHead, typeof ClientReplies>;
   bytes = 0;
   pushes = 0;
+  /** The routes as this client knows them now: the answer to its request, then each push. */
+  routes: Routes | undefined;
 
   private constructor(ws: WebSocket) {
     this.#ws = ws;
@@ -24,7 +26,9 @@ export class RouteWatcher {
       schema: HeadToClientSchema,
       replies: ClientReplies,
       onMessage: (message) => {
-        if (message.type === 'routes') this.pushes++;
+        if (message.type !== 'routes') return;
+        this.pushes++;
+        this.routes = message.routes;
       },
     });
   }
@@ -37,7 +41,9 @@ export class RouteWatcher {
     });
     const watcher = new RouteWatcher(ws);
     await watcher.#channel.request({ type: 'hello' }, 30_000);
-    await watcher.#channel.request({ type: 'routes', deployment }, 30_000);
+    const routes = await watcher.#channel.request({ type: 'routes', deployment }, 30_000);
+    // A push that overtook the answer is newer than it.
+    watcher.routes ??= routes;
     return watcher;
   }
 
