@@ -1,4 +1,5 @@
 import type { HeadToAgent } from '../../runtime/internal.js';
+import { Limiter } from './limiter.js';
 import { SimNode } from './sim-node.js';
 
 type StartActor = Extract<HeadToAgent, { type: 'startActor' }>;
@@ -8,8 +9,8 @@ export interface FleetOptions {
   nodes: number;
   gpusPerNode: number;
   heartbeatMs: number;
-  /** Registrations in flight at once: a real fleet's agents do not all arrive in the same millisecond either. */
-  joinConcurrency?: number;
+  /** Connections (agents' and actors') being opened at once; see limiter.ts. */
+  connectConcurrency?: number;
 }
 
 /** When the harness saw an actor's start order and when that actor said `ready`. */
@@ -34,6 +35,7 @@ export class Fleet {
   static async start(options: FleetOptions): Promise<Fleet> {
     const fleet = new Fleet();
     const digits = String(options.nodes - 1).length;
+    const connects = new Limiter(options.connectConcurrency ?? 64);
     for (let i = 0; i < options.nodes; i++) {
       fleet.nodes.push(
         new SimNode({
@@ -43,16 +45,13 @@ export class Fleet {
           cpus: Math.max(8, options.gpusPerNode * 8),
           memoryBytes: 2 ** 40,
           heartbeatMs: options.heartbeatMs,
+          connects,
           onStart: (order, node) => fleet.#started(order, node),
           onReady: (actorId) => fleet.#ready(actorId),
         }),
       );
     }
-    let next = 0;
-    const worker = async () => {
-      while (next < fleet.nodes.length) await fleet.nodes[next++]!.start();
-    };
-    await Promise.all(Array.from({ length: Math.min(options.joinConcurrency ?? 32, options.nodes) }, worker));
+    await Promise.all(fleet.nodes.map((node) => node.start()));
     return fleet;
   }
 

@@ -34,7 +34,7 @@ export class RouteWatcher {
   }
 
   static async open(headUrl: string, deployment: string): Promise<RouteWatcher> {
-    const ws = new WebSocket(new URL('/v1/client', headUrl), clientSocketOptions({}));
+    const ws = new WebSocket(new URL('/v1/client', headUrl), { ...clientSocketOptions({}), handshakeTimeout: 30_000 });
     await new Promise<void>((resolve, reject) => {
       ws.once('open', resolve);
       ws.once('error', reject);

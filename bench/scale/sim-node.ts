@@ -1,6 +1,7 @@
 import { WebSocket } from 'ws';
 import { AGENT_LEAVING, AgentToHeadReplies, Channel, clientSocketOptions, HeadToAgentSchema } from '../../runtime/internal.js';
 import type { AgentToHead, Gpu, HeadToAgent } from '../../runtime/internal.js';
+import type { Limiter } from './limiter.js';
 import { SimActor } from './sim-actor.js';
 
 type HeadChannel = Channel<HeadToAgent, AgentToHead, typeof AgentToHeadReplies>;
@@ -14,10 +15,24 @@ export interface SimNodeOptions {
   cpus: number;
   memoryBytes: number;
   heartbeatMs: number;
+  /** Every connection this node and its actors open goes through it (see limiter.ts). */
+  connects: Limiter;
   /** Each start order, when it arrived and for which actor: the harness times placement and replacement from these. */
   onStart?: (order: StartActor, node: SimNode) => void;
   /** Each actor that said `ready`. */
   onReady?: (actorId: string, node: SimNode) => void;
+}
+
+const CONNECT_TIMEOUT_MS = 30_000;
+
+/** The agent's WebSocket to the head, open; bounded as node-agent/agent.ts's is by its reconnects. */
+function openAgentSocket(url: URL, name: string): Promise<WebSocket> {
+  const ws = new WebSocket(url, { ...clientSocketOptions({}), handshakeTimeout: CONNECT_TIMEOUT_MS });
+  return new Promise<WebSocket>((resolve, reject) => {
+    ws.once('open', () => resolve(ws));
+    ws.once('error', reject);
+    ws.once('unexpected-response', (_req, res) => reject(new Error(`head refused ${name}: HTTP ${res.statusCode}`)));
+  });
 }
 
 /** Fake pids: unique in the harness, positive, as the protocol asks. */
@@ -47,12 +62,7 @@ export class SimNode {
   }
 
   async start(): Promise<void> {
-    const ws = new WebSocket(new URL('/v1/agent', this.#options.headUrl), clientSocketOptions({}));
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-      ws.once('unexpected-response', (_req, res) => reject(new Error(`head refused ${this.name}: HTTP ${res.statusCode}`)));
-    });
+    const ws = await this.#options.connects.run(() => openAgentSocket(new URL('/v1/agent', this.#options.headUrl), this.name));
     const channel: HeadChannel = new Channel<HeadToAgent, AgentToHead, typeof AgentToHeadReplies>(ws, {
       replies: AgentToHeadReplies,
       schema: HeadToAgentSchema,
@@ -91,7 +101,7 @@ export class SimNode {
       this.actors.set(message.actorId, actor);
       // The agent answers with the pid once the process is spawned, before the actor loads.
       channel.reply(message.id, { pid: nextPid++ });
-      actor.start(this.#options.headUrl, message.secret, message.gpus).then(
+      this.#options.connects.run(() => actor.start(this.#options.headUrl, message.secret, message.gpus)).then(
         () => this.#options.onReady?.(message.actorId, this),
         () => this.#exited(message.actorId, 'could not reach the head'),
       );
