@@ -1,5 +1,6 @@
 // The functions a V8 CPU profile (node --cpu-prof, or bench:scale --head-cpu-prof) spent most
-// self time in: `node dist/bench/scale/profile-top.js FILE.cpuprofile [N]`. For RESULTS-scale.md.
+// self time in: `node dist/bench/scale/profile-top.js FILE.cpuprofile [N] [FROM_S TO_S]`, the last two
+// keeping only the samples taken that many seconds after the profile began. For RESULTS-scale.md.
 import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 
@@ -13,14 +14,17 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const [file, top = '15'] = process.argv.slice(2);
-if (!file) throw new Error('usage: profile-top FILE.cpuprofile [N]');
+const [file, top = '15', from = '0', to = 'Infinity'] = process.argv.slice(2);
+if (!file) throw new Error('usage: profile-top FILE.cpuprofile [N] [FROM_S TO_S]');
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const selfMs = new Map<string, number>();
 let totalMs = 0;
+let atMs = 0;
 profile.samples.forEach((id, i) => {
   const ms = (profile.timeDeltas[i] ?? 0) / 1000;
+  atMs += ms;
+  if (atMs < Number(from) * 1000 || atMs > Number(to) * 1000) return;
   const frame = byId.get(id)?.callFrame;
   const where = frame?.url ? `${relative(process.cwd(), frame.url.replace(/^file:\/\//, ''))}:${frame.lineNumber + 1}` : '';
   const key = `${frame?.functionName || '(anonymous)'} ${where}`.trim();

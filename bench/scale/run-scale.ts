@@ -86,7 +86,9 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
     const placement = await placementQuantiles(url);
     say(`${actors} actors READY in ${Math.round(deploy.result)} ms; placement p50 ${placement.p50Ms} ms, p99 ${placement.p99Ms} ms`);
 
-    // Idle: heartbeats and actor stats only, nobody watching the status page.
+    // Idle: heartbeats and actor stats only, nobody watching the status page; after as long
+    // again to settle, as the head is still writing the deploy's last state to disk at first.
+    await new Promise((resolve) => setTimeout(resolve, options.idleS * 1000));
     const idle = await watchHead(pid, () => new Promise((resolve) => setTimeout(resolve, options.idleS * 1000)));
     say(`idle head: ${Math.round(idle.peakRssMb)} MB RSS, ${idle.cpuPct.toFixed(1)}% of a core`);
 

@@ -1,6 +1,10 @@
 import { maxActorsOf } from '../../runtime/internal.js';
 import type { ActorRecord, NodeRecord } from '../state/records.js';
 import { ActorsByNode } from './actors-by-node.js';
+import { usageOn } from './usage.js';
+import type { NodeUsage } from './usage.js';
+
+export type { NodeUsage };
 
 export interface ResourceRequest {
   cpus: number;
@@ -14,48 +18,13 @@ export type Strategy = 'spread' | 'pack';
 
 export type Placement = { ok: true; node: NodeRecord; gpus: number[]; gpuShare: number } | { ok: false; reason: string };
 
-/** What an ALIVE node has left, given the actors placed on it. */
-export interface NodeUsage {
-  cpusUsed: number;
-  memoryUsed: number;
-  /** Actor processes placed on the node (STARTING, READY or DRAINING), held against its --max-actors. */
-  actors: number;
-  /** Used fraction per GPU index. */
-  gpuUsed: Map<number, number>;
-  /** Actor names holding each GPU, for PENDING reasons a person can act on. */
-  gpuHolders: Map<number, string[]>;
-  /** Replicas of the deployment being placed, on the node and on each of its GPUs. */
-  sameDeployment: number;
-  sameDeploymentOnGpu: Map<number, number>;
-}
-
 const EPSILON = 1e-9;
 
 const mib = (bytes: number) => Math.max(0, Math.round(bytes / 2 ** 20));
 
+/** What the node's actors (among `actors`) use, and how many replicas of `deployment` it holds. */
 export function usageOf(node: NodeRecord, actors: Iterable<ActorRecord>, deployment: string): NodeUsage {
-  const usage: NodeUsage = {
-    cpusUsed: 0,
-    memoryUsed: 0,
-    actors: 0,
-    gpuUsed: new Map(),
-    gpuHolders: new Map(),
-    sameDeployment: 0,
-    sameDeploymentOnGpu: new Map(),
-  };
-  for (const a of actors) {
-    if (a.nodeId !== node.id || a.state === 'DEAD' || a.state === 'PENDING') continue;
-    usage.cpusUsed += a.cpus;
-    usage.memoryUsed += a.memoryBytes;
-    usage.actors++;
-    if (a.deployment === deployment) usage.sameDeployment++;
-    for (const g of a.gpus) {
-      usage.gpuUsed.set(g, (usage.gpuUsed.get(g) ?? 0) + a.gpuShare);
-      usage.gpuHolders.set(g, [...(usage.gpuHolders.get(g) ?? []), a.name]);
-      if (a.deployment === deployment) usage.sameDeploymentOnGpu.set(g, (usage.sameDeploymentOnGpu.get(g) ?? 0) + 1);
-    }
-  }
-  return usage;
+  return usageOn(node.id, actors, deployment);
 }
 
 /** GPUs chosen on one node, with what the strategies compare between nodes. */
@@ -110,6 +79,21 @@ function describeShortage(node: NodeRecord, usage: NodeUsage, req: ResourceReque
   return `${node.name} has ${freeWhole} of ${node.resources.gpus.length} GPUs free${held}`;
 }
 
+interface Candidate {
+  node: NodeRecord;
+  gpus: GpuChoice | null;
+  usage: NodeUsage;
+}
+
+const load = (c: Candidate) => c.usage.cpusUsed / c.node.resources.cpus;
+const shared = (c: Candidate) => c.gpus?.shared ?? 0;
+const gpuFree = (c: Candidate) => c.gpus?.free ?? 0;
+/** Node names break ties, so the choice does not depend on the order nodes joined in. */
+const byName = (a: Candidate, b: Candidate) => a.node.name.localeCompare(b.node.name);
+const spreadOrder = (a: Candidate, b: Candidate) =>
+  a.usage.sameDeployment - b.usage.sameDeployment || shared(a) - shared(b) || load(a) - load(b) || byName(a, b);
+const packOrder = (a: Candidate, b: Candidate) => gpuFree(a) - gpuFree(b) || load(b) - load(a) || byName(a, b);
+
 /**
  * Places one actor. `spread` (the default) puts replicas of one deployment on different nodes
  * first (the node with the fewest of them), then on different GPUs of a node (see pickGpus), and
@@ -130,30 +114,26 @@ export function place(
   const alive = [...nodes].filter((n) => n.state === 'ALIVE');
   const needs = `needs ${req.gpus > 0 ? `${req.gpus} GPU${req.gpus === 1 ? '' : 's'} and ` : ''}${req.cpus} CPU${req.cpus === 1 ? '' : 's'}`;
   if (alive.length === 0) return { ok: false, reason: `${needs}; no node is alive` };
-  const candidates: { node: NodeRecord; gpus: GpuChoice | null; usage: NodeUsage }[] = [];
-  const shortages: string[] = [];
+  const candidates: Candidate[] = [];
+  const short: NodeRecord[] = [];
   for (const node of alive) {
-    const usage = usageOf(node, byNode.on(node.id), deployment);
+    const usage = byNode.usage(node.id, deployment);
     const cpusOk =
       !atActorCap(node, usage) &&
       node.resources.cpus - usage.cpusUsed + EPSILON >= req.cpus &&
       node.resources.memoryBytes - usage.memoryUsed >= (req.memoryBytes ?? 0);
     const gpus = req.gpus > 0 ? pickGpus(node, usage, req.gpus, strategy) : null;
     if (cpusOk && (req.gpus === 0 || gpus)) candidates.push({ node, gpus, usage });
-    else shortages.push(describeShortage(node, usage, req));
+    else short.push(node);
   }
-  if (candidates.length === 0) return { ok: false, reason: `${needs}; ${shortages.join('; ')}` };
-  const load = (c: (typeof candidates)[number]) => c.usage.cpusUsed / c.node.resources.cpus;
-  const shared = (c: (typeof candidates)[number]) => c.gpus?.shared ?? 0;
-  const gpuFree = (c: (typeof candidates)[number]) => c.gpus?.free ?? 0;
-  candidates.sort((a, b) =>
-    strategy === 'spread'
-      ? a.usage.sameDeployment - b.usage.sameDeployment ||
-        shared(a) - shared(b) ||
-        load(a) - load(b) ||
-        a.node.name.localeCompare(b.node.name)
-      : gpuFree(a) - gpuFree(b) || load(b) - load(a) || a.node.name.localeCompare(b.node.name),
-  );
-  const best = candidates[0]!;
+  // Said node by node only when nothing fits: the text is the costly part at thousands of nodes.
+  if (candidates.length === 0) {
+    const shortages = short.map((node) => describeShortage(node, byNode.usage(node.id, deployment), req));
+    return { ok: false, reason: `${needs}; ${shortages.join('; ')}` };
+  }
+  const order = strategy === 'spread' ? spreadOrder : packOrder;
+  // The first in that order: one pass over the candidates, not a sort of them all.
+  let best = candidates[0]!;
+  for (const c of candidates) if (order(c, best) < 0) best = c;
   return { ok: true, node: best.node, gpus: best.gpus?.indices ?? [], gpuShare: req.gpus > 0 && req.gpus < 1 ? req.gpus : 1 };
 }
