@@ -80,6 +80,8 @@ export async function statusFirstLoadBytes(baseUrl: string, stream: StatusStream
 export class StatusStreamMeter {
   readonly #abort = new AbortController();
   bytes = 0;
+  /** The head closed the stream (or it failed) after its first event. */
+  ended = false;
   /** Bytes up to and including the first event, once it has arrived. */
   readonly firstEvent: Promise<number>;
 
@@ -90,15 +92,24 @@ export class StatusStreamMeter {
       let first: number | undefined;
       return new Promise<number>((resolve, reject) => {
         const pump = (): void => {
-          reader.read().then(({ done, value }) => {
-            if (done) return first === undefined ? reject(new Error('the status stream ended before its first event')) : undefined;
-            this.bytes += value.byteLength;
-            if (first === undefined) {
-              text += Buffer.from(value).toString('utf8');
-              if (text.includes('\n\n')) resolve((first = this.bytes));
-            }
-            pump();
-          }, (err: unknown) => (first === undefined ? reject(err as Error) : undefined));
+          reader.read().then(
+            ({ done, value }) => {
+              if (done) {
+                this.ended = true;
+                return first === undefined ? reject(new Error('the status stream ended before its first event')) : undefined;
+              }
+              this.bytes += value.byteLength;
+              if (first === undefined) {
+                text += Buffer.from(value).toString('utf8');
+                if (text.includes('\n\n')) resolve((first = this.bytes));
+              }
+              pump();
+            },
+            (err: unknown) => {
+              this.ended = true;
+              if (first === undefined) reject(err as Error);
+            },
+          );
         };
         pump();
       });
@@ -112,7 +123,10 @@ export class StatusStreamMeter {
 }
 
 /** The head process's memory and CPU, sampled while something runs: peak RSS, and CPU as % of one core. */
-export async function watchHead<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; peakRssMb: number; cpuPct: number; ms: number }> {
+export async function watchHead<T>(
+  pid: number,
+  work: () => Promise<T>,
+): Promise<{ result: T; peakRssMb: number; cpuPct: number; ms: number }> {
   let peak = 0;
   const sample = async () => {
     const usage = await processUsage(pid);

@@ -22,8 +22,10 @@ export interface ScaleFigures {
   headIdleCpuPct: number;
   replaceReadyMs: number | null;
   clientBytesPerS: number;
-  statusFirstLoadBytes: number;
-  statusBytesPerS: number;
+  statusFirstLoadBytes: number | null;
+  statusBytesPerS: number | null;
+  /** Why the status page's figures are missing (e.g. the head dropped the stream), or null. */
+  statusError: string | null;
   joinMs: number;
   placements: number;
   headDeployPeakRssMb: number;
@@ -79,7 +81,11 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
     const c = client;
     const deploy = await watchHead(pid, async () => {
       const started = performance.now();
-      await Promise.all(names.map((name) => c.deploy({ name, model: 'sim.onnx', replicas: options.replicas, gpus: 1, cpus: 1 }, { timeoutMs: DEPLOY_TIMEOUT_MS })));
+      await Promise.all(
+        names.map((name) =>
+          c.deploy({ name, model: 'sim.onnx', replicas: options.replicas, gpus: 1, cpus: 1 }, { timeoutMs: DEPLOY_TIMEOUT_MS }),
+        ),
+      );
       return performance.now() - started;
     });
     const actors = await readyActors(c);
@@ -92,13 +98,8 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
     const idle = await watchHead(pid, () => new Promise((resolve) => setTimeout(resolve, options.idleS * 1000)));
     say(`idle head: ${Math.round(idle.peakRssMb)} MB RSS, ${idle.cpuPct.toFixed(1)}% of a core`);
 
-    const stream = new StatusStreamMeter(url);
-    const firstLoad = await statusFirstLoadBytes(url, stream);
-    const streamStart = { bytes: stream.bytes, at: performance.now() };
-    await new Promise((resolve) => setTimeout(resolve, options.idleS * 1000));
-    const statusBytesPerS = (stream.bytes - streamStart.bytes) / ((performance.now() - streamStart.at) / 1000);
-    stream.close();
-    say(`status page: first load ${firstLoad} bytes, then ${Math.round(statusBytesPerS)} bytes/s`);
+    const status = await measureStatusPage(url, options.idleS);
+    say(`status page: first load ${status.firstLoad} bytes, then ${status.bytesPerS} bytes/s${status.error ? ` (${status.error})` : ''}`);
 
     const clientFrom = { bytes: watcher.bytes, at: performance.now() };
     let replaceReadyMs: number | null = null;
@@ -120,8 +121,9 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
       headIdleCpuPct: Number(idle.cpuPct.toFixed(1)),
       replaceReadyMs,
       clientBytesPerS: Math.round(clientBytes / clientWindowS),
-      statusFirstLoadBytes: firstLoad,
-      statusBytesPerS: Math.round(statusBytesPerS),
+      statusFirstLoadBytes: status.firstLoad,
+      statusBytesPerS: status.bytesPerS,
+      statusError: status.error,
       joinMs: Math.round(joinMs),
       placements: placement.placements,
       headDeployPeakRssMb: Math.round(deploy.peakRssMb),
@@ -172,4 +174,23 @@ async function killOneNode(
     replaceReadyMs: Math.round(performance.now() - firstOrder),
     watchedChanged: outside === undefined,
   };
+}
+
+/** The status page's first load and its live feed's bytes per second over `seconds`; a failure is a figure too. */
+async function measureStatusPage(
+  url: string,
+  seconds: number,
+): Promise<{ firstLoad: number | null; bytesPerS: number | null; error: string | null }> {
+  const stream = new StatusStreamMeter(url);
+  try {
+    const firstLoad = await statusFirstLoadBytes(url, stream);
+    const start = { bytes: stream.bytes, at: performance.now() };
+    await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+    if (stream.ended) return { firstLoad, bytesPerS: null, error: `the head ended the status stream after ${stream.bytes} bytes` };
+    return { firstLoad, bytesPerS: Math.round((stream.bytes - start.bytes) / ((performance.now() - start.at) / 1000)), error: null };
+  } catch (err) {
+    return { firstLoad: null, bytesPerS: null, error: `${(err as Error).message} (after ${stream.bytes} bytes of the stream)` };
+  } finally {
+    stream.close();
+  }
 }

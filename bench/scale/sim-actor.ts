@@ -1,4 +1,11 @@
-import { ACTOR_ID_HEADER, ACTOR_SECRET_HEADER, Channel, DEFAULT_MAX_FRAME_BYTES, HeadToActorSchema, openFrameTransport } from '../../runtime/internal.js';
+import {
+  ACTOR_ID_HEADER,
+  ACTOR_SECRET_HEADER,
+  Channel,
+  DEFAULT_MAX_FRAME_BYTES,
+  HeadToActorSchema,
+  openFrameTransport,
+} from '../../runtime/internal.js';
 import type { ActorStats, ActorToHead, HeadToActor, ModelMetadata } from '../../runtime/internal.js';
 
 /** What a simulated actor tells the head it serves: one float input, one float output, as a small MLP would. */

@@ -70,10 +70,7 @@ export class SimNode {
       onClose: () => clearInterval(this.#heartbeat),
     });
     this.#channel = channel;
-    await channel.request(
-      { type: 'register', name: this.name, resources: this.#resources(), actors: [] },
-      60_000,
-    );
+    await channel.request({ type: 'register', name: this.name, resources: this.#resources(), actors: [] }, 60_000);
     // Simulated GPUs carry no samples, so a heartbeat is the bare message a CPU-only agent sends.
     this.#heartbeat = setInterval(() => channel.send({ type: 'heartbeat' }), this.#options.heartbeatMs);
     this.#heartbeat.unref();
@@ -101,10 +98,12 @@ export class SimNode {
       this.actors.set(message.actorId, actor);
       // The agent answers with the pid once the process is spawned, before the actor loads.
       channel.reply(message.id, { pid: nextPid++ });
-      this.#options.connects.run(() => actor.start(this.#options.headUrl, message.secret, message.gpus)).then(
-        () => this.#options.onReady?.(message.actorId, this),
-        () => this.#exited(message.actorId, 'could not reach the head'),
-      );
+      this.#options.connects
+        .run(() => actor.start(this.#options.headUrl, message.secret, message.gpus))
+        .then(
+          () => this.#options.onReady?.(message.actorId, this),
+          () => this.#exited(message.actorId, 'could not reach the head'),
+        );
       return;
     }
     if (message.type === 'stopActor') {

@@ -85,6 +85,17 @@ interface Candidate {
   usage: NodeUsage;
 }
 
+/** The node as a candidate for `req`, or null when it lacks something the actor needs. */
+function candidateOf(node: NodeRecord, usage: NodeUsage, req: ResourceRequest, strategy: Strategy): Candidate | null {
+  const cpusOk =
+    !atActorCap(node, usage) &&
+    node.resources.cpus - usage.cpusUsed + EPSILON >= req.cpus &&
+    node.resources.memoryBytes - usage.memoryUsed >= (req.memoryBytes ?? 0);
+  if (!cpusOk) return null;
+  const gpus = req.gpus > 0 ? pickGpus(node, usage, req.gpus, strategy) : null;
+  return req.gpus === 0 || gpus ? { node, gpus, usage } : null;
+}
+
 const load = (c: Candidate) => c.usage.cpusUsed / c.node.resources.cpus;
 const shared = (c: Candidate) => c.gpus?.shared ?? 0;
 const gpuFree = (c: Candidate) => c.gpus?.free ?? 0;
@@ -114,21 +125,16 @@ export function place(
   const alive = [...nodes].filter((n) => n.state === 'ALIVE');
   const needs = `needs ${req.gpus > 0 ? `${req.gpus} GPU${req.gpus === 1 ? '' : 's'} and ` : ''}${req.cpus} CPU${req.cpus === 1 ? '' : 's'}`;
   if (alive.length === 0) return { ok: false, reason: `${needs}; no node is alive` };
+  // Everything a node's verdict depends on besides its actors (see ActorsByNode.kept).
+  const request = `${deployment}\0${strategy}\0${req.cpus}\0${req.gpus}\0${req.memoryBytes ?? 0}`;
   const candidates: Candidate[] = [];
-  const short: NodeRecord[] = [];
   for (const node of alive) {
-    const usage = byNode.usage(node.id, deployment);
-    const cpusOk =
-      !atActorCap(node, usage) &&
-      node.resources.cpus - usage.cpusUsed + EPSILON >= req.cpus &&
-      node.resources.memoryBytes - usage.memoryUsed >= (req.memoryBytes ?? 0);
-    const gpus = req.gpus > 0 ? pickGpus(node, usage, req.gpus, strategy) : null;
-    if (cpusOk && (req.gpus === 0 || gpus)) candidates.push({ node, gpus, usage });
-    else short.push(node);
+    const c = byNode.kept(node.id, request, () => candidateOf(node, usageOn(node.id, byNode.on(node.id), deployment), req, strategy));
+    if (c) candidates.push(c);
   }
   // Said node by node only when nothing fits: the text is the costly part at thousands of nodes.
   if (candidates.length === 0) {
-    const shortages = short.map((node) => describeShortage(node, byNode.usage(node.id, deployment), req));
+    const shortages = alive.map((node) => describeShortage(node, usageOn(node.id, byNode.on(node.id), deployment), req));
     return { ok: false, reason: `${needs}; ${shortages.join('; ')}` };
   }
   const order = strategy === 'spread' ? spreadOrder : packOrder;

@@ -88,17 +88,30 @@ describe(`${NODES} simulated nodes, ${TOTAL} actors: placed once, never over-com
   }
 
   test('every actor is placed once and READY, no GPU holds more than it has', async () => {
-    await Promise.all(names.map((name) => client.deploy({ name, model: 'sim.onnx', replicas: REPLICAS, gpus: shareOf(name), cpus: 1 }, { timeoutMs: 180_000 })));
+    await Promise.all(
+      names.map((name) =>
+        client.deploy({ name, model: 'sim.onnx', replicas: REPLICAS, gpus: shareOf(name), cpus: 1 }, { timeoutMs: 180_000 }),
+      ),
+    );
     const actors = await allActors(client);
     assert.equal(actors.length, TOTAL);
-    assert.deepEqual(actors.filter((a) => a.state !== 'READY').map((a) => `${a.name} ${a.state}`), []);
+    assert.deepEqual(
+      actors.filter((a) => a.state !== 'READY').map((a) => `${a.name} ${a.state}`),
+      [],
+    );
     assert.equal(new Set(actors.map((a) => a.id)).size, TOTAL);
     // One start order per actor, each to the node the head shows it on, with the GPUs it shows.
     assert.equal(fleet.orders.size, TOTAL);
-    assert.deepEqual([...fleet.orders.values()].filter((n) => n !== 1), []);
+    assert.deepEqual(
+      [...fleet.orders.values()].filter((n) => n !== 1),
+      [],
+    );
     for (const a of actors) assert.equal(fleet.times.get(a.id)?.node, a.node, `${a.name} runs where the head says`);
     assert.deepEqual(overCommitted, []);
-    assert.ok([...gpuLoad(actors).values()].every((load) => load <= 1 + 1e-9), 'no GPU over-committed in the head view');
+    assert.ok(
+      [...gpuLoad(actors).values()].every((load) => load <= 1 + 1e-9),
+      'no GPU over-committed in the head view',
+    );
     // Spread: 100 replicas over 200 nodes never share a node.
     for (const name of names) {
       const nodes = actors.filter((a) => a.deployment === name).map((a) => a.node);
@@ -124,7 +137,10 @@ describe(`${NODES} simulated nodes, ${TOTAL} actors: placed once, never over-com
     const view = await client.describe();
     assert.equal(view.nodes.find((n) => n.name === victim.name)?.state, 'DEAD');
     for (const id of lost) assert.equal(fleet.orders.get(id), 2, `${id} started once more, on another node`);
-    assert.equal([...fleet.orders.values()].reduce((n, c) => n + c, 0), TOTAL + lost.size);
+    assert.equal(
+      [...fleet.orders.values()].reduce((n, c) => n + c, 0),
+      TOTAL + lost.size,
+    );
     assert.deepEqual(overCommitted, []);
     assert.ok([...gpuLoad(view.deployments.flatMap((d) => d.actors)).values()].every((load) => load <= 1 + 1e-9));
     await routesConverge();

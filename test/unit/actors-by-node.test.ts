@@ -75,7 +75,7 @@ function placeAll(nodes: NodeRecord[], deployments: Deployment[], count: number,
   const actors: ActorRecord[] = [];
   const index = new ActorsByNode([]);
   const where: string[] = [];
-  for (let i = 0; i < count; ) {
+  for (let i = 0; i < count;) {
     const d = deployments[Math.floor(next() * deployments.length)]!;
     const run = 1 + Math.floor(next() * 6);
     for (let r = 0; r < run && i < count; r++, i++) {
