@@ -64,6 +64,9 @@ export class DurableStore {
   #snapshot: Snapshot = () => ({ deployments: [], actors: [] });
   #scheduled: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
+  /** A write is running; `#again`: something changed after its snapshot was taken. */
+  #running = false;
+  #again = false;
   #closed = false;
 
   private constructor(dir: string, log: Logger) {
@@ -154,35 +157,54 @@ export class DurableStore {
     await this.#writing;
   }
 
+  /**
+   * Writes the state now, or once the write in progress ends: however many saves are asked for
+   * meanwhile, one more write follows, of the state as it is then. Each write is the whole state:
+   * queueing one per change let writes pile up behind each other at thousands of actors (a
+   * 15,000-actor deploy kept the head writing for long after it ended; bench/RESULTS-scale.md).
+   * Resolves once what was asked for is on disk.
+   */
   #save(): Promise<void> {
-    const write = async () => {
-      const { deployments, actors } = this.#snapshot();
-      const body = JSON.stringify({
-        format: FORMAT,
-        savedAt: new Date().toISOString(),
-        deployments,
-        graphs: [...this.#graphs].map(([name, doc]) => ({ name, doc })),
-        actors,
-      });
-      const dir = join(this.#file, '..');
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-      const tmp = `${this.#file}.${newId()}.tmp`;
+    this.#again = true;
+    if (this.#running) return this.#writing;
+    this.#running = true;
+    this.#writing = (async () => {
       try {
-        const handle = await open(tmp, 'w', 0o600);
-        try {
-          await handle.writeFile(body);
-          await handle.sync();
-        } finally {
-          await handle.close();
+        while (this.#again) {
+          this.#again = false;
+          await this.#writeOnce();
         }
-        await rename(tmp, this.#file);
-      } catch (err) {
-        await rm(tmp, { force: true });
-        // Never the body: it holds actor secrets.
-        this.#log.error({ file: this.#file, err: (err as Error).message }, 'could not save the head state');
+      } finally {
+        this.#running = false;
       }
-    };
-    this.#writing = this.#writing.then(write, write);
+    })();
     return this.#writing;
+  }
+
+  async #writeOnce(): Promise<void> {
+    const { deployments, actors } = this.#snapshot();
+    const body = JSON.stringify({
+      format: FORMAT,
+      savedAt: new Date().toISOString(),
+      deployments,
+      graphs: [...this.#graphs].map(([name, doc]) => ({ name, doc })),
+      actors,
+    });
+    const tmp = `${this.#file}.${newId()}.tmp`;
+    try {
+      await mkdir(join(this.#file, '..'), { recursive: true, mode: 0o700 });
+      const handle = await open(tmp, 'w', 0o600);
+      try {
+        await handle.writeFile(body);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(tmp, this.#file);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      // Never the body: it holds actor secrets.
+      this.#log.error({ file: this.#file, err: (err as Error).message }, 'could not save the head state');
+    }
   }
 }

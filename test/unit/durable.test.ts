@@ -53,6 +53,30 @@ test('state is written atomically (0600, no temporary file left) and read back b
   assert.deepEqual([...saved.graphs.keys()], ['chain']);
 });
 
+test('saves asked for while a write runs share one more write of the latest state, not one write each', async () => {
+  const home = join(dir, 'coalesced');
+  const { store } = await DurableStore.open(home, log);
+  let version = 0;
+  let snapshots = 0;
+  store.track(() => {
+    snapshots++;
+    return { deployments: [], actors: [{ ...actor, restarts: version }] };
+  });
+  // Twenty changes, each flushed at once: the first starts a write, the other nineteen find it
+  // running and ask for one more, which takes the state as it is when that write begins.
+  const flushed: Promise<void>[] = [];
+  for (let i = 0; i < 20; i++) {
+    version = i;
+    store.markDirty();
+    flushed.push(store.flush());
+  }
+  await Promise.all(flushed);
+  assert.equal(snapshots, 2);
+  const onDisk = JSON.parse(await readFile(join(home, 'state.json'), 'utf8')) as { actors: SavedActor[] };
+  assert.equal(onDisk.actors[0]?.restarts, 19);
+  await store.close();
+});
+
 test('a graph removed is gone after a restart; writes after close are ignored', async () => {
   const home = join(dir, 'graphs');
   const first = await DurableStore.open(home, log);
