@@ -124,10 +124,19 @@ export class Channel<In extends { type: string }, Out extends { type: string }, 
       const timer =
         timeoutMs === undefined
           ? undefined
-          : setTimeout(() => {
-              this.#pending.delete(id);
-              reject(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `no answer to '${message.type}' within ${timeoutMs} ms`));
-            }, timeoutMs);
+          : setTimeout(
+              () =>
+                // Not yet: after a stall (a busy head placing thousands of actors), timers run
+                // before the I/O that came in meanwhile is read, and the answer may be in it; one
+                // turn later it has been read (bench/RESULTS-scale.md: a 51 s stall failed 8,926
+                // start orders whose answers had arrived). The pending entry says whether it did.
+                setImmediate(() => {
+                  if (this.#pending.get(id)?.reject !== reject) return;
+                  this.#pending.delete(id);
+                  reject(new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `no answer to '${message.type}' within ${timeoutMs} ms`));
+                }),
+              timeoutMs,
+            );
       this.#pending.set(id, { type: message.type, schema, resolve: resolve as (value: unknown) => void, reject, timer });
       this.send({ ...message, id } as unknown as Out);
     });

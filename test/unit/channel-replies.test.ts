@@ -16,8 +16,8 @@ type Nothing = { type: 'nothing' };
 const NothingSchema = z.object({ type: z.literal('nothing') });
 const OPTIONS = { maxFrameBytes: 1 << 20, pooled: false };
 
-/** Two channels over a real loopback socket: `asker` requests, `answerer` replies. */
-async function pair() {
+/** Two channels over a real loopback socket: `asker` requests, `answerer` replies (then runs `afterAnswer`, once the reply is written). */
+async function pair(afterAnswer?: () => void) {
   const server = createServer();
   const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -30,7 +30,11 @@ async function pair() {
   });
   const answerer: Channel<Ask, Nothing> = new Channel<Ask, Nothing>(FrameStream.adopt(await accepted, OPTIONS), {
     schema: AskSchema,
-    onMessage: (message) => answerer.reply(message.id, message.type === 'good' ? { doubled: message.n * 2 } : { doubled: 'two' }),
+    onMessage: (message) => {
+      answerer.reply(message.id, message.type === 'good' ? { doubled: message.n * 2 } : { doubled: 'two' });
+      // The reply leaves in a microtask; an immediate runs after it has been written.
+      if (afterAnswer) setImmediate(afterAnswer);
+    },
   });
   after(() => {
     asker.terminate();
@@ -51,4 +55,17 @@ test('a reply is checked against the schema paired with its request, and typed b
   });
   // The channel stays usable after a malformed reply.
   assert.deepEqual(await asker.request({ type: 'good', n: 1 }, 10_000), { doubled: 2 });
+});
+
+test('an answer that arrived while the process stalled past the deadline is taken, not timed out', async () => {
+  const TIMEOUT_MS = 1000;
+  let deadline = 0;
+  // The process stalls (as a head busy placing thousands of actors does) until the request's
+  // timer is due, with the answer already waiting in the socket: when the loop runs again, the
+  // timer comes before the read.
+  const asker = await pair(() => {
+    while (performance.now() <= deadline + 20);
+  });
+  deadline = performance.now() + TIMEOUT_MS;
+  assert.deepEqual(await asker.request({ type: 'good', n: 4 }, TIMEOUT_MS), { doubled: 8 });
 });
