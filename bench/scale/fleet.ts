@@ -27,7 +27,7 @@ export interface ActorTimes {
 export class Fleet {
   readonly nodes: SimNode[] = [];
   readonly times = new Map<string, ActorTimes>();
-  /** Start orders seen per actor id: each actor is placed once, so more than one means a double start. */
+  /** Start orders seen per actor id: one per placement (a restart or a replacement is one more). */
   readonly orders = new Map<string, number>();
   /** Called with every start order as it arrives, before the node starts the actor (checks of each placement). */
   onOrder: (order: StartActor, node: SimNode) => void = () => {};
@@ -53,17 +53,6 @@ export class Fleet {
     }
     await Promise.all(fleet.nodes.map((node) => node.start()));
     return fleet;
-  }
-
-  /** Actors currently running on live simulated nodes. */
-  get running(): number {
-    let n = 0;
-    for (const node of this.nodes) if (!node.dead) n += node.actors.size;
-    return n;
-  }
-
-  node(name: string): SimNode | undefined {
-    return this.nodes.find((n) => n.name === name);
   }
 
   #started(order: StartActor, node: SimNode): void {

@@ -22,8 +22,8 @@ const IDLE_STATS: ActorStats = { calls: 0, batches: 0, rows: 0, expired: 0, fail
 /**
  * One actor without a process: it opens the data-plane connection a real actor opens (a frame
  * stream to /v1/actor with its id and secret), says `ready` as a real one does after loading its
- * model, and then reports idle stats once a second. It answers no calls (the harness measures the
- * control plane, not inference); a call sent to it fails as a real actor's would if it had died.
+ * model, and then reports idle stats once a second. It answers no calls: the harness measures the
+ * control plane, not inference, and sends none.
  */
 export class SimActor {
   readonly actorId: string;
@@ -46,8 +46,7 @@ export class SimActor {
     if (this.#stopped) return transport.terminate();
     const channel = new Channel<HeadToActor, ActorToHead>(transport, {
       schema: HeadToActorSchema,
-      // Calls are not served: closing would look like a crash, so a call simply goes unanswered
-      // until the caller's deadline (no call is sent by the harness).
+      // Calls are not served (closing would look like a crash): one would go unanswered until its deadline.
       onMessage: () => {},
       onClose: () => this.#stopTimer(),
     });

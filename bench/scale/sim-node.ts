@@ -1,5 +1,5 @@
 import { WebSocket } from 'ws';
-import { AGENT_LEAVING, AgentToHeadReplies, Channel, clientSocketOptions, HeadToAgentSchema } from '../../runtime/internal.js';
+import { AgentToHeadReplies, Channel, clientSocketOptions, HeadToAgentSchema } from '../../runtime/internal.js';
 import type { AgentToHead, Gpu, HeadToAgent } from '../../runtime/internal.js';
 import type { Limiter } from './limiter.js';
 import { SimActor } from './sim-actor.js';
@@ -134,14 +134,5 @@ export class SimNode {
     for (const actor of this.actors.values()) actor.kill();
     this.actors.clear();
     this.#channel?.terminate();
-  }
-
-  /** The agent shuts down on purpose (the head reschedules at once). */
-  leave(): void {
-    this.#dead = true;
-    clearInterval(this.#heartbeat);
-    this.#channel?.close(1000, AGENT_LEAVING);
-    for (const actor of this.actors.values()) actor.stop();
-    this.actors.clear();
   }
 }
