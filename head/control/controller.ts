@@ -218,8 +218,9 @@ export class Controller {
         );
         this.#state.metrics.placement.observe((performance.now() - started) / 1000);
         if (!placement.ok) {
-          a.reason = placement.reason;
-          continue;
+          // Nothing was placed since: the deployment's other PENDING actors fit nowhere either.
+          for (const rest of d.actors) if (rest.state === 'PENDING') rest.reason = placement.reason;
+          break;
         }
         a.nodeId = placement.node.id;
         a.gpus = placement.gpus;

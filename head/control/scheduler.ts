@@ -20,6 +20,12 @@ export type Placement = { ok: true; node: NodeRecord; gpus: number[]; gpuShare: 
 
 const EPSILON = 1e-9;
 
+/**
+ * Nodes a refusal names one by one. Every PENDING actor carries its reason into describe, the status
+ * page and deploy errors: at 3,000 nodes, naming them all made each reason about 150 KB.
+ */
+export const REASON_NODES = 20;
+
 const mib = (bytes: number) => Math.max(0, Math.round(bytes / 2 ** 20));
 
 /** What the node's actors (among `actors`) use, and how many replicas of `deployment` it holds. */
@@ -134,7 +140,10 @@ export function place(
   }
   // Said node by node only when nothing fits: the text is the costly part at thousands of nodes.
   if (candidates.length === 0) {
-    const shortages = alive.map((node) => describeShortage(node, usageOn(node.id, byNode.on(node.id), deployment), req));
+    const named = alive.slice(0, REASON_NODES);
+    const shortages = named.map((node) => describeShortage(node, usageOn(node.id, byNode.on(node.id), deployment), req));
+    const more = alive.length - named.length;
+    if (more > 0) shortages.push(`and ${more} more node${more === 1 ? '' : 's'} short of it`);
     return { ok: false, reason: `${needs}; ${shortages.join('; ')}` };
   }
   const order = strategy === 'spread' ? spreadOrder : packOrder;

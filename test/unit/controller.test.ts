@@ -120,6 +120,20 @@ describe('Controller: deploy', { timeout: 10_000 }, () => {
     assert.equal(deploy.done, true);
   });
 
+  test("once one replica fits nowhere, the deployment's other PENDING replicas carry the same reason, and are placed when room comes", () => {
+    const c = cluster();
+    const small = c.join('small', 2);
+    void c.controller.deploy(c.spec('wide', 4, { cpus: 1 })).catch(() => {});
+    assert.deepEqual(c.states('wide'), ['wide#0 STARTING', 'wide#1 STARTING', 'wide#2 PENDING', 'wide#3 PENDING']);
+    const reasons = c.actorsOf('wide').map((a) => a.reason);
+    assert.deepEqual(reasons.slice(2), ['needs 1 CPU; small has 0 of 2 CPUs free', 'needs 1 CPU; small has 0 of 2 CPUs free']);
+    assert.equal(small.agent.starts.length, 2);
+    const large = c.join('large', 8);
+    assert.deepEqual(c.states('wide'), ['wide#0 STARTING', 'wide#1 STARTING', 'wide#2 STARTING', 'wide#3 STARTING']);
+    assert.equal(large.agent.starts.length, 2);
+    c.controller.close();
+  });
+
   test('with no node at all the reason says so', () => {
     const c = cluster();
     void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { place, usageOf } from '../../head/control/scheduler.js';
+import { place, REASON_NODES, usageOf } from '../../head/control/scheduler.js';
 import type { ActorRecord, NodeRecord } from '../../head/state/records.js';
 import type { ActorState, Gpu, NodeState } from '../../runtime/internal.js';
 
@@ -128,6 +128,14 @@ describe('place: reasons a person can act on, node by node', () => {
       reason,
       'needs 1 CPU; small has 0 of 1 CPUs free; tight has 100 MiB of 300 MiB memory free, a replica reserves 150 MiB; node capped holds its 1 actors (--max-actors)',
     );
+  });
+
+  test(`a refusal names the first ${REASON_NODES} nodes and counts the rest`, () => {
+    const nodes = Array.from({ length: REASON_NODES + 5 }, (_, i) => node(`n${i}`, 1));
+    const actors = nodes.map((n) => actor(n, 'x'));
+    const reason = reasonOf(place(cpu(1), 'y', nodes, actors));
+    assert.equal(reason.match(/has 0 of 1 CPUs free/g)?.length, REASON_NODES);
+    assert.match(reason, /n19 has 0 of 1 CPUs free; and 5 more nodes short of it$/);
   });
 
   test('the default actor cap is 8 per CPU', () => {
