@@ -9,12 +9,12 @@ import {
   disableOrtTelemetryByDefault,
   mapFromWire,
   mapToWire,
-  tensor,
   onParentGone,
 } from '../runtime/internal.js';
 import type { ActorToAgentIpc, FnActorEnv, FnSignature, StepFn, Tensor } from '../runtime/internal.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { joinHead } from './head-socket.js';
+import { checkTensorOutputs } from './tensor-outputs.js';
 import type { HeadSocket } from './head-socket.js';
 
 /**
@@ -71,22 +71,7 @@ async function load(env: FnActorEnv): Promise<{ fn: StepFn; signature: FnSignatu
 
 /** A fn's answer as tensors: a map of {dtype, shape, data}, each checked, else TROUPE_ERR_FN_FAILED. */
 function checkOutputs(name: string, value: unknown): Record<string, Tensor> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new TroupeError(
-      'TROUPE_ERR_FN_FAILED',
-      `fn '${name}' returned ${Array.isArray(value) ? 'an array' : typeof value}, not a map of tensors`,
-    );
-  }
-  const out: Record<string, Tensor> = {};
-  for (const [key, t] of Object.entries(value as Record<string, unknown>)) {
-    const { dtype, shape, data } = (t ?? {}) as Partial<Tensor>;
-    try {
-      out[key] = tensor(dtype!, shape ?? [], data!, `output '${key}'`);
-    } catch (err) {
-      throw new TroupeError('TROUPE_ERR_FN_FAILED', `fn '${name}' returned a bad tensor: ${(err as Error).message}`);
-    }
-  }
-  return out;
+  return checkTensorOutputs(`fn '${name}'`, value, 'TROUPE_ERR_FN_FAILED');
 }
 
 async function main(): Promise<void> {

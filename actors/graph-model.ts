@@ -28,6 +28,7 @@ function concatsRows(plan: PlanNode, leaf: (name: string) => LeafInfo): boolean 
   switch (plan.kind) {
     case 'model':
     case 'fn':
+    case 'method':
       return false;
     case 'pipeline':
       return plan.steps.some((s) => concatsRows(s, leaf));
@@ -49,6 +50,11 @@ function fail(path: string, message: string): TroupeError {
 /** Steps that cannot run in this process: fn steps (they run in fn actors) and options that only a deployment takes. */
 function checkServable(doc: GraphDocument, path: string): void {
   for (const node of doc.nodes) {
+    if (node.kind === 'method')
+      throw fail(
+        path,
+        `method '${node.name}': a graph served by one actor holds model steps only (class actors run in their own processes)`,
+      );
     if (node.kind === 'fn')
       throw fail(
         path,

@@ -199,6 +199,14 @@ async function main(): Promise<void> {
         return door?.take(bytes);
       }
       release?.();
+      if (message.type === 'streamCredit' || message.type === 'streamCancel') return;
+      if (message.type === 'invoke' || message.type === 'restore') {
+        channel.fail(
+          message.id,
+          new TroupeError('TROUPE_ERR_NOT_A_CLASS_ACTOR', `actor ${env.TROUPE_ACTOR_ID} serves a model, not a class`),
+        );
+        return;
+      }
       const { type: _type, id, ...settings } = message;
       try {
         if (!door) throw new TroupeError('TROUPE_ERR_BAD_MESSAGE', 'this actor offered no handoff');

@@ -133,7 +133,8 @@ async function main(): Promise<void> {
     onMessage: (message, channel, release) => {
       if (message.type === 'call') return serveCall(message, channel, release);
       release?.();
-      if (message.type !== 'connection')
+      // Stream credit and cancel are for class actors' streams: a model replica has none to steer.
+      if (message.type !== 'connection' && message.type !== 'streamCredit' && message.type !== 'streamCancel')
         channel.fail(message.id, new TroupeError('TROUPE_ERR_BAD_MESSAGE', 'a multiplexed replica offers no handoff'));
     },
   });

@@ -38,6 +38,7 @@ import { fastInference } from './http/fast-infer.js';
 import { startGrpcEndpoint } from './grpc/server.js';
 import { stateBackend } from './http/state-backend.js';
 import { RunGateway } from './graph/run-gateway.js';
+import { ActorCalls } from './calls/actor-calls.js';
 import { Deployments } from './control/deployments.js';
 import type { ControllerOptions } from './control/controller-options.js';
 import { registerHttpApi } from './http/api.js';
@@ -166,6 +167,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const graphs = new RunGateway(state, controller, log);
   // Every entry point (SDK frames, HTTP, the CLI through HTTP) deploys and deletes through this one service.
   const deployments = new Deployments(state, controller, graphs, log, store);
+  // Method calls on class actors, from SDK frames and HTTP alike (head/calls/actor-calls.ts).
+  const actors = new ActorCalls(state);
   const stopLiveness = watchLiveness(state, controller, log, { ...DEFAULT_LIVENESS, ...options.liveness });
   const stopAutoscaler = startAutoscaler(state, controller, log);
 
@@ -194,6 +197,9 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const inference = fastInference({ backend, gate, token: options.token, host, maxBodyBytes, log });
   const app = Fastify({
     logger: false,
+    // Past fastify's default of 100, a long path parameter got fastify's own 414 and error body;
+    // up to this length the routes see it and refuse it with a TROUPE_ERR_* that names it.
+    maxParamLength: 2048,
     // Inference requests are served ahead of fastify (http/fast-infer.ts); everything else by it.
     // The server's timeouts are fastify's, which it sets only on servers it makes itself.
     serverFactory: (handler, settings) => {
@@ -237,6 +243,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     controller,
     graphs,
     deployments,
+    actors,
     log,
     host,
     token: options.token,
@@ -262,7 +269,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     void channel.whenClosed.then(() => streams.delete(channel));
   };
   const firstMessageTimeoutMs = options.firstMessageTimeoutMs ?? FIRST_MESSAGE_TIMEOUT_MS;
-  const clientOptions = { gate, firstMessageTimeoutMs };
+  const clientOptions = { gate, firstMessageTimeoutMs, actors };
   const accept = (req: IncomingMessage, socket: Duplex, head: Buffer, serve: (ws: WebSocket) => void) =>
     wss.handleUpgrade(req, socket, head, serve);
 

@@ -12,6 +12,8 @@ export const MODEL_ACTOR_ENTRY = fileURLToPath(new URL('../actors/host.js', impo
 export const FN_ACTOR_ENTRY = fileURLToPath(new URL('../actors/fn-host.js', import.meta.url));
 /** A multiplexed deployment's replica: a directory of models, loaded on demand (actors/multiplex-host.ts). */
 export const MULTIPLEX_ACTOR_ENTRY = fileURLToPath(new URL('../actors/multiplex-host.js', import.meta.url));
+/** The class actor: holds one instance of a user's class and runs its methods. */
+export const CLASS_ACTOR_ENTRY = fileURLToPath(new URL('../actors/class-host.js', import.meta.url));
 
 /** Keep this much of an actor's stderr to explain its death. */
 const STDERR_TAIL_BYTES = 8192;

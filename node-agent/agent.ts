@@ -15,7 +15,7 @@ import {
 import type { AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/internal.js';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { ActorProcess, FN_ACTOR_ENTRY, MULTIPLEX_ACTOR_ENTRY } from './actor-process.js';
+import { ActorProcess, CLASS_ACTOR_ENTRY, FN_ACTOR_ENTRY, MULTIPLEX_ACTOR_ENTRY } from './actor-process.js';
 import { resolveFnRef } from './fn-path.js';
 import { GpuSampler } from './gpu-sampler.js';
 import { discoverGpus } from './gpus/index.js';
@@ -236,8 +236,9 @@ export class NodeAgent {
   async #startActor(message: StartActor): Promise<number> {
     if (this.#stopping) throw new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `agent ${this.name} is shutting down`);
     if (this.#actors.has(message.actorId)) return this.#actors.get(message.actorId)!.pid;
-    // A fn actor runs a module from --module-dir (actors/fn-host); a model actor loads an ONNX file.
-    const named = message.kind === 'fn' ? (message.fn ?? message.model) : message.model;
+    // fn and class actors run a module from --module-dir (actors/fn-host, actors/class-host); a model actor loads an ONNX file.
+    const code = message.kind === 'fn' || message.kind === 'class';
+    const named = code ? (message.fn ?? message.model) : message.model;
     // Refusals name the path as the deploy gave it; the directories stay in this agent's log.
     const refused = (err: unknown): never => {
       this.#log.warn(
@@ -246,7 +247,7 @@ export class NodeAgent {
       );
       throw err;
     };
-    const fn = message.kind === 'fn' ? await resolveFnRef(this.#options.moduleDir, named).catch(refused) : undefined;
+    const fn = code ? await resolveFnRef(this.#options.moduleDir, named).catch(refused) : undefined;
     const modelPath = fn
       ? undefined
       : message.multiplex
@@ -259,7 +260,11 @@ export class NodeAgent {
       TROUPE_HEAD_URL: this.#options.headUrl,
       TROUPE_ACTOR_ID: message.actorId,
       TROUPE_ACTOR_SECRET: message.secret,
-      ...(fn ? { TROUPE_FN_MODULE: fn.path, TROUPE_FN_EXPORT: fn.exportName } : { TROUPE_MODEL_PATH: modelPath }),
+      ...(!fn
+        ? { TROUPE_MODEL_PATH: modelPath }
+        : message.kind === 'class'
+          ? { TROUPE_CLASS_MODULE: fn.path, TROUPE_CLASS_EXPORT: fn.exportName, TROUPE_CLASS_ARGS: JSON.stringify(message.args ?? []) }
+          : { TROUPE_FN_MODULE: fn.path, TROUPE_FN_EXPORT: fn.exportName }),
       TROUPE_SHOWN_PATH: fn ? named.slice(0, named.lastIndexOf('#')) : named,
       TROUPE_DEVICE: message.gpus.length === 0 ? 'cpu' : simulated ? 'simulated-gpu' : 'cuda',
       // Exactly the actor's GPUs; none for CPU actors, so they can never create a CUDA context.
@@ -274,7 +279,11 @@ export class NodeAgent {
       actorId: message.actorId,
       env,
       health: { ...DEFAULT_HEALTH, ...this.#options.health },
-      ...(fn ? { entry: FN_ACTOR_ENTRY } : message.multiplex ? { entry: MULTIPLEX_ACTOR_ENTRY } : {}),
+      ...(fn
+        ? { entry: message.kind === 'class' ? CLASS_ACTOR_ENTRY : FN_ACTOR_ENTRY }
+        : message.multiplex
+          ? { entry: MULTIPLEX_ACTOR_ENTRY }
+          : {}),
     });
     this.#actors.set(message.actorId, actor);
     this.#recordActors();

@@ -124,6 +124,31 @@ export const ERRORS = {
     retryable: false,
     what: 'A deployment that a graph calls cannot be deleted while the graph is deployed; the message names the graphs. Delete them first, or force it (`?force=true`, `undeploy(name, { force: true })`, `troupe delete --force`): the graphs then fail until it is deployed again.',
   },
+  TROUPE_ERR_NOT_A_CLASS_ACTOR: {
+    status: 400,
+    retryable: false,
+    what: 'A method call names a deployment that is a model, fn or graph, not a class actor (`cluster.actor`, `kind: "class"`).',
+  },
+  TROUPE_ERR_UNKNOWN_METHOD: {
+    status: 404,
+    retryable: false,
+    what: "A class actor has no public method of that name (names starting with '_', the constructor, restore, checkpoint and stateSize are not callable); the message lists the methods it has.",
+  },
+  TROUPE_ERR_METHOD_FAILED: {
+    status: 500,
+    retryable: false,
+    what: "A class actor's method threw, or returned a value that cannot be sent (not msgpack-encodable, or larger than a frame); the message carries the method's error.",
+  },
+  TROUPE_ERR_CHECKPOINT_FAILED: {
+    status: 500,
+    retryable: false,
+    what: "A class actor's method ran, but its checkpoint() threw or returned something that cannot be kept; the instance's state changed, and a restart would restore the checkpoint before this call.",
+  },
+  TROUPE_ERR_UNKNOWN_CALL: {
+    status: 404,
+    retryable: false,
+    what: 'A Future passed as a method argument names an actor call the head does not hold (never made, from another head, or older than 60 s or past 10,000 calls or 64 MiB of results).',
+  },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

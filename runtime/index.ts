@@ -12,13 +12,18 @@ export type { ConnectOptions, DeployOptions, RunInputs, UndeployOptions, RunOpti
 export { Future, FutureOutput } from './client/future.js';
 export type { Outputs } from './client/future.js';
 
+// Class actors: stateful instances of a user's class, their methods called by name.
+export { ActorHandle, CallFuture } from './client/actor-handle.js';
+export type { ActorCallOptions, ActorSpec, ActorStreamOptions } from './client/actor-handle.js';
+export { ActorStream } from './client/actor-stream.js';
+
 // Tensors.
 export { tensor } from './tensor/tensor.js';
 export type { Tensor, TensorData, TypedArray } from './tensor/tensor.js';
 export type { DType } from './tensor/dtypes.js';
 
 // Graphs: pipelines, ensembles, data-parallel steps, and fn steps' signature.
-export { dataParallel, ensemble, fn, model, pipeline } from './graph/builder.js';
+export { dataParallel, ensemble, fn, method, model, pipeline } from './graph/builder.js';
 export type {
   CombineOption,
   DataParallelOptions,

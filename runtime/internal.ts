@@ -4,6 +4,9 @@ export { connect, Cluster } from './client/cluster.js';
 export type { ConnectOptions, DeployOptions, RunInputs, UndeployOptions, RunOptions, SharedMemoryStats } from './client/cluster.js';
 export { Future, FutureOutput } from './client/future.js';
 export type { Outputs } from './client/future.js';
+export { ActorHandle, CallFuture } from './client/actor-handle.js';
+export type { ActorCallOptions, ActorSpec, ActorStreamOptions } from './client/actor-handle.js';
+export { ActorStream } from './client/actor-stream.js';
 export { ERRORS, ERROR_CODES, TroupeError, fromWireError, isErrorCode, toWireError } from './errors.js';
 export type { ErrorCode, WireError } from './errors.js';
 export { newId, newSecret } from './ids.js';
@@ -53,7 +56,9 @@ export type { Gpu, GpuProcess, NodeResources } from './resources.js';
 export {
   AutoscaleSchema,
   BatchSchema,
+  ClassArgsSchema,
   LabelsSchema,
+  MAX_CLASS_ARGS_BYTES,
   MIN_REPLICA_CPUS,
   ModelDeploymentSchema,
   MultiplexSchema,
@@ -95,7 +100,7 @@ export { validateInputs } from './validate-inputs.js';
 export { ACTOR_STATES, ActorViewSchema, ClusterViewSchema, DeploymentViewSchema, NODE_STATES, NodeViewSchema } from './views.js';
 export type { ActorState, ActorView, ClusterView, DeploymentView, NodeState, NodeView } from './views.js';
 // Graphs: the builder, the JSON form, and what the head needs to check and run them.
-export { dataParallel, ensemble, fn, isGraphStep, model, pipeline, toGraphDocument } from './graph/builder.js';
+export { dataParallel, ensemble, fn, isGraphStep, method, model, pipeline, toGraphDocument } from './graph/builder.js';
 export type {
   CombineOption,
   DataParallelOptions,
@@ -160,8 +165,21 @@ export { GraphDeploymentViewSchema, GraphViewSchema } from './graph/view.js';
 export type { GraphDeploymentView, GraphView } from './graph/view.js';
 export { FnActorEnvSchema, FnSignatureSchema } from './protocol/fn-actor.js';
 export type { FnActorEnv, FnSignature, StepFn } from './protocol/fn-actor.js';
+export {
+  ClassActorEnvSchema,
+  HOOK_METHODS,
+  InvokeReplySchema,
+  MAX_METHOD_ARGS,
+  MAX_STREAM_CREDIT,
+  MethodNameSchema,
+  StreamItemSchema,
+} from './protocol/class-actor.js';
+export type { ClassActorEnv, ClassMethods, InvokeReply, StreamItem } from './protocol/class-actor.js';
+export { MAX_SESSION_KEY, MAX_STREAM_WINDOW, MethodCallReplySchema, MethodCallSchema } from './protocol/method-call.js';
+export type { CallRef, MethodCall, MethodStream } from './protocol/method-call.js';
 export { CallQueue, MAX_QUEUE_WAIT_MS, replicaCallLimit } from './dispatch/call-queue.js';
 export { ReplicaLink } from './dispatch/replica-link.js';
+export type { LinkStream } from './dispatch/replica-link.js';
 export type { CallResult, DispatchOptions, QueueTarget, Replica } from './dispatch/call-queue.js';
 export { authError, isLoopback, needsToken } from './http/auth.js';
 export type { AuthPolicy } from './http/auth.js';
@@ -209,7 +227,7 @@ export type { ContentCoding } from './oip/content-coding.js';
 export { datatypeOfDtype, dtypeOfDatatype, OIP_DATATYPES, OIP_TO_DTYPE, oipDtype, oipShape } from './oip/datatypes.js';
 export type { OipDatatype, OipDType } from './oip/datatypes.js';
 export { fromHalfBits, toHalfBits } from './oip/float16.js';
-export { checkInferRequest, findTarget, MODEL_VERSION, splitModelName, takesAnything } from './oip/infer-backend.js';
+export { checkInferRequest, findTarget, MODEL_VERSION, notTensorTarget, splitModelName, takesAnything } from './oip/infer-backend.js';
 export type { InferenceBackend, InferenceRequest, InferTarget, Params } from './oip/infer-backend.js';
 export { inferResponse, outputOrder } from './oip/infer-response.js';
 export { checkInferJson, MAX_JSON_VALUES, MAX_REQUEST_ELEMENTS, tooMany } from './oip/json-scan.js';

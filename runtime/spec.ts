@@ -95,6 +95,43 @@ export const MultiplexSchema = z
   .strict();
 export type MultiplexSpec = z.output<typeof MultiplexSchema>;
 
+/** The most bytes a class actor's constructor arguments may take as JSON: they travel in its process's environment. */
+export const MAX_CLASS_ARGS_BYTES = 64 * 1024;
+
+/** A class actor's constructor arguments: JSON values, so every entry point (SDK, HTTP, CLI) can give them. */
+export const ClassArgsSchema = z
+  .array(z.unknown())
+  .max(64)
+  .superRefine((args, ctx) => {
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(args);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `args are not JSON values: ${(err as Error).message}` });
+      return;
+    }
+    if (text.length > MAX_CLASS_ARGS_BYTES)
+      ctx.addIssue({ code: 'custom', message: `args take ${text.length} bytes as JSON, more than ${MAX_CLASS_ARGS_BYTES}` });
+    else if (!sameJson(args, JSON.parse(text) as unknown))
+      ctx.addIssue({
+        code: 'custom',
+        message: 'args are not plain JSON values (functions, undefined, NaN, dates or class instances change on the way)',
+      });
+  });
+
+/** Whether `a` survives a JSON round trip unchanged as `b` (plain objects, arrays, finite numbers, strings, booleans, null). */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === null || typeof a !== 'object') return Object.is(a, b) || (typeof a === 'number' && a === b);
+  if (b === null || typeof b !== 'object') return false;
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((v, i) => sameJson(v, b[i]));
+  if (Object.getPrototypeOf(a) !== Object.prototype || Array.isArray(b)) return false;
+  const keys = Object.keys(a);
+  return (
+    keys.length === Object.keys(b).length &&
+    keys.every((k) => sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+  );
+}
+
 /** The smallest `cpus` a replica may ask for: a twentieth of a core, so 20 replicas per CPU at most. */
 export const MIN_REPLICA_CPUS = 0.05;
 
@@ -107,8 +144,14 @@ export const ModelDeploymentSchema = z
     name: NameSchema,
     /** The model file (or uploaded model) each replica loads; with `versions`, the first version's when left out. */
     model: z.string().min(1).max(1024).optional(),
-    /** 'fn': `model` is `path#export`, a function under the agents' --module-dir run by a fn actor (graph steps). */
-    kind: z.enum(['model', 'fn']).optional(),
+    /**
+     * 'fn': `model` is `path#export`, a function under the agents' --module-dir run by a fn actor (graph steps).
+     * 'class': `model` is `path#Export`, a class under --module-dir; each replica is one instance of it
+     * (actors/class-host.ts), built with `args`, whose methods are called by name (docs/actors.md).
+     */
+    kind: z.enum(['model', 'fn', 'class']).optional(),
+    /** For kind 'class': the constructor's arguments, JSON values (at most 64 KiB as JSON). */
+    args: ClassArgsSchema.optional(),
     replicas: z.number().int().min(0).max(256).default(1),
     gpus: z.number().min(0).max(64).default(0),
     /**
@@ -165,6 +208,9 @@ export const ModelDeploymentSchema = z
     message: 'a multiplexed deployment names the directory of its models in model (and has no versions)',
     path: ['model'],
   })
+  .refine((d) => d.args === undefined || d.kind === 'class', { message: "only a class actor (kind 'class') takes args", path: ['args'] })
+  // A version split routes tensor calls by weight; a class actor's calls follow sessions and state instead.
+  .refine((d) => !(d.versions && d.kind === 'class'), { message: 'a class actor takes no versions', path: ['versions'] })
   .refine((d) => d.gpus <= 1 || Number.isInteger(d.gpus), { message: 'gpus above 1 must be a whole number', path: ['gpus'] })
   .refine((d) => !d.autoscale || d.autoscale.minReplicas <= d.autoscale.maxReplicas, {
     message: 'autoscale.minReplicas must not exceed autoscale.maxReplicas',

@@ -1,6 +1,7 @@
 import { CallQueue, replicaCallLimit } from '../../runtime/internal.js';
-import type { QueueTarget, Replica } from '../../runtime/internal.js';
+import type { QueueTarget, Replica, TroupeError } from '../../runtime/internal.js';
 import type { DeploymentRecord } from '../state/records.js';
+import { MethodQueue } from './method-queue.js';
 
 /** The head's view of one deployment as a queue target: its READY actors' links to the head. */
 function targetOf(d: DeploymentRecord): QueueTarget {
@@ -35,10 +36,28 @@ function targetOf(d: DeploymentRecord): QueueTarget {
 
 /**
  * The head's queue for one deployment (HTTP calls, graph steps and SDK calls it routes): the
- * shared {@link CallQueue} over the deployment's READY actors.
+ * shared {@link CallQueue} over the deployment's READY actors, and for a class actor the queue
+ * of its method calls, pumped on the same changes (an actor READY, a call answered, one gone).
  */
 export class Dispatcher extends CallQueue {
+  readonly methods: MethodQueue;
+
   constructor(d: DeploymentRecord) {
     super(targetOf(d));
+    this.methods = new MethodQueue(d);
+  }
+
+  override get queued(): number {
+    return super.queued + this.methods.queued;
+  }
+
+  override pump(): void {
+    super.pump();
+    this.methods.pump();
+  }
+
+  override failAll(error: TroupeError): void {
+    super.failAll(error);
+    this.methods.failAll(error);
   }
 }

@@ -1,4 +1,4 @@
-import { TroupeError, checkWire, isDynamic, validateInputs } from '../../runtime/internal.js';
+import { TroupeError, checkWire, isDynamic, notTensorTarget, validateInputs } from '../../runtime/internal.js';
 import type { CallResult, InferenceRequest, WireTensorMap } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import { pickVersion } from '../control/versions.js';
@@ -19,6 +19,7 @@ export async function runInferenceTimed(state: ClusterState, request: InferenceR
     throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${request.deployment}' (deployed: ${known})`);
   }
   if (d.spec.versions) return runVersion(state, d, request);
+  if (d.spec.kind === 'class') throw notTensorTarget(d.spec.name);
   checkModelChoice(d, request);
   for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
   if (!d.metadata && !startsOnDemand(d.spec))
@@ -33,7 +34,7 @@ export async function runInferenceTimed(state: ClusterState, request: InferenceR
     }
     // A fn that declares no signature takes whatever it is given; it checks its own inputs, as a
     // multiplexed replica checks each call against the model it names.
-    if (!d.spec.multiplex && !isDynamic({ kind: d.spec.kind ?? 'model', metadata: d.metadata! }))
+    if (!d.spec.multiplex && !isDynamic({ kind: d.spec.kind === 'fn' ? 'fn' : 'model', metadata: d.metadata! }))
       validateInputs(d.spec.name, d.metadata!, request.inputs, request.outputs);
     const submitted = d.dispatcher.submit(request.inputs, {
       ...(request.outputs ? { outputs: request.outputs } : {}),

@@ -27,11 +27,25 @@ export function serveActor(
     schema: ActorToHeadSchema,
     onMessage: (message) => {
       switch (message.type) {
-        case 'ready':
-          controller.actorReady(actor, link, message.metadata, message.visibleDevices, message.direct, message.modelBytes);
-          // Only the connection the controller took speaks for the actor (see actorReady).
-          if (message.handoff && actor.link === link) doors?.offer(actor, channel, message.handoff.name);
+        case 'ready': {
+          const ready = () => {
+            if (message.methods) actor.classMethods = message.methods;
+            controller.actorReady(actor, link, message.metadata, message.visibleDevices, message.direct, message.modelBytes);
+            // Only the connection the controller took speaks for the actor (see actorReady).
+            if (message.handoff && actor.link === link) doors?.offer(actor, channel, message.handoff.name);
+          };
+          // A class actor restarted in place of an instance that kept checkpoints gets the latest
+          // before it takes a call (it ignores it if it has run calls: a rejoin keeps its state).
+          // If restore() throws, the process exits and the restart that follows says why.
+          const checkpoint = actor.checkpoint;
+          if (!checkpoint || actor.state !== 'STARTING') return ready();
+          channel
+            .request({ type: 'restore', state: checkpoint.state })
+            .then(ready, (err: unknown) =>
+              log.warn({ actor: actor.name, err: (err as Error).message }, 'a class actor could not restore its checkpoint'),
+            );
           return;
+        }
         case 'loadFailed':
           // Only an actor still loading can fail to load; a serving one never says so.
           if (actor.state === 'STARTING' && !actor.link) controller.actorLoadFailed(actor, message.error);
@@ -41,6 +55,9 @@ export function serveActor(
           return;
         case 'connectionBack':
           if (actor.link === link) doors?.connectionBack(actor.id, message.head);
+          return;
+        case 'streamItem':
+          if (actor.link === link) link.streamItem(message);
           return;
         case 'connectionClosed':
           if (actor.link === link) doors?.connectionClosed(actor.id);

@@ -1,5 +1,6 @@
 import type { ShutdownGate } from '../../runtime/internal.js';
-import { Channel, ClientToHeadSchema, sharesMemory } from '../../runtime/internal.js';
+import { Channel, ClientToHeadSchema, TroupeError, sharesMemory } from '../../runtime/internal.js';
+import type { ActorCalls } from '../calls/actor-calls.js';
 import type { ClientToHead, FrameTransport, HeadToClient, Logger } from '../../runtime/internal.js';
 import type { WebSocket } from 'ws';
 import { DEFAULT_DEPLOY_TIMEOUT_S } from '../../runtime/deploy-timeout.js';
@@ -20,6 +21,8 @@ export interface ClientServiceOptions {
   gate?: ShutdownGate;
   /** A connection that says nothing (not even `hello`) for this long is closed (default 10 s). */
   firstMessageTimeoutMs?: number | undefined;
+  /** Method calls on class actors; without it such calls are refused. */
+  actors?: ActorCalls;
 }
 
 /**
@@ -54,7 +57,8 @@ export function serveClient(
           },
           (err: unknown) => channel.fail(message.id, err),
         );
-      if (message.type !== 'run') release?.();
+      // A stream's arguments are never handed back: the frame is left to the collector.
+      if (message.type !== 'run' && message.type !== 'invoke' && message.type !== 'stream') release?.();
       switch (message.type) {
         case 'run': {
           // Through the graph service, so every run can be named by a later run's future.
@@ -74,6 +78,45 @@ export function serveClient(
           admit(`run '${message.deployment.slice(0, 64)}'`, run).catch((err: unknown) => channel.fail(message.id, err));
           return;
         }
+        case 'invoke': {
+          const { type: _type, ...request } = message;
+          // The arguments are views of the frame: it goes back to the pool once the call is answered
+          // (the instance got its own copy; a failed call may still have them queued on a socket).
+          const call = () => {
+            const work = options.actors
+              ? options.actors.call(request)
+              : Promise.reject(new TroupeError('TROUPE_ERR_INTERNAL', 'this head serves no method calls'));
+            if (release)
+              work.then(
+                () => release(),
+                () => {},
+              );
+            return answer(work);
+          };
+          admit(`call '${message.actor}.${message.method}'`, call).catch((err: unknown) => channel.fail(message.id, err));
+          return;
+        }
+        case 'stream': {
+          const { type: _type, ...request } = message;
+          const open = () =>
+            answer(
+              options.actors
+                ? options.actors.stream(channel, request, (seq, value) =>
+                    channel.send({ type: 'streamItem', stream: message.id, seq, value }),
+                  )
+                : Promise.reject(new TroupeError('TROUPE_ERR_INTERNAL', 'this head serves no method calls')),
+            );
+          admit(`stream '${message.actor}.${message.method}'`, open).catch((err: unknown) => channel.fail(message.id, err));
+          return;
+        }
+        case 'streamCredit':
+          options.actors?.credit(channel, message.stream, message.n);
+          channel.reply(message.id, {});
+          return;
+        case 'streamCancel':
+          options.actors?.cancel(channel, message.stream);
+          channel.reply(message.id, {});
+          return;
         case 'deploy': {
           if (gate?.draining) {
             void answer(admit('deploy', () => Promise.resolve()));
@@ -113,6 +156,8 @@ export function serveClient(
           return;
       }
     },
+    // A client that goes away stops its streams: nobody reads them any more.
+    onClose: () => options.actors?.closed(channel),
     onRefused: (err) => {
       bound.heard();
       log.debug({ err: err.message }, 'client sent a bad frame');

@@ -9,7 +9,7 @@ import { ERROR_CODES, LabelsSchema, ModelMetadataSchema } from '../../runtime/in
 
 export const InferTargetSchema = z.object({
   name: z.string(),
-  kind: z.enum(['model', 'fn', 'graph']),
+  kind: z.enum(['model', 'fn', 'class', 'graph']),
   metadata: ModelMetadataSchema.nullable(),
   labels: LabelsSchema.optional(),
   startsOnDemand: z.boolean().optional(),

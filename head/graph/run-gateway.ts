@@ -31,10 +31,11 @@ import type { Controller } from '../control/controller.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import { boundDeploy } from '../control/deploy-bound.js';
 import { ResultStore } from './results.js';
+import { callMethodStep, isMethodKey, methodStepInfo, methodStepReplicas } from '../calls/method-steps.js';
 import type { ResultStoreOptions } from './results.js';
 
 type RunMessage = Omit<Extract<ClientToHead, { type: 'run' }>, 'type'>;
-type Composite = Exclude<PlanNode, { kind: 'model' | 'fn' }>;
+type Composite = Exclude<PlanNode, { kind: 'model' | 'fn' | 'method' }>;
 
 /** What a run answers: outputs, and the per-step trace when it was asked for. */
 export interface RunAnswer {
@@ -94,6 +95,7 @@ export class RunGateway {
     this.#results = new ResultStore(results);
     this.#caller = {
       call: async (deployment, inputs, deadline) => {
+        if (isMethodKey(deployment)) return callMethodStep(state, deployment, inputs, deadline);
         const r = await runInferenceTimed(state, {
           deployment,
           inputs,
@@ -104,7 +106,10 @@ export class RunGateway {
           : { outputs: r.outputs };
       },
       leaf: (name) => this.#leaf(name),
-      replicas: (name) => state.deployments.get(name)?.actors.filter((a) => a.state === 'READY').length ?? 0,
+      replicas: (name) =>
+        isMethodKey(name)
+          ? methodStepReplicas(state, name)
+          : (state.deployments.get(name)?.actors.filter((a) => a.state === 'READY').length ?? 0),
     };
   }
 
@@ -146,11 +151,13 @@ export class RunGateway {
   }
 
   #leaf(name: string): LeafInfo {
+    if (isMethodKey(name)) return methodStepInfo(this.#state, name);
     const d = this.#state.deployments.get(name);
-    return { kind: d?.spec.kind ?? 'model', metadata: d?.metadata ?? null };
+    // A class actor is never a leaf of a compiled graph (compile.ts refuses it): its kind is never read as one.
+    return { kind: d?.spec.kind === 'fn' ? 'fn' : 'model', metadata: d?.metadata ?? null };
   }
 
-  #existing(name: string): 'model' | 'fn' | 'graph' | undefined {
+  #existing(name: string): 'model' | 'fn' | 'class' | 'graph' | undefined {
     if (this.#graphs.has(name)) return 'graph';
     const d = this.#state.deployments.get(name);
     return d ? (d.spec.kind ?? 'model') : undefined;

@@ -3,6 +3,7 @@ import { ClusterViewSchema } from '../../runtime/internal.js';
 import { authHook } from './auth.js';
 import { acceptBuffers, acceptSpecBuffers, acceptStreams } from './body.js';
 import type { ApiContext, HttpApiOptions } from './context.js';
+import { registerActorRoutes } from './actor-routes.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
 import { registerRolloutRoutes } from './rollout-routes.js';
 import { errorHandler, sendError } from './errors.js';
@@ -81,6 +82,9 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
       registerDeploymentRoutes(scope, ctx);
       registerRolloutRoutes(scope, ctx);
     });
+
+    // Method calls on class actors: JSON arguments, with a bound of their own (actor-routes.ts).
+    await api.register(async (scope) => registerActorRoutes(scope, ctx));
 
     // Uploads stream straight to disk instead of being buffered whole.
     await api.register(async (scope) => {

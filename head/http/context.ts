@@ -1,4 +1,5 @@
 import type { Logger } from '../../runtime/internal.js';
+import type { ActorCalls } from '../calls/actor-calls.js';
 import type { Controller } from '../control/controller.js';
 import type { Deployments } from '../control/deployments.js';
 import type { RunGateway } from '../graph/run-gateway.js';
@@ -18,6 +19,8 @@ export interface HttpApiOptions {
   graphs: RunGateway;
   /** Deploys and deletes models, fns and graphs: the same service the SDK's frames use. */
   deployments: Deployments;
+  /** Method calls on class actors: the same service the SDK's frames use. */
+  actors: ActorCalls;
   log: Logger;
   /** The address the head listens on: inference needs the token only beyond loopback. */
   host: string;

@@ -10,7 +10,7 @@ import {
 } from '../../runtime/internal.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { TroupeError, checkWire, isDynamic, newId, validateInputs } from '../../runtime/internal.js';
+import { TroupeError, checkWire, isDynamic, newId, notTensorTarget, validateInputs } from '../../runtime/internal.js';
 import type { WireTensorMap } from '../../runtime/internal.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
@@ -83,8 +83,9 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const counts = classCounts(body);
     // A model's inputs are checked now, so a bad job is a 400 here rather than a FAILED job later.
     if (d && !graphs.has(name)) {
+      if (d.spec.kind === 'class') throw notTensorTarget(name);
       for (const [input, t] of Object.entries(decoded.inputs)) checkWire(t, `input '${input}'`);
-      if (d.metadata && !isDynamic({ kind: d.spec.kind ?? 'model', metadata: d.metadata }))
+      if (d.metadata && !isDynamic({ kind: d.spec.kind === 'fn' ? 'fn' : 'model', metadata: d.metadata }))
         validateInputs(name, d.metadata, decoded.inputs, decoded.outputs);
     }
     const view = jobs.submit(name, async () => {

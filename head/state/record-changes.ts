@@ -157,6 +157,7 @@ export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Ext
     batch: d.spec.batch,
     ...(d.spec.kind === 'fn' ? { kind: 'fn' as const, fn: d.spec.model } : {}),
     ...(d.spec.multiplex ? { multiplex: d.spec.multiplex } : {}),
+    ...(d.spec.kind === 'class' ? { kind: 'class' as const, fn: d.spec.model, args: d.spec.args ?? [] } : {}),
   };
 }
 

@@ -2,6 +2,9 @@ import type {
   ActorState,
   ActorStats,
   CallQueue,
+  ClassMethods,
+  InvokeReply,
+  LinkStream,
   ModelDeployment,
   ModelMetadata,
   NodeResources,
@@ -67,6 +70,13 @@ export interface ActorRecord {
    * it is placed anew if that node does not bring it back.
    */
   awaitingNode?: string | null;
+  /**
+   * A class actor's latest checkpoint (what its `checkpoint()` returned after its last call),
+   * kept here because the record outlives the process: a restarted instance is handed it first.
+   */
+  checkpoint?: { state: unknown } | undefined;
+  /** A class actor's public methods and their declared tensor signatures, from its `ready`. */
+  classMethods?: ClassMethods | undefined;
 }
 
 export interface DeploymentRecord {
@@ -108,6 +118,10 @@ export interface HeadActorLink extends Replica {
   close(reason: string): void;
   /** Drops the socket at once; calls in flight fail as ACTOR_DIED (and are retried elsewhere). */
   terminate(reason?: string): void;
+  /** A method call to a class actor (ReplicaLink has it; absent from test fakes that serve tensor calls only). */
+  invoke?(method: string, args: unknown[], tensors?: boolean): Promise<InvokeReply>;
+  /** A streaming method call to a class actor (ReplicaLink has it). */
+  invokeStream?(method: string, args: unknown[], credit: number, onItem: (seq: number, value: unknown) => void): LinkStream;
 }
 
 /** What reads the records (metrics, routes) needs of the cluster state, without depending on it. */

@@ -50,6 +50,11 @@ export function graphDag(root: PlanNode): Dag {
       const id = add(plan.kind, plan.name, parent, plan.name);
       return { sources: [id], sinks: [id] };
     }
+    if (plan.kind === 'method') {
+      // Drawn as a fn box naming the call, tied to the actor's deployment (its instances' states colour it).
+      const id = add('fn', `${plan.name}: ${plan.actor}.${plan.method}()`, parent, plan.actor);
+      return { sources: [id], sinks: [id] };
+    }
     let group = parent;
     if (!isRoot) {
       group = `g${next++}`;

@@ -133,6 +133,7 @@ export function buildSnapshot(
       inFlight: v.inFlight,
       queued: v.stats?.queued ?? 0,
       calls: v.stats?.calls ?? 0,
+      stateBytes: v.stats?.stateBytes ?? null,
       gpuMemoryMiB: v.gpuMemoryMiB,
       models: modelsOf(v.stats?.models),
       lastError: feed.lastError(v.id),

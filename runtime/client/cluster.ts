@@ -19,6 +19,9 @@ import { DEFAULT_POOL_BYTES, SharedTensorPool } from '../shm/tensor-pool.js';
 import { DirectRouter } from './router.js';
 import { asTensor } from './run-input.js';
 import { Future, FutureOutput } from './future.js';
+import { ActorHandle, actorDeployment } from './actor-handle.js';
+import { StreamRegistry } from './actor-stream.js';
+import type { ActorSpec } from './actor-handle.js';
 import type { Outputs } from './future.js';
 
 /** Run inputs: tensors, or outputs of earlier runs (a whole Future, or `future.output(name)`). */
@@ -134,12 +137,14 @@ export class Cluster {
   readonly #conn: HeadConnection;
   readonly #retries: number;
   readonly #router: DirectRouter | undefined;
+  readonly #streams: StreamRegistry;
 
   /** @internal use {@link connect} */
-  constructor(conn: HeadConnection, retries = 0, router?: DirectRouter) {
+  constructor(conn: HeadConnection, retries = 0, router?: DirectRouter, streams = new StreamRegistry()) {
     this.#conn = conn;
     this.#retries = retries;
     this.#router = router;
+    this.#streams = streams;
   }
 
   /** Whether the connection to the head is up now (it reconnects by itself after a drop). */
@@ -326,6 +331,31 @@ export class Cluster {
       .then((value) => ({ outputs: mapFromWire(value.outputs, 'output'), trace: value.trace }));
   }
 
+  /**
+   * Deploys a class actor (instances of a class from a module on the agents, docs/actors.md) and
+   * resolves with a handle on it once its instances are READY.
+   *
+   * @example
+   * const counter = await cluster.actor({ name: 'counter', module: 'counter.js', export: 'Counter', args: [10], cpus: 0.1 });
+   * console.log(await counter.call('add', 5)); // 15
+   */
+  async actor(spec: ActorSpec, options?: DeployOptions): Promise<ActorHandle> {
+    await this.deploy(actorDeployment(spec), options);
+    return this.actorHandle(spec.name);
+  }
+
+  /** A handle on a class actor deployed earlier (by any client, HTTP or the CLI); nothing is sent until a call. */
+  actorHandle(name: string): ActorHandle {
+    const conn = this.#conn;
+    return new ActorHandle(name, {
+      call: (message, timeoutMs) => conn.request(message, timeoutMs),
+      // A stream has no overall deadline: its reader paces it, and cancels it.
+      stream: (message, stream) => this.#streams.add(stream, conn.request(message)),
+      credit: (stream, n) => void conn.request({ type: 'streamCredit', stream, n }, 30_000).catch(() => {}),
+      cancel: (stream) => void conn.request({ type: 'streamCancel', stream }, 30_000).catch(() => {}),
+    });
+  }
+
   /** Nodes, deployments and actors as the head sees them now. */
   async describe(): Promise<ClusterView> {
     const deadline = Date.now() + 30_000;
@@ -353,6 +383,7 @@ export class Cluster {
 export async function connect(url: string, options: ConnectOptions = {}): Promise<Cluster> {
   const wsUrl = new URL('/v1/client', url.replace(/^http/, 'ws'));
   let conn: HeadConnection | undefined;
+  const streams = new StreamRegistry();
   const addon = options.sharedMemory === false ? 'turned off (sharedMemory: false)' : sharedMemoryAddon();
   const sharedMemory = typeof addon === 'string' ? addon : new SharedTensorPool(addon, options.sharedMemoryBytes ?? DEFAULT_POOL_BYTES);
   const router =
@@ -369,8 +400,9 @@ export async function connect(url: string, options: ConnectOptions = {}): Promis
     reconnect: options.reconnect ?? true,
     onPush: (message) => {
       if (message.type === 'routes') router?.update(message.routes);
+      else if (message.type === 'streamItem') streams.deliver(message);
     },
     onReconnect: () => router?.reconnected(),
   });
-  return new Cluster(conn, options.retries ?? 0, router);
+  return new Cluster(conn, options.retries ?? 0, router, streams);
 }

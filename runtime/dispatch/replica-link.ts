@@ -1,6 +1,15 @@
 import { TroupeError } from '../errors.js';
 import type { CallReply, CallReplySchema, HeadToActor } from '../protocol/actor.js';
 import type { Channel, OmitId } from '../transport/channel.js';
+import type { InvokeReply, InvokeReplySchema, StreamItem } from '../protocol/class-actor.js';
+import { newId } from '../ids.js';
+
+/** A streaming call in flight on a link (see ReplicaLink.invokeStream). */
+export interface LinkStream {
+  done: Promise<InvokeReply>;
+  credit(n: number): void;
+  cancel(): void;
+}
 
 /** What a call carries as inputs on a channel that sends `Out`: wire tensors, or on a direct stream also shared-memory references. */
 type CallInputs<Out> = Out extends { type: 'call'; inputs: infer I } ? I : never;
@@ -15,6 +24,7 @@ export type CallChannel<In extends { type: string }, Out extends { type: string 
 export class ReplicaLink<In extends { type: string } = { type: string }, Out extends { type: string } = HeadToActor> {
   readonly #channel: CallChannel<In, Out>;
   #inFlight = 0;
+  readonly #streams = new Map<string, (seq: number, value: unknown) => void>();
   #idleWaiters: (() => void)[] = [];
   #terminatedBecause: string | undefined;
 
@@ -32,19 +42,59 @@ export class ReplicaLink<In extends { type: string } = { type: string }, Out ext
   }
 
   /** Sends one call; `timeoutMs` lets the actor drop it unrun if it waits past the deadline. */
-  async call(inputs: CallInputs<Out>, outputs?: string[], timeoutMs?: number, model?: string): Promise<CallReply> {
+  call(inputs: CallInputs<Out>, outputs?: string[], timeoutMs?: number, model?: string): Promise<CallReply> {
+    const call = {
+      type: 'call',
+      inputs,
+      ...(outputs ? { outputs } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs: Math.max(1, timeoutMs) } : {}),
+      ...(model !== undefined ? { model } : {}),
+    };
+    // `Out` is either end's message union (head -> actor, client -> replica): both have this
+    // call, whose inputs are CallInputs<Out>, but the compiler cannot see that through the generic.
+    return this.#counted(() => this.#channel.request(call as unknown as OmitId<Out> & { type: 'call' }));
+  }
+
+  /**
+   * Calls a method of a class actor (protocol/class-actor.ts); counted in flight like a call, so
+   * the head balances instances on it. Only the head's link to a class actor sends these.
+   */
+  invoke(method: string, args: unknown[], tensors?: boolean): Promise<InvokeReply> {
+    const channel = this.#channel as unknown as Channel<In, Out, { invoke: typeof InvokeReplySchema }>;
+    const message = { type: 'invoke', method, args, ...(tensors ? { tensors: true } : {}) };
+    return this.#counted(() => channel.request(message as unknown as OmitId<Out> & { type: 'invoke' }));
+  }
+
+  /**
+   * A streaming call of a class actor's async generator method: `onItem` gets each item as it
+   * arrives; `credit(n)` lets the actor send n more, `cancel()` stops it. `done` settles after the
+   * last item with their count (a lost connection: TROUPE_ERR_ACTOR_DIED, like a call).
+   */
+  invokeStream(method: string, args: unknown[], credit: number, onItem: (seq: number, value: unknown) => void): LinkStream {
+    const channel = this.#channel as unknown as Channel<In, Out, { invoke: typeof InvokeReplySchema }>;
+    const id = newId();
+    this.#streams.set(id, onItem);
+    const message = { type: 'invoke', id, method, args, credit };
+    const done = this.#counted(() => channel.request(message as unknown as OmitId<Out> & { type: 'invoke' })).finally(() =>
+      this.#streams.delete(id),
+    );
+    const send = (m: unknown) => this.#channel.send(m as Out);
+    return {
+      done,
+      credit: (n) => send({ type: 'streamCredit', stream: id, n }),
+      cancel: () => send({ type: 'streamCancel', stream: id }),
+    };
+  }
+
+  /** An item of one of this link's streams (unknown ones, of streams already over, are dropped). */
+  streamItem(item: StreamItem): void {
+    this.#streams.get(item.stream)?.(item.seq, item.value);
+  }
+
+  async #counted<T>(send: () => Promise<T>): Promise<T> {
     this.#inFlight++;
     try {
-      const call = {
-        type: 'call',
-        inputs,
-        ...(outputs ? { outputs } : {}),
-        ...(timeoutMs !== undefined ? { timeoutMs: Math.max(1, timeoutMs) } : {}),
-        ...(model !== undefined ? { model } : {}),
-      };
-      // `Out` is either end's message union (head -> actor, client -> replica): both have this
-      // call, whose inputs are CallInputs<Out>, but the compiler cannot see that through the generic.
-      return await this.#channel.request(call as unknown as OmitId<Out> & { type: 'call' });
+      return await send();
     } catch (err) {
       if (err instanceof TroupeError && err.code === 'TROUPE_ERR_CONNECTION_CLOSED') {
         const why = this.#terminatedBecause

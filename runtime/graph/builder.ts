@@ -2,7 +2,14 @@ import type { z } from 'zod';
 import { TroupeError } from '../errors.js';
 import type { ModelDeploymentInput } from '../spec.js';
 import { formatIssues } from './issues.js';
-import { DataParallelNodeSchema, EnsembleNodeSchema, FnNodeSchema, ModelNodeSchema, PipelineNodeSchema } from './schema.js';
+import {
+  DataParallelNodeSchema,
+  EnsembleNodeSchema,
+  FnNodeSchema,
+  MethodNodeSchema,
+  ModelNodeSchema,
+  PipelineNodeSchema,
+} from './schema.js';
 import type { Combine, GraphDocument, GraphNode, Wiring } from './schema.js';
 
 const STEP = Symbol.for('troupe.graph.step');
@@ -73,6 +80,21 @@ export type FnStepOptions = Pick<ModelDeploymentInput, 'replicas' | 'cpus' | 'ma
  */
 export function fn(name: string, ref?: string, options: FnStepOptions = {}): GraphStep {
   const node = check(FnNodeSchema, { kind: 'fn', name, ...(ref !== undefined ? { fn: ref } : {}), ...options }, `fn '${name}'`);
+  return make(node, []);
+}
+
+/**
+ * A method of a class actor deployed earlier (`cluster.actor`) as a step: the step's tensors go to
+ * the least busy instance as the method's one argument (`{ name: Tensor }`), and the method returns
+ * tensors the same way. Several steps may call methods of one actor (tokenize, then decode).
+ *
+ * @example
+ * const tokenize = method('tokenize', 'tok', 'encode');
+ * const decode = method('decode', 'tok', 'decode');
+ * await cluster.deploy(pipeline('chat', [tokenize, model('lm'), decode]));
+ */
+export function method(name: string, actor: string, methodName: string): GraphStep {
+  const node = check(MethodNodeSchema, { kind: 'method', name, actor, method: methodName }, `method '${name}'`);
   return make(node, []);
 }
 

@@ -3,9 +3,25 @@ import { MAX_GRAPH_STEPS, isLeaf } from './schema.js';
 import type { Combine, GraphDocument, GraphNode, LeafNode, Wiring } from './schema.js';
 
 /** A model or fn step: a call to the deployment of that name. */
-export interface PlanLeaf {
+export interface PlanDeploymentLeaf {
   kind: 'model' | 'fn';
   name: string;
+}
+/** A method step: a call of `method` on an instance of the class actor `actor`. */
+export interface PlanMethod {
+  kind: 'method';
+  name: string;
+  actor: string;
+  method: string;
+}
+export type PlanLeaf = PlanDeploymentLeaf | PlanMethod;
+
+/**
+ * What a leaf calls, as the executor's caller looks it up: a deployment's name, or for a method
+ * step `actor#method` ('#' is in no deployment name, so the two never meet).
+ */
+export function leafKey(leaf: PlanLeaf): string {
+  return leaf.kind === 'method' ? `${leaf.actor}#${leaf.method}` : leaf.name;
 }
 export interface PlanPipeline {
   kind: 'pipeline';
@@ -13,7 +29,7 @@ export interface PlanPipeline {
   steps: PlanNode[];
   map: Wiring[];
 }
-export type PlanCombine = Exclude<Combine, { op: 'fn' }> | { op: 'fn'; fn: PlanLeaf };
+export type PlanCombine = Exclude<Combine, { op: 'fn' }> | { op: 'fn'; fn: PlanDeploymentLeaf };
 export interface PlanEnsemble {
   kind: 'ensemble';
   name: string;
@@ -42,7 +58,7 @@ export interface CompiledGraph {
 }
 
 /** What a name already means on the head, for names the document does not define. */
-export type Existing = (name: string) => 'model' | 'fn' | 'graph' | undefined;
+export type Existing = (name: string) => 'model' | 'fn' | 'class' | 'graph' | undefined;
 
 function bad(message: string): TroupeError {
   return new TroupeError('TROUPE_ERR_BAD_SPEC', message);
@@ -65,10 +81,11 @@ export function compileGraph(doc: GraphDocument, deployed?: Existing): CompiledG
     if (byName.has(node.name)) throw bad(`node '${node.name}' is defined twice`);
     byName.set(node.name, node);
     const already = existing(node.name);
-    if (!isLeaf(node) && (already === 'model' || already === 'fn')) {
+    if (!isLeaf(node) && (already === 'model' || already === 'fn' || already === 'class')) {
       throw bad(`${node.kind} '${node.name}' has the name of a deployed ${already}; graph and deployment names must differ`);
     }
     if (isLeaf(node) && already === 'graph') throw bad(`${node.kind} '${node.name}' has the name of a deployed graph`);
+    if (isLeaf(node) && already === 'class') throw bad(`${node.kind} '${node.name}' has the name of a deployed class actor`);
   }
   if (!byName.has(doc.graph)) throw bad(`graph '${doc.graph}' names no node of the document`);
 
@@ -84,6 +101,7 @@ export function compileGraph(doc: GraphDocument, deployed?: Existing): CompiledG
       const where = parent ? `${parent.kind} '${parent.name}' names '${name}'` : `'${name}'`;
       if (kind === 'model' || kind === 'fn') return remember({ kind, name });
       if (kind === 'graph') throw bad(`${where}, a graph deployed separately; put its nodes in this document instead`);
+      if (kind === 'class') throw bad(`${where}, a class actor: its methods take values, not tensors, so it is no graph step`);
       throw bad(
         deployed
           ? `${where}, which is neither a node of this graph nor a deployed model or fn`
@@ -115,6 +133,10 @@ export function compileGraph(doc: GraphDocument, deployed?: Existing): CompiledG
         }
         return { kind: node.kind, name: node.name };
       }
+      case 'method':
+        if (existing(node.actor) !== 'class')
+          throw bad(`method step '${node.name}' calls '${node.actor}.${node.method}()', but '${node.actor}' is not a deployed class actor`);
+        return { kind: 'method', name: node.name, actor: node.actor, method: node.method };
       case 'pipeline': {
         for (const w of node.map ?? []) {
           if (w.step !== undefined && !node.steps.includes(w.step))
@@ -143,6 +165,7 @@ export function compileGraph(doc: GraphDocument, deployed?: Existing): CompiledG
   };
 
   const root = resolve(doc.graph, undefined);
+  if (root.kind === 'method') throw bad(`graph '${doc.graph}' is a single method step; put it in a pipeline (with models or other steps)`);
   // Nodes the root does not reach are still resolved: a mistake in them is a mistake in the file.
   for (const node of doc.nodes) resolve(node.name, undefined);
 
@@ -170,6 +193,7 @@ export function countSteps(plan: PlanNode): number {
     switch (p.kind) {
       case 'model':
       case 'fn':
+      case 'method':
         n = 1;
         break;
       case 'pipeline':
@@ -194,6 +218,9 @@ export function leavesOf(plan: PlanNode, into = new Set<string>()): Set<string> 
     case 'model':
     case 'fn':
       into.add(plan.name);
+      break;
+    case 'method':
+      into.add(plan.actor);
       break;
     case 'pipeline':
       for (const s of plan.steps) leavesOf(s, into);

@@ -4,6 +4,7 @@ import { fromWire, toWire } from '../tensor/wire.js';
 import type { WireTensor, WireTensorMap } from '../tensor/wire.js';
 import { batchSize, chunkBounds, concatRows, sliceRows } from '../tensor/rows.js';
 import { combineOutputs } from './combiners.js';
+import { leafKey } from './compile.js';
 import type { PlanDataParallel, PlanEnsemble, PlanNode, PlanPipeline } from './compile.js';
 import { inputNames } from './signature.js';
 import type { LeafInfo } from './signature.js';
@@ -15,7 +16,7 @@ import { everything, sourceOf } from './wiring.js';
  * head a call goes to a deployment's replicas; in a graph served by one actor, to a session there.
  */
 export interface StepCaller {
-  /** One call to a model or fn deployment, validated and routed like any run (runInference). */
+  /** One call to a model or fn deployment (or `actor#method`, see leafKey), validated and routed like any run (runInference). */
   call(deployment: string, inputs: WireTensorMap, deadline: number | undefined): Promise<LeafResult>;
   /** Kind and metadata of a deployment, for its input names. */
   leaf(name: string): LeafInfo;
@@ -78,7 +79,8 @@ class Run {
       switch (plan.kind) {
         case 'model':
         case 'fn':
-          leaf = await this.#caller.call(plan.name, inputs, this.#deadline);
+        case 'method':
+          leaf = await this.#caller.call(leafKey(plan), inputs, this.#deadline);
           out = leaf.outputs;
           break;
         case 'pipeline':
@@ -208,7 +210,8 @@ class Run {
         chunkPath(0),
         0,
       );
-    const replicas = d.step.kind === 'model' || d.step.kind === 'fn' ? this.#caller.replicas(d.step.name) : 0;
+    const replicas =
+      d.step.kind === 'model' || d.step.kind === 'fn' || d.step.kind === 'method' ? this.#caller.replicas(leafKey(d.step)) : 0;
     // Two chunks per replica keep every replica busy while the next chunk travels to it.
     const window = Math.min(bounds.length, d.parallel ?? (replicas > 0 ? 2 * replicas : 8));
     const results: WireTensorMap[] = new Array(bounds.length);

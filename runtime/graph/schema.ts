@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { NameSchema } from '../protocol/common.js';
+import { MethodNameSchema } from '../protocol/class-actor.js';
 
 /**
  * The one JSON form of a graph. A document is a flat list of named nodes plus the name of the
@@ -61,6 +62,23 @@ export const FnNodeSchema = z
   .catchall(z.unknown());
 export type FnNode = z.infer<typeof FnNodeSchema>;
 
+/**
+ * A method of a class actor as a step ([docs/actors.md](../../docs/actors.md)): `actor` names a
+ * deployed class actor, `method` the method that takes the step's tensors (`{ name: Tensor }`)
+ * and returns tensors, run on the least busy instance. The step deploys nothing; the class may
+ * declare the method's signature (`static signatures = { method: { inputs, outputs } }`), and the
+ * graph is then type-checked around it as around a model.
+ */
+export const MethodNodeSchema = z
+  .object({
+    kind: z.literal('method'),
+    name: NameSchema,
+    actor: NameSchema,
+    method: MethodNameSchema,
+  })
+  .strict();
+export type MethodNode = z.infer<typeof MethodNodeSchema>;
+
 /** Feeds tensor `from` into input `to` of step `step` (of every step, when absent). */
 export const WiringSchema = z.object({ step: NameSchema.optional(), from: TensorNameSchema, to: TensorNameSchema }).strict();
 export type Wiring = z.infer<typeof WiringSchema>;
@@ -121,6 +139,7 @@ export type DataParallelNode = z.infer<typeof DataParallelNodeSchema>;
 export const GraphNodeSchema = z.discriminatedUnion('kind', [
   ModelNodeSchema,
   FnNodeSchema,
+  MethodNodeSchema,
   PipelineNodeSchema,
   EnsembleNodeSchema,
   DataParallelNodeSchema,

@@ -2,6 +2,7 @@ import { TroupeError } from '../errors.js';
 import type { ModelMetadata, TensorInfo } from '../protocol/common.js';
 import { formatShape } from '../tensor/tensor.js';
 import { groupOutputs } from './combiners.js';
+import { leafKey } from './compile.js';
 import type { PlanEnsemble, PlanNode, PlanPipeline } from './compile.js';
 import { sourceOf } from './wiring.js';
 
@@ -58,8 +59,9 @@ export function inferSignature(plan: PlanNode, leaf: (name: string) => LeafInfo)
     let s: Signature;
     switch (p.kind) {
       case 'model':
-      case 'fn': {
-        const info = leaf(p.name);
+      case 'fn':
+      case 'method': {
+        const info = leaf(leafKey(p));
         s = isDynamic(info) ? { inputs: null, outputs: null } : { inputs: info.metadata!.inputs, outputs: info.metadata!.outputs };
         break;
       }
@@ -211,8 +213,9 @@ function dataParallelSignature(name: string, chunk: number, inner: Signature): S
 export function inputNames(plan: PlanNode, leaf: (name: string) => LeafInfo): string[] | null {
   switch (plan.kind) {
     case 'model':
-    case 'fn': {
-      const info = leaf(plan.name);
+    case 'fn':
+    case 'method': {
+      const info = leaf(leafKey(plan));
       return isDynamic(info) ? null : info.metadata!.inputs.map((i) => i.name);
     }
     case 'pipeline':

@@ -9,7 +9,7 @@ import { z } from 'zod';
 export const StepTimingSchema = z.object({
   /** Where the step sits, e.g. 'ocr > vote > a'. */
   step: z.string(),
-  kind: z.enum(['model', 'fn', 'pipeline', 'ensemble', 'dataParallel', 'combine', 'chunk']),
+  kind: z.enum(['model', 'fn', 'method', 'pipeline', 'ensemble', 'dataParallel', 'combine', 'chunk']),
   startMs: z.number(),
   wallMs: z.number(),
   queueMs: z.number().optional(),

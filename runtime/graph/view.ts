@@ -9,7 +9,7 @@ import { DeploymentViewSchema, GraphViewSchema } from '../views.js';
  */
 export const GraphDeploymentViewSchema = z.object({
   name: z.string(),
-  kind: z.enum(['pipeline', 'ensemble', 'dataParallel', 'model', 'fn']),
+  kind: z.enum(['pipeline', 'ensemble', 'dataParallel', 'model', 'fn', 'method']),
   steps: z.number(),
   inputs: z.array(TensorInfoSchema).nullable(),
   outputs: z.array(TensorInfoSchema).nullable(),

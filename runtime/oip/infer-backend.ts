@@ -17,7 +17,8 @@ export type InferenceRequest = Omit<Extract<ClientToHead, { type: 'run' }>, 'id'
 /** What serving an inference needs to know of a deployment or graph: its name, kind and signature. */
 export interface InferTarget {
   name: string;
-  kind: 'model' | 'fn' | 'graph';
+  /** 'class': a class actor, whose methods take values; it answers no tensor inference (see {@link checkInferRequest}). */
+  kind: 'model' | 'fn' | 'class' | 'graph';
   /**
    * A deployment's: null until a replica is READY and has said what it takes. A graph's: inferred
    * from its nodes' signatures, null where a fn step declares none.
@@ -54,11 +55,20 @@ export function takesAnything(target: InferTarget): boolean {
   );
 }
 
+/** A class actor named where tensors go (a run, an inference request, a job). */
+export function notTensorTarget(name: string): TroupeError {
+  return new TroupeError(
+    'TROUPE_ERR_BAD_REQUEST',
+    `'${name.slice(0, 64)}' is a class actor: it takes method calls (cluster.actor('${name.slice(0, 64)}').call(method, ...args), POST /api/v1/actors/${name.slice(0, 64)}/{method}), not tensors`,
+  );
+}
+
 /**
  * The checks made before a call is queued (as head/calls/inference.ts makes them for a deployment): well-formed
  * tensors, a deployment with a READY replica (or one that starts on demand), inputs and outputs that fit the signature.
  */
 export function checkInferRequest(target: InferTarget, request: InferenceRequest): void {
+  if (target.kind === 'class') throw notTensorTarget(target.name);
   for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
   if (!target.metadata && target.kind !== 'graph') {
     if (target.startsOnDemand) return;

@@ -3,6 +3,15 @@ import { WireTensorMapSchema } from '../tensor/wire.js';
 import { AckSchema, FailSchema, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
 import { DirectInputsSchema, RegionOfferSchema } from './shared-memory.js';
 import { LabelsSchema } from '../spec.js';
+import {
+  ClassMethodsSchema,
+  InvokeReplySchema,
+  InvokeSchema,
+  RestoreSchema,
+  StreamCancelSchema,
+  StreamCreditSchema,
+  StreamItemSchema,
+} from './class-actor.js';
 
 /**
  * Actors talk to the head directly over their own connection (the data plane); the node agent
@@ -45,6 +54,11 @@ export const HeadToActorSchema = z.discriminatedUnion('type', [
   }),
   /** A client connection is queued on the handoff socket; `head` is what the head read of it. */
   z.object({ type: z.literal('connection'), head: ConnectionHeadSchema }),
+  /** Class actors only (protocol/class-actor.ts): a method call, and the restore that precedes any after a restart. */
+  InvokeSchema,
+  RestoreSchema,
+  StreamCreditSchema,
+  StreamCancelSchema,
 ]);
 
 /**
@@ -76,7 +90,7 @@ export const CallReplySchema = z.object({ outputs: WireTensorMapSchema, timing: 
 export type CallReply = z.infer<typeof CallReplySchema>;
 
 /** The replies to what the head asks an actor, and to what a client asks a replica directly. */
-export const HeadToActorReplies = { call: CallReplySchema, handoffOpen: AckSchema };
+export const HeadToActorReplies = { call: CallReplySchema, handoffOpen: AckSchema, invoke: InvokeReplySchema, restore: AckSchema };
 export const ClientToReplicaReplies = { hello: AckSchema, call: CallReplySchema, region: AckSchema };
 
 /** Summed time of one kind, for Triton's statistics extension: how many, and ms in all. */
@@ -135,6 +149,8 @@ export const ActorStatsSchema = z.object({
   totals: CallTotalsSchema.optional(),
   /** A multiplexed replica's models: loads, calls that found the model loaded (hits) or not, and which are loaded now. */
   models: z.record(z.string(), z.object({ loads: z.number(), hits: z.number(), misses: z.number(), loaded: z.boolean() })).optional(),
+  /** A class actor's state size in bytes, when its class reports one (`stateSize()`). */
+  stateBytes: z.number().min(0).optional(),
 });
 export type ActorStats = z.infer<typeof ActorStatsSchema>;
 export type HeadToActor = z.infer<typeof HeadToActorSchema>;
@@ -154,6 +170,8 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
     modelBytes: z.number().int().min(0).optional(),
     /** The abstract socket address where a head on this host may hand client connections over (see runtime/handoff/). */
     handoff: z.object({ name: z.string().min(1).max(100) }).optional(),
+    /** A class actor's public methods and their declared tensor signatures (see class-actor.ts). */
+    methods: ClassMethodsSchema.optional(),
   }),
   z.object({ type: z.literal('loadFailed'), error: WireErrorSchema }),
   ReplySchema.extend({ value: CallReplySchema }),
@@ -162,6 +180,8 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('connectionBack'), head: ConnectionHeadSchema }),
   /** A handed-over connection closed. */
   z.object({ type: z.literal('connectionClosed') }),
+  /** An item of a class actor's streaming call. */
+  StreamItemSchema,
   FailSchema,
 ]);
 export type ActorToHead = z.infer<typeof ActorToHeadSchema>;

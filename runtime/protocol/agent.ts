@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GpuSchema, NodeResourcesSchema } from '../resources.js';
-import { BatchSchema, MultiplexSchema } from '../spec.js';
+import { BatchSchema, ClassArgsSchema, MultiplexSchema } from '../spec.js';
 import { AckSchema, FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
 
 const RunningActorSchema = z.object({ actorId: IdSchema, pid: z.number().int().positive() });
@@ -75,12 +75,14 @@ export const HeadToAgentSchema = z.discriminatedUnion('type', [
     gpus: z.array(z.number().int().min(0)).max(64),
     threads: z.number().int().min(1).max(256).optional(),
     batch: BatchSchema.optional(),
-    /** 'fn' starts a fn actor (actors/fn-host) for graph steps instead of a model actor. */
-    kind: z.enum(['model', 'fn']).optional(),
-    /** For kind 'fn': `path#export`, resolved inside the agent's --module-dir. */
+    /** 'fn' starts a fn actor (actors/fn-host) for graph steps, 'class' a class actor (actors/class-host), instead of a model actor. */
+    kind: z.enum(['model', 'fn', 'class']).optional(),
+    /** For kind 'fn' and 'class': `path#export`, resolved inside the agent's --module-dir. */
     fn: z.string().min(3).max(1024).optional(),
     /** Many models per replica: `model` is a directory (actors/multiplex-host). */
     multiplex: MultiplexSchema.optional(),
+    /** For kind 'class': the constructor's arguments (JSON values). */
+    args: ClassArgsSchema.optional(),
   }),
   z.object({ type: z.literal('stopActor'), id: IdSchema, actorId: IdSchema, graceMs: z.number().int().min(0).max(600_000) }),
 ]);

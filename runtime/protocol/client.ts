@@ -6,6 +6,15 @@ import { GraphDeploymentViewSchema } from '../graph/view.js';
 import { ClusterViewSchema, DeploymentViewSchema } from '../views.js';
 import { AckSchema, FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
 import { RoutesSchema } from './routes.js';
+import {
+  ClientStreamCancelSchema,
+  ClientStreamCreditSchema,
+  MethodCallReplySchema,
+  MethodCallSchema,
+  MethodStreamSchema,
+  StreamEndSchema,
+} from './method-call.js';
+import { StreamItemSchema } from './class-actor.js';
 
 /**
  * An output of an earlier run (a future passed as an input): the run's id and, when the run has
@@ -60,6 +69,12 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
     model: z.string().min(1).max(256).optional(),
   }),
   z.object({ type: z.literal('describe'), id: IdSchema }),
+  /** A method call on a class actor (docs/actors.md); answered with its value. */
+  MethodCallSchema,
+  /** A streaming method call, and the reader's credit and cancel for it. */
+  MethodStreamSchema,
+  ClientStreamCreditSchema,
+  ClientStreamCancelSchema,
   /** The deployment's replicas that take direct calls; the head then pushes `routes` when they change. */
   z.object({ type: z.literal('routes'), id: IdSchema, deployment: z.string().max(256) }),
   /**
@@ -87,6 +102,10 @@ export const ClientToHeadReplies = {
   describe: ClusterViewSchema,
   routes: RoutesSchema,
   load: AckSchema,
+  invoke: MethodCallReplySchema,
+  stream: StreamEndSchema,
+  streamCredit: AckSchema,
+  streamCancel: AckSchema,
 };
 
 /** head -> SDK client: answers, and the route updates of deployments the client asked about. */
@@ -94,5 +113,7 @@ export const HeadToClientSchema = z.discriminatedUnion('type', [
   ReplySchema,
   FailSchema,
   z.object({ type: z.literal('routes'), routes: RoutesSchema }),
+  /** An item of a streaming method call, under the call's id. */
+  StreamItemSchema,
 ]);
 export type HeadToClient = z.infer<typeof HeadToClientSchema>;

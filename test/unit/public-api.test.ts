@@ -5,6 +5,9 @@ import * as sdk from '../../runtime/index.js';
 
 /** The SDK's values, all of them: adding one is a decision, so it is made here too (docs/sdk.md). */
 const PUBLIC_VALUES = [
+  'ActorHandle',
+  'ActorStream',
+  'CallFuture',
   'Cluster',
   'ERRORS',
   'ERROR_CODES',
@@ -15,6 +18,7 @@ const PUBLIC_VALUES = [
   'dataParallel',
   'ensemble',
   'fn',
+  'method',
   'model',
   'pipeline',
   'tensor',

@@ -1,8 +1,9 @@
-import { badge, fmtAgo, fmtShare, html } from './html.js';
+import { badge, fmtAgo, fmtBytes, fmtShare, html } from './html.js';
 import type { Html } from './html.js';
 import type { StatusActor } from './protocol.js';
 
-type Column = 'name' | 'deployment' | 'state' | 'node' | 'device' | 'pid' | 'restarts' | 'queued' | 'inFlight' | 'calls' | 'lastError';
+type Column =
+  'name' | 'deployment' | 'state' | 'node' | 'device' | 'pid' | 'restarts' | 'queued' | 'inFlight' | 'calls' | 'stateBytes' | 'lastError';
 
 /** States that need a look first when sorting by state. */
 const STATE_ORDER: Record<StatusActor['state'], number> = { DEAD: 0, RESTARTING: 1, PENDING: 2, STARTING: 3, DRAINING: 4, READY: 5 };
@@ -18,6 +19,7 @@ const COLUMNS: { key: Column; label: string; numeric?: boolean; title?: string }
   { key: 'queued', label: 'Queue', numeric: true, title: 'calls queued inside the actor process' },
   { key: 'inFlight', label: 'In flight', numeric: true, title: 'calls sent to the actor and not answered yet' },
   { key: 'calls', label: 'Calls', numeric: true },
+  { key: 'stateBytes', label: 'State', numeric: true, title: "a class actor's state size, when its class reports one (stateSize())" },
   { key: 'lastError', label: 'Last error' },
 ];
 
@@ -31,6 +33,8 @@ function sortValue(a: StatusActor, key: Column): string | number {
       return a.pid ?? -1;
     case 'node':
       return a.node ?? '';
+    case 'stateBytes':
+      return a.stateBytes ?? -1;
     default:
       return a[key];
   }
@@ -115,6 +119,7 @@ export class ActorsTable {
           <td class="num">
             ${a.calls.toLocaleString('en-US')}${a.models ? html`<div class="muted small" title="loaded now: ${a.models.loaded.join(', ') || 'none'}">${a.models.loaded.length} models · ${hitPercent(a.models)} hits</div>` : ''}
           </td>
+          <td class="num">${a.stateBytes === null ? html`<span class="muted">–</span>` : fmtBytes(a.stateBytes)}</td>
           <td class="last-error">
             ${a.lastError ? html`<span class="muted small">${fmtAgo(a.lastError.time, now)}</span> <span class="reason" title="${a.lastError.message}">${a.lastError.message.split('\n')[0]}</span>` : html`<span class="muted">–</span>`}
           </td>

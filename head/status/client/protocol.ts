@@ -62,6 +62,8 @@ export interface StatusActor {
   /** Calls queued inside the actor process. */
   queued: number;
   calls: number;
+  /** A class actor's state size, when its class reports one (`stateSize()`). */
+  stateBytes: number | null;
   gpuMemoryMiB: number | null;
   /** A multiplexed replica's models: those loaded now, and its calls that found their model loaded or not. */
   models?: { loaded: string[]; loads: number; hits: number; misses: number } | undefined;
@@ -72,7 +74,7 @@ export interface StatusActor {
 export interface StatusDeployment {
   name: string;
   model: string;
-  kind: 'model' | 'fn';
+  kind: 'model' | 'fn' | 'class';
   replicas: number;
   state: 'DEPLOYING' | 'READY' | 'UNHEALTHY';
   unhealthy: string | null;

@@ -1,0 +1,197 @@
+import {
+  AgentToActorIpcSchema,
+  ClassActorEnvSchema,
+  ClassArgsSchema,
+  TroupeError,
+  createLogger,
+  disableOrtTelemetryByDefault,
+  onParentGone,
+} from '../runtime/internal.js';
+import type { ActorToAgentIpc, ClassActorEnv, InvokeReply } from '../runtime/internal.js';
+import { withShownPath } from '../runtime/model-path.js';
+import { ClassInstance } from './class-instance.js';
+import { StreamCredit } from './stream-credit.js';
+import { joinHead } from './head-socket.js';
+import type { HeadSocket } from './head-socket.js';
+
+/**
+ * The entry point of one class actor: a process holding one instance of a user's class (from a
+ * module the agent resolved inside its --module-dir), whose methods the head calls by name, one
+ * at a time. Placed, supervised and restarted like a model actor; after a restart the head hands
+ * it the last checkpoint of the instance it replaces before any call (docs/actors.md). Like every
+ * actor it outlives a lost head connection and rejoins with its state (head-socket.ts).
+ */
+const log = createLogger('class-actor');
+// A user's class may run onnxruntime itself: no telemetry from it either (see runtime/ort-telemetry.ts).
+disableOrtTelemetryByDefault();
+
+/** RESTORE_FAILED: restore() threw; the restart that follows tries again, and repeated failures make the actor DEAD with this cause. */
+const EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, RESTORE_FAILED: 4, UNWANTED: 5 } as const;
+
+function readEnv(): ClassActorEnv {
+  const parsed = ClassActorEnvSchema.safeParse(process.env);
+  if (!parsed.success) {
+    process.stderr.write(
+      `troupe class actor: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`,
+    );
+    process.exit(EXIT.BAD_ENV);
+  }
+  return parsed.data;
+}
+
+function tell(message: ActorToAgentIpc): void {
+  if (process.connected) process.send?.(message);
+}
+
+/** The constructor's arguments from the environment (the head checked them as part of the spec; checked again here). */
+function readArgs(env: ClassActorEnv): unknown[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(env.TROUPE_CLASS_ARGS);
+  } catch (err) {
+    throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the class's args are not JSON: ${(err as Error).message}`);
+  }
+  const args = ClassArgsSchema.safeParse(raw);
+  if (!args.success) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the class's args are invalid: ${args.error.issues[0]?.message}`);
+  return args.data;
+}
+
+async function main(): Promise<void> {
+  const env = readEnv();
+  const shown = env.TROUPE_SHOWN_PATH ?? env.TROUPE_CLASS_MODULE;
+  onParentGone(() => process.exit(0));
+  process.on('message', (raw) => {
+    const ping = AgentToActorIpcSchema.safeParse(raw);
+    if (ping.success) tell({ type: 'pong', seq: ping.data.seq });
+  });
+
+  let instance: ClassInstance | undefined;
+  let loadError: TroupeError | undefined;
+  try {
+    instance = await ClassInstance.create(env.TROUPE_CLASS_MODULE, shown, env.TROUPE_CLASS_EXPORT, readArgs(env));
+  } catch (err) {
+    const full = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
+    // The absolute path stays in this machine's log; the head and its caller see the path as named.
+    log.warn({ code: full.code, module: env.TROUPE_CLASS_MODULE }, full.message);
+    loadError = withShownPath(full, env.TROUPE_CLASS_MODULE, env.TROUPE_SHOWN_PATH);
+  }
+
+  let stopping = false;
+  let head: HeadSocket | undefined;
+  /** The credit of each streaming call in progress, by call id. */
+  const streams = new Map<string, StreamCredit>();
+  // SIGTERM drains: calls already accepted finish, new ones are refused with a retryable code,
+  // and the last replies leave (the socket is closed after a flush) before the process exits.
+  const exitClean = () => void (head?.close(1000) ?? Promise.resolve()).then(() => process.exit(0));
+  let idle: (() => void) | undefined;
+  process.on('SIGTERM', () => {
+    if (stopping) return;
+    stopping = true;
+    if (!instance || instance.queued === 0) exitClean();
+    else idle = exitClean;
+  });
+
+  head = joinHead({
+    env,
+    log,
+    exitCodes: EXIT,
+    readiness: () =>
+      instance
+        ? {
+            type: 'ready',
+            metadata: { inputs: [], outputs: [] },
+            device: 'cpu',
+            provider: 'class',
+            visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '',
+            methods: instance.signatures,
+          }
+        : (loadError ?? new TroupeError('TROUPE_ERR_MODEL_LOAD', 'the class did not load')),
+    // The frame a call came in is never handed back (release is not called): the instance may
+    // keep its arguments, byte arrays included, as state.
+    onMessage: (message, channel) => {
+      if (!instance) return;
+      const it = instance;
+      const done = () => {
+        if (it.queued === 0) idle?.();
+      };
+      switch (message.type) {
+        case 'invoke': {
+          if (stopping) {
+            channel.fail(message.id, new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `actor ${env.TROUPE_ACTOR_ID} is draining`));
+            return;
+          }
+          let work: Promise<InvokeReply>;
+          if (message.credit !== undefined) {
+            // A streaming call: items go out as the generator yields them, while the head's credit lasts.
+            const credit = new StreamCredit(message.credit);
+            streams.set(message.id, credit);
+            const id = message.id;
+            work = it.stream(message.method, message.args, credit, (seq, value) =>
+              channel.send({ type: 'streamItem', stream: id, seq, value }),
+            );
+            void work.finally(() => streams.delete(id)).catch(() => {});
+            // A head that is gone grants nothing more: stop the generator instead of holding the instance.
+            void channel.whenClosed.then(() => credit.cancel());
+          } else work = it.invoke(message.method, message.args, message.tensors === true);
+          work.then(
+            (reply) => (channel.reply(message.id, reply), done()),
+            (err: unknown) => (channel.fail(message.id, err), done()),
+          );
+          return;
+        }
+        case 'streamCredit':
+          streams.get(message.stream)?.grant(message.n);
+          return;
+        case 'streamCancel':
+          streams.get(message.stream)?.cancel();
+          return;
+        case 'restore':
+          it.restore(message.state).then(
+            () => channel.reply(message.id, {}),
+            (err: unknown) => {
+              const why = `${it.className}.restore() threw: ${(err as Error)?.message ?? String(err)}`;
+              channel.fail(message.id, new TroupeError('TROUPE_ERR_MODEL_LOAD', why));
+              process.stderr.write(`${why}\n`);
+              // A half-restored instance must take no calls: exit, and the restart says why.
+              setTimeout(() => process.exit(EXIT.RESTORE_FAILED), 200);
+            },
+          );
+          return;
+        default:
+          // Tensor calls and handoffs are for model actors.
+          channel.fail(
+            message.type === 'connection' ? null : message.id,
+            new TroupeError('TROUPE_ERR_BAD_REQUEST', `actor ${env.TROUPE_ACTOR_ID} is a class actor: it takes method calls, not tensors`),
+          );
+      }
+    },
+  });
+  if (!instance) return;
+  const it = instance;
+  // Totals for the head's counters and the status page, sent only when they changed.
+  let last = '';
+  setInterval(() => {
+    const s = it.stats;
+    const stats = {
+      calls: s.calls,
+      batches: s.calls,
+      rows: 0,
+      expired: 0,
+      failed: s.failed,
+      computeMs: s.computeMs,
+      queueMs: 0,
+      queued: s.queued,
+      inFlight: s.queued,
+      ...(s.stateBytes !== undefined ? { stateBytes: s.stateBytes } : {}),
+    };
+    const text = JSON.stringify(stats);
+    if (text !== last) head?.send({ type: 'stats', stats });
+    last = text;
+  }, 1000).unref();
+  log.info({ actor: env.TROUPE_ACTOR_ID, class: it.className, methods: it.methods }, 'class instance built');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`troupe class actor: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,322 @@
+import { pathToFileURL } from 'node:url';
+import type { z } from 'zod';
+import {
+  DEFAULT_MAX_FRAME_BYTES,
+  FnSignatureSchema,
+  HOOK_METHODS,
+  TroupeError,
+  WireTensorMapSchema,
+  encodeFrame,
+  mapFromWire,
+  mapToWire,
+} from '../runtime/internal.js';
+import type { ClassMethods, InvokeReply } from '../runtime/internal.js';
+import { checkTensorOutputs } from './tensor-outputs.js';
+import type { StreamCredit } from './stream-credit.js';
+
+type Method = (...args: unknown[]) => unknown;
+
+/** The lifecycle hooks a class may define (docs/actors.md). */
+interface Hooks {
+  checkpoint?: () => unknown;
+  restore?: (state: unknown) => unknown;
+  stateSize?: () => unknown;
+}
+
+/**
+ * The public methods of an instance: functions on its prototype chain (up to Object.prototype)
+ * or on itself, except the constructor, the hooks and names starting with '_' (private by
+ * convention; '#' fields are not reachable at all).
+ */
+function publicMethods(instance: object): string[] {
+  const names = new Set<string>();
+  for (let p: object | null = instance; p && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
+    for (const name of Object.getOwnPropertyNames(p)) {
+      if (name.startsWith('_') || HOOK_METHODS.has(name)) continue;
+      if (typeof (instance as Record<string, unknown>)[name] === 'function') names.add(name);
+    }
+  }
+  return [...names].sort();
+}
+
+/**
+ * Each public method with the tensor signature the class declares for it in a static
+ * `signatures` ({ method: { inputs, outputs } }, as a fn's `signature`), or null.
+ */
+function methodSignatures(cls: { signatures?: unknown }, methods: readonly string[], what: string): ClassMethods {
+  const declared = (cls.signatures ?? {}) as Record<string, unknown>;
+  if (typeof declared !== 'object' || declared === null)
+    throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `${what}.signatures is not an object`);
+  const out: ClassMethods = {};
+  for (const name of methods) {
+    const raw = Object.hasOwn(declared, name) ? declared[name] : undefined;
+    if (raw === undefined) {
+      out[name] = null;
+      continue;
+    }
+    const parsed = FnSignatureSchema.safeParse(raw);
+    if (!parsed.success)
+      throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `${what}.signatures.${name} is malformed: ${parsed.error.issues[0]?.message}`);
+    out[name] = parsed.data;
+  }
+  const stray = Object.keys(declared).filter((k) => !methods.includes(k));
+  if (stray.length > 0)
+    throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `${what}.signatures names no method of the class: ${stray.join(', ')}`);
+  return out;
+}
+
+/** The async iterator of what a streaming method returned (an async generator, or any async or sync iterable), or undefined. */
+function asyncIterator(value: unknown): AsyncIterator<unknown> | Iterator<unknown> | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as { [Symbol.asyncIterator]?: () => AsyncIterator<unknown>; [Symbol.iterator]?: () => Iterator<unknown> };
+  if (typeof v[Symbol.asyncIterator] === 'function') return v[Symbol.asyncIterator]!();
+  // Arrays and strings are values, not streams; a generator object is a stream.
+  if (!Array.isArray(value) && typeof v[Symbol.iterator] === 'function' && typeof (value as { next?: unknown }).next === 'function')
+    return v[Symbol.iterator]!();
+  return undefined;
+}
+
+/** A graph step's inputs as the head sent them: one map of wire tensors. */
+function wireInputs(who: string, value: unknown): z.output<typeof WireTensorMapSchema> {
+  const parsed = WireTensorMapSchema.safeParse(value);
+  if (!parsed.success)
+    throw new TroupeError('TROUPE_ERR_BAD_INPUT', `${who} as a graph step takes a map of tensors: ${parsed.error.issues[0]?.message}`);
+  return parsed.data;
+}
+
+/** Fails unless `value` can cross the wire in one frame; the error says what is wrong with it. */
+function checkSendable(what: string, value: unknown, code: 'TROUPE_ERR_METHOD_FAILED' | 'TROUPE_ERR_CHECKPOINT_FAILED'): void {
+  let bytes: number;
+  try {
+    bytes = encodeFrame([value]).byteLength;
+  } catch (err) {
+    throw new TroupeError(code, `${what} cannot be sent: ${(err as Error).message}`);
+  }
+  // Leave room for the envelope and the other messages of the frame.
+  if (bytes > DEFAULT_MAX_FRAME_BYTES - 1024 * 1024) throw new TroupeError(code, `${what} takes ${bytes} bytes, more than a frame holds`);
+}
+
+/**
+ * One instance of a user's class, as a class actor holds it. Calls run one at a time in the order
+ * they arrived (a method that awaits still holds the instance until it returns), so methods never
+ * see each other's half-done changes: the actor model's guarantee, and why state needs no locks.
+ */
+export class ClassInstance {
+  readonly className: string;
+  readonly methods: readonly string[];
+  /** The methods and their declared tensor signatures, for `ready`. */
+  readonly signatures: ClassMethods;
+  readonly #instance: Record<string, unknown> & Hooks;
+  #tail: Promise<unknown> = Promise.resolve();
+  #queued = 0;
+  #ran = 0;
+  #failed = 0;
+  #computeMs = 0;
+  #restored = false;
+  #stateBytes: number | undefined;
+
+  private constructor(className: string, instance: Record<string, unknown> & Hooks, cls: { signatures?: unknown }) {
+    this.className = className;
+    this.#instance = instance;
+    this.methods = publicMethods(instance);
+    this.signatures = methodSignatures(cls, this.methods, className);
+  }
+
+  /** Imports `modulePath`, finds the class `exportName` and builds one instance with `args`. */
+  static async create(modulePath: string, shownPath: string, exportName: string, args: unknown[]): Promise<ClassInstance> {
+    let mod: Record<string, unknown>;
+    try {
+      mod = (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>;
+    } catch (err) {
+      throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `cannot import ${shownPath}: ${(err as Error).message}`);
+    }
+    const cls = mod[exportName];
+    if (typeof cls !== 'function' || !cls.prototype) {
+      const has =
+        Object.keys(mod)
+          .filter((k) => typeof mod[k] === 'function')
+          .join(', ') || 'nothing callable';
+      throw new TroupeError(
+        'TROUPE_ERR_MODEL_LOAD',
+        `class '${exportName}' of ${shownPath} is not an exported class (the module exports ${has})`,
+      );
+    }
+    let instance: unknown;
+    try {
+      instance = new (cls as new (...a: unknown[]) => unknown)(...args);
+    } catch (err) {
+      throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `new ${exportName}(...args) threw: ${(err as Error)?.message ?? String(err)}`);
+    }
+    return new ClassInstance(exportName, instance as Record<string, unknown> & Hooks, cls as { signatures?: unknown });
+  }
+
+  /** Calls waiting for the instance, the running one included. */
+  get queued(): number {
+    return this.#queued;
+  }
+
+  get stats(): { calls: number; failed: number; computeMs: number; queued: number; stateBytes?: number } {
+    return {
+      calls: this.#ran,
+      failed: this.#failed,
+      computeMs: this.#computeMs,
+      queued: this.#queued,
+      ...(this.#stateBytes !== undefined ? { stateBytes: this.#stateBytes } : {}),
+    };
+  }
+
+  /** Runs `method` after every call that arrived before it; answers with its value and, if the class keeps one, the checkpoint after it. */
+  invoke(method: string, args: unknown[], tensors = false): Promise<InvokeReply> {
+    const unknown = this.#unknown(method);
+    if (unknown) return Promise.reject(unknown);
+    return this.#serial(() => this.#run(method, args, tensors));
+  }
+
+  /**
+   * Runs an async generator method after every call before it, sending each item as it is
+   * produced while `credit` allows; answers with the count of items. The instance is held until
+   * the generator ends (or is cancelled, which runs its `finally`), so calls stay in order.
+   */
+  stream(method: string, args: unknown[], credit: StreamCredit, send: (seq: number, value: unknown) => void): Promise<InvokeReply> {
+    const unknown = this.#unknown(method);
+    if (unknown) return Promise.reject(unknown);
+    return this.#serial(async () => {
+      const who = `${this.className}.${method}()`;
+      const started = performance.now();
+      let items = 0;
+      try {
+        let produced: unknown;
+        try {
+          produced = (this.#instance[method] as Method)(...args);
+        } catch (err) {
+          throw new TroupeError('TROUPE_ERR_METHOD_FAILED', `${who} threw: ${(err as Error)?.message ?? String(err)}`);
+        }
+        const iterator = asyncIterator(produced);
+        if (!iterator)
+          throw new TroupeError(
+            'TROUPE_ERR_METHOD_FAILED',
+            `${who} returned no stream: streaming calls are for async generator methods (async *${method}() { yield … })`,
+          );
+        let ended = false;
+        try {
+          while (await credit.take()) {
+            let next: IteratorResult<unknown>;
+            try {
+              next = await iterator.next();
+            } catch (err) {
+              ended = true;
+              throw new TroupeError(
+                'TROUPE_ERR_METHOD_FAILED',
+                `${who} threw after ${items} items: ${(err as Error)?.message ?? String(err)}`,
+              );
+            }
+            if (next.done) {
+              ended = true;
+              break;
+            }
+            checkSendable(`item ${items} of ${who}`, next.value, 'TROUPE_ERR_METHOD_FAILED');
+            send(items++, next.value);
+          }
+        } finally {
+          // A cancelled stream (or one whose item could not be sent) ends the generator, so its `finally` blocks run now.
+          if (!ended) await Promise.resolve(iterator.return?.(undefined)).catch(() => {});
+        }
+      } catch (err) {
+        this.#failed++;
+        throw err;
+      } finally {
+        this.#computeMs += performance.now() - started;
+      }
+      this.#ran++;
+      return this.#checkpointed(method, { value: items });
+    });
+  }
+
+  #unknown(method: string): TroupeError | undefined {
+    if (this.methods.includes(method)) return undefined;
+    return new TroupeError(
+      'TROUPE_ERR_UNKNOWN_METHOD',
+      `class '${this.className}' has no method '${method}' (its methods: ${this.methods.join(', ') || 'none'})`,
+    );
+  }
+
+  /**
+   * Hands the last checkpoint of the instance this process replaces to `restore()`. Only before
+   * the first call: a process that rejoins the head after a dropped connection kept its state and
+   * ignores it. A class without `restore` starts fresh (what it loses is in docs/actors.md).
+   */
+  restore(state: unknown): Promise<void> {
+    return this.#serial(async () => {
+      if (this.#restored || this.#ran > 0 || this.#failed > 0) return;
+      this.#restored = true;
+      if (typeof this.#instance.restore === 'function') await this.#instance.restore(state);
+      await this.#measure();
+    });
+  }
+
+  async #run(method: string, args: unknown[], tensors: boolean): Promise<InvokeReply> {
+    const started = performance.now();
+    const who = `${this.className}.${method}()`;
+    let value: unknown;
+    try {
+      // A graph step's call: tensors in (checked against their bytes), tensors out.
+      const given = tensors ? [mapFromWire(wireInputs(who, args[0]), 'input')] : args;
+      value = await (this.#instance[method] as Method)(...given);
+      if (tensors) value = mapToWire(checkTensorOutputs(who, value, 'TROUPE_ERR_METHOD_FAILED'));
+    } catch (err) {
+      this.#failed++;
+      if (err instanceof TroupeError) throw err;
+      throw new TroupeError('TROUPE_ERR_METHOD_FAILED', `${who} threw: ${(err as Error)?.message ?? String(err)}`);
+    } finally {
+      this.#computeMs += performance.now() - started;
+    }
+    try {
+      if (!tensors && asyncIterator(value))
+        throw new TroupeError('TROUPE_ERR_METHOD_FAILED', `${who} returns a stream: read it with handle.stream('${method}', …)`);
+      checkSendable(`the value ${who} returned`, value, 'TROUPE_ERR_METHOD_FAILED');
+    } catch (err) {
+      this.#failed++;
+      throw err;
+    }
+    this.#ran++;
+    return this.#checkpointed(method, { value });
+  }
+
+  /** `reply`, with the checkpoint after the call when the class keeps one. */
+  async #checkpointed(method: string, reply: InvokeReply): Promise<InvokeReply> {
+    if (typeof this.#instance.checkpoint === 'function') {
+      let state: unknown;
+      try {
+        state = await this.#instance.checkpoint();
+      } catch (err) {
+        throw new TroupeError(
+          'TROUPE_ERR_CHECKPOINT_FAILED',
+          `${this.className}.${method}() ran, but checkpoint() threw: ${(err as Error)?.message ?? String(err)}`,
+        );
+      }
+      checkSendable(`the checkpoint after ${this.className}.${method}()`, state, 'TROUPE_ERR_CHECKPOINT_FAILED');
+      reply.checkpoint = { state };
+    }
+    await this.#measure();
+    return reply;
+  }
+
+  /** The state size the class reports, if it has `stateSize()`; a throwing or odd answer reports none. */
+  async #measure(): Promise<void> {
+    if (typeof this.#instance.stateSize !== 'function') return;
+    try {
+      const size = await this.#instance.stateSize();
+      this.#stateBytes = typeof size === 'number' && Number.isFinite(size) && size >= 0 ? size : undefined;
+    } catch {
+      this.#stateBytes = undefined;
+    }
+  }
+
+  #serial<T>(work: () => Promise<T>): Promise<T> {
+    this.#queued++;
+    const result = this.#tail.then(work).finally(() => this.#queued--);
+    // The next call waits for this one to finish, however it ends.
+    this.#tail = result.catch(() => {});
+    return result;
+  }
+}

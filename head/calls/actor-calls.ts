@@ -1,0 +1,163 @@
+import { TroupeError } from '../../runtime/internal.js';
+import type { LinkStream, MethodCall } from '../../runtime/internal.js';
+import type { ClusterState } from '../state/cluster-state.js';
+import type { DeploymentRecord } from '../state/records.js';
+import { CallResults } from './call-results.js';
+import { Dispatcher } from './dispatcher.js';
+
+/** One streaming call as the head relays it: items passed on, and the reader's credit and cancel until it reached an instance. */
+interface StreamControl {
+  items: number;
+  cancelled: boolean;
+  pendingCredit: number;
+  started?: Omit<LinkStream, 'done'>;
+}
+
+/** A method call as every entry point gives it (SDK frames, HTTP): the SDK's message without its type. */
+export type MethodCallRequest = Omit<MethodCall, 'type'>;
+
+/**
+ * The head's service for method calls on class actors, called by every entry point so they
+ * cannot drift: finds the actor, fills in arguments that are Futures of earlier calls, queues the
+ * call for an instance (method-queue.ts) and keeps its result for calls that take it as a Future.
+ */
+export class ActorCalls {
+  readonly #state: ClusterState;
+  readonly #results = new CallResults();
+  /** Streams in progress, by caller (a client connection) and the caller's id for them. */
+  readonly #streams = new WeakMap<object, Map<string, StreamControl>>();
+
+  constructor(state: ClusterState) {
+    this.#state = state;
+  }
+
+  /** Runs one call; resolves with the method's value. */
+  call(request: MethodCallRequest): Promise<{ value: unknown }> {
+    return this.#results.add(request.id, this.#run(request)).then((value) => ({ value }));
+  }
+
+  /**
+   * Runs one streaming call for `caller` (a client connection): `push` sends each item on as it
+   * arrives; resolves with their count after the last. `caller` scopes the stream's id for
+   * {@link credit} and {@link cancel}, and {@link closed} cancels what a caller leaves behind.
+   */
+  async stream(
+    caller: object,
+    request: MethodCallRequest & { credit: number },
+    push: (seq: number, value: unknown) => void,
+  ): Promise<{ items: number }> {
+    const streams = this.#streams.get(caller) ?? new Map<string, StreamControl>();
+    this.#streams.set(caller, streams);
+    if (streams.has(request.id))
+      throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `stream '${request.id}' is already open on this connection`);
+    const control: StreamControl = { items: 0, cancelled: false, pendingCredit: 0 };
+    streams.set(request.id, control);
+    try {
+      const d = this.#classActor(request);
+      const args = await this.#resolveRefs(request);
+      const deadline = request.timeoutMs === undefined ? undefined : Date.now() + request.timeoutMs;
+      const reply = await d.dispatcher.methods.submit(request.method, args, {
+        sessionKey: request.sessionKey,
+        deadline,
+        stream: {
+          credit: request.credit,
+          onItem: (seq, value) => {
+            control.items++;
+            push(seq, value);
+          },
+          onStart: (controls) => {
+            control.started = controls;
+            if (control.cancelled) controls.cancel();
+            else if (control.pendingCredit > 0) controls.credit(control.pendingCredit);
+          },
+        },
+      });
+      return { items: typeof reply.value === 'number' ? reply.value : control.items };
+    } catch (err) {
+      // Say how far the reader got, so nothing is lost or read twice without it being said.
+      if (err instanceof TroupeError && control.items > 0)
+        throw new TroupeError(err.code, `${err.message} (after item ${control.items - 1} of the stream; no later item was sent)`);
+      throw err;
+    } finally {
+      streams.delete(request.id);
+    }
+  }
+
+  /** The reader of stream `id` took `n` more items' room. */
+  credit(caller: object, id: string, n: number): void {
+    const control = this.#streams.get(caller)?.get(id);
+    if (!control) return;
+    if (control.started) control.started.credit(n);
+    else control.pendingCredit += n;
+  }
+
+  /** The reader of stream `id` is done: the generator stops (its `finally` runs), even before it started. */
+  cancel(caller: object, id: string): void {
+    const control = this.#streams.get(caller)?.get(id);
+    if (!control) return;
+    control.cancelled = true;
+    control.started?.cancel();
+  }
+
+  /** `caller` went away: its streams stop. */
+  closed(caller: object): void {
+    for (const id of this.#streams.get(caller)?.keys() ?? []) this.cancel(caller, id);
+    this.#streams.delete(caller);
+  }
+
+  /** Throws what a call to `actor` would fail with when it is no class actor (for answers that must know before they start). */
+  check(actor: string): void {
+    this.#classActor({ actor });
+  }
+
+  #classActor(request: Pick<MethodCallRequest, 'actor'>): DeploymentRecord & { dispatcher: Dispatcher } {
+    const d = this.#state.deployments.get(request.actor);
+    if (!d) {
+      const known = [...this.#state.deployments.values()].filter((x) => x.spec.kind === 'class').map((x) => `'${x.spec.name}'`);
+      throw new TroupeError(
+        'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+        `no actor named '${request.actor}' (class actors: ${known.join(', ') || 'none'})`,
+      );
+    }
+    if (d.spec.kind !== 'class' || !(d.dispatcher instanceof Dispatcher)) {
+      throw new TroupeError(
+        'TROUPE_ERR_NOT_A_CLASS_ACTOR',
+        `'${request.actor}' is a ${d.spec.kind ?? 'model'} deployment, not a class actor: run it with tensors (cluster.run)`,
+      );
+    }
+    return d as DeploymentRecord & { dispatcher: Dispatcher };
+  }
+
+  async #run(request: MethodCallRequest): Promise<unknown> {
+    const deadline = request.timeoutMs === undefined ? undefined : Date.now() + request.timeoutMs;
+    const d = this.#classActor(request);
+    const args = await this.#resolveRefs(request);
+    // Bound to the deployment as it was when the call arrived: a replaced deployment gets a new dispatcher.
+    const { value } = await d.dispatcher.methods.submit(request.method, args, { sessionKey: request.sessionKey, deadline });
+    return value;
+  }
+
+  /** The arguments, with those that name earlier calls (Futures) replaced by their values. */
+  async #resolveRefs(request: MethodCallRequest): Promise<unknown[]> {
+    const args = [...request.args];
+    const refs = Object.entries(request.refs ?? {});
+    await Promise.all(
+      refs.map(async ([index, ref]) => {
+        const at = Number(index);
+        try {
+          args[at] = await this.#results.get(ref.call);
+        } catch (err) {
+          const cause = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
+          const how = cause.code === 'TROUPE_ERR_UNKNOWN_CALL' ? '' : ` failed with ${cause.code}`;
+          throw new TroupeError(
+            cause.code,
+            `argument ${at} of ${request.actor}.${request.method}() is call ${ref.call}, which${how ? how : ' is unknown'}: ${cause.message}`,
+          );
+        }
+      }),
+    );
+    // Arguments past the end that only refs filled must leave no holes.
+    for (let i = 0; i < args.length; i++) if (!(i in args)) args[i] = null;
+    return args;
+  }
+}

@@ -1,0 +1,207 @@
+import { MAX_QUEUE_WAIT_MS, TroupeError } from '../../runtime/internal.js';
+import type { InvokeReply, LinkStream } from '../../runtime/internal.js';
+import type { ActorRecord, DeploymentRecord } from '../state/records.js';
+
+/** Sessions one class deployment remembers; past it the oldest binding is forgotten (its next call may land elsewhere). */
+export const MAX_SESSIONS = 100_000;
+
+export interface MethodCallOptions {
+  /** Calls with the same key go to the same instance while it lives. */
+  sessionKey?: string | undefined;
+  /** Absolute time (Date.now()) after which the caller no longer wants the answer. */
+  deadline?: number | undefined;
+  /** A graph step's call: the one argument is a map of wire tensors, and so is the answer. */
+  tensors?: boolean | undefined;
+  /**
+   * A streaming call: `credit` items may come before more are granted; `onItem` gets each one,
+   * and `onStart` the controls once the call reached an instance. A started stream has no
+   * deadline: its reader paces it, and cancels it.
+   */
+  stream?:
+    { credit: number; onItem: (seq: number, value: unknown) => void; onStart: (controls: Omit<LinkStream, 'done'>) => void } | undefined;
+}
+
+interface Waiting {
+  method: string;
+  args: unknown[];
+  options: MethodCallOptions;
+  enqueued: number;
+  timer: NodeJS.Timeout;
+  settled: boolean;
+  resolve: (reply: InvokeReply) => void;
+  reject: (error: TroupeError) => void;
+}
+
+/** An actor that will take calls again without a new placement: it is READY, starting or restarting. */
+function alive(a: ActorRecord): boolean {
+  return a.state === 'READY' || a.state === 'STARTING' || a.state === 'PENDING' || a.state === 'RESTARTING';
+}
+
+/**
+ * Method calls of one class deployment, waiting in the head for an instance. A call goes to the
+ * instance its session is bound to (waiting while that instance restarts, since a restart
+ * restores its checkpoint), else to the READY instance with the fewest calls in flight. Calls
+ * leave in arrival order, and each instance runs its calls in the order they reach it, so calls
+ * of one session run in the order they were made. Unlike tensor calls, a method call is never
+ * retried on another instance: it may have changed the state of the one that died.
+ */
+export class MethodQueue {
+  readonly #d: DeploymentRecord;
+  #waiting: Waiting[] = [];
+  /** Session key -> the id of the instance it is bound to (insertion order: oldest first). */
+  readonly #sessions = new Map<string, string>();
+  /** Instance id -> sessions bound to it. */
+  readonly #bound = new Map<string, number>();
+  #turn = 0;
+
+  constructor(d: DeploymentRecord) {
+    this.#d = d;
+  }
+
+  get queued(): number {
+    return this.#waiting.length;
+  }
+
+  submit(method: string, args: unknown[], options: MethodCallOptions = {}): Promise<InvokeReply> {
+    const name = this.#d.spec.name;
+    if (this.#waiting.length >= this.#d.spec.maxQueue) {
+      return Promise.reject(
+        new TroupeError(
+          'TROUPE_ERR_OVERLOADED',
+          `actor '${name}' has ${this.#waiting.length} calls waiting (maxQueue ${this.#d.spec.maxQueue}); retry later`,
+        ),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      const enqueued = Date.now();
+      const wait = options.deadline === undefined ? MAX_QUEUE_WAIT_MS : Math.max(0, options.deadline - enqueued);
+      const call: Waiting = {
+        method,
+        args,
+        options,
+        enqueued,
+        settled: false,
+        resolve,
+        reject,
+        timer: undefined as unknown as NodeJS.Timeout,
+      };
+      call.timer = setTimeout(() => this.#expire(call), wait);
+      this.#waiting.push(call);
+      this.pump();
+    });
+  }
+
+  /** Sends waiting calls whose instance can take them, oldest first. Called on every change that can make room. */
+  pump(): void {
+    if (this.#waiting.length === 0) return;
+    const left: Waiting[] = [];
+    for (const call of this.#waiting) {
+      if (call.settled) continue;
+      const actor = this.#pick(call);
+      if (actor?.link?.invoke) this.#send(call, actor);
+      else left.push(call);
+    }
+    this.#waiting = left;
+    if (left.length > 0 && !this.#d.actors.some(alive) && (this.#d.spec.autoscale?.maxReplicas ?? 0) === 0) {
+      const states = this.#d.actors.map((a) => `${a.name} ${a.state}`).join(', ') || 'no replicas';
+      this.failAll(new TroupeError('TROUPE_ERR_NOT_READY', `actor '${this.#d.spec.name}' has no instance that can take calls (${states})`));
+    }
+  }
+
+  failAll(error: TroupeError): void {
+    const calls = this.#waiting;
+    this.#waiting = [];
+    for (const call of calls) this.#settle(call, error);
+  }
+
+  /** The instance for `call` now, or undefined to keep it waiting. */
+  #pick(call: Waiting): ActorRecord | undefined {
+    const key = call.options.sessionKey;
+    if (key !== undefined) {
+      const bound = this.#sessions.get(key);
+      const actor = bound === undefined ? undefined : this.#d.actors.find((a) => a.id === bound);
+      if (actor && alive(actor)) return this.#hasRoom(actor) ? actor : undefined;
+    }
+    // A new session goes to the instance holding the fewest sessions (state is what they cost),
+    // a call without one to the least busy; ties rotate, so idle instances all take turns.
+    const actors = this.#d.actors;
+    const start = this.#turn++ % Math.max(1, actors.length);
+    const score = (a: ActorRecord) => (key !== undefined ? [this.#bound.get(a.id) ?? 0, a.link!.inFlight] : [a.link!.inFlight, 0]);
+    let best: ActorRecord | undefined;
+    let bestScore: number[] = [];
+    for (let i = 0; i < actors.length; i++) {
+      const a = actors[(start + i) % actors.length]!;
+      if (!this.#hasRoom(a)) continue;
+      const s = score(a);
+      if (!best || s[0]! < bestScore[0]! || (s[0] === bestScore[0] && s[1]! < bestScore[1]!)) [best, bestScore] = [a, s];
+    }
+    if (best && key !== undefined) this.#bind(key, best.id);
+    return best;
+  }
+
+  #hasRoom(a: ActorRecord): boolean {
+    // An instance holds at most maxQueue calls of its own: its queue is bounded like the head's.
+    return a.state === 'READY' && a.link !== undefined && !a.link.closed && a.link.inFlight < Math.max(1, this.#d.spec.maxQueue);
+  }
+
+  #bind(key: string, actorId: string): void {
+    this.#unbind(key);
+    if (this.#sessions.size >= MAX_SESSIONS) this.#unbind(this.#sessions.keys().next().value!);
+    this.#sessions.set(key, actorId);
+    this.#bound.set(actorId, (this.#bound.get(actorId) ?? 0) + 1);
+  }
+
+  #unbind(key: string): void {
+    const actorId = this.#sessions.get(key);
+    if (actorId === undefined) return;
+    this.#sessions.delete(key);
+    const left = (this.#bound.get(actorId) ?? 1) - 1;
+    if (left > 0) this.#bound.set(actorId, left);
+    else this.#bound.delete(actorId);
+  }
+
+  #send(call: Waiting, actor: ActorRecord): void {
+    const started = Date.now();
+    const stream = call.options.stream;
+    let sent: Promise<InvokeReply>;
+    if (stream && actor.link!.invokeStream) {
+      clearTimeout(call.timer);
+      const { done, ...controls } = actor.link!.invokeStream(call.method, call.args, stream.credit, stream.onItem);
+      stream.onStart(controls);
+      sent = done;
+    } else sent = actor.link!.invoke!(call.method, call.args, call.options.tensors);
+    sent.then(
+      (reply) => {
+        // Kept on the record, which outlives the process: a restart of this instance restores it.
+        if (reply.checkpoint) actor.checkpoint = reply.checkpoint;
+        this.#d.stats.record(Date.now() - started);
+        this.#settle(call, undefined, reply);
+        this.pump();
+      },
+      (err: unknown) => {
+        const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
+        this.#d.stats.record(Date.now() - started, error.code);
+        this.#settle(call, error);
+        this.pump();
+      },
+    );
+  }
+
+  #expire(call: Waiting): void {
+    const waited = Date.now() - call.enqueued;
+    const why =
+      call.options.deadline === undefined
+        ? `no instance took the call within ${MAX_QUEUE_WAIT_MS} ms`
+        : `deadline passed after ${waited} ms`;
+    // A call already sent may still run: the instance cannot be stopped halfway through a method.
+    this.#settle(call, new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `actor '${this.#d.spec.name}': ${why}`));
+  }
+
+  #settle(call: Waiting, error: TroupeError | undefined, reply?: InvokeReply): void {
+    if (call.settled) return;
+    call.settled = true;
+    clearTimeout(call.timer);
+    if (error) call.reject(error);
+    else call.resolve(reply!);
+  }
+}

@@ -1,0 +1,135 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import {
+  MAX_METHOD_ARGS,
+  MAX_SESSION_KEY,
+  MethodCallSchema,
+  MethodNameSchema,
+  NameSchema,
+  TroupeError,
+  newId,
+  parseJson,
+} from '../../runtime/internal.js';
+import { acceptBuffers, bodyBuffer } from './body.js';
+import type { ApiContext } from './context.js';
+import { streamOverSse } from './actor-stream-route.js';
+
+/**
+ * Method calls on class actors over HTTP: `POST /api/v1/actors/{name}/{method}` with the
+ * arguments as JSON, answered with the method's value. The same service as the SDK's
+ * `handle.call` (head/calls/actor-calls.ts), so the rules cannot drift.
+ */
+
+/** A call's body: its arguments are JSON, parsed on the head's event loop, so it gets a bound of its own. */
+export const MAX_CALL_BODY_BYTES = 8 * 2 ** 20;
+
+const CallBodySchema = z
+  .object({
+    /** The method's arguments, in order (default none). */
+    args: z.array(z.unknown()).max(MAX_METHOD_ARGS).default([]),
+    /** Arguments that are the results of earlier calls (their `id`s), resolved on the head: index -> call. */
+    refs: MethodCallSchema.shape.refs,
+    /** Calls with the same key go to the same instance while it lives. */
+    sessionKey: z.string().min(1).max(MAX_SESSION_KEY).optional(),
+    /** Fail with TROUPE_ERR_DEADLINE_EXCEEDED (504) past this many ms; the method may still run to its end. */
+    timeoutMs: MethodCallSchema.shape.timeoutMs,
+  })
+  .strict();
+
+const CallAnswerSchema = z.object({
+  /** This call's id: another call may take its result as an argument (`refs`) for 60 s. */
+  id: z.string(),
+  /** What the method returned. */
+  value: z.unknown(),
+});
+
+function pathParams(request: FastifyRequest): { name: string; method: string } {
+  const { name, method } = request.params as { name: string; method: string };
+  if (!NameSchema.safeParse(name).success)
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `actor name '${name.slice(0, 100)}' is not allowed: names are 1-63 letters, digits, ".", "_" or "-"`,
+    );
+  const m = MethodNameSchema.safeParse(method);
+  if (!m.success) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `method '${method.slice(0, 100)}': ${m.error.issues[0]?.message}`);
+  return { name, method };
+}
+
+function callBody(request: FastifyRequest): z.output<typeof CallBodySchema> {
+  const text = bodyBuffer(request.body).toString('utf8');
+  // No body (or an empty one) calls the method without arguments.
+  const raw = text.trim() === '' ? {} : parseJson(text, 'the call body');
+  const parsed = CallBodySchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `the call body is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`,
+    );
+  }
+  return parsed.data;
+}
+
+export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  acceptBuffers(app, Math.min(ctx.maxBodyBytes, MAX_CALL_BODY_BYTES));
+  ctx.docs.route(
+    app,
+    {
+      method: 'POST',
+      url: '/api/v1/actors/:name/:method/stream',
+      tag: 'Actors',
+      auth: 'write',
+      summary: 'Calls an async generator method of a class actor and streams its items as server-sent events',
+      description:
+        'One `data:` event per item (its JSON, `id:` its number), then `event: end` with `{"items": n}`, or `event: error` with `{"code", "message"}`. ' +
+        'The instance runs at most 16 items ahead of what the connection has taken; closing the connection stops the generator.',
+      body: { contentTypes: ['application/json'], schema: CallBodySchema, description: 'the arguments; an empty body calls without any' },
+      responses: { 200: { description: 'the items, as text/event-stream', contentType: 'text/event-stream' } },
+    },
+    async (request, reply) => {
+      const { name, method } = pathParams(request);
+      const body = callBody(request);
+      // Refused as JSON while a status can still say so; once the events start it is 200.
+      ctx.actors.check(name);
+      await streamOverSse(ctx.actors, reply, {
+        actor: name,
+        method,
+        args: body.args,
+        ...(body.refs ? { refs: body.refs } : {}),
+        ...(body.sessionKey !== undefined ? { sessionKey: body.sessionKey } : {}),
+        ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
+      });
+    },
+  );
+  ctx.docs.route(
+    app,
+    {
+      method: 'POST',
+      url: '/api/v1/actors/:name/:method',
+      tag: 'Actors',
+      auth: 'write',
+      summary: "Calls a method of a class actor with JSON arguments; answers with the method's value",
+      description:
+        'The instance is the one the sessionKey is bound to, else the least busy READY one. Calls to one instance run one at a time, in arrival order. ' +
+        'A call is never retried on another instance: if its instance dies first, it fails with TROUPE_ERR_ACTOR_DIED.',
+      body: { contentTypes: ['application/json'], schema: CallBodySchema, description: 'the arguments; an empty body calls without any' },
+      responses: { 200: { description: "the method's value", schema: CallAnswerSchema } },
+    },
+    async (request) => {
+      const { name, method } = pathParams(request);
+      const body = callBody(request);
+      const id = newId();
+      const { value } = await ctx.actors.call({
+        id,
+        actor: name,
+        method,
+        args: body.args,
+        ...(body.refs ? { refs: body.refs } : {}),
+        ...(body.sessionKey !== undefined ? { sessionKey: body.sessionKey } : {}),
+        ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
+      });
+      // A method that returns nothing answers null: JSON has no undefined.
+      return { id, value: value === undefined ? null : value };
+    },
+  );
+}

@@ -1,0 +1,169 @@
+import { TroupeError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { ClientToHead } from '../protocol/client.js';
+import type { CallRef } from '../protocol/method-call.js';
+import type { ModelDeploymentInput } from '../spec.js';
+import { Future } from './future.js';
+import { ActorStream, DEFAULT_STREAM_WINDOW } from './actor-stream.js';
+import type { StreamControls } from './actor-stream.js';
+import { MAX_STREAM_WINDOW } from '../protocol/method-call.js';
+
+/**
+ * A class actor to deploy: instances of the class `export` of `module` (a path inside the
+ * agents' --module-dir), each built with `new Export(...args)` in a process of its own.
+ */
+export interface ActorSpec {
+  name: string;
+  /** The module, relative to the agent's --module-dir (a `.ts` name runs the compiled `.js` beside it). */
+  module: string;
+  /** The exported class. */
+  export: string;
+  /** The constructor's arguments: JSON values, at most 64 KiB as JSON. */
+  args?: unknown[];
+  /** Instances (default 1); each keeps its own state. */
+  replicas?: number;
+  /** CPUs each instance reserves (default 1). */
+  cpus?: number;
+  /** GPUs each instance holds (fractions share one); the process sees only those (CUDA_VISIBLE_DEVICES). */
+  gpus?: number;
+  memory?: number | string;
+  placement?: 'spread' | 'pack';
+  /** Calls that may wait in the head, and that one instance may hold (default 1024); past it TROUPE_ERR_OVERLOADED. */
+  maxQueue?: number;
+}
+
+/** The deployment spec of a class actor: `kind: 'class'` and `model: 'module#Export'`. */
+export function actorDeployment(spec: ActorSpec): ModelDeploymentInput {
+  const { module, export: exportName, ...rest } = spec;
+  return { ...rest, kind: 'class', model: `${module}#${exportName}` };
+}
+
+export interface ActorCallOptions {
+  /** Calls with the same key go to the same instance while it lives (its state: a conversation, a cache). */
+  sessionKey?: string;
+  /** Fail with TROUPE_ERR_DEADLINE_EXCEEDED past this; the method may still run to its end. */
+  timeoutMs?: number;
+}
+
+type CallMessage = Extract<ClientToHead, { type: 'invoke' }>;
+type StreamMessage = Extract<ClientToHead, { type: 'stream' }>;
+
+/** How a handle reaches the head (the cluster's connection). */
+export interface ActorTransport {
+  /** Sends one call; `timeoutMs` bounds the wait for the answer. */
+  call(message: CallMessage, timeoutMs: number | undefined): Promise<{ value: unknown }>;
+  /** Opens a streaming call whose items go to `stream`. */
+  stream(message: StreamMessage, stream: ActorStream<unknown>): void;
+  /** The reader of stream `id` made room for `n` more items. */
+  credit(id: string, n: number): void;
+  /** The reader of stream `id` stopped reading. */
+  cancel(id: string): void;
+}
+
+export interface ActorStreamOptions {
+  /** Items the instance may run ahead of the reader (default 16, at most 1024). */
+  window?: number;
+}
+
+/** How long past a call's deadline the SDK waits for the head's own deadline error. */
+const DEADLINE_GRACE_MS = 2000;
+
+/** The Future of an actor call: the head holds its result, so it may be an argument of another call. */
+export class CallFuture<T = unknown> extends Future<T> {}
+
+/**
+ * A handle on a deployed class actor: `call` runs a method on one of its instances and returns a
+ * {@link Future} at once. Calls to one instance run one at a time in the order they reach it;
+ * state persists between them. Pass a call's Future as an argument of another call and the head
+ * feeds its value in, without a round trip through this client.
+ *
+ * @example
+ * const counter = await cluster.actor({ name: 'counter', module: 'counter.js', export: 'Counter', args: [10] });
+ * await counter.call('add', 5);                       // 15
+ * const total = counter.call('add', counter.call('add', 1));  // the inner result feeds the outer call on the head
+ * const alice = counter.session('alice');             // her calls stick to one instance
+ */
+export class ActorHandle {
+  readonly name: string;
+  readonly #transport: ActorTransport;
+  readonly #options: ActorCallOptions;
+
+  /** @internal use `cluster.actor(spec)` or `cluster.actorHandle(name)` */
+  constructor(name: string, transport: ActorTransport, options: ActorCallOptions = {}) {
+    this.name = name;
+    this.#transport = transport;
+    this.#options = options;
+  }
+
+  /** The same actor, with calls bound to `sessionKey`: they go to the instance the first one went to, while it lives. */
+  session(sessionKey: string): ActorHandle {
+    return new ActorHandle(this.name, this.#transport, { ...this.#options, sessionKey });
+  }
+
+  /** The same actor, with these call options (a deadline, a session). */
+  withOptions(options: ActorCallOptions): ActorHandle {
+    return new ActorHandle(this.name, this.#transport, { ...this.#options, ...options });
+  }
+
+  /** Runs `method(...args)` on an instance; arguments may be Futures of earlier calls. */
+  call<T = unknown>(method: string, ...args: unknown[]): CallFuture<T> {
+    const message = this.#message(method, args);
+    const { timeoutMs } = this.#options;
+    // Sent synchronously, so a call that takes this one's Future always reaches the head after it.
+    const answer = this.#transport.call(message, timeoutMs === undefined ? undefined : timeoutMs + DEADLINE_GRACE_MS);
+    return new CallFuture<T>(
+      message.id,
+      answer.then((a) => a.value as T),
+    );
+  }
+
+  /**
+   * Runs an async generator method and gives its items as they are produced, to read with
+   * `for await`. The instance runs at most `window` items ahead of the reader; breaking out of the
+   * loop stops the generator. Give `{ window }` as the last argument through {@link streamWith}.
+   */
+  stream<T = unknown>(method: string, ...args: unknown[]): ActorStream<T> {
+    return this.streamWith<T>({}, method, ...args);
+  }
+
+  /** {@link stream} with options (the window). */
+  streamWith<T = unknown>(options: ActorStreamOptions, method: string, ...args: unknown[]): ActorStream<T> {
+    const window = options.window ?? DEFAULT_STREAM_WINDOW;
+    if (!Number.isInteger(window) || window < 1 || window > MAX_STREAM_WINDOW)
+      throw new TroupeError('TROUPE_ERR_BAD_INPUT', `stream window must be a whole number in [1, ${MAX_STREAM_WINDOW}], got ${window}`);
+    const message: StreamMessage = { ...this.#message(method, args), type: 'stream', credit: window };
+    const stream = new ActorStream<T>(message.id, window, this.#controls(message.id));
+    this.#transport.stream(message, stream as ActorStream<unknown>);
+    return stream;
+  }
+
+  #controls(id: string): StreamControls {
+    return {
+      grant: (n) => this.#transport.credit(id, n),
+      cancel: () => this.#transport.cancel(id),
+    };
+  }
+
+  #message(method: string, args: unknown[]): CallMessage {
+    const id = newId();
+    const wire: unknown[] = [];
+    const refs: Record<string, CallRef> = {};
+    args.forEach((arg, i) => {
+      if (arg instanceof CallFuture) {
+        refs[String(i)] = { call: arg.id };
+        wire.push(null);
+      } else if (arg instanceof Future) {
+        throw new TroupeError(
+          'TROUPE_ERR_BAD_INPUT',
+          `argument ${i} of ${this.name}.${method}() is the Future of a run: only Futures of actor calls may be arguments (await the run first)`,
+        );
+      } else wire.push(arg);
+    });
+    const { sessionKey, timeoutMs } = this.#options;
+    const message: CallMessage = { type: 'invoke', id, actor: this.name, method, args: wire };
+    if (Object.keys(refs).length > 0) message.refs = refs;
+    if (sessionKey !== undefined) message.sessionKey = sessionKey;
+    if (timeoutMs !== undefined) message.timeoutMs = timeoutMs;
+    return message;
+  }
+}

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import { IdSchema, NameSchema } from './common.js';
+import { MAX_METHOD_ARGS, MethodNameSchema } from './class-actor.js';
+
+/** An argument that is the result of an earlier actor call (a Future passed along), resolved on the head. */
+export const CallRefSchema = z.object({ call: IdSchema });
+export type CallRef = z.infer<typeof CallRefSchema>;
+
+/** The longest session key: keys are user or conversation ids, not payloads. */
+export const MAX_SESSION_KEY = 256;
+
+/**
+ * A method call on a class actor, from an SDK client or an HTTP request: the head picks the
+ * instance (the one its session is bound to, else the least busy READY one), fills in the
+ * arguments that are Futures, and answers with the method's value.
+ */
+export const MethodCallSchema = z.object({
+  type: z.literal('invoke'),
+  id: IdSchema,
+  actor: NameSchema,
+  method: MethodNameSchema,
+  args: z.array(z.unknown()).max(MAX_METHOD_ARGS),
+  /** Arguments that are results of earlier calls: argument index (as a string) -> call. */
+  refs: z
+    .record(z.string().regex(/^\d{1,3}$/), CallRefSchema)
+    .refine((r) => Object.keys(r).every((k) => Number(k) < MAX_METHOD_ARGS), `argument indexes are below ${MAX_METHOD_ARGS}`)
+    .optional(),
+  /** Calls with the same key go to the same instance while it lives (sticky sessions). */
+  sessionKey: z.string().min(1).max(MAX_SESSION_KEY).optional(),
+  timeoutMs: z
+    .number()
+    .positive()
+    .max(24 * 3600 * 1000)
+    .optional(),
+});
+export type MethodCall = z.infer<typeof MethodCallSchema>;
+
+export const MethodCallReplySchema = z.object({ value: z.unknown() });
+
+/** The most items a reader may ask for at once: its window, and each grant after it. */
+export const MAX_STREAM_WINDOW = 1024;
+
+/**
+ * A streaming call: a method that is an async generator. Its items come as `streamItem` pushes
+ * under this request's id, at most `credit` ahead of what the client granted (`streamCredit`); the
+ * reply, after the last item, is their count. `streamCancel` stops the generator.
+ */
+export const MethodStreamSchema = MethodCallSchema.extend({
+  type: z.literal('stream'),
+  credit: z.number().int().min(1).max(MAX_STREAM_WINDOW),
+});
+export type MethodStream = z.infer<typeof MethodStreamSchema>;
+export const ClientStreamCreditSchema = z.object({
+  type: z.literal('streamCredit'),
+  id: IdSchema,
+  stream: IdSchema,
+  n: z.number().int().min(1).max(MAX_STREAM_WINDOW),
+});
+export const ClientStreamCancelSchema = z.object({ type: z.literal('streamCancel'), id: IdSchema, stream: IdSchema });
+export const StreamEndSchema = z.object({ items: z.number().int().min(0) });

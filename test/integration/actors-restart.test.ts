@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { connect } from '../../runtime/internal.js';
+import type { ActorView, Cluster } from '../../runtime/internal.js';
+import { startCluster, waitFor } from '../helpers/cluster.js';
+import type { TestCluster } from '../helpers/cluster.js';
+import { GRAPH_AGENT, rejectsWith } from '../helpers/graphs.js';
+
+const CLASSES = 'test/fixtures/classes.js';
+
+describe('class actors restart with back-off, restoring their checkpoint', { timeout: 180_000 }, () => {
+  let cluster: TestCluster;
+  let client: Cluster;
+
+  const instance = async (name: string): Promise<ActorView> =>
+    (await client.describe()).deployments.find((d) => d.name === name)!.actors[0]!;
+  const readyAgain = (name: string, restarts: number) =>
+    waitFor(`${name} READY after ${restarts} restart(s)`, async () => {
+      const a = await instance(name);
+      return a.state === 'READY' && a.restarts >= restarts && a;
+    });
+
+  before(async () => {
+    cluster = await startCluster({ agents: [GRAPH_AGENT] });
+    client = await connect(cluster.url);
+  });
+  after(async () => {
+    await client?.close();
+    await cluster?.stop();
+  });
+
+  test('a crashed instance comes back in a new process with the state of its last checkpoint', async () => {
+    const counter = await client.actor({ name: 'counter', module: CLASSES, export: 'Counter', args: [100], cpus: 0.1 });
+    await counter.call('add', 23);
+    await counter.call('append', 'kept', 0);
+    const pid = await counter.call<number>('pid');
+    await rejectsWith(counter.call('crash'), 'TROUPE_ERR_ACTOR_DIED', /exited or lost its connection before answering/);
+    const back = await readyAgain('counter', 1);
+    assert.notEqual(back.pid, pid);
+    assert.equal(await counter.call<number>('pid'), back.pid);
+    assert.equal(await counter.call('total'), 123);
+    assert.deepEqual(await counter.call('append', 'after', 0), ['kept', 'after']);
+    // The class reports its state size (stateSize()), and the head shows it with the instance's totals.
+    const sized = await waitFor('stateBytes reported', async () => (await instance('counter')).stats?.stateBytes);
+    assert.equal(sized, 8 + ('kept'.length + 'after'.length) * 2);
+  });
+
+  test('a class without checkpoint() starts fresh after a restart', async () => {
+    const notebook = await client.actor({ name: 'notebook', module: CLASSES, export: 'Notebook', cpus: 0.1 });
+    assert.equal(await notebook.call('write', 'lost on restart'), 1);
+    await rejectsWith(notebook.call('crash'), 'TROUPE_ERR_ACTOR_DIED', /before answering/);
+    await readyAgain('notebook', 1);
+    assert.deepEqual(await notebook.call('read'), []);
+  });
+
+  test('an instance whose restore() throws takes no calls, and after its restarts is DEAD saying why', async () => {
+    const bad = await client.actor({ name: 'bad-restore', module: CLASSES, export: 'BadRestore', cpus: 0.1 });
+    assert.equal(await bad.call('bump'), 1);
+    await rejectsWith(bad.call('crash'), 'TROUPE_ERR_ACTOR_DIED', /before answering/);
+    const dead = await waitFor(
+      'bad-restore DEAD',
+      async () => {
+        const a = await instance('bad-restore');
+        return a.state === 'DEAD' && a;
+      },
+      60_000,
+    );
+    assert.match(dead.reason ?? '', /BadRestore.restore\(\) threw: the checkpoint is from another version/);
+    assert.match(dead.reason ?? '', /gave up after 5 restarts/);
+    await rejectsWith(bad.call('bump'), 'TROUPE_ERR_NOT_READY', /actor 'bad-restore' has no instance that can take calls/);
+  });
+
+  test('a head restart keeps every instance and its state: the processes rejoin the new head', async () => {
+    const notebook = client.actorHandle('notebook');
+    await notebook.call('write', 'before the head restart');
+    const pid = await notebook.call<number>('pid');
+    await cluster.restartHead('SIGKILL');
+    const back = await waitFor('notebook callable through the new head', () =>
+      notebook
+        .withOptions({ timeoutMs: 2000 })
+        .call<string[]>('read')
+        .catch(() => undefined),
+    );
+    assert.deepEqual(back.slice(-1), ['before the head restart']);
+    assert.equal(await notebook.call('pid'), pid);
+  });
+});
