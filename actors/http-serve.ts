@@ -49,12 +49,7 @@ export function actorHttpServer(actor: ActorHttp, door: () => HttpDoor | undefin
       ...(settings.labels ? { labels: settings.labels } : {}),
     };
     const backend: InferenceBackend = {
-      target: (params) =>
-        findTarget(
-          params,
-          (name) => (name === actor.deployment ? target : undefined),
-          () => [actor.deployment],
-        ),
+      target: (params) => findTarget(params, (name) => (name === actor.deployment ? target : undefined)),
       async run(request) {
         validateInputs(actor.deployment, actor.metadata, request.inputs, request.outputs);
         const inputs = mapFromWire(request.inputs, 'input');

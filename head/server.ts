@@ -1,4 +1,4 @@
-import { ShutdownGate, drainingError } from '../runtime/internal.js';
+import { ShutdownGate, drainingError, requestFailed } from '../runtime/internal.js';
 import { createServer } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { availableParallelism } from 'node:os';
@@ -29,7 +29,10 @@ import type { DataDirLock } from './state/data-dir-lock.js';
 import { FIRST_MESSAGE_TIMEOUT_MS } from './connections/first-message.js';
 import { DurableStore } from './state/durable.js';
 import type { SavedState } from './state/durable.js';
-import { sendError } from './http/errors.js';
+import { errorHandler, sendError } from './http/errors.js';
+import { clientError, notFound } from './http/not-found.js';
+import { ApiDocs } from './http/openapi.js';
+import { registerProbeRoutes } from './http/probe-routes.js';
 import { FrontDoor } from './front-door/front-door.js';
 import { splitConnections } from './front-door/connection-split.js';
 import { HandoffDoors } from './front-door/handoff-doors.js';
@@ -46,7 +49,6 @@ import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MODEL_BYTES } from './http/context.
 import type { JobOptions } from './http/jobs.js';
 import { DEFAULT_LIVENESS, watchLiveness } from './control/liveness.js';
 import type { LivenessOptions } from './control/liveness.js';
-import { readinessBody, serverReadiness } from './control/readiness.js';
 import { joiningActor } from './state/record-changes.js';
 import { ClusterState } from './state/cluster-state.js';
 import { registerStatusPage } from './status/index.js';
@@ -200,6 +202,9 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     // Past fastify's default of 100, a long path parameter got fastify's own 414 and error body;
     // up to this length the routes see it and refuse it with a TROUPE_ERR_* that names it.
     maxParamLength: 2048,
+    // Node's parser errors and fastify's router errors answer in the API's shape too.
+    clientErrorHandler: clientError,
+    frameworkErrors: (err, request, reply) => sendError(reply, requestFailed(log, err, request, maxBodyBytes)),
     // Inference requests are served ahead of fastify (http/fast-infer.ts); everything else by it.
     // The server's timeouts are fastify's, which it sets only on servers it makes itself.
     serverFactory: (handler, settings) => {
@@ -219,6 +224,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       return server;
     },
   });
+  const docs = new ApiDocs();
+  docs.watch(app);
   // While draining, requests that would start work are refused (503, Retry-After); the ones
   // already accepted are counted until their response is done, so the drain waits for them.
   app.addHook('onRequest', (request, reply, done) => {
@@ -231,14 +238,12 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     reply.raw.once('close', gate.enter());
     done();
   });
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/metrics', async (_req, reply) => reply.type(state.metrics.registry.contentType).send(await state.metrics.registry.metrics()));
-  // The same answer as /v2/health/ready and the status page (head/control/readiness.ts), with the status probes expect.
-  app.get('/readyz', async (_req, reply) => {
-    const readiness = serverReadiness(state, gate.draining);
-    return reply.code(readiness.ready ? 200 : 503).send(readinessBody(readiness));
-  });
+  // Every error in the API's shape, fastify's own included (head/http/not-found.ts).
+  app.setErrorHandler(errorHandler(log, maxBodyBytes));
+  app.setNotFoundHandler(notFound(app));
+  registerProbeRoutes(app, docs, state, () => gate.draining);
   registerHttpApi(app, {
+    docs,
     state,
     controller,
     graphs,
@@ -254,7 +259,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     ...(options.jobs ? { jobOptions: options.jobs } : {}),
   });
   // The status page at `/` and its live feed at /api/v1/stream (head/status/).
-  registerStatusPage(app, { state, graphs, host, token: options.token, draining: () => gate.draining });
+  registerStatusPage(app, { state, graphs, host, token: options.token, draining: () => gate.draining, docs });
 
   const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false });
@@ -293,6 +298,14 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     return track(serveClient(frames(socket, head, true), state, deployments, log, graphs, clientOptions));
   });
 
+  await app.ready();
+  // A route the OpenAPI document does not describe is a bug every test of the head meets at once.
+  const undocumented = docs.undocumented();
+  if (undocumented.length > 0)
+    throw new TroupeError(
+      'TROUPE_ERR_INTERNAL',
+      `routes missing from the OpenAPI document (head/http/openapi.ts): ${undocumented.join(', ')}`,
+    );
   // Before HTTP listens: a gRPC port that is taken fails the start with nothing left listening.
   const grpc =
     options.grpcPort === undefined

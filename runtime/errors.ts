@@ -40,7 +40,7 @@ export const ERRORS = {
     retryable: false,
     what: 'An HTTP request is malformed: its body is not valid JSON or YAML, a header is wrong, or a field does not fit the endpoint.',
   },
-  TROUPE_ERR_NOT_FOUND: { status: 404, retryable: false, what: 'No HTTP endpoint has that method and path.' },
+  TROUPE_ERR_NOT_FOUND: { status: 404, retryable: false, what: 'No HTTP endpoint has that path.' },
   TROUPE_ERR_UNKNOWN_MODEL: { status: 404, retryable: false, what: 'No uploaded model has that name (or that sha256).' },
   TROUPE_ERR_BODY_TOO_LARGE: {
     status: 413,
@@ -148,6 +148,11 @@ export const ERRORS = {
     status: 404,
     retryable: false,
     what: 'A Future passed as a method argument names an actor call the head does not hold (never made, from another head, or older than 60 s or past 10,000 calls or 64 MiB of results).',
+  },
+  TROUPE_ERR_METHOD_NOT_ALLOWED: {
+    status: 405,
+    retryable: false,
+    what: 'The HTTP endpoint exists but not with that method; the Allow header names the methods it takes.',
   },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 

@@ -41,11 +41,7 @@ export class WorkerCatalog {
   }
 
   #find(params: Params): InferTarget {
-    return findTarget(
-      params,
-      (name) => this.#targets.get(name),
-      () => this.#targets.keys(),
-    );
+    return findTarget(params, (name) => this.#targets.get(name));
   }
 
   #lookup(name: string): Promise<InferTarget | null | undefined> {

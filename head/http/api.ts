@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import { ClusterViewSchema } from '../../runtime/internal.js';
 import { authHook } from './auth.js';
 import { acceptBuffers, acceptSpecBuffers, acceptStreams } from './body.js';
@@ -6,39 +7,40 @@ import type { ApiContext, HttpApiOptions } from './context.js';
 import { registerActorRoutes } from './actor-routes.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
 import { registerRolloutRoutes } from './rollout-routes.js';
-import { errorHandler, sendError } from './errors.js';
+import { errorHandler } from './errors.js';
 import { registerJobRoutes } from './job-routes.js';
 import { JobStore } from './jobs.js';
 import { ModelStore } from './model-store.js';
 import { registerModelRoutes } from './model-routes.js';
 import { registerOipRoutes } from './oip-routes.js';
-import { ApiDocs } from './openapi.js';
 import { registerTritonRoutes } from './triton-routes.js';
+
+/** The top of an OpenAPI 3.1 document; the rest is described by the OpenAPI specification itself. */
+const OpenApiDocumentSchema = z
+  .object({
+    openapi: z.string(),
+    info: z.object({ title: z.string(), version: z.string() }).loose(),
+    paths: z.record(z.string(), z.unknown()),
+  })
+  .loose();
 
 /**
  * The head's HTTP API on its fastify app: the Open Inference Protocol under /v2, deployments,
  * models and the cluster under /api/v1, and the OpenAPI description at /docs. Every error is JSON
- * (`{"error", "code"}`), unknown paths included. Call once, before the app listens.
+ * (`{"error", "code"}`); unknown paths and wrong methods are the head's (head/http/not-found.ts).
+ * Call once, before the app listens.
  *
  * @example
- * registerHttpApi(app, { state, controller, graphs, deployments, log, host, token, dataDir, maxBodyBytes, maxModelBytes, draining: () => gate.draining });
+ * registerHttpApi(app, { docs, state, controller, graphs, deployments, log, host, token, dataDir, maxBodyBytes, maxModelBytes, draining: () => gate.draining });
  */
 export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): void {
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, {
-      status: 404,
-      code: 'TROUPE_ERR_NOT_FOUND',
-      message: `no endpoint ${request.method} ${request.url.split('?')[0]!.slice(0, 200)} (see GET /docs)`,
-    }),
-  );
-
   // One scope for the whole API, so its hooks, error handler and body parsers stay out of the
   // routes other parts of the head register.
   void app.register(async (api) => {
     // The store keeps the blobs deployments run, and refuses to delete a model one uses.
     const deployed = () => [...options.state.deployments.values()].map((d) => ({ deployment: d.spec.name, model: d.spec.model }));
     const store = await ModelStore.open(options.dataDir, options.log, deployed);
-    const ctx: ApiContext = { ...options, store, docs: new ApiDocs(), jobs: new JobStore(options.jobOptions) };
+    const ctx: ApiContext = { ...options, store, jobs: new JobStore(options.jobOptions) };
     api.addHook('onRequest', authHook(options.token, options.host));
     api.setErrorHandler(errorHandler(options.log, options.maxBodyBytes));
 
@@ -69,11 +71,22 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
           tag: 'Docs',
           auth: 'read',
           summary: 'This OpenAPI 3.1 description (JSON)',
-          responses: { 200: { description: 'OpenAPI document' } },
+          responses: { 200: { description: 'OpenAPI document', schema: OpenApiDocumentSchema } },
         },
         openapi,
       );
-      scope.get('/docs/openapi.json', { config: { auth: 'read' } }, openapi);
+      ctx.docs.route(
+        scope,
+        {
+          method: 'GET',
+          url: '/docs/openapi.json',
+          tag: 'Docs',
+          auth: 'read',
+          summary: 'The same OpenAPI description, under the name tools look for',
+          responses: { 200: { description: 'OpenAPI document', schema: OpenApiDocumentSchema } },
+        },
+        openapi,
+      );
     });
 
     // Specs are a few KB: their own small bound, so a hostile one cannot hold the event loop.

@@ -13,6 +13,8 @@ export const DEFAULT_MAX_MODEL_BYTES = 1024 * 2 ** 20;
 
 /** What `registerHttpApi` needs from the head. */
 export interface HttpApiOptions {
+  /** The OpenAPI document every route is declared in (the head's, shared with its other routes). */
+  docs: ApiDocs;
   state: ClusterState;
   controller: Controller;
   /** Runs of deployments and graphs (async jobs run through it). */
@@ -40,6 +42,5 @@ export interface HttpApiOptions {
 /** What every route group gets. */
 export interface ApiContext extends HttpApiOptions {
   store: ModelStore;
-  docs: ApiDocs;
   jobs: JobStore;
 }

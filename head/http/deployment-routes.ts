@@ -148,7 +148,10 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
         timeoutS: `seconds to wait for READY before answering 202 with the reasons (default ${DEFAULT_DEPLOY_TIMEOUT_S}, at most ${MAX_DEPLOY_TIMEOUT_S})`,
         timeout: 'the older name of timeoutS',
       },
-      body: { contentTypes: ['application/json', 'application/yaml'], schema: ModelDeploymentSchema },
+      body: {
+        content: { 'application/json': ModelDeploymentSchema, 'application/yaml': ModelDeploymentSchema },
+        description: 'a model\'s spec, or a graph\'s JSON form ({"graph": name, "nodes": [...]})',
+      },
       responses: {
         200: { description: 'READY (it existed)', schema: DeploymentDetailSchema },
         201: { description: 'READY (new)', schema: DeploymentDetailSchema },

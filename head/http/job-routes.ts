@@ -15,6 +15,7 @@ import type { WireTensorMap } from '../../runtime/internal.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { jobJson } from './jobs.js';
+import { INFER_REQUEST_HEADERS } from './oip-routes.js';
 
 /**
  * Async jobs over HTTP, for runs too long to hold a request open (a long graph, a big batch):
@@ -60,8 +61,8 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { name } = request.params as { name: string };
     const d = state.deployments.get(name);
     if (!d && !graphs.has(name)) {
-      const known = [...state.deployments.keys(), ...graphs.views().map((g) => g.name)].map((n) => `'${n}'`).join(', ') || 'none';
-      throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment or graph named '${name.slice(0, 100)}' (deployed: ${known})`);
+      // Only what was asked for: a caller without the token must not learn the other names (as findTarget).
+      throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment or graph named '${name.slice(0, 100)}'`);
     }
     const { json, binary } = splitInferBody(bodyBuffer(request.body), request.headers[HEADER_LENGTH]);
     const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the job request'));
@@ -115,8 +116,13 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
         'The body is an Open Inference Protocol inference request (JSON tensors, or binary inputs with Inference-Header-Content-Length); ' +
         'outputs must be JSON. The job is QUEUED until a run slot is free (--job-concurrency), then RUNNING, then SUCCEEDED, FAILED or CANCELLED. ' +
         'The Location header names it. 429 when too many jobs are unfinished.',
-      body: { contentTypes: ['application/json', 'application/octet-stream'], schema: InferRequestSchema },
-      responses: { 202: { description: 'accepted', schema: JobViewSchema } },
+      headers: { 'inference-header-content-length': INFER_REQUEST_HEADERS['inference-header-content-length'] },
+      body: {
+        content: { 'application/json': InferRequestSchema, 'application/octet-stream': 'binary' },
+        description:
+          'as POST /v2/models/{name}/infer: JSON, or the JSON request in the first Inference-Header-Content-Length bytes and the inputs after it',
+      },
+      responses: { 202: { description: 'accepted', schema: JobViewSchema, headers: { location: 'the job: /api/v1/jobs/{id}' } } },
     },
     submit,
   );

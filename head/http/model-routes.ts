@@ -26,7 +26,7 @@ export function registerModelRoutes(app: FastifyInstance, ctx: ApiContext): void
       summary: 'Upload an .onnx model (streamed, checked by parsing it as ONNX, stored by sha256)',
       description:
         'Deploy it afterwards with PUT /api/v1/deployments/{deployment} and {"model": "<name>"}. 201 when the name is new, 200 when it replaced a model.',
-      body: { contentTypes: ['application/octet-stream'], description: 'the bytes of the .onnx file' },
+      body: { content: { 'application/octet-stream': 'binary' }, description: 'the bytes of the .onnx file' },
       responses: {
         200: { description: 'replaced', schema: ModelRecordSchema },
         201: { description: 'created', schema: ModelRecordSchema },
@@ -105,7 +105,7 @@ export function registerModelRoutes(app: FastifyInstance, ctx: ApiContext): void
       tag,
       auth: 'write',
       summary: "An uploaded model's bytes by sha256 (what agents fetch; needs the cluster token when there is one)",
-      responses: { 200: { description: 'the .onnx bytes', contentType: 'application/octet-stream' } },
+      responses: { 200: { description: 'the .onnx bytes', content: { 'application/octet-stream': 'binary' } } },
     },
     async (request, reply) => {
       const { sha256 } = request.params as { sha256: string };

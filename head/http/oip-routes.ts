@@ -35,6 +35,14 @@ const InferResponseSchema = z.object({
   ),
 });
 
+/** The request headers of an inference (and an async job's submission). */
+export const INFER_REQUEST_HEADERS = {
+  'inference-header-content-length':
+    "the binary tensor data extension: the JSON request's length in bytes, the inputs' bytes after it; 0: a raw binary body (the one input's bytes)",
+  'content-encoding': 'gzip or deflate: the body is decoded first (the body limit applies to the decoded bytes); any other coding is 415',
+  'accept-encoding': 'gzip or deflate: a response of 1 KiB or more comes compressed (the highest q among gzip, deflate, identity)',
+};
+
 export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { docs, state } = ctx;
   const tag = 'Open Inference Protocol (v2)';
@@ -154,8 +162,25 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
           'from the byte length), and every output comes back binary. Content-Encoding gzip or deflate bodies are decoded (the limit applies to the decoded bytes), ' +
           'any other coding is refused (415); Accept-Encoding gzip or deflate compresses a response of 1 KiB or more. An output with parameters.classification k comes back as ' +
           'BYTES [batch, k] "score:index[:label]" strings (Triton\'s classification extension).',
-        body: { contentTypes: ['application/json', 'application/octet-stream'], schema: InferRequestSchema },
-        responses: { 200: { description: 'the outputs', schema: InferResponseSchema } },
+        headers: INFER_REQUEST_HEADERS,
+        body: {
+          content: { 'application/json': InferRequestSchema, 'application/octet-stream': 'binary' },
+          description:
+            "JSON; or binary: the JSON request (this schema) in the first Inference-Header-Content-Length bytes, then the inputs' bytes in order; " +
+            "or raw binary with Inference-Header-Content-Length: 0, the one input's bytes alone",
+        },
+        responses: {
+          200: {
+            description:
+              'the outputs: JSON (this schema), or application/octet-stream where an output is binary: the JSON response (this schema) in the first ' +
+              "Inference-Header-Content-Length bytes, then each binary output's bytes in order (parameters.binary_data_size)",
+            content: { 'application/json': InferResponseSchema, 'application/octet-stream': 'binary' },
+            headers: {
+              'inference-header-content-length': 'a binary response: the length of its JSON part (of the uncompressed body)',
+              'content-encoding': 'gzip or deflate when Accept-Encoding asked for it and the body is 1 KiB or more',
+            },
+          },
+        },
       },
       infer,
     );

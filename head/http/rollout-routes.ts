@@ -32,7 +32,7 @@ export function registerRolloutRoutes(app: FastifyInstance, ctx: ApiContext): vo
       auth: 'write',
       summary: 'Promote a version: it takes every call, the other versions stop',
       query,
-      body: { contentTypes: ['application/json'], schema: PromoteSchema },
+      body: { content: { 'application/json': PromoteSchema } },
       responses,
     },
     async (request, reply) => {

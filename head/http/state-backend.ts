@@ -42,13 +42,9 @@ export function allTargets(state: ClusterState, graphs: RunGateway): InferTarget
   return [...new Set(names)].flatMap((name) => lookupTarget(state, graphs, name) ?? []);
 }
 
-/** The deployment or graph a URL names, or TROUPE_ERR_UNKNOWN_DEPLOYMENT (404) naming what is deployed. */
+/** The deployment or graph a URL names, or TROUPE_ERR_UNKNOWN_DEPLOYMENT (404). */
 export function targetFor(state: ClusterState, graphs: RunGateway, params: Params): InferTarget {
-  return findTarget(
-    params,
-    (name) => lookupTarget(state, graphs, name),
-    () => [...state.deployments.keys(), ...graphs.views().map((g) => g.name)],
-  );
+  return findTarget(params, (name) => lookupTarget(state, graphs, name));
 }
 
 /**

@@ -147,9 +147,9 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       auth: 'read',
       summary: 'Every model (deployment) with its state: READY, LOADING (with the replicas not READY and why) or UNAVAILABLE (with why)',
       body: {
-        contentTypes: ['application/json'],
-        schema: IndexRequestSchema,
-        description: 'optional; {"ready": true} lists only the READY models',
+        content: { 'application/json': IndexRequestSchema },
+        required: false,
+        description: 'optional (tritonclient sends none); {"ready": true} lists only the READY models',
       },
       responses: { 200: { description: 'the index', schema: RepositoryIndexSchema } },
     },
@@ -167,7 +167,7 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       description:
         'A deployment is the model: create or change one with PUT /api/v1/deployments/{name}. A config override or model files in "parameters" are refused. ' +
         'Past the deploy bound the answer is 504 TROUPE_ERR_DEPLOY_TIMEOUT naming the replicas not READY; the head keeps placing them.',
-      body: { contentTypes: ['application/json'], schema: LoadRequestSchema },
+      body: { content: { 'application/json': LoadRequestSchema }, required: false },
       responses: { 200: { description: 'loaded (no body)' } },
     },
     async (request, reply) => {
@@ -197,7 +197,7 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       summary: 'Unload a model: its replicas finish their calls and stop; the deployment and its spec stay, UNAVAILABLE, until a load',
       description:
         'parameters.unload_dependents is accepted and changes nothing: no model depends on another in this repository (graphs name deployments, and fail with TROUPE_ERR_NOT_READY while one is unloaded).',
-      body: { contentTypes: ['application/json'], schema: UnloadRequestSchema },
+      body: { content: { 'application/json': UnloadRequestSchema }, required: false },
       responses: { 200: { description: 'unloaded (no body)' } },
     },
     async (request, reply) => {

@@ -37,8 +37,19 @@ export function toHttpError(err: unknown, bodyLimit: number): HttpError {
   if (e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {
     return { status: 400, code: 'TROUPE_ERR_BAD_REQUEST', message: 'the request body is shorter or longer than its Content-Length' };
   }
+  // fastify's router names the whole path in these; a 5,000-character one is no help to anyone.
+  if (e.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return {
+      status: 414,
+      code: 'TROUPE_ERR_BAD_REQUEST',
+      message: 'a segment of the path is longer than 100 characters (names are at most 63)',
+    };
+  }
+  if (e.code === 'FST_ERR_BAD_URL') {
+    return { status: 400, code: 'TROUPE_ERR_BAD_REQUEST', message: 'the path is not a valid URL: a %-escape does not decode' };
+  }
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    return { status: e.statusCode, code: 'TROUPE_ERR_BAD_REQUEST', message };
+    return { status: e.statusCode, code: 'TROUPE_ERR_BAD_REQUEST', message: message.slice(0, 300) };
   }
   return { status: 500, code: 'TROUPE_ERR_INTERNAL', message };
 }

@@ -87,8 +87,12 @@ export interface InferenceBackend {
   run(request: InferenceRequest): Promise<WireTensorMap>;
 }
 
-/** `params`' deployment, found with `lookup`, or the 404 that names the deployed ones. */
-export function findTarget(params: Params, lookup: (name: string) => InferTarget | undefined, names: () => Iterable<string>): InferTarget {
+/**
+ * `params`' deployment, found with `lookup`, or the 404. The 404 names only what was asked for:
+ * inference and metadata may be open to callers without the cluster token, who must not learn
+ * the other deployments' names from a guess.
+ */
+export function findTarget(params: Params, lookup: (name: string) => InferTarget | undefined): InferTarget {
   const { deployment, model } = splitModelName(params.name);
   const found = lookup(deployment);
   if (found && model !== undefined && !found.multiplexed)
@@ -102,10 +106,7 @@ export function findTarget(params: Params, lookup: (name: string) => InferTarget
       `deployment '${deployment}' serves several models: name one, /v2/models/${deployment}:MODEL/infer`,
     );
   const target = found && model !== undefined ? { ...found, model } : found;
-  if (!target) {
-    const known = [...names()].map((n) => `'${n}'`).join(', ') || 'none';
-    throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `unknown model '${params.name}' (deployed: ${known})`);
-  }
+  if (!target) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `unknown model '${params.name.slice(0, 100)}'`);
   if (params.version === undefined) return target;
   const pinned = target.versions ? target.versions[params.version] : params.version === MODEL_VERSION ? target.name : undefined;
   const version = pinned === undefined ? undefined : pinned === target.name ? target : lookup(pinned);
@@ -113,7 +114,7 @@ export function findTarget(params: Params, lookup: (name: string) => InferTarget
     const versions = target.versions ? Object.keys(target.versions).join(', ') : MODEL_VERSION;
     throw new TroupeError(
       'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
-      `model '${params.name}' has no version '${params.version}' (versions: ${versions})`,
+      `model '${params.name}' has no version '${params.version.slice(0, 40)}' (versions: ${versions})`,
     );
   }
   return version;
