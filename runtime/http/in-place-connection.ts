@@ -273,7 +273,8 @@ class InPlaceConnection {
   #write(answer: HttpAnswer, keepAlive: boolean): void {
     const socket = this.#socket;
     if (socket.destroyed || socket.writableEnded) return;
-    const close = !keepAlive || (this.#stopped && !this.#paused) || answer.headers.connection === 'close';
+    // A refusal ends the connection, but only once the answers owed before it (and it) are out.
+    const close = !keepAlive || (this.#stopped && !this.#paused && this.#owed === 0) || answer.headers.connection === 'close';
     let head = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\n`;
     for (const [name, value] of Object.entries(answer.headers))
       if (name !== 'connection' && name !== 'content-length') head += `${name}: ${value}\r\n`;

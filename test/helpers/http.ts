@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import type { Agent, IncomingHttpHeaders } from 'node:http';
+import { connect as netConnect } from 'node:net';
 
 export interface HttpAnswer {
   status: number;
@@ -124,4 +125,59 @@ export function splitBinaryAnswer(answer: HttpAnswer): {
   const length = Number(answer.headers.get('inference-header-content-length'));
   assert.ok(Number.isInteger(length) && length > 0, 'Inference-Header-Content-Length is set');
   return { json: JSON.parse(answer.body.subarray(0, length).toString('utf8')), binary: answer.body.subarray(length) };
+}
+
+/** One response read off a raw socket. */
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+  json: unknown;
+}
+
+/**
+ * Writes `bytes` as they are on a connection of its own (requests no HTTP client would send: a
+ * body longer than its Content-Length, a malformed line, a huge header), ends its side, and reads
+ * every response until the server closes, bounded in time. Responses are split by Content-Length.
+ */
+export function rawExchange(base: string, bytes: string | Buffer, timeoutMs = 15_000): Promise<RawResponse[]> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = netConnect({ host: hostname, port: Number(port) }, () => socket.end(bytes));
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => socket.destroy(new Error(`no close within ${timeoutMs} ms`)), timeoutMs);
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', (err) => (clearTimeout(timer), reject(err)));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(parseResponses(Buffer.concat(chunks)));
+    });
+  });
+}
+
+function parseResponses(all: Buffer): RawResponse[] {
+  const responses: RawResponse[] = [];
+  let at = 0;
+  while (at < all.length) {
+    const end = all.indexOf('\r\n\r\n', at);
+    if (end < 0) throw new Error(`a truncated response head: ${all.subarray(at).toString('latin1').slice(0, 200)}`);
+    const [line, ...fields] = all.subarray(at, end).toString('latin1').split('\r\n');
+    const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(line ?? '')?.[1]);
+    const headers: Record<string, string> = {};
+    for (const field of fields) {
+      const colon = field.indexOf(':');
+      headers[field.slice(0, colon).trim().toLowerCase()] = field.slice(colon + 1).trim();
+    }
+    const length = Number(headers['content-length'] ?? 0);
+    const body = all.subarray(end + 4, end + 4 + length);
+    let json: unknown;
+    try {
+      json = JSON.parse(body.toString('utf8'));
+    } catch {
+      json = undefined;
+    }
+    responses.push({ status, headers, body, json });
+    at = end + 4 + length;
+  }
+  return responses;
 }
