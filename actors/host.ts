@@ -23,6 +23,7 @@ import { loadModel } from './load-model.js';
 import type { ServedModel } from './load-model.js';
 import { Batcher } from './batcher.js';
 import { batchOptions } from './batch-options.js';
+import { readLabelFiles } from './label-files.js';
 
 /**
  * The entry point of one model actor process. The node agent spawns it fresh (never forked from
@@ -94,7 +95,11 @@ async function main(): Promise<void> {
   const device = env.TROUPE_DEVICE;
   let model: ServedModel | undefined;
   let loadError: TroupeError | undefined;
+  let labelLines: Record<string, string[]> | undefined;
   try {
+    // Label files first: a missing one fails the load before onnxruntime spends anything on it.
+    if (env.TROUPE_LABEL_FILES)
+      labelLines = await readLabelFiles(env.TROUPE_LABEL_FILES, JSON.parse(env.TROUPE_SHOWN_LABEL_FILES ?? '{}') as Record<string, string>);
     model = await loadModel(env.TROUPE_MODEL_PATH, { device, ...(env.TROUPE_THREADS ? { threads: env.TROUPE_THREADS } : {}) });
   } catch (err) {
     const full = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
@@ -188,6 +193,7 @@ async function main(): Promise<void> {
         ...(direct ? { direct: { url: direct.url, token: direct.token } } : {}),
         ...(modelBytes !== undefined ? { modelBytes } : {}),
         ...(door ? { handoff: { name: door.name } } : {}),
+        ...(labelLines ? { labels: labelLines } : {}),
       };
     },
     onMessage: (message, channel, release) => {

@@ -39,7 +39,7 @@ import { HandoffDoors } from './front-door/handoff-doors.js';
 import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
 import { startGrpcEndpoint } from './grpc/server.js';
-import { stateBackend } from './http/state-backend.js';
+import { labelsOf, stateBackend } from './http/state-backend.js';
 import { RunGateway } from './graph/run-gateway.js';
 import { ActorCalls } from './calls/actor-calls.js';
 import { Deployments } from './control/deployments.js';
@@ -183,7 +183,10 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       ? HandoffDoors.create({
           log,
           serveHere: (socket, head) => split?.serveHere(socket, head),
-          labels: (deployment) => state.deployments.get(deployment)?.spec.labels,
+          labels: (deployment) => {
+            const d = state.deployments.get(deployment);
+            return d && labelsOf(d);
+          },
           handedOver: (model, actor) => state.metrics.handoffs.inc({ model, actor }),
           settings: () => ({
             relayPort: frontDoor?.relayPort ?? 0,

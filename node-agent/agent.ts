@@ -26,6 +26,7 @@ import { DEFAULT_HEALTH } from './health.js';
 import type { HealthOptions } from './health.js';
 import { ActorLedger } from './orphans.js';
 import { processUsage } from './proc-stats.js';
+import { resolveLabelFiles } from './label-files.js';
 import { resolveModel } from './model-cache.js';
 
 export interface AgentOptions {
@@ -253,6 +254,10 @@ export class NodeAgent {
       : message.multiplex
         ? await resolveModelPath(this.#options.modelDir, message.model, undefined, 'directory').catch(refused)
         : await resolveModel(this.#options, message.model).catch(refused);
+    const labelFiles =
+      modelPath && message.labelFiles
+        ? await resolveLabelFiles(this.#options.modelDir, message.model, message.labelFiles, message.multiplex !== undefined).catch(refused)
+        : undefined;
     const simulated = message.gpus.length > 0 && message.gpus.every((i) => this.#gpus.find((g) => g.index === i)?.simulated);
     const env: Record<string, string> = {};
     for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== 'TROUPE_TOKEN') env[key] = value;
@@ -275,6 +280,10 @@ export class NodeAgent {
     if (message.threads !== undefined) env.TROUPE_THREADS = String(message.threads);
     if (message.batch) env.TROUPE_BATCH = JSON.stringify(message.batch);
     if (message.multiplex) env.TROUPE_MULTIPLEX = JSON.stringify(message.multiplex);
+    if (labelFiles) {
+      env.TROUPE_LABEL_FILES = JSON.stringify(labelFiles);
+      env.TROUPE_SHOWN_LABEL_FILES = JSON.stringify(message.labelFiles);
+    }
     const actor = new ActorProcess({
       actorId: message.actorId,
       env,

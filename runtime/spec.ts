@@ -54,13 +54,30 @@ export const AutoscaleSchema = z
 export type AutoscaleSpec = z.output<typeof AutoscaleSchema>;
 
 /** One class name per index of a classification output; Triton's label file, one line each. */
-const LabelListSchema = z.array(z.string().max(1024, 'a label is at most 1024 characters')).max(1_000_000);
+export const LabelListSchema = z.array(z.string().max(1024, 'a label is at most 1024 characters')).max(1_000_000);
 
 /**
- * Class labels for the HTTP API's classification extension ("score:index:label"): one list for
- * every output, or a list per output name, as Triton's `label_filename` is given per output.
+ * A label file beside the model (Triton's `label_filename`): a path relative to the model's folder
+ * under the agents' --model-dir, one label per line, read by each replica as it loads the model.
  */
-export const LabelsSchema = z.union([LabelListSchema, z.record(z.string().min(1).max(256), LabelListSchema)]);
+export const LabelFileSchema = z
+  .string()
+  .min(1)
+  .max(255)
+  .refine((f) => !f.startsWith('/') && !f.includes('\\') && !f.split('/').includes('..'), {
+    message: "a label file is named relative to the model's folder, without '..'",
+  });
+
+/**
+ * Class labels for the HTTP API's classification extension ("score:index:label"): one list, or
+ * one label file, for every output; or a list or a file per output name, as Triton's
+ * `label_filename` is given per output.
+ */
+export const LabelsSchema = z.union([
+  LabelListSchema,
+  LabelFileSchema,
+  z.record(z.string().min(1).max(256), z.union([LabelListSchema, LabelFileSchema])),
+]);
 export type DeploymentLabels = z.infer<typeof LabelsSchema>;
 
 /**
@@ -130,6 +147,38 @@ function sameJson(a: unknown, b: unknown): boolean {
     keys.length === Object.keys(b).length &&
     keys.every((k) => sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
   );
+}
+
+/** Labels as classification reads them: the files replaced by their lines. */
+export const ClassLabelsSchema = z.union([LabelListSchema, z.record(z.string().min(1).max(256), LabelListSchema)]);
+export type ClassLabels = z.infer<typeof ClassLabelsSchema>;
+
+/** The key of a label file that serves every output (`labels: "labels.txt"`). */
+export const EVERY_OUTPUT = '';
+
+/** The label files a spec names, by output ({@link EVERY_OUTPUT} for one file for all), or undefined when it names none. */
+export function labelFilesOf(labels: DeploymentLabels | undefined): Record<string, string> | undefined {
+  if (labels === undefined || Array.isArray(labels)) return undefined;
+  if (typeof labels === 'string') return { [EVERY_OUTPUT]: labels };
+  const files = Object.entries(labels).filter((e): e is [string, string] => typeof e[1] === 'string');
+  return files.length > 0 ? Object.fromEntries(files) : undefined;
+}
+
+/**
+ * The spec's labels with each file replaced by the lines a replica read from it (`read`, keyed
+ * as {@link labelFilesOf}); a file not read yet (no replica READY) leaves its output without labels.
+ */
+export function classLabels(
+  labels: DeploymentLabels | undefined,
+  read: Record<string, string[]> | null | undefined,
+): ClassLabels | undefined {
+  if (labels === undefined || Array.isArray(labels)) return labels;
+  if (typeof labels === 'string') return read?.[EVERY_OUTPUT];
+  const lists = Object.entries(labels).flatMap(([output, l]): [string, string[]][] => {
+    const list = typeof l === 'string' ? read?.[output] : l;
+    return list ? [[output, list]] : [];
+  });
+  return Object.fromEntries(lists);
 }
 
 /** The smallest `cpus` a replica may ask for: a twentieth of a core, so 20 replicas per CPU at most. */

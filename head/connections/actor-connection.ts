@@ -30,7 +30,15 @@ export function serveActor(
         case 'ready': {
           const ready = () => {
             if (message.methods) actor.classMethods = message.methods;
-            controller.actorReady(actor, link, message.metadata, message.visibleDevices, message.direct, message.modelBytes);
+            controller.actorReady(
+              actor,
+              link,
+              message.metadata,
+              message.visibleDevices,
+              message.direct,
+              message.modelBytes,
+              message.labels,
+            );
             // Only the connection the controller took speaks for the actor (see actorReady).
             if (message.handoff && actor.link === link) doors?.offer(actor, channel, message.handoff.name);
           };

@@ -139,6 +139,7 @@ export class Controller {
       for (const a of existing.actors) void this.#retire(a);
       existing.actors = [];
       existing.metadata = null;
+      existing.labelLines = null;
     }
     const d: DeploymentRecord = existing ?? newDeployment(spec, this.#memory.reserve(spec));
     d.spec = spec;
@@ -289,6 +290,7 @@ export class Controller {
     visibleDevices: string,
     direct?: ActorRecord['direct'],
     modelBytes?: number,
+    labelLines?: Record<string, string[]>,
   ): void {
     const d = this.#state.deployments.get(a.deployment);
     if (!d || (a.state !== 'STARTING' && a.state !== 'READY')) {
@@ -306,10 +308,12 @@ export class Controller {
     a.state = 'READY';
     a.reason = null;
     d.metadata = metadata;
+    if (labelLines) d.labelLines = labelLines;
     d.coldStart.ready();
     // A deployment split between versions takes the signature of the first of them to be READY.
     const whole = d.spec.versionOf === undefined ? undefined : this.#state.deployments.get(d.spec.versionOf);
     if (whole && !whole.metadata) whole.metadata = metadata;
+    if (whole && !whole.labelLines && labelLines) whole.labelLines = labelLines;
     this.#memory.reported(d, a, modelBytes);
     this.#log.info(
       { actor: a.name, node: this.#state.nodeName(a.nodeId) ?? a.awaitingNode, device: a.device, pid: a.pid, rejoined },

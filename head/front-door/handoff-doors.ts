@@ -1,14 +1,6 @@
 import { Socket } from 'node:net';
 import { handoffAddon } from '../../runtime/internal.js';
-import type {
-  ActorToHead,
-  Channel,
-  DeploymentLabels,
-  HandoffAddon,
-  HeadToActor,
-  HeadToActorReplies,
-  Logger,
-} from '../../runtime/internal.js';
+import type { ActorToHead, Channel, ClassLabels, HandoffAddon, HeadToActor, HeadToActorReplies, Logger } from '../../runtime/internal.js';
 import type { ActorRecord } from '../state/records.js';
 
 type ActorChannel = Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies>;
@@ -32,7 +24,7 @@ export interface HandoffDoorsOptions {
   /** The settings actors serve with; asked when a door opens (the relay port is known once the workers started). */
   settings: () => DoorSettings;
   /** A deployment's class labels, passed to its replicas for the classification extension. */
-  labels: (deployment: string) => DeploymentLabels | undefined;
+  labels: (deployment: string) => ClassLabels | undefined;
   /** Serves a connection an actor gave back in the head, after `head`, the bytes it read of it. */
   serveHere: (socket: Socket, head: Buffer) => void;
   /** Counts a connection handed to `actor`, a replica of `deployment`. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ERROR_CODES, LabelsSchema, ModelMetadataSchema } from '../../runtime/internal.js';
+import { ClassLabelsSchema, ERROR_CODES, ModelMetadataSchema } from '../../runtime/internal.js';
 
 /**
  * What the head and its front-door workers say over their IPC channel (advanced serialization,
@@ -11,7 +11,7 @@ export const InferTargetSchema = z.object({
   name: z.string(),
   kind: z.enum(['model', 'fn', 'class', 'graph']),
   metadata: ModelMetadataSchema.nullable(),
-  labels: LabelsSchema.optional(),
+  labels: ClassLabelsSchema.optional(),
   startsOnDemand: z.boolean().optional(),
   versions: z.record(z.string(), z.string()).optional(),
   multiplexed: z.boolean().optional(),

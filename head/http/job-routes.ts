@@ -16,6 +16,7 @@ import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { jobJson } from './jobs.js';
 import { INFER_REQUEST_HEADERS } from './oip-routes.js';
+import { labelsOf } from './state-backend.js';
 
 /**
  * Async jobs over HTTP, for runs too long to hold a request open (a long graph, a big batch):
@@ -98,7 +99,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
         ...(decoded.outputs ? { outputs: decoded.outputs } : {}),
         ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
       });
-      const outputs = classifyOutputs(answer.outputs, counts, graphs.has(name) ? undefined : d?.spec.labels);
+      const outputs = classifyOutputs(answer.outputs, counts, graphs.has(name) || !d ? undefined : labelsOf(d));
       return encodeInferResponse(name, body, outputs, outputOrder(ctx, name, answer.outputs, decoded.outputs)).body as string;
     });
     return reply.code(202).header('location', `/api/v1/jobs/${view.id}`).send(view);

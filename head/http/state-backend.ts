@@ -1,4 +1,5 @@
-import { checkInferRequest, findTarget } from '../../runtime/internal.js';
+import { checkInferRequest, classLabels, findTarget } from '../../runtime/internal.js';
+import type { ClassLabels } from '../../runtime/internal.js';
 import type { InferTarget, InferenceBackend, Params } from '../../runtime/internal.js';
 import { startsOnDemand } from '../calls/cold-start.js';
 import { versionMap } from '../control/versions.js';
@@ -7,12 +8,18 @@ import type { RunGateway } from '../graph/run-gateway.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
 
+/** A deployment's class labels: the spec's lists, and its label files as a replica read them. */
+export function labelsOf(d: DeploymentRecord): ClassLabels | undefined {
+  return classLabels(d.spec.labels, d.labelLines);
+}
+
 export function targetOf(d: DeploymentRecord): InferTarget {
+  const labels = labelsOf(d);
   return {
     name: d.spec.name,
     kind: d.spec.kind ?? 'model',
     metadata: d.metadata,
-    ...(d.spec.labels ? { labels: d.spec.labels } : {}),
+    ...(labels ? { labels } : {}),
     ...(startsOnDemand(d.spec) ? { startsOnDemand: true } : {}),
     ...(d.spec.versions ? { versions: versionMap(d.spec) } : {}),
     ...(d.spec.multiplex ? { multiplexed: true } : {}),

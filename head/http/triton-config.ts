@@ -1,4 +1,4 @@
-import { MODEL_VERSION, TroupeError } from '../../runtime/internal.js';
+import { EVERY_OUTPUT, MODEL_VERSION, TroupeError, labelFilesOf } from '../../runtime/internal.js';
 import type { DType, Params, TensorInfo } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
@@ -104,7 +104,7 @@ export function tritonModelConfig(d: DeploymentRecord): TritonModelConfig {
       name: t.name,
       data_type: tritonDataType(t.dtype),
       dims: shapeOf(t),
-      label_filename: '',
+      label_filename: labelFilesOf(spec.labels)?.[t.name] ?? labelFilesOf(spec.labels)?.[EVERY_OUTPUT] ?? '',
       is_shape_tensor: false,
     })),
     instance_group: [

@@ -1,4 +1,4 @@
-import { newId, newSecret, sameSecret } from '../../runtime/internal.js';
+import { labelFilesOf, newId, newSecret, sameSecret } from '../../runtime/internal.js';
 import type { HeadToAgent, ModelDeployment } from '../../runtime/internal.js';
 import { DeploymentStats } from './deployment-stats.js';
 import { ColdStart } from '../calls/cold-start.js';
@@ -18,7 +18,9 @@ export function needsNewActors(old: ModelDeployment, next: ModelDeployment): boo
     old.cpus !== next.cpus ||
     old.threads !== next.threads ||
     old.memory !== next.memory ||
-    JSON.stringify(old.batch) !== JSON.stringify(next.batch)
+    JSON.stringify(old.batch) !== JSON.stringify(next.batch) ||
+    // Replicas read label files as they load: other files need replicas that read them.
+    JSON.stringify(labelFilesOf(old.labels)) !== JSON.stringify(labelFilesOf(next.labels))
   );
 }
 
@@ -27,6 +29,7 @@ export function newDeployment(spec: ModelDeployment, memoryReserved: number): De
     spec,
     actors: [],
     metadata: null,
+    labelLines: null,
     unhealthy: null,
     stats: new DeploymentStats(),
     coldStart: new ColdStart(),
@@ -158,6 +161,7 @@ export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Ext
     ...(d.spec.kind === 'fn' ? { kind: 'fn' as const, fn: d.spec.model } : {}),
     ...(d.spec.multiplex ? { multiplex: d.spec.multiplex } : {}),
     ...(d.spec.kind === 'class' ? { kind: 'class' as const, fn: d.spec.model, args: d.spec.args ?? [] } : {}),
+    ...(labelFilesOf(d.spec.labels) ? { labelFiles: labelFilesOf(d.spec.labels) } : {}),
   };
 }
 

@@ -83,6 +83,8 @@ export interface DeploymentRecord {
   spec: ModelDeployment;
   actors: ActorRecord[];
   metadata: ModelMetadata | null;
+  /** The lines of the label files the spec names, as the first READY replica read them (runtime/spec.ts classLabels). */
+  labelLines: Record<string, string[]> | null;
   unhealthy: string | null;
   /** Calls waiting for a replica with room. */
   dispatcher: CallQueue;

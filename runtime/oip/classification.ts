@@ -1,5 +1,5 @@
 import { TroupeError } from '../errors.js';
-import type { DeploymentLabels } from '../spec.js';
+import type { ClassLabels } from '../spec.js';
 import type { WireTensor, WireTensorMap } from '../tensor/wire.js';
 import type { InferRequest } from './codec.js';
 import { datatypeOfDtype } from './datatypes.js';
@@ -149,7 +149,7 @@ export function classify(w: WireTensor, k: number, labels: readonly string[] | u
 }
 
 /** A deployment's labels of one output: one list for every output, or a list per output name (Triton's label_filename is per output). */
-function labelsOf(labels: DeploymentLabels | undefined, output: string): readonly string[] | undefined {
+function labelsOf(labels: ClassLabels | undefined, output: string): readonly string[] | undefined {
   if (labels === undefined || Array.isArray(labels)) return labels;
   return Object.hasOwn(labels, output) ? (labels as Record<string, string[]>)[output] : undefined;
 }
@@ -158,7 +158,7 @@ function labelsOf(labels: DeploymentLabels | undefined, output: string): readonl
 export function classifyOutputs(
   outputs: WireTensorMap,
   counts: ReadonlyMap<string, number>,
-  labels: DeploymentLabels | undefined,
+  labels: ClassLabels | undefined,
 ): WireTensorMap {
   if (counts.size === 0) return outputs;
   const classified: WireTensorMap = { ...outputs };

@@ -1,5 +1,5 @@
 import { TroupeError } from '../errors.js';
-import type { DeploymentLabels } from '../spec.js';
+import type { ClassLabels } from '../spec.js';
 import type { ModelMetadata } from '../protocol/common.js';
 import { checkWire } from '../tensor/wire.js';
 import type { WireTensorMap } from '../tensor/wire.js';
@@ -24,8 +24,8 @@ export interface InferTarget {
    * from its nodes' signatures, null where a fn step declares none.
    */
   metadata: ModelMetadata | null;
-  /** The spec's class labels, for the classification extension. */
-  labels?: DeploymentLabels | undefined;
+  /** The class labels, for the classification extension (a spec's label files as read). */
+  labels?: ClassLabels | undefined;
   /**
    * An autoscaled deployment starts a replica for a call that finds none: without metadata, such a
    * call is not refused as not ready but waits in the head, which checks it once a replica is READY.

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { WireTensorMapSchema } from '../tensor/wire.js';
 import { AckSchema, FailSchema, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
 import { DirectInputsSchema, RegionOfferSchema } from './shared-memory.js';
-import { LabelsSchema } from '../spec.js';
+import { ClassLabelsSchema, LabelListSchema } from '../spec.js';
 import {
   ClassMethodsSchema,
   InvokeReplySchema,
@@ -50,7 +50,7 @@ export const HeadToActorSchema = z.discriminatedUnion('type', [
     keepAliveTimeoutMs: z.number().int().min(0),
     headersTimeoutMs: z.number().int().min(0),
     /** The deployment's class labels, for the classification extension. */
-    labels: LabelsSchema.optional(),
+    labels: ClassLabelsSchema.optional(),
   }),
   /** A client connection is queued on the handoff socket; `head` is what the head read of it. */
   z.object({ type: z.literal('connection'), head: ConnectionHeadSchema }),
@@ -172,6 +172,8 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
     handoff: z.object({ name: z.string().min(1).max(100) }).optional(),
     /** A class actor's public methods and their declared tensor signatures (see class-actor.ts). */
     methods: ClassMethodsSchema.optional(),
+    /** The lines of the label files the deployment names, keyed as the agent passed them (runtime/spec.ts labelFilesOf). */
+    labels: z.record(z.string().max(256), LabelListSchema).optional(),
   }),
   z.object({ type: z.literal('loadFailed'), error: WireErrorSchema }),
   ReplySchema.extend({ value: CallReplySchema }),
@@ -208,5 +210,8 @@ export const ActorEnvSchema = z.object({
   TROUPE_DATA_HOST: z.string().min(1).max(255).optional(),
   /** A multiplexed deployment's MultiplexSpec as JSON: TROUPE_MODEL_PATH is then a directory of models. */
   TROUPE_MULTIPLEX: z.string().optional(),
+  /** Label files beside the model (JSON: output -> absolute path), and as the deploy named them (for messages). */
+  TROUPE_LABEL_FILES: z.string().optional(),
+  TROUPE_SHOWN_LABEL_FILES: z.string().optional(),
 });
 export type ActorEnv = z.infer<typeof ActorEnvSchema>;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GpuSchema, NodeResourcesSchema } from '../resources.js';
-import { BatchSchema, ClassArgsSchema, MultiplexSchema } from '../spec.js';
+import { BatchSchema, ClassArgsSchema, LabelFileSchema, MultiplexSchema } from '../spec.js';
 import { AckSchema, FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
 
 const RunningActorSchema = z.object({ actorId: IdSchema, pid: z.number().int().positive() });
@@ -83,6 +83,8 @@ export const HeadToAgentSchema = z.discriminatedUnion('type', [
     multiplex: MultiplexSchema.optional(),
     /** For kind 'class': the constructor's arguments (JSON values). */
     args: ClassArgsSchema.optional(),
+    /** Label files beside the model, by output ('' for every output): the actor reads them and reports their lines. */
+    labelFiles: z.record(z.string().max(256), LabelFileSchema).optional(),
   }),
   z.object({ type: z.literal('stopActor'), id: IdSchema, actorId: IdSchema, graceMs: z.number().int().min(0).max(600_000) }),
 ]);

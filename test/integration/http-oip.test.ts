@@ -75,12 +75,7 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
       'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
       /model 'mlp' has no version '2'/,
     );
-    assertError(
-      await call(cluster.url, 'GET', '/v2/models/nope'),
-      404,
-      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
-      /^unknown model 'nope'$/,
-    );
+    assertError(await call(cluster.url, 'GET', '/v2/models/nope'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /^unknown model 'nope'$/);
   });
 
   test("JSON inference gives the SDK's numbers, flat or nested, and echoes the id", async () => {
@@ -121,12 +116,7 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
       'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
       /model 'mlp' has no version '2'/,
     );
-    assertError(
-      await infer(body, '/v2/models/nope/infer'),
-      404,
-      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
-      /^unknown model 'nope'$/,
-    );
+    assertError(await infer(body, '/v2/models/nope/infer'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /^unknown model 'nope'$/);
     assertError(await infer(body, '/v2/models/m%2Fl%2Fp/infer'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /unknown model 'm\/l\/p'/);
   });
 
@@ -308,12 +298,9 @@ describe('HTTP: Open Inference Protocol v2', { timeout: 150_000 }, () => {
       'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
       /unknown model 'nope'/,
     );
-    assertError(
-      await call(cluster.url, 'GET', '/v2/models/mlp/infer'),
-      404,
-      'TROUPE_ERR_NOT_FOUND',
-      /no endpoint GET \/v2\/models\/mlp\/infer/,
-    );
+    const wrongMethod = await call(cluster.url, 'GET', '/v2/models/mlp/infer');
+    assertError(wrongMethod, 405, 'TROUPE_ERR_METHOD_NOT_ALLOWED', /GET is not allowed on \/v2\/models\/mlp\/infer: it takes POST/);
+    assert.equal(wrongMethod.headers.get('allow'), 'POST');
     const late = await infer({ parameters: { timeout: 1 }, inputs: [jsonInput(one, [1, 64])] });
     assertError(late, 504, 'TROUPE_ERR_DEADLINE_EXCEEDED', /deadline/);
 
