@@ -1,11 +1,11 @@
-import { pythonJsonDumps } from './triton-client.js';
+import { rapidjsonDumps } from './triton-client.js';
 import type { PyValue } from './triton-client.js';
 
 /**
  * The requests tritonclient.http's InferenceServerClient sends for Triton's extensions, rebuilt
  * from its sources (src/python/library/tritonclient/http/_client.py) as triton-client.ts does for
  * inference: the method, the URI (`quote(model_name)`), and the body exactly as `_post` passes it
- * (json.dumps of what the method builds, or ""). geventhttpclient adds no Content-Type; headers
+ * (rapidjson.dumps of what the method builds, or ""). geventhttpclient adds no Content-Type; headers
  * are the caller's (`headers=`).
  */
 export interface TritonRequest {
@@ -32,10 +32,10 @@ export function getModelRepositoryIndex(): TritonRequest {
   return { method: 'POST', path: '/v2/repository/index', body: '' };
 }
 
-/** `load_model(model_name, config=None, files=None)`: `json.dumps(load_request)`, `{}` without a config. */
+/** `load_model(model_name, config=None, files=None)`: `json.dumps(load_request)` (rapidjson's), `{}` without a config. */
 export function loadModel(model: string, config?: string): TritonRequest {
   const request: PyValue = config === undefined ? {} : { parameters: { config } };
-  return { method: 'POST', path: `/v2/repository/models/${quoted(model)}/load`, body: pythonJsonDumps(request) };
+  return { method: 'POST', path: `/v2/repository/models/${quoted(model)}/load`, body: rapidjsonDumps(request) };
 }
 
 /** `unload_model(model_name, unload_dependents=False)`. */
@@ -43,6 +43,6 @@ export function unloadModel(model: string, unloadDependents = false): TritonRequ
   return {
     method: 'POST',
     path: `/v2/repository/models/${quoted(model)}/unload`,
-    body: pythonJsonDumps({ parameters: { unload_dependents: unloadDependents } }),
+    body: rapidjsonDumps({ parameters: { unload_dependents: unloadDependents } }),
   };
 }

@@ -6,42 +6,57 @@ import type { IncomingHttpHeaders } from 'node:http';
  * What Triton's Python HTTP client (tritonclient.http, triton-inference-server/client
  * src/python/library/tritonclient/http/) puts on the wire, rebuilt step by step from its sources
  * so tests can send exactly those requests without Python: `InferInput.set_data_from_numpy`,
- * `InferRequestedOutput`, `_utils._get_inference_request` (json.dumps of the request, then each
+ * `InferRequestedOutput`, `_utils._get_inference_request` (rapidjson.dumps of the request, then each
  * input's raw bytes), `InferenceServerClient.infer` (request/response compression and the
  * headers it adds), and `InferResult` (how it reads the answer back). Nothing here comes from
  * Troupe's own encoder.
  */
 
-/** Python's `repr(float)` (what json.dumps writes): shortest round-trip digits, exponent outside [1e-4, 1e16). */
-export function pythonFloat(x: number): string {
+/**
+ * A float as python-rapidjson writes it (tritonclient.http serialises with `rapidjson.dumps`):
+ * RapidJSON's shortest digits (Grisu2; the same digits as JavaScript's for these values), placed
+ * by its Prettify: fixed notation for a decimal point from 21 digits left to 6 right of the
+ * digits, a bare exponent ("1e-7", "1.5e30") beyond; whole values keep ".0"; NaN and Infinity as
+ * python-rapidjson's default number mode writes them.
+ */
+export function rapidjsonFloat(x: number): string {
   if (Number.isNaN(x)) return 'NaN';
   if (!Number.isFinite(x)) return x > 0 ? 'Infinity' : '-Infinity';
   if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
-  const [mantissa, exp] = x.toExponential().split('e') as [string, string];
-  const exponent = Number(exp);
-  if (exponent < -4 || exponent >= 16) {
-    const e = Math.abs(exponent);
-    return `${mantissa}e${exponent < 0 ? '-' : '+'}${e < 10 ? `0${e}` : e}`;
-  }
-  const text = String(x);
-  return text.includes('.') ? text : `${text}.0`;
+  const sign = x < 0 ? '-' : '';
+  const [mantissa, exp] = Math.abs(x).toExponential().split('e') as [string, string];
+  const digits = mantissa.replace('.', '');
+  const kk = Number(exp) + 1; // where the decimal point falls after the digits' first
+  const k = kk - digits.length;
+  let text: string;
+  if (k >= 0 && kk <= 21) text = `${digits}${'0'.repeat(k)}.0`;
+  else if (kk > 0 && kk <= 21) text = `${digits.slice(0, kk)}.${digits.slice(kk)}`;
+  else if (kk > -6 && kk <= 0) text = `0.${'0'.repeat(-kk)}${digits}`;
+  else if (digits.length === 1) text = `${digits}e${kk - 1}`;
+  else text = `${digits[0]}.${digits.slice(1)}e${kk - 1}`;
+  return sign + text;
 }
 
 /** A value a Python client would have built: `float` marks numbers Python holds as floats (numpy .item() of FP32). */
 export type PyValue = string | number | boolean | null | { float: number } | PyValue[] | { [key: string]: PyValue };
 
-/** `json.dumps(value)` with Python's defaults: ", " and ": " separators, ASCII only, insertion order. */
-export function pythonJsonDumps(value: PyValue): string {
+/**
+ * `rapidjson.dumps(value)` with python-rapidjson's defaults, as tritonclient.http calls it: no
+ * whitespace, ASCII only (RapidJSON escapes with upper-case hex), insertion order.
+ */
+export function rapidjsonDumps(value: PyValue): string {
   if (value === null) return 'null';
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   if (typeof value === 'number') return String(value);
   if (typeof value === 'string')
-    return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-  if (Array.isArray(value)) return `[${value.map(pythonJsonDumps).join(', ')}]`;
-  if ('float' in value && typeof value.float === 'number' && Object.keys(value).length === 1) return pythonFloat(value.float);
+    return JSON.stringify(value)
+      .replace(/\\u00([0-9a-f]{2})/g, (_, hex: string) => `\\u00${hex.toUpperCase()}`)
+      .replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`);
+  if (Array.isArray(value)) return `[${value.map(rapidjsonDumps).join(',')}]`;
+  if ('float' in value && typeof value.float === 'number' && Object.keys(value).length === 1) return rapidjsonFloat(value.float);
   return `{${Object.entries(value as Record<string, PyValue>)
-    .map(([k, v]) => `${pythonJsonDumps(k)}: ${pythonJsonDumps(v)}`)
-    .join(', ')}}`;
+    .map(([k, v]) => `${rapidjsonDumps(k)}:${rapidjsonDumps(v)}`)
+    .join(',')}}`;
 }
 
 /** InferInput(name, shape, datatype).set_data_from_numpy(array, binary_data). */
@@ -81,19 +96,36 @@ function outputTensor(output: TritonOutput): PyValue {
 export function inferenceRequest(
   inputs: TritonInput[],
   outputs: TritonOutput[] | undefined,
-  options: { requestId?: string; timeout?: number } = {},
+  options: {
+    requestId?: string;
+    sequenceId?: number;
+    sequenceStart?: boolean;
+    sequenceEnd?: boolean;
+    priority?: number;
+    timeout?: number;
+    parameters?: Record<string, PyValue>;
+  } = {},
 ): { body: Buffer; jsonSize: number | undefined } {
+  // In _get_inference_request's order: id; sequence, priority and timeout parameters; inputs;
+  // outputs (or binary_data_output); the caller's own parameters last.
   const request: Record<string, PyValue> = {};
   const parameters: Record<string, PyValue> = {};
   if (options.requestId) request.id = options.requestId;
+  if (options.sequenceId) {
+    parameters.sequence_id = options.sequenceId;
+    parameters.sequence_start = options.sequenceStart ?? false;
+    parameters.sequence_end = options.sequenceEnd ?? false;
+  }
+  if (options.priority) parameters.priority = options.priority;
   if (options.timeout !== undefined) parameters.timeout = options.timeout;
   request.inputs = inputs.map(inputTensor);
   if (outputs?.length) request.outputs = outputs.map(outputTensor);
   else parameters.binary_data_output = true;
+  Object.assign(parameters, options.parameters ?? {});
   if (Object.keys(parameters).length) request.parameters = parameters;
-  const json = pythonJsonDumps(request);
+  const json = rapidjsonDumps(request);
   const raws = inputs.filter((i) => i.bytes).map((i) => i.bytes!);
-  // json_size = len(request_json): characters, which are bytes since json.dumps writes ASCII.
+  // json_size = len(request_json): characters, which are bytes since rapidjson.dumps writes ASCII.
   if (raws.length === 0) return { body: Buffer.from(json, 'latin1'), jsonSize: undefined };
   return { body: Buffer.concat([Buffer.from(json, 'latin1'), ...raws]), jsonSize: json.length };
 }
@@ -116,12 +148,12 @@ export function tritonInfer(
   model: string,
   inputs: TritonInput[],
   outputs: TritonOutput[] | undefined,
-  options: {
+  options: Parameters<typeof inferenceRequest>[2] & {
     requestCompression?: 'gzip' | 'deflate';
     responseCompression?: 'gzip' | 'deflate';
-    requestId?: string;
-    timeout?: number;
     modelVersion?: string;
+    /** query_params: `?` and `_get_query_string` (quote_plus of each key and value). */
+    queryParams?: Record<string, string>;
   } = {},
 ): { path: string; body: Buffer; headers: Record<string, string> } {
   const request = inferenceRequest(inputs, outputs, options);
@@ -139,7 +171,11 @@ export function tritonInfer(
   if (request.jsonSize !== undefined) headers['Inference-Header-Content-Length'] = String(request.jsonSize);
   const quoted = encodeURIComponent(model);
   const path = options.modelVersion ? `/v2/models/${quoted}/versions/${options.modelVersion}/infer` : `/v2/models/${quoted}/infer`;
-  return { path, body, headers };
+  const plus = (text: string) => encodeURIComponent(text).replace(/%20/g, '+');
+  const query = Object.entries(options.queryParams ?? {})
+    .map(([k, v]) => `${plus(k)}=${plus(v)}`)
+    .join('&');
+  return { path: options.queryParams ? `${path}?${query}` : path, body, headers };
 }
 
 export interface TritonOutputResult {

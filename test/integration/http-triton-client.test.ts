@@ -100,6 +100,19 @@ for (const mode of [
       assert.deepEqual(all.outputs.get('logits')!.data, [...logits]);
     });
 
+    test('priority, a sequence id, custom parameters and query_params, as the client adds them, change nothing in the answer', async () => {
+      const { outputs, result } = await infer([binaryX], [{ name: 'logits' }], {
+        requestId: 'with-extras',
+        priority: 2,
+        sequenceId: 7,
+        sequenceStart: true,
+        parameters: { my_flag: 'on', my_count: 3 },
+        queryParams: { trace: 'a b', n: '1' },
+      });
+      assert.equal(result.id, 'with-extras');
+      assert.deepEqual(outputs.get('logits')!.data, [...logits]);
+    });
+
     test('JSON tensors (binary_data=False): Python floats in, JSON numbers out', async () => {
       const values = [...X].map((v) => ({ float: v }));
       const { answer, outputs } = await infer(

@@ -18,8 +18,8 @@ import type { TritonRequest } from '../helpers/triton-client-extensions.js';
 /**
  * Triton's extensions as tritonclient.http (src/python/library/tritonclient/http/_client.py)
  * sends them, request by request: get_model_config and get_inference_statistics are GETs without
- * a body; get_model_repository_index POSTs an empty body; load_model POSTs json.dumps({}) and
- * unload_model json.dumps({"parameters": {"unload_dependents": False}}), with no Content-Type
+ * a body; get_model_repository_index POSTs an empty body; load_model POSTs rapidjson.dumps({}) and
+ * unload_model rapidjson.dumps({"parameters": {"unload_dependents": False}}), with no Content-Type
  * (geventhttpclient sets none) and the caller's headers (here the cluster token).
  */
 
