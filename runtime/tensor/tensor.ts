@@ -50,7 +50,12 @@ export function checkShape(shape: readonly unknown[], label: string): asserts sh
   }
   for (const dim of shape) {
     if (typeof dim !== 'number' || !Number.isSafeInteger(dim) || dim < 0) {
-      throw new TroupeError('TROUPE_ERR_BAD_TENSOR', `${label}: shape [${shape.join(',')}] has ${String(dim)}, dims must be integers >= 0`);
+      // A dim past 2^53 (Triton's overflow check sends 2^60 + 2) is not even exact as a JS number.
+      const tooLarge = typeof dim === 'number' && Number.isInteger(dim) && dim > Number.MAX_SAFE_INTEGER;
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_TENSOR',
+        `${label}: shape [${shape.join(',')}] has ${String(dim)}, dims must be integers >= 0${tooLarge ? ' and at most 2^53 - 1' : ''}`,
+      );
     }
   }
 }
