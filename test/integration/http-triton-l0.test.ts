@@ -76,7 +76,12 @@ describe("HTTP: the generic checks of Triton's qa/L0_http/http_test.py", { timeo
   });
 
   test('test_byte_too_many_elements, test_multi_variable_dimensions, test_multi_inputs: 400 naming why the raw input cannot be deduced', async () => {
-    assertError(await infer('onnx_zero_1_object', Buffer.from('427'), RAW), 400, 'TROUPE_ERR_BAD_REQUEST', /a raw BYTES body is one element/);
+    assertError(
+      await infer('onnx_zero_1_object', Buffer.from('427'), RAW),
+      400,
+      'TROUPE_ERR_BAD_REQUEST',
+      /a raw BYTES body is one element/,
+    );
     assertError(
       await infer('onnx_zero_1_float16', Buffer.alloc(8), RAW),
       400,
@@ -96,7 +101,9 @@ describe("HTTP: the generic checks of Triton's qa/L0_http/http_test.py", { timeo
     const [r] = await rawExchange(
       cluster.url,
       Buffer.concat([
-        Buffer.from('POST /v2/models/onnx_zero_1_float32/infer HTTP/1.1\r\nhost: x\r\ninference-header-content-length: 0\r\ntransfer-encoding: chunked\r\n\r\n'),
+        Buffer.from(
+          'POST /v2/models/onnx_zero_1_float32/infer HTTP/1.1\r\nhost: x\r\ninference-header-content-length: 0\r\ntransfer-encoding: chunked\r\n\r\n',
+        ),
         Buffer.from(`${input.length.toString(16).toUpperCase()}\r\n`),
         input,
         Buffer.from('\r\n0\r\n\r\n'),
@@ -121,7 +128,12 @@ describe("HTTP: the generic checks of Triton's qa/L0_http/http_test.py", { timeo
   test('test_loading_large_invalid_model: a load with a config and model files is refused as JSON, past the body limit too', async () => {
     const path = '/v2/repository/models/invalid_onnx/load';
     const small = JSON.stringify({ parameters: { config: JSON.stringify({ backend: 'onnxruntime' }), 'file:1/model.onnx': 'QUFB' } });
-    assertError(await nodeCall(cluster.url, 'POST', path, { body: small, headers: JSON_TYPE }), 400, 'TROUPE_ERR_BAD_REQUEST', /load takes no parameters/);
+    assertError(
+      await nodeCall(cluster.url, 'POST', path, { body: small, headers: JSON_TYPE }),
+      400,
+      'TROUPE_ERR_BAD_REQUEST',
+      /load takes no parameters/,
+    );
     const large = JSON.stringify({ parameters: { 'file:1/model.onnx': 'A'.repeat(2 * 2 ** 20) } });
     assertError(await nodeCall(cluster.url, 'POST', path, { body: large, headers: JSON_TYPE }), 413, 'TROUPE_ERR_BODY_TOO_LARGE', /1 MiB/);
   });
