@@ -135,10 +135,12 @@ describe('classification: scores as C++ std::to_string prints them', () => {
     assert.equal(classifyOutputs(outputs, new Map(), undefined), outputs);
   });
 
-  test('a deployment spec takes labels as a list or a list per output, and refuses anything else', () => {
+  test('a deployment spec takes labels as a list or a label file, for every output or per output, and refuses anything else', () => {
     assert.deepEqual(ModelDeploymentSchema.parse({ name: 'm', model: 'm.onnx', labels: ['a', 'b'] }).labels, ['a', 'b']);
     assert.deepEqual(ModelDeploymentSchema.parse({ name: 'm', model: 'm.onnx', labels: { y: ['a'] } }).labels, { y: ['a'] });
-    for (const labels of ['a,b', [1, 2], { y: 'a' }])
+    assert.equal(ModelDeploymentSchema.parse({ name: 'm', model: 'm.onnx', labels: 'labels.txt' }).labels, 'labels.txt');
+    assert.deepEqual(ModelDeploymentSchema.parse({ name: 'm', model: 'm.onnx', labels: { y: 'y.txt' } }).labels, { y: 'y.txt' });
+    for (const labels of ['../a.txt', [1, 2], { y: 1 }, { y: '/etc/passwd' }])
       assert.equal(ModelDeploymentSchema.safeParse({ name: 'm', model: 'm.onnx', labels }).success, false, JSON.stringify(labels));
   });
 });
