@@ -8,8 +8,8 @@ import type { onnx as OnnxTypes } from 'onnx-proto';
 // onnx-proto is CommonJS; under NodeNext only its default export is reliably importable.
 const { onnx } = onnxProto;
 
-/** Element types the builder can declare and store. */
-export type DType = 'float32' | 'int64' | 'int32';
+/** Element types the builder can declare (inputs, outputs); initializers store the first three. */
+export type DType = 'float32' | 'int64' | 'int32' | 'float16' | 'string';
 
 /** A tensor dimension: a fixed size, or a symbolic name such as `'N'` for the batch. */
 export type Dim = number | string;
@@ -28,6 +28,8 @@ const DTYPE_CODES: Record<DType, number> = {
   float32: onnx.TensorProto.DataType.FLOAT,
   int64: onnx.TensorProto.DataType.INT64,
   int32: onnx.TensorProto.DataType.INT32,
+  float16: onnx.TensorProto.DataType.FLOAT16,
+  string: onnx.TensorProto.DataType.STRING,
 };
 
 /**
