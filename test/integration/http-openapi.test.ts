@@ -163,6 +163,21 @@ describe('HTTP: the OpenAPI document describes every route, and every live answe
     await check('POST /v2/repository/models/{name}/unload', '/v2/repository/models/spare/unload', 200, { body: '{}', headers: AUTH });
     await check('POST /v2/repository/models/{name}/load', '/v2/repository/models/spare/load', 200, { body: '{}', headers: AUTH });
     await check('GET /api/v1/cluster', '/api/v1/cluster', 200);
+    // A rollout between two versions, ended each way.
+    const split = JSON.stringify({
+      model: 'mlp.onnx',
+      threads: 1,
+      cpus: 0.25,
+      versions: [
+        { version: 'a', model: 'mlp.onnx', weight: 50 },
+        { version: 'b', model: 'mlp.onnx', weight: 50 },
+      ],
+    });
+    await check('PUT /api/v1/deployments/{name}', '/api/v1/deployments/split', 201, { body: split, headers: { ...JSON_TYPE, ...AUTH } });
+    const promote = { body: JSON.stringify({ version: 'b' }), headers: { ...JSON_TYPE, ...AUTH } };
+    await check('POST /api/v1/deployments/{name}/promote', '/api/v1/deployments/split/promote', 200, promote);
+    await check('POST /api/v1/deployments/{name}/rollback', '/api/v1/deployments/split/rollback', 200, { headers: AUTH });
+    await check('DELETE /api/v1/deployments/{name}', '/api/v1/deployments/split', 200, { headers: AUTH });
     await check('DELETE /api/v1/models/{name}', '/api/v1/models/up', 409, { headers: AUTH });
     await check('DELETE /api/v1/deployments/{name}', '/api/v1/deployments/spare', 200, { headers: AUTH });
     await check('DELETE /api/v1/models/{name}', '/api/v1/models/up', 200, { headers: AUTH });
