@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
-import { startCluster } from '../helpers/cluster.js';
+import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { nodeCall } from '../helpers/http.js';
 import type { NodeAnswer } from '../helpers/http.js';
@@ -188,6 +188,12 @@ describe('HTTP: the OpenAPI document describes every route, and every live answe
       headers: JSON_TYPE,
     });
     const { id } = job.json as { id: string };
+    await check('GET /api/v1/jobs/{id}', `/api/v1/jobs/${id}`, 200);
+    // Finished, a DELETE removes it (a running one it would cancel, and keep).
+    await waitFor('the job to finish', async () => {
+      const { state } = (await nodeCall(cluster.url, 'GET', `/api/v1/jobs/${id}`)).json as { state: string };
+      return state === 'SUCCEEDED';
+    });
     await check('GET /api/v1/jobs/{id}', `/api/v1/jobs/${id}`, 200);
     await check('DELETE /api/v1/jobs/{id}', `/api/v1/jobs/${id}`, 200);
     await check('GET /api/v1/jobs/{id}', `/api/v1/jobs/${id}`, 404);
