@@ -83,8 +83,12 @@ export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void
       description:
         'One `data:` event per item (its JSON, `id:` its number), then `event: end` with `{"items": n}`, or `event: error` with `{"code", "message"}`. ' +
         'The instance runs at most 16 items ahead of what the connection has taken; closing the connection stops the generator.',
-      body: { contentTypes: ['application/json'], schema: CallBodySchema, description: 'the arguments; an empty body calls without any' },
-      responses: { 200: { description: 'the items, as text/event-stream', contentType: 'text/event-stream' } },
+      body: {
+        content: { 'application/json': CallBodySchema },
+        required: false,
+        description: 'the arguments; an empty body calls without any',
+      },
+      responses: { 200: { description: 'the items, as server-sent events', content: { 'text/event-stream': 'text' } } },
     },
     async (request, reply) => {
       const { name, method } = pathParams(request);
@@ -112,7 +116,11 @@ export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void
       description:
         'The instance is the one the sessionKey is bound to, else the least busy READY one. Calls to one instance run one at a time, in arrival order. ' +
         'A call is never retried on another instance: if its instance dies first, it fails with TROUPE_ERR_ACTOR_DIED.',
-      body: { contentTypes: ['application/json'], schema: CallBodySchema, description: 'the arguments; an empty body calls without any' },
+      body: {
+        content: { 'application/json': CallBodySchema },
+        required: false,
+        description: 'the arguments; an empty body calls without any',
+      },
       responses: { 200: { description: "the method's value", schema: CallAnswerSchema } },
     },
     async (request) => {

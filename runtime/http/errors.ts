@@ -42,7 +42,7 @@ export function toHttpError(err: unknown, bodyLimit: number): HttpError {
     return {
       status: 414,
       code: 'TROUPE_ERR_BAD_REQUEST',
-      message: 'a segment of the path is longer than 100 characters (names are at most 63)',
+      message: 'a segment of the path is longer than this server reads (names are at most 63 characters)',
     };
   }
   if (e.code === 'FST_ERR_BAD_URL') {

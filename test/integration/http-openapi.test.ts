@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
+import { GRAPH_AGENT } from '../helpers/graphs.js';
 import { nodeCall } from '../helpers/http.js';
 import type { NodeAnswer } from '../helpers/http.js';
 import { mlpBinaryRequest } from '../helpers/mlp-oip.js';
@@ -54,7 +55,8 @@ describe('HTTP: the OpenAPI document describes every route, and every live answe
   };
 
   before(async () => {
-    cluster = await startCluster({ headArgs: ['--token', TOKEN], agents: [['--token', TOKEN]] });
+    // GRAPH_AGENT: a --module-dir, for the class actors the actor routes call.
+    cluster = await startCluster({ headArgs: ['--token', TOKEN], agents: [['--token', TOKEN, ...GRAPH_AGENT]] });
     const put = await nodeCall(cluster.url, 'PUT', '/api/v1/deployments/mlp', {
       body: JSON.stringify({ model: 'mlp.onnx', threads: 1, cpus: 0.5 }),
       headers: { ...JSON_TYPE, ...AUTH },
@@ -181,6 +183,20 @@ describe('HTTP: the OpenAPI document describes every route, and every live answe
     await check('DELETE /api/v1/models/{name}', '/api/v1/models/up', 409, { headers: AUTH });
     await check('DELETE /api/v1/deployments/{name}', '/api/v1/deployments/spare', 200, { headers: AUTH });
     await check('DELETE /api/v1/models/{name}', '/api/v1/models/up', 200, { headers: AUTH });
+
+    // Class actors: a method's value, and an async generator's items as server-sent events.
+    for (const [name, exported] of [
+      ['counter', 'Counter'],
+      ['ticker', 'Ticker'],
+    ]) {
+      const spec = JSON.stringify({ kind: 'class', model: `test/fixtures/classes.js#${exported}`, cpus: 0.1 });
+      await check('PUT /api/v1/deployments/{name}', `/api/v1/deployments/${name}`, 201, { body: spec, headers: { ...JSON_TYPE, ...AUTH } });
+    }
+    const args = (...values: unknown[]) => ({ body: JSON.stringify({ args: values }), headers: { ...JSON_TYPE, ...AUTH } });
+    await check('POST /api/v1/actors/{name}/{method}', '/api/v1/actors/counter/add', 200, args(2));
+    await check('POST /api/v1/actors/{name}/{method}', '/api/v1/actors/counter/nope', 404, args());
+    const items = await check('POST /api/v1/actors/{name}/{method}/stream', '/api/v1/actors/ticker/count/stream', 200, args(3));
+    assert.match(items.body.toString(), /event: end/);
 
     // Async jobs.
     const job = await check('POST /api/v1/deployments/{name}/jobs', '/api/v1/deployments/mlp/jobs', 202, {
