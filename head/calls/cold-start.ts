@@ -28,8 +28,11 @@ export class ColdStart {
     return this.#waiters.size;
   }
 
-  /** Resolves once {@link ready} is called; TROUPE_ERR_DEADLINE_EXCEEDED at `deadline` (or after the longest queue wait). */
-  wait(deployment: string, deadline: number | undefined): Promise<void> {
+  /**
+   * Resolves once {@link ready} is called; TROUPE_ERR_DEADLINE_EXCEEDED at `deadline` (or after the
+   * longest queue wait), saying what its replicas were doing then (`replicas`: e.g. PENDING and why).
+   */
+  wait(deployment: string, deadline: number | undefined, replicas: () => string): Promise<void> {
     const waitMs = Math.max(0, Math.min(deadline === undefined ? MAX_QUEUE_WAIT_MS : deadline - Date.now(), MAX_QUEUE_WAIT_MS));
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
@@ -38,7 +41,10 @@ export class ColdStart {
         timer: setTimeout(() => {
           this.#waiters.delete(waiter);
           reject(
-            new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `no replica of '${deployment}' was READY within ${waitMs} ms of the call`),
+            new TroupeError(
+              'TROUPE_ERR_DEADLINE_EXCEEDED',
+              `no replica of '${deployment}' was READY within ${waitMs} ms of the call (${replicas()})`,
+            ),
           );
         }, waitMs),
       };

@@ -28,7 +28,7 @@ export async function runInferenceTimed(state: ClusterState, request: InferenceR
   const started = performance.now();
   try {
     if (!d.metadata) {
-      const waited = d.coldStart.wait(d.spec.name, deadline);
+      const waited = d.coldStart.wait(d.spec.name, deadline, () => describeActors(d));
       state.autoscaleNow(d);
       await waited;
     }
@@ -83,4 +83,10 @@ async function runVersion(state: ClusterState, d: DeploymentRecord, request: Inf
 /** {@link runInferenceTimed}, outputs only. */
 export async function runInference(state: ClusterState, request: InferenceRequest): Promise<WireTensorMap> {
   return (await runInferenceTimed(state, request)).outputs;
+}
+
+/** Each actor of `d` with its state, and why where it is not READY: what a caller waiting for one is told. */
+function describeActors(d: DeploymentRecord): string {
+  if (d.actors.length === 0) return 'no replica started yet';
+  return d.actors.map((a) => `${a.name} ${a.state}${a.reason ? `: ${a.reason}` : ''}`).join('; ');
 }
