@@ -204,7 +204,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     logger: false,
     // Past fastify's default of 100, a long path parameter got fastify's own 414 and error body;
     // up to this length the routes see it and refuse it with a TROUPE_ERR_* that names it.
-    maxParamLength: 2048,
+    routerOptions: { maxParamLength: 2048 },
     // Node's parser errors and fastify's router errors answer in the API's shape too.
     clientErrorHandler: clientError,
     frameworkErrors: (err, request, reply) => sendError(reply, requestFailed(log, err, request, maxBodyBytes)),

@@ -70,6 +70,20 @@ function callBody(request: FastifyRequest): z.output<typeof CallBodySchema> {
   return parsed.data;
 }
 
+/** The call a request asks for: the actor and method of its path, the arguments and options of its body. */
+function methodCall(request: FastifyRequest) {
+  const { name, method } = pathParams(request);
+  const body = callBody(request);
+  return {
+    actor: name,
+    method,
+    args: body.args,
+    ...(body.refs ? { refs: body.refs } : {}),
+    ...(body.sessionKey !== undefined ? { sessionKey: body.sessionKey } : {}),
+    ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
+  };
+}
+
 export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void {
   acceptBuffers(app, Math.min(ctx.maxBodyBytes, MAX_CALL_BODY_BYTES));
   ctx.docs.route(
@@ -91,18 +105,10 @@ export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void
       responses: { 200: { description: 'the items, as server-sent events', content: { 'text/event-stream': 'text' } } },
     },
     async (request, reply) => {
-      const { name, method } = pathParams(request);
-      const body = callBody(request);
+      const call = methodCall(request);
       // Refused as JSON while a status can still say so; once the events start it is 200.
-      ctx.actors.check(name);
-      await streamOverSse(ctx.actors, reply, {
-        actor: name,
-        method,
-        args: body.args,
-        ...(body.refs ? { refs: body.refs } : {}),
-        ...(body.sessionKey !== undefined ? { sessionKey: body.sessionKey } : {}),
-        ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
-      });
+      ctx.actors.check(call.actor);
+      await streamOverSse(ctx.actors, reply, call);
     },
   );
   ctx.docs.route(
@@ -124,18 +130,8 @@ export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void
       responses: { 200: { description: "the method's value", schema: CallAnswerSchema } },
     },
     async (request) => {
-      const { name, method } = pathParams(request);
-      const body = callBody(request);
       const id = newId();
-      const { value } = await ctx.actors.call({
-        id,
-        actor: name,
-        method,
-        args: body.args,
-        ...(body.refs ? { refs: body.refs } : {}),
-        ...(body.sessionKey !== undefined ? { sessionKey: body.sessionKey } : {}),
-        ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
-      });
+      const { value } = await ctx.actors.call({ id, ...methodCall(request) });
       // A method that returns nothing answers null: JSON has no undefined.
       return { id, value: value === undefined ? null : value };
     },

@@ -145,29 +145,36 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
     }
   });
 
-  test('a PUT to 100/0 while calls flow loses none, and then every call goes to the version at 100', async () => {
+  /** 16 callers calling `ab` in a loop until `stop`, counting answers and keeping every failure. */
+  const keepCalling = () => {
     let flowing = true;
-    let served = 0;
-    const failures: unknown[] = [];
-    const loop = async () => {
+    const load = { served: 0, failures: [] as unknown[], stop: async () => {} };
+    const loops = Array.from({ length: 16 }, async () => {
       while (flowing) {
         try {
           await client.run('ab', input());
-          served++;
+          load.served++;
         } catch (err) {
-          failures.push(err);
+          load.failures.push(err);
         }
       }
+    });
+    load.stop = async () => {
+      flowing = false;
+      await Promise.all(loops);
     };
-    const loops = Array.from({ length: 16 }, loop);
-    await waitFor('calls to flow', () => served > 200 || undefined, 30_000);
+    return load;
+  };
+
+  test('a PUT to 100/0 while calls flow loses none, and then every call goes to the version at 100', async () => {
+    const load = keepCalling();
+    await waitFor('calls to flow', () => load.served > 200 || undefined, 30_000);
     const answer = await put(cluster.url, 'ab', split(0, 100));
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
-    const at = served;
-    await waitFor('more calls after the PUT', () => served > at + 200 || undefined, 30_000);
-    flowing = false;
-    await Promise.all(loops);
-    assert.deepEqual(failures, []);
+    const at = load.served;
+    await waitFor('more calls after the PUT', () => load.served > at + 200 || undefined, 30_000);
+    await load.stop();
+    assert.deepEqual(load.failures, []);
     for (let i = 0; i < 20; i++) assert.equal(whichVersion((await client.run('ab', input())).logits!.data as Float32Array), 'v2');
     // A version at weight 0 keeps its replicas, ready to take calls again.
     assert.equal((await view(client, 'ab.v1'))?.state, 'READY');
@@ -175,26 +182,13 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
 
   test('promote under load: one call, the promoted version takes everything, the other stops, no call lost', async () => {
     await put(cluster.url, 'ab', split(50, 50));
-    let flowing = true;
-    const failures: unknown[] = [];
-    let served = 0;
-    const loops = Array.from({ length: 16 }, async () => {
-      while (flowing) {
-        try {
-          await client.run('ab', input());
-          served++;
-        } catch (err) {
-          failures.push(err);
-        }
-      }
-    });
-    await waitFor('calls to flow', () => served > 200 || undefined, 30_000);
+    const load = keepCalling();
+    await waitFor('calls to flow', () => load.served > 200 || undefined, 30_000);
     const promoted = await post(cluster.url, '/api/v1/deployments/ab/promote', { version: 'v2' });
     assert.equal(promoted.status, 200, JSON.stringify(promoted.body));
     await waitFor('ab.v1 to stop', async () => (await view(client, 'ab.v1')) === undefined || undefined, 60_000);
-    flowing = false;
-    await Promise.all(loops);
-    assert.deepEqual(failures, []);
+    await load.stop();
+    assert.deepEqual(load.failures, []);
     const versions = (await view(client, 'ab'))?.versions;
     assert.deepEqual(
       versions?.map((v) => [v.version, v.weight]),
