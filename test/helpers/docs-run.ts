@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
+import type { ChildProcessByStdio } from 'node:child_process';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import type { Readable } from 'node:stream';
 import { join } from 'node:path';
 import ts from 'typescript';
 import type { DocBlock } from './docs-blocks.js';
@@ -39,12 +41,14 @@ export async function startTroupeUp(): Promise<DocsCluster> {
   await symlink(CLI, join(cwd, 'bin', 'troupe'));
   await writeFile(join(cwd, '.curlrc'), 'fail-with-body\n');
   // detached: a process group of its own (up, head, agent, actors), stopped as a whole.
+  // An IPC channel, as the other children of tests hold: if this test process dies without its
+  // after() (killed, or its output cut short), `troupe up` sees the channel close and stops everything.
   const up = spawn(process.execPath, [CLI, 'up', '--port', '0'], {
     cwd,
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     env: childEnv(),
-  });
+  }) as ChildProcessByStdio<null, Readable, Readable>;
   let stdout = '';
   let stderr = '';
   up.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
