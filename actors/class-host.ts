@@ -1,18 +1,11 @@
-import {
-  AgentToActorIpcSchema,
-  ClassActorEnvSchema,
-  ClassArgsSchema,
-  TroupeError,
-  createLogger,
-  disableOrtTelemetryByDefault,
-  onParentGone,
-} from '../runtime/internal.js';
-import type { ActorToAgentIpc, ClassActorEnv, InvokeReply } from '../runtime/internal.js';
+import { ClassActorEnvSchema, ClassArgsSchema, TroupeError, createLogger, disableOrtTelemetryByDefault } from '../runtime/internal.js';
+import type { ClassActorEnv, InvokeReply } from '../runtime/internal.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { ClassInstance } from './class-instance.js';
 import { StreamCredit } from './stream-credit.js';
 import { joinHead } from './head-socket.js';
 import type { HeadSocket } from './head-socket.js';
+import { ACTOR_EXIT, followAgent, readActorEnv } from './process-boot.js';
 
 /**
  * The entry point of one class actor: a process holding one instance of a user's class (from a
@@ -24,24 +17,6 @@ import type { HeadSocket } from './head-socket.js';
 const log = createLogger('class-actor');
 // A user's class may run onnxruntime itself: no telemetry from it either (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();
-
-/** RESTORE_FAILED: restore() threw; the restart that follows tries again, and repeated failures make the actor DEAD with this cause. */
-const EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, RESTORE_FAILED: 4, UNWANTED: 5 } as const;
-
-function readEnv(): ClassActorEnv {
-  const parsed = ClassActorEnvSchema.safeParse(process.env);
-  if (!parsed.success) {
-    process.stderr.write(
-      `troupe class actor: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`,
-    );
-    process.exit(EXIT.BAD_ENV);
-  }
-  return parsed.data;
-}
-
-function tell(message: ActorToAgentIpc): void {
-  if (process.connected) process.send?.(message);
-}
 
 /** The constructor's arguments from the environment (the head checked them as part of the spec; checked again here). */
 function readArgs(env: ClassActorEnv): unknown[] {
@@ -57,13 +32,9 @@ function readArgs(env: ClassActorEnv): unknown[] {
 }
 
 async function main(): Promise<void> {
-  const env = readEnv();
+  const env = readActorEnv(ClassActorEnvSchema, 'class actor');
   const shown = env.TROUPE_SHOWN_PATH ?? env.TROUPE_CLASS_MODULE;
-  onParentGone(() => process.exit(0));
-  process.on('message', (raw) => {
-    const ping = AgentToActorIpcSchema.safeParse(raw);
-    if (ping.success) tell({ type: 'pong', seq: ping.data.seq });
-  });
+  followAgent();
 
   let instance: ClassInstance | undefined;
   let loadError: TroupeError | undefined;
@@ -94,7 +65,7 @@ async function main(): Promise<void> {
   head = joinHead({
     env,
     log,
-    exitCodes: EXIT,
+    exitCodes: ACTOR_EXIT,
     readiness: () =>
       instance
         ? {
@@ -153,7 +124,7 @@ async function main(): Promise<void> {
               channel.fail(message.id, new TroupeError('TROUPE_ERR_MODEL_LOAD', why));
               process.stderr.write(`${why}\n`);
               // A half-restored instance must take no calls: exit, and the restart says why.
-              setTimeout(() => process.exit(EXIT.RESTORE_FAILED), 200);
+              setTimeout(() => process.exit(ACTOR_EXIT.RESTORE_FAILED), 200);
             },
           );
           return;

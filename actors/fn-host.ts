@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import {
-  AgentToActorIpcSchema,
   FnActorEnvSchema,
   FnSignatureSchema,
   TroupeError,
@@ -9,13 +8,13 @@ import {
   disableOrtTelemetryByDefault,
   mapFromWire,
   mapToWire,
-  onParentGone,
 } from '../runtime/internal.js';
-import type { ActorToAgentIpc, FnActorEnv, FnSignature, StepFn, Tensor } from '../runtime/internal.js';
+import type { FnActorEnv, FnSignature, StepFn, Tensor } from '../runtime/internal.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { joinHead } from './head-socket.js';
 import { checkTensorOutputs } from './tensor-outputs.js';
 import type { HeadSocket } from './head-socket.js';
+import { ACTOR_EXIT, followAgent, readActorEnv } from './process-boot.js';
 
 /**
  * The entry point of one fn actor: a process that runs one exported function of a module on the
@@ -27,23 +26,6 @@ import type { HeadSocket } from './head-socket.js';
 const log = createLogger('fn-actor');
 // A user's fn may run onnxruntime itself: no telemetry from it either (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();
-
-const EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, UNWANTED: 5 } as const;
-
-function readEnv(): FnActorEnv {
-  const parsed = FnActorEnvSchema.safeParse(process.env);
-  if (!parsed.success) {
-    process.stderr.write(
-      `troupe fn actor: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`,
-    );
-    process.exit(EXIT.BAD_ENV);
-  }
-  return parsed.data;
-}
-
-function tell(message: ActorToAgentIpc): void {
-  if (process.connected) process.send?.(message);
-}
 
 async function load(env: FnActorEnv): Promise<{ fn: StepFn; signature: FnSignature }> {
   const what = `fn '${env.TROUPE_FN_EXPORT}' of ${env.TROUPE_FN_MODULE}`;
@@ -75,13 +57,9 @@ function checkOutputs(name: string, value: unknown): Record<string, Tensor> {
 }
 
 async function main(): Promise<void> {
-  const env = readEnv();
+  const env = readActorEnv(FnActorEnvSchema, 'fn actor');
   const name = env.TROUPE_FN_EXPORT;
-  onParentGone(() => process.exit(0));
-  process.on('message', (raw) => {
-    const ping = AgentToActorIpcSchema.safeParse(raw);
-    if (ping.success) tell({ type: 'pong', seq: ping.data.seq });
-  });
+  followAgent();
 
   let inFlight = 0;
   let stopping = false;
@@ -111,7 +89,7 @@ async function main(): Promise<void> {
   head = joinHead({
     env,
     log,
-    exitCodes: EXIT,
+    exitCodes: ACTOR_EXIT,
     readiness: () =>
       loaded
         ? {

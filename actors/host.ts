@@ -1,16 +1,6 @@
 import { statSync } from 'node:fs';
-import {
-  ActorEnvSchema,
-  AgentToActorIpcSchema,
-  TroupeError,
-  createLogger,
-  mapFromWire,
-  mapToWire,
-  onParentGone,
-  sharesMemory,
-  validateInputs,
-} from '../runtime/internal.js';
-import type { ActorCall, ActorEnv, ActorToAgentIpc, ActorToHead, Channel, HeadToActor } from '../runtime/internal.js';
+import { ActorEnvSchema, TroupeError, createLogger, mapFromWire, mapToWire, sharesMemory, validateInputs } from '../runtime/internal.js';
+import type { ActorCall, ActorToHead, Channel, HeadToActor } from '../runtime/internal.js';
 import { startDirectServer } from './direct-server.js';
 import type { DirectServer } from './direct-server.js';
 import { DirectCallStats } from './direct-stats.js';
@@ -24,6 +14,7 @@ import type { ServedModel } from './load-model.js';
 import { Batcher } from './batcher.js';
 import { batchOptions } from './batch-options.js';
 import { readLabelFiles } from './label-files.js';
+import { ACTOR_EXIT, followAgent, readActorEnv } from './process-boot.js';
 
 /**
  * The entry point of one model actor process. The node agent spawns it fresh (never forked from
@@ -34,23 +25,6 @@ import { readLabelFiles } from './label-files.js';
  */
 const log = createLogger('actor');
 
-/**
- * Exit codes the agent reads to tell a bad start from a crash. UNWANTED: the head refused this
- * actor's id and secret on a reconnect (it was replaced or removed meanwhile).
- */
-export const ACTOR_EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, UNWANTED: 5 } as const;
-
-function readEnv(): ActorEnv {
-  const parsed = ActorEnvSchema.safeParse(process.env);
-  if (!parsed.success) {
-    process.stderr.write(
-      `troupe actor: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`,
-    );
-    process.exit(ACTOR_EXIT.BAD_ENV);
-  }
-  return parsed.data;
-}
-
 /** A file's size, or undefined when it cannot be read (the head then keeps its base estimate). */
 function fileSize(path: string): number | undefined {
   try {
@@ -60,20 +34,10 @@ function fileSize(path: string): number | undefined {
   }
 }
 
-/** Health messages to the agent over IPC; dropped when there is no agent (run by hand). */
-function tell(message: ActorToAgentIpc): void {
-  if (process.connected) process.send?.(message);
-}
-
 async function main(): Promise<void> {
-  const env = readEnv();
+  const env = readActorEnv(ActorEnvSchema, 'actor');
   let executor: Batcher | undefined;
-  // The agent holds our IPC channel; when it goes (even by kill -9) we must not linger.
-  onParentGone(() => process.exit(0));
-  process.on('message', (raw) => {
-    const ping = AgentToActorIpcSchema.safeParse(raw);
-    if (ping.success) tell({ type: 'pong', seq: ping.data.seq });
-  });
+  followAgent();
   let stopping = false;
   let head: HeadSocket | undefined;
   // Connections the head hands over on this host are served here (actors/http-door.ts).

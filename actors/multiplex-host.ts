@@ -1,20 +1,11 @@
-import {
-  ActorEnvSchema,
-  AgentToActorIpcSchema,
-  MultiplexSchema,
-  TroupeError,
-  createLogger,
-  mapFromWire,
-  mapToWire,
-  onParentGone,
-  validateInputs,
-} from '../runtime/internal.js';
-import type { ActorCall, ActorEnv, ActorStats, ActorToAgentIpc, ActorToHead, Channel, HeadToActor } from '../runtime/internal.js';
+import { ActorEnvSchema, MultiplexSchema, TroupeError, createLogger, mapFromWire, mapToWire, validateInputs } from '../runtime/internal.js';
+import type { ActorCall, ActorEnv, ActorStats, ActorToHead, Channel, HeadToActor } from '../runtime/internal.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { batchOptions } from './batch-options.js';
 import { joinHead } from './head-socket.js';
 import type { HeadSocket } from './head-socket.js';
 import { ModelSet } from './model-set.js';
+import { ACTOR_EXIT, followAgent, readActorEnv } from './process-boot.js';
 
 /**
  * The entry point of one replica of a multiplexed deployment: the agent resolved the deployment's
@@ -25,22 +16,6 @@ import { ModelSet } from './model-set.js';
  * (host.ts): it rejoins a restarted head, drains on SIGTERM, ends with its agent.
  */
 const log = createLogger('actor');
-const EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, UNWANTED: 5 } as const;
-
-function readEnv(): ActorEnv {
-  const parsed = ActorEnvSchema.safeParse(process.env);
-  if (!parsed.success) {
-    process.stderr.write(
-      `troupe actor: bad environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`,
-    );
-    process.exit(EXIT.BAD_ENV);
-  }
-  return parsed.data;
-}
-
-function tell(message: ActorToAgentIpc): void {
-  if (process.connected) process.send?.(message);
-}
 
 function openSet(env: ActorEnv, deployment: string): ModelSet | TroupeError {
   try {
@@ -63,12 +38,8 @@ function openSet(env: ActorEnv, deployment: string): ModelSet | TroupeError {
 }
 
 async function main(): Promise<void> {
-  const env = readEnv();
-  onParentGone(() => process.exit(0));
-  process.on('message', (raw) => {
-    const ping = AgentToActorIpcSchema.safeParse(raw);
-    if (ping.success) tell({ type: 'pong', seq: ping.data.seq });
-  });
+  const env = readActorEnv(ActorEnvSchema, 'actor');
+  followAgent();
   const deployment = env.TROUPE_DEPLOYMENT ?? env.TROUPE_ACTOR_ID;
   const opened = openSet(env, deployment);
   const set = opened instanceof ModelSet ? opened : undefined;
@@ -118,7 +89,7 @@ async function main(): Promise<void> {
   head = joinHead({
     env,
     log,
-    exitCodes: EXIT,
+    exitCodes: ACTOR_EXIT,
     readiness: () => {
       if (!set) return loadError ?? new TroupeError('TROUPE_ERR_MODEL_LOAD', 'the models did not load');
       last = '';

@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { CallResult } from '../../runtime/internal.js';
 import { headLoopDelay } from './event-loop.js';
 import { registerMultiplexMetrics } from './multiplex-metrics.js';
-import type { ClusterRecords, ProcessUsage } from './records.js';
+import type { ClusterRecords, DeploymentRecord, ProcessUsage } from './records.js';
 
 type ModelHistograms = [Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>];
 
@@ -111,6 +111,18 @@ export class HeadMetrics {
     });
 
     const deployments = () => [...state.deployments.values()];
+    /** A counter per deployment, read from its record at scrape time. */
+    const perDeployment = (name: string, help: string, value: (d: DeploymentRecord) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['model'],
+        registers,
+        collect() {
+          this.reset();
+          for (const d of deployments()) this.inc({ model: d.spec.name }, value(d));
+        },
+      });
     headLoopDelay(); // start measuring now, not at the first scrape
     new Gauge({
       name: 'troupe_head_event_loop_delay_seconds',
@@ -124,36 +136,17 @@ export class HeadMetrics {
         this.set({ stat: 'max' }, d.maxMs / 1000);
       },
     });
-    new Counter({
-      name: 'troupe_inference_request_success_total',
-      help: 'Successful inference requests (each counts once, whatever its rows).',
-      labelNames: ['model'],
-      registers,
-      collect() {
-        this.reset();
-        for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.ok);
-      },
-    });
-    new Counter({
-      name: 'troupe_inference_count_total',
-      help: "Inferences run, in rows as Triton's nv_inference_count counts them: a request of 64 rows to a batching deployment counts 64, a request to one that does not batch counts 1.",
-      labelNames: ['model'],
-      registers,
-      collect() {
-        this.reset();
-        for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.rows);
-      },
-    });
-    new Counter({
-      name: 'troupe_inference_exec_count_total',
-      help: 'Model executions (batches) run by the actors.',
-      labelNames: ['model'],
-      registers,
-      collect() {
-        this.reset();
-        for (const d of deployments()) this.inc({ model: d.spec.name }, d.stats.execCount);
-      },
-    });
+    perDeployment(
+      'troupe_inference_request_success_total',
+      'Successful inference requests (each counts once, whatever its rows).',
+      (d) => d.stats.ok,
+    );
+    perDeployment(
+      'troupe_inference_count_total',
+      "Inferences run, in rows as Triton's nv_inference_count counts them: a request of 64 rows to a batching deployment counts 64, a request to one that does not batch counts 1.",
+      (d) => d.stats.rows,
+    );
+    perDeployment('troupe_inference_exec_count_total', 'Model executions (batches) run by the actors.', (d) => d.stats.execCount);
     new Counter({
       name: 'troupe_inference_request_failure_total',
       help: 'Failed inference requests by error code.',

@@ -147,7 +147,8 @@ export class CallQueue {
   /** Sends waiting calls to replicas with room. Called on every change that can make room. */
   pump(): void {
     while (this.#waiting > 0) {
-      const replica = this.#replicaWithRoom(this.#peek()?.options.model);
+      // Only a multiplexed deployment's next call needs looking at first: its model picks the replica.
+      const replica = this.#replicaWithRoom(this.#target.maxModels === undefined ? undefined : this.#peek()?.options.model);
       if (!replica) break;
       const call = this.#dequeue();
       if (call) this.#send(call, replica);
