@@ -138,7 +138,7 @@ export class Deployments {
    * deployments but that one stop once their queued calls are served. `rollback` names none:
    * the first version listed, the one a rollout started from.
    */
-  shiftAll(name: string, version: string | undefined, timeoutMs: number): DeployStarted {
+  endRollout(name: string, version: string | undefined, timeoutMs: number): DeployStarted {
     const d = this.#state.deployments.get(name);
     if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${name}'`);
     const versions = d.spec.versions;

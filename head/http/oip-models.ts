@@ -66,25 +66,27 @@ function isReady(d: DeploymentRecord): boolean {
  * for a name (or version) nothing answers to.
  */
 export function modelReadiness(state: ClusterState, graphs: RunGateway, params: Params): 'ready' | 'not ready' | 'unknown' {
-  const { name, version } = params;
-  const versions = state.deployments.get(name)?.spec.versions;
-  const pinned =
-    version === undefined
-      ? undefined
-      : versions
-        ? versionMap(state.deployments.get(name)!.spec)![version]
-        : version === MODEL_VERSION
-          ? name
-          : undefined;
-  if (version !== undefined && pinned === undefined) return 'unknown';
-  const graph = graphs.views().find((g) => g.name === name);
-  const used = graph
-    ? graph.deployments.map((n) => state.deployments.get(n))
-    : pinned !== undefined
-      ? [state.deployments.get(pinned)]
-      : versions
-        ? versions.filter((v) => v.weight > 0).map((v) => state.deployments.get(versionDeploymentName(name, v.version)))
-        : [state.deployments.get(name)];
-  if (!graph && !used[0]) return 'unknown';
+  const used = deploymentsServing(state, graphs, params);
+  if (!used) return 'unknown';
   return used.every((d) => d !== undefined && isReady(d)) ? 'ready' : 'not ready';
+}
+
+/** The deployments whose replicas serve a name (and version), or undefined when nothing answers to it. */
+function deploymentsServing(
+  state: ClusterState,
+  graphs: RunGateway,
+  { name, version }: Params,
+): (DeploymentRecord | undefined)[] | undefined {
+  const d = state.deployments.get(name);
+  const versions = d?.spec.versions;
+  if (versions) {
+    if (version === undefined)
+      return versions.filter((v) => v.weight > 0).map((v) => state.deployments.get(versionDeploymentName(name, v.version)));
+    const pinned = versionMap(d.spec)![version];
+    return pinned === undefined ? undefined : [state.deployments.get(pinned)];
+  }
+  if (version !== undefined && version !== MODEL_VERSION) return undefined;
+  const graph = graphs.views().find((g) => g.name === name);
+  if (graph) return graph.deployments.map((n) => state.deployments.get(n));
+  return d ? [d] : undefined;
 }

@@ -40,7 +40,7 @@ export function registerRolloutRoutes(app: FastifyInstance, ctx: ApiContext): vo
       const { wait, waitMs } = queryFlags(request);
       const parsed = PromoteSchema.safeParse(parseDocument(bodyBuffer(request.body), request.headers['content-type']));
       if (!parsed.success) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `invalid promote request: ${formatIssues(parsed.error.issues)}`);
-      return answerDeployment(ctx, ctx.deployments.shiftAll(name, parsed.data.version, waitMs), wait, reply);
+      return answerDeployment(ctx, ctx.deployments.endRollout(name, parsed.data.version, waitMs), wait, reply);
     },
   );
   ctx.docs.route(
@@ -57,7 +57,7 @@ export function registerRolloutRoutes(app: FastifyInstance, ctx: ApiContext): vo
     async (request, reply) => {
       const name = deploymentName(request);
       const { wait, waitMs } = queryFlags(request);
-      return answerDeployment(ctx, ctx.deployments.shiftAll(name, undefined, waitMs), wait, reply);
+      return answerDeployment(ctx, ctx.deployments.endRollout(name, undefined, waitMs), wait, reply);
     },
   );
 }
