@@ -223,6 +223,40 @@ describe('parseComputeApps', () => {
   });
 });
 
+describe('output captured on a real H200 (driver 580.159.04)', () => {
+  const H200 = 'captured/query-gpu-1x-h200.csv';
+  const H200_BUSY = 'captured/query-gpu-1x-h200-busy.csv';
+  const UUID = 'GPU-ff9382e6-a7e7-55a8-804a-b945cc4277ae';
+
+  test('the idle GPU', BOUND, () => {
+    const gpus = parseGpuQuery(fixture(H200));
+    assert.deepEqual(gpus, [
+      { index: 0, uuid: UUID, name: 'NVIDIA H200', memoryTotalMiB: 143771, memoryUsedMiB: 0, utilizationPct: 0, simulated: false },
+    ]);
+    assertValidGpus(gpus);
+  });
+
+  test('the GPU while a process holds memory and computes', BOUND, () => {
+    const [gpu] = parseGpuQuery(fixture(H200_BUSY));
+    assert.deepEqual(gpu, {
+      index: 0,
+      uuid: UUID,
+      name: 'NVIDIA H200',
+      memoryTotalMiB: 143771,
+      memoryUsedMiB: 3919,
+      utilizationPct: 100,
+      simulated: false,
+    });
+  });
+
+  test('its compute processes: none, then the one holding memory on that GPU', BOUND, () => {
+    assert.deepEqual(parseComputeApps(fixture('captured/query-compute-apps-h200-idle.csv')), []);
+    const apps = parseComputeApps(fixture('captured/query-compute-apps-h200-busy.csv'));
+    assert.deepEqual(apps, [{ gpuUuid: UUID, pid: 486, usedMemoryMiB: 3910 }]);
+    assertValidApps(apps);
+  });
+});
+
 describe('queryGpus / queryComputeApps with a fake nvidia-smi', () => {
   let dir = '';
   // Answers like nvidia-smi for the two queries; anything else means the arguments did not
