@@ -203,17 +203,20 @@ export class Controller {
 
   /** Places every PENDING actor that now fits; the rest keep a reason a person can act on. */
   schedule(): void {
-    // Grouped once per pass (not per placement), and kept current as this pass places actors.
+    // Grouped once per pass (not per placement), and kept current as this pass places actors;
+    // the nodes are listed once too (a pass's placements rank them, see ActorsByNode.best).
     let byNode: ActorsByNode | undefined;
+    let nodes: NodeRecord[] | undefined;
     for (const d of this.#state.deployments.values()) {
       for (const a of d.actors) {
         if (a.state !== 'PENDING') continue;
         byNode ??= new ActorsByNode(this.#state.actors.values());
+        nodes ??= [...this.#state.nodes.values()];
         const started = performance.now();
         const placement = place(
           { cpus: d.spec.cpus, gpus: d.spec.gpus, memoryBytes: d.memoryReserved },
           d.spec.name,
-          this.#state.nodes.values(),
+          nodes,
           byNode,
           d.spec.placement,
         );

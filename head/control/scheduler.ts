@@ -117,7 +117,8 @@ const packOrder = (a: Candidate, b: Candidate) => gpuFree(a) - gpuFree(b) || loa
  * only then lets two share a GPU; among equals the least loaded node wins. `pack` is the
  * opposite: the fullest GPU and the busiest node that fit, keeping whole nodes and devices free
  * for large actors. A failure says, node by node, what is missing. `actors` may be grouped by node
- * already (a scheduling pass places many actors against one ActorsByNode).
+ * already (a scheduling pass places many actors against one ActorsByNode, over the same `nodes`,
+ * which must then be iterable more than once: an array, not an iterator).
  */
 export function place(
   req: ResourceRequest,
@@ -128,27 +129,22 @@ export function place(
 ): Placement {
   // Grouped by node once: each node's usage then reads only its own actors.
   const byNode = actors instanceof ActorsByNode ? actors : new ActorsByNode(actors);
-  const alive = [...nodes].filter((n) => n.state === 'ALIVE');
-  const needs = `needs ${req.gpus > 0 ? `${req.gpus} GPU${req.gpus === 1 ? '' : 's'} and ` : ''}${req.cpus} CPU${req.cpus === 1 ? '' : 's'}`;
-  if (alive.length === 0) return { ok: false, reason: `${needs}; no node is alive` };
-  // Everything a node's verdict depends on besides its actors (see ActorsByNode.kept).
+  // Everything a node's verdict depends on besides its actors (see ActorsByNode.best).
   const request = `${deployment}\0${strategy}\0${req.cpus}\0${req.gpus}\0${req.memoryBytes ?? 0}`;
-  const candidates: Candidate[] = [];
-  for (const node of alive) {
-    const c = byNode.kept(node.id, request, () => candidateOf(node, usageOn(node.id, byNode.on(node.id), deployment), req, strategy));
-    if (c) candidates.push(c);
-  }
+  const best = byNode.best(
+    request,
+    nodes,
+    (node) => candidateOf(node, usageOn(node.id, byNode.on(node.id), deployment), req, strategy),
+    strategy === 'spread' ? spreadOrder : packOrder,
+  );
+  if (best) return { ok: true, node: best.node, gpus: best.gpus?.indices ?? [], gpuShare: req.gpus > 0 && req.gpus < 1 ? req.gpus : 1 };
   // Said node by node only when nothing fits: the text is the costly part at thousands of nodes.
-  if (candidates.length === 0) {
-    const named = alive.slice(0, REASON_NODES);
-    const shortages = named.map((node) => describeShortage(node, usageOn(node.id, byNode.on(node.id), deployment), req));
-    const more = alive.length - named.length;
-    if (more > 0) shortages.push(`and ${more} more node${more === 1 ? '' : 's'} short of it`);
-    return { ok: false, reason: `${needs}; ${shortages.join('; ')}` };
-  }
-  const order = strategy === 'spread' ? spreadOrder : packOrder;
-  // The first in that order: one pass over the candidates, not a sort of them all.
-  let best = candidates[0]!;
-  for (const c of candidates) if (order(c, best) < 0) best = c;
-  return { ok: true, node: best.node, gpus: best.gpus?.indices ?? [], gpuShare: req.gpus > 0 && req.gpus < 1 ? req.gpus : 1 };
+  const needs = `needs ${req.gpus > 0 ? `${req.gpus} GPU${req.gpus === 1 ? '' : 's'} and ` : ''}${req.cpus} CPU${req.cpus === 1 ? '' : 's'}`;
+  const alive = [...nodes].filter((n) => n.state === 'ALIVE');
+  if (alive.length === 0) return { ok: false, reason: `${needs}; no node is alive` };
+  const named = alive.slice(0, REASON_NODES);
+  const shortages = named.map((node) => describeShortage(node, usageOn(node.id, byNode.on(node.id), deployment), req));
+  const more = alive.length - named.length;
+  if (more > 0) shortages.push(`and ${more} more node${more === 1 ? '' : 's'} short of it`);
+  return { ok: false, reason: `${needs}; ${shortages.join('; ')}` };
 }

@@ -69,15 +69,15 @@ interface Deployment {
   strategy: Strategy;
 }
 
-/** Places `count` actors of the deployments in turn (runs of one, as a pass does), returning where each went. */
-function placeAll(nodes: NodeRecord[], deployments: Deployment[], count: number, seed: number, shared: boolean): string[] {
+/** Places `count` actors of the deployments in turn (runs of up to `longestRun` of one, as a pass does), returning where each went. */
+function placeAll(nodes: NodeRecord[], deployments: Deployment[], count: number, seed: number, shared: boolean, longestRun = 6): string[] {
   const next = random(seed);
   const actors: ActorRecord[] = [];
   const index = new ActorsByNode([]);
   const where: string[] = [];
   for (let i = 0; i < count;) {
     const d = deployments[Math.floor(next() * deployments.length)]!;
-    const run = 1 + Math.floor(next() * 6);
+    const run = 1 + Math.floor(next() * longestRun);
     for (let r = 0; r < run && i < count; r++, i++) {
       const a = pending(i, d.name, d.cpus);
       actors.push(a);
@@ -113,4 +113,22 @@ describe('placing through one ActorsByNode chooses what scanning every actor cho
       assert.ok(fresh.some((w) => w.startsWith('refused')));
     });
   }
+});
+
+describe('one ranking per request, re-ranking only the node an actor landed on', () => {
+  test('300 nodes, long runs of each deployment, one node SUSPECT: the same choices as a fresh scan', () => {
+    const deployments: Deployment[] = [
+      { name: 'whole', gpus: 1, cpus: 1, strategy: 'spread' },
+      { name: 'quarter', gpus: 0.25, cpus: 0.25, strategy: 'spread' },
+      { name: 'packed', gpus: 0.5, cpus: 0.5, strategy: 'pack' },
+    ];
+    const nodes = Array.from({ length: 300 }, (_, i) => node(i, 2 + (i % 3) * 2, 8));
+    // Not ALIVE: it takes no actors, whichever way placement looks nodes up.
+    nodes[7]!.state = 'SUSPECT';
+    const fresh = placeAll(nodes, deployments, 2600, 9, false, 120);
+    const grouped = placeAll(nodes, deployments, 2600, 9, true, 120);
+    assert.deepEqual(grouped, fresh);
+    assert.ok(!fresh.some((w) => w.startsWith('n07/')));
+    assert.ok(fresh.some((w) => w.startsWith('refused')));
+  });
 });
