@@ -8,7 +8,7 @@ import type { DurableStore, SavedState } from '../state/durable.js';
 import { ReadyWaiters } from './ready-waiters.js';
 import {
   describeExit,
-  freeReplicaIndex,
+  freeReplicaIndices,
   needsNewActors,
   newActorRecord,
   newDeployment,
@@ -89,7 +89,7 @@ export class Controller {
         this.#rejoining.add(a);
         d.actors.push(a);
       }
-      for (let i = d.actors.length; i < spec.replicas; i++) d.actors.push(this.#addActor(newActorRecord(d, freeReplicaIndex(d))));
+      for (const i of freeReplicaIndices(d, spec.replicas - d.actors.length)) d.actors.push(this.#addActor(newActorRecord(d, i)));
     }
     const adopting = [...this.#state.actors.values()].filter((a) => a.awaitingNode).length;
     if (saved.deployments.length > 0) {
@@ -148,7 +148,7 @@ export class Controller {
     this.#state.deployments.set(spec.name, d);
     const live = d.actors.filter((a) => a.state !== 'DEAD');
     const replicas = ownReplicas(spec);
-    for (let i = live.length; i < replicas; i++) d.actors.push(this.#addActor(newActorRecord(d, freeReplicaIndex(d))));
+    for (const i of freeReplicaIndices(d, replicas - live.length)) d.actors.push(this.#addActor(newActorRecord(d, i)));
     for (const a of live.slice(replicas)) void this.#retire(a);
     d.actors = d.actors.filter((a) => a.state !== 'DRAINING');
     this.#dirty();

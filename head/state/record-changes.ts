@@ -43,12 +43,16 @@ function lastLines(text: string, n: number): string {
   return text.trimEnd().split('\n').slice(-n).join('\n');
 }
 
-/** The lowest replica number not in use, so names stay short and stable across scaling. */
-export function freeReplicaIndex(d: DeploymentRecord): number {
+/**
+ * The `count` lowest replica numbers not in use, so names stay short and stable across scaling.
+ * Taken together for every replica a deploy adds: one at a time, each rescanned the deployment
+ * (quadratic in its replicas, a tenth of a second for 60 deploys of 250 at once).
+ */
+export function freeReplicaIndices(d: DeploymentRecord, count: number): number[] {
   const used = new Set(d.actors.filter((a) => a.state !== 'DEAD' && a.state !== 'DRAINING').map((a) => Number(a.name.split('#')[1])));
-  let i = 0;
-  while (used.has(i)) i++;
-  return i;
+  const free: number[] = [];
+  for (let i = 0; free.length < count; i++) if (!used.has(i)) free.push(i);
+  return free;
 }
 
 /** A new replica's record, PENDING until the scheduler places it. */
