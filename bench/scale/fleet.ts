@@ -9,6 +9,8 @@ export interface FleetOptions {
   nodes: number;
   gpusPerNode: number;
   heartbeatMs: number;
+  /** See SimNodeOptions.actorStatsMs. */
+  actorStatsMs?: number;
   /** Connections (agents' and actors') being opened at once; see limiter.ts. */
   connectConcurrency?: number;
 }
@@ -45,6 +47,7 @@ export class Fleet {
           cpus: Math.max(8, options.gpusPerNode * 8),
           memoryBytes: 2 ** 40,
           heartbeatMs: options.heartbeatMs,
+          actorStatsMs: options.actorStatsMs,
           connects,
           onStart: (order, node) => fleet.#started(order, node),
           onReady: (actorId) => fleet.#ready(actorId),

@@ -13,6 +13,8 @@ export const ScaleOptionsSchema = z.object({
   json: z.boolean().default(false),
   /** How often each simulated agent heartbeats (a real agent: every second). */
   heartbeatMs: count(60_000).default(1000),
+  /** Each actor reports stats this often whatever changed, as busy actors do; 0: only on change, as idle real actors (once). */
+  actorStatsMs: z.coerce.number().int().min(0).max(60_000).default(0),
   /** Seconds of the idle (heartbeats only) window and of the status stream's window. */
   idleS: count(600).default(5),
   /** Kill one node holding actors and time their replacements (on by default). */
@@ -32,6 +34,7 @@ export function parseScaleOptions(argv: string[]): ScaleOptions {
       replicas: { type: 'string' },
       json: { type: 'boolean' },
       'heartbeat-ms': { type: 'string' },
+      'actor-stats-ms': { type: 'string' },
       'idle-s': { type: 'string' },
       'no-kill': { type: 'boolean' },
       'head-cpu-prof': { type: 'string' },
@@ -45,6 +48,7 @@ export function parseScaleOptions(argv: string[]): ScaleOptions {
     replicas: values.replicas,
     json: values.json,
     heartbeatMs: values['heartbeat-ms'],
+    actorStatsMs: values['actor-stats-ms'],
     idleS: values['idle-s'],
     kill: values['no-kill'] ? false : undefined,
     headCpuProf: values['head-cpu-prof'],

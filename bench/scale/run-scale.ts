@@ -70,7 +70,13 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
     const url = await head.line;
     const pid = head.process.pid!;
     const t0 = performance.now();
-    fleet = await Fleet.start({ headUrl: url, nodes: options.nodes, gpusPerNode: options.gpusPerNode, heartbeatMs: options.heartbeatMs });
+    fleet = await Fleet.start({
+      headUrl: url,
+      nodes: options.nodes,
+      gpusPerNode: options.gpusPerNode,
+      heartbeatMs: options.heartbeatMs,
+      actorStatsMs: options.actorStatsMs,
+    });
     const joinMs = performance.now() - t0;
     say(`${options.nodes} nodes joined in ${Math.round(joinMs)} ms`);
 

@@ -14,16 +14,16 @@ export const SIM_METADATA: ModelMetadata = {
   outputs: [{ name: 'logits', dtype: 'float32', shape: ['batch', 10] }],
 };
 
-/** How often an actor reports its running totals; a real one does about once a second (actors/host.ts). */
-export const STATS_EVERY_MS = 1000;
 
 const IDLE_STATS: ActorStats = { calls: 0, batches: 0, rows: 0, expired: 0, failed: 0, computeMs: 0, queueMs: 0, queued: 0, inFlight: 0 };
 
 /**
  * One actor without a process: it opens the data-plane connection a real actor opens (a frame
  * stream to /v1/actor with its id and secret), says `ready` as a real one does after loading its
- * model, and then reports idle stats once a second. It answers no calls: the harness measures the
- * control plane, not inference, and sends none.
+ * model, and reports its stats as a real one does (actors/host.ts checks once a second and sends
+ * only totals that changed): an idle actor reports once. With `statsEveryMs` it reports every
+ * that often whatever changed, as a cluster whose every actor is busy would. It answers no calls:
+ * the harness measures the control plane, not inference, and sends none.
  */
 export class SimActor {
   readonly actorId: string;
@@ -31,8 +31,12 @@ export class SimActor {
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
 
-  constructor(actorId: string) {
+  readonly #statsEveryMs: number;
+
+  /** @param statsEveryMs 0: stats only when they change (never, after the first, for an idle actor). */
+  constructor(actorId: string, statsEveryMs = 0) {
     this.actorId = actorId;
+    this.#statsEveryMs = statsEveryMs;
   }
 
   /** Connects and says `ready` (with the GPUs its start order gave it); resolves once `ready` has been handed to the socket. */
@@ -55,7 +59,9 @@ export class SimActor {
     // are as large as real ones; nothing calls it (port 9 is discard).
     const direct = { url: `http://127.0.0.1:9/${this.actorId}`, token: `sim-token-${this.actorId}`.padEnd(16, '0') };
     channel.send({ type: 'ready', metadata: SIM_METADATA, device: 'gpu', provider: 'simulated', visibleDevices: gpus.join(','), direct });
-    this.#timer = setInterval(() => channel.send({ type: 'stats', stats: IDLE_STATS }), STATS_EVERY_MS);
+    channel.send({ type: 'stats', stats: IDLE_STATS });
+    if (this.#statsEveryMs === 0) return;
+    this.#timer = setInterval(() => channel.send({ type: 'stats', stats: IDLE_STATS }), this.#statsEveryMs);
     this.#timer.unref();
   }
 

@@ -15,6 +15,8 @@ export interface SimNodeOptions {
   cpus: number;
   memoryBytes: number;
   heartbeatMs: number;
+  /** How often each actor reports stats whether or not they changed; 0 (default): as a real idle actor, once. */
+  actorStatsMs?: number;
   /** Every connection this node and its actors open goes through it (see limiter.ts). */
   connects: Limiter;
   /** Each start order, when it arrived and for which actor: the harness times placement and replacement from these. */
@@ -94,7 +96,7 @@ export class SimNode {
     if (!channel) return;
     if (message.type === 'startActor') {
       this.#options.onStart?.(message, this);
-      const actor = this.actors.get(message.actorId) ?? new SimActor(message.actorId);
+      const actor = this.actors.get(message.actorId) ?? new SimActor(message.actorId, this.#options.actorStatsMs);
       this.actors.set(message.actorId, actor);
       // The agent answers with the pid once the process is spawned, before the actor loads.
       channel.reply(message.id, { pid: nextPid++ });
