@@ -15,6 +15,8 @@ export interface ControllerOptions {
   adoptGraceMs: number;
   /** The size of a deployment's model file where the head knows it, for the default memory reservation. */
   modelBytes?: (model: string) => number | undefined;
+  /** Scheduling each event-loop turn may do before the rest waits for a later turn (scheduling-turns.ts). */
+  scheduleSliceMs: number;
   /** Time for back-off, grace periods and drains (default: the system clock; unit tests move a manual one). */
   clock?: Clock;
 }
@@ -24,6 +26,7 @@ export const DEFAULT_CONTROLLER_OPTIONS: ControllerOptions = {
   restartWindowMs: 600_000,
   drainMs: 10_000,
   adoptGraceMs: 15_000,
+  scheduleSliceMs: 50,
 };
 
 /** A running actor an agent lists when it registers. */

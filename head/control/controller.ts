@@ -19,12 +19,13 @@ import {
 } from '../state/record-changes.js';
 import { isRefusal, refusalOutcome, refusedError } from './refused-deploy.js';
 import { ActorsByNode } from './actors-by-node.js';
-import { place } from './scheduler.js';
+import { placeDeployment } from './place-deployment.js';
 import { MemoryReservations } from './memory-estimate.js';
 import { recordCrash } from './restart-policy.js';
 import { retireActor } from './retire.js';
 import { ownReplicas } from './versions.js';
 import { NodeMembership } from './node-membership.js';
+import { SchedulingTurns } from './scheduling-turns.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { HeadActorLink, ActorRecord, DeploymentRecord, NodeRecord } from '../state/records.js';
 
@@ -45,6 +46,7 @@ export class Controller {
   /** Actors whose process is known to run already (restored, or reconnecting): their `ready` is a rejoin. */
   readonly #rejoining = new WeakSet<ActorRecord>();
   readonly #memory: MemoryReservations;
+  readonly #turns: SchedulingTurns;
   /** When each actor's data-plane socket last closed, so a stale grace timer can tell. */
   readonly #disconnectedSince = new WeakMap<ActorRecord, number>();
   /** Agents, heartbeats and liveness: node state changes and what they do to actors. */
@@ -56,6 +58,7 @@ export class Controller {
     this.#options = { ...DEFAULT_CONTROLLER_OPTIONS, ...options };
     this.#clock = options.clock ?? systemClock;
     this.#memory = new MemoryReservations(this.#options.modelBytes);
+    this.#turns = new SchedulingTurns(this.#options.scheduleSliceMs, () => this.schedule());
     this.#store = store;
     store?.track(() => snapshotState(this.#state));
     this.nodes = new NodeMembership(state, log, this.#clock, {
@@ -201,40 +204,28 @@ export class Controller {
     this.schedule();
   }
 
-  /** Places every PENDING actor that now fits; the rest keep a reason a person can act on. */
+  /**
+   * Places every PENDING actor that now fits; the rest keep a reason a person can act on. A pass
+   * that has used the turn's slice stops between deployments and goes on in a later turn
+   * (scheduling-turns.ts), so a burst of deploys at thousands of nodes does not stall the head.
+   */
   schedule(): void {
+    if (this.#turns.due) return;
+    const began = performance.now();
     // Grouped once per pass (not per placement), and kept current as this pass places actors;
     // the nodes are listed once too (a pass's placements rank them, see ActorsByNode.best).
     let byNode: ActorsByNode | undefined;
     let nodes: NodeRecord[] | undefined;
-    for (const d of this.#state.deployments.values()) {
-      for (const a of d.actors) {
-        if (a.state !== 'PENDING') continue;
+    try {
+      for (const d of this.#state.deployments.values()) {
+        if (!d.actors.some((a) => a.state === 'PENDING')) continue;
+        if (this.#turns.spent(performance.now() - began, byNode !== undefined)) return;
         byNode ??= new ActorsByNode(this.#state.actors.values());
         nodes ??= [...this.#state.nodes.values()];
-        const started = performance.now();
-        const placement = place(
-          { cpus: d.spec.cpus, gpus: d.spec.gpus, memoryBytes: d.memoryReserved },
-          d.spec.name,
-          nodes,
-          byNode,
-          d.spec.placement,
-        );
-        this.#state.metrics.placement.observe((performance.now() - started) / 1000);
-        if (!placement.ok) {
-          // Nothing was placed since: the deployment's other PENDING actors fit nowhere either.
-          for (const rest of d.actors) if (rest.state === 'PENDING') rest.reason = placement.reason;
-          break;
-        }
-        a.nodeId = placement.node.id;
-        a.gpus = placement.gpus;
-        a.gpuShare = placement.gpuShare;
-        a.device = a.gpus.length === 0 ? 'cpu' : `gpu:${a.gpus.join(',')}`;
-        a.state = 'STARTING';
-        a.reason = null;
-        byNode.add(a);
-        this.#start(a, d, placement.node);
+        placeDeployment(d, nodes, byNode, this.#state.metrics.placement, (a, node) => this.#start(a, d, node));
       }
+    } finally {
+      this.#turns.add(performance.now() - began, byNode !== undefined);
     }
   }
 
@@ -444,6 +435,7 @@ export class Controller {
   }
 
   close(): void {
+    this.#turns.close();
     for (const t of this.#timers) this.#clock.clearTimeout(t);
     this.#timers.clear();
     this.#waiters.settleAll(new TroupeError('TROUPE_ERR_SHUTTING_DOWN', 'the head is shutting down'));

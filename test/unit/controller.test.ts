@@ -104,6 +104,25 @@ describe('Controller: deploy', { timeout: 10_000 }, () => {
     assert.deepEqual(c.state.deploymentView(c.state.deployments.get('mlp')!).metadata, META);
   });
 
+  test('scheduling yields the event loop once a turn has used its slice, and places the rest in a later turn', async () => {
+    // A slice of 0 ms: every turn finishes one deployment, the rest waits for a later turn.
+    const c = cluster({ scheduleSliceMs: 0 });
+    c.join('a', 8);
+    const first = track(c.controller.deploy(c.spec('one', 2)));
+    const second = track(c.controller.deploy(c.spec('two', 2)));
+    const third = track(c.controller.deploy(c.spec('three', 1)));
+    assert.deepEqual(c.states('one'), ['one#0 STARTING', 'one#1 STARTING'], 'the first pass of a turn always places a whole deployment');
+    assert.deepEqual(c.states('two'), ['two#0 PENDING', 'two#1 PENDING'], 'the turn has used its slice');
+    assert.deepEqual(c.states('three'), ['three#0 PENDING']);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(c.states('two'), ['two#0 STARTING', 'two#1 STARTING'], 'a later turn goes on');
+    assert.deepEqual(c.states('three'), ['three#0 PENDING'], 'one deployment per turn');
+    await flush();
+    assert.deepEqual(c.states('three'), ['three#0 STARTING']);
+    assert.deepEqual([first.done, second.done, third.done], [false, false, false]);
+    c.controller.close();
+  });
+
   test('a replica that fits nowhere is PENDING with the reason, and is placed when a node that fits joins', async () => {
     const c = cluster();
     const small = c.join('small', 1);
