@@ -14,7 +14,6 @@ export const SIM_METADATA: ModelMetadata = {
   outputs: [{ name: 'logits', dtype: 'float32', shape: ['batch', 10] }],
 };
 
-
 const IDLE_STATS: ActorStats = { calls: 0, batches: 0, rows: 0, expired: 0, failed: 0, computeMs: 0, queueMs: 0, queued: 0, inFlight: 0 };
 
 /**

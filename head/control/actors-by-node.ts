@@ -49,7 +49,12 @@ export class ActorsByNode {
    * again only after an actor is added to it. `nodes` is read when the request changes: the
    * same nodes for as long as this index lives (one scheduling pass).
    */
-  best<T>(request: string, nodes: Iterable<NodeRecord>, evaluate: (node: NodeRecord) => T | null, order: (a: T, b: T) => number): T | undefined {
+  best<T>(
+    request: string,
+    nodes: Iterable<NodeRecord>,
+    evaluate: (node: NodeRecord) => T | null,
+    order: (a: T, b: T) => number,
+  ): T | undefined {
     let r = this.#ranking;
     if (r?.request !== request) {
       r = { request, ranked: new RankedNodes<unknown>(order as (a: unknown, b: unknown) => number), nodes: new Map(), stale: new Set() };

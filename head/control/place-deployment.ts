@@ -19,7 +19,13 @@ export function placeDeployment(
   for (const a of d.actors) {
     if (a.state !== 'PENDING') continue;
     const started = performance.now();
-    const placement = place({ cpus: d.spec.cpus, gpus: d.spec.gpus, memoryBytes: d.memoryReserved }, d.spec.name, nodes, byNode, d.spec.placement);
+    const placement = place(
+      { cpus: d.spec.cpus, gpus: d.spec.gpus, memoryBytes: d.memoryReserved },
+      d.spec.name,
+      nodes,
+      byNode,
+      d.spec.placement,
+    );
     placements.observe((performance.now() - started) / 1000);
     if (!placement.ok) {
       for (const rest of d.actors) if (rest.state === 'PENDING') rest.reason = placement.reason;

@@ -17,5 +17,8 @@ test('the lowest free numbers, skipping live replicas and reusing those of DEAD 
 
 test('a deployment with none yet takes 0 to n-1', () => {
   const d = newDeployment(ModelDeploymentSchema.parse({ name: 'mlp', model: 'mlp.onnx', replicas: 250 }), 0);
-  assert.deepEqual(freeReplicaIndices(d, 250), Array.from({ length: 250 }, (_, i) => i));
+  assert.deepEqual(
+    freeReplicaIndices(d, 250),
+    Array.from({ length: 250 }, (_, i) => i),
+  );
 });
