@@ -57,6 +57,17 @@ export interface SavedState {
 /** What the store asks of the head when it writes: the state to keep, as it is now. */
 export type Snapshot = () => { deployments: ModelDeployment[]; actors: SavedActor[] };
 
+/**
+ * How long to wait before the next whole-state write after one that held the event loop for
+ * `heldMs`, when changes keep coming: four times that, so rewriting the state takes at most a
+ * fifth of the head's time however large the state grows. While a 15,000-actor deploy changed
+ * the state continuously, back-to-back writes of 0.2-0.5 s each were the largest cost of the head
+ * (bench/RESULTS-scale.md). Writes that cost less than a few milliseconds are not spaced.
+ */
+export function writeSpacingMs(heldMs: number): number {
+  return heldMs < 5 ? 0 : 4 * heldMs;
+}
+
 export class DurableStore {
   readonly #file: string;
   readonly #log: Logger;
@@ -172,7 +183,8 @@ export class DurableStore {
       try {
         while (this.#again) {
           this.#again = false;
-          await this.#writeOnce();
+          const pauseMs = writeSpacingMs(await this.#writeOnce());
+          if (this.#again && pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
         }
       } finally {
         this.#running = false;
@@ -181,7 +193,9 @@ export class DurableStore {
     return this.#writing;
   }
 
-  async #writeOnce(): Promise<void> {
+  /** One write of the whole state; returns how long it held the event loop (the snapshot and its JSON). */
+  async #writeOnce(): Promise<number> {
+    const began = performance.now();
     const { deployments, actors } = this.#snapshot();
     const body = JSON.stringify({
       format: FORMAT,
@@ -190,6 +204,7 @@ export class DurableStore {
       graphs: [...this.#graphs].map(([name, doc]) => ({ name, doc })),
       actors,
     });
+    const heldMs = performance.now() - began;
     const tmp = `${this.#file}.${newId()}.tmp`;
     try {
       await mkdir(join(this.#file, '..'), { recursive: true, mode: 0o700 });
@@ -206,5 +221,6 @@ export class DurableStore {
       // Never the body: it holds actor secrets.
       this.#log.error({ file: this.#file, err: (err as Error).message }, 'could not save the head state');
     }
+    return heldMs;
   }
 }

@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { DurableStore } from '../../head/state/durable.js';
+import { DurableStore, writeSpacingMs } from '../../head/state/durable.js';
 import type { SavedActor } from '../../head/state/durable.js';
 import { ModelDeploymentSchema, createLogger } from '../../runtime/internal.js';
 
@@ -114,4 +114,30 @@ test('an unreadable or invalid state file is ignored (with a warning), and inval
   );
   assert.equal(saved.actors.length, 1);
   assert.ok(!(await readFile(join(home, 'state.json'), 'utf8')).includes('token'));
+});
+
+test('writes that hold the event loop are spaced by four times what they held it for; cheap ones are not spaced', async () => {
+  assert.equal(writeSpacingMs(0.3), 0);
+  assert.equal(writeSpacingMs(4.9), 0);
+  assert.equal(writeSpacingMs(250), 1000);
+  // A state that costs 10 ms to snapshot: a change during its write is still written, after the pause.
+  const home = join(dir, 'spaced');
+  const { store } = await DurableStore.open(home, log);
+  let version = 0;
+  const written: number[] = [];
+  store.track(() => {
+    const until = performance.now() + 10;
+    while (performance.now() < until);
+    written.push(version);
+    return { deployments: [], actors: [{ ...actor, restarts: version }] };
+  });
+  store.markDirty();
+  const first = store.flush();
+  version = 1;
+  store.markDirty();
+  await Promise.all([first, store.flush()]);
+  assert.deepEqual(written, [0, 1]);
+  const onDisk = JSON.parse(await readFile(join(home, 'state.json'), 'utf8')) as { actors: SavedActor[] };
+  assert.equal(onDisk.actors[0]?.restarts, 1);
+  await store.close();
 });
