@@ -5,6 +5,20 @@ import type { DeploymentRecord } from './records.js';
 type ClientChannel = Channel<ClientToHead, HeadToClient>;
 
 /**
+ * Whether `b` says what `a` said, field by field. Not by comparing their JSON: during a deploy of
+ * thousands of actors the watched deployments' routes were re-encoded after every change anywhere,
+ * a cost of its own (bench/RESULTS-scale.md).
+ */
+function sameRoutes(a: Routes | undefined, b: Routes): boolean {
+  if (!a || a.perReplicaLimit !== b.perReplicaLimit || a.maxQueue !== b.maxQueue || a.maxRetries !== b.maxRetries) return false;
+  if (a.replicas.length !== b.replicas.length) return false;
+  return a.replicas.every((r, i) => {
+    const other = b.replicas[i]!;
+    return r.actor === other.actor && r.url === other.url && r.token === other.token;
+  });
+}
+
+/**
  * Tells SDK clients where each model deployment's READY replicas take direct calls, and pushes
  * the new list to every client that asked about a deployment whenever it changes (a replica
  * became READY, left, restarted, or the deployment was updated or removed). Pushes are coalesced
@@ -14,7 +28,8 @@ type ClientChannel = Channel<ClientToHead, HeadToClient>;
 export class RouteBook {
   readonly #deployments: Map<string, DeploymentRecord>;
   readonly #subscribers = new Map<string, Set<ClientChannel>>();
-  readonly #sent = new Map<string, string>();
+  /** What each subscribed deployment's clients were last sent. */
+  readonly #sent = new Map<string, Routes>();
   readonly #watchers = new Set<() => void>();
   #scheduled = false;
 
@@ -54,7 +69,7 @@ export class RouteBook {
       });
     }
     const routes = this.routesOf(name);
-    this.#sent.set(name, JSON.stringify(routes));
+    this.#sent.set(name, routes);
     return routes;
   }
 
@@ -73,9 +88,8 @@ export class RouteBook {
       for (const listener of this.#watchers) listener();
       for (const [name, channels] of this.#subscribers) {
         const routes = this.routesOf(name);
-        const text = JSON.stringify(routes);
-        if (this.#sent.get(name) === text) continue;
-        this.#sent.set(name, text);
+        if (sameRoutes(this.#sent.get(name), routes)) continue;
+        this.#sent.set(name, routes);
         for (const channel of channels) channel.send({ type: 'routes', routes });
       }
     });
