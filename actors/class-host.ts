@@ -75,6 +75,7 @@ async function main(): Promise<void> {
             provider: 'class',
             visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '',
             methods: instance.signatures,
+            streams: [...instance.streaming],
           }
         : (loadError ?? new TroupeError('TROUPE_ERR_MODEL_LOAD', 'the class did not load')),
     // The frame a call came in is never handed back (release is not called): the instance may
@@ -97,8 +98,12 @@ async function main(): Promise<void> {
             const credit = new StreamCredit(message.credit);
             streams.set(message.id, credit);
             const id = message.id;
-            work = it.stream(message.method, message.args, credit, (seq, value) =>
-              channel.send({ type: 'streamItem', stream: id, seq, value }),
+            work = it.stream(
+              message.method,
+              message.args,
+              credit,
+              (seq, value) => channel.send({ type: 'streamItem', stream: id, seq, value }),
+              message.tensors === true,
             );
             void work.finally(() => streams.delete(id)).catch(() => {});
             // A head that is gone grants nothing more: stop the generator instead of holding the instance.

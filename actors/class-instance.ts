@@ -39,6 +39,14 @@ function publicMethods(instance: object): string[] {
   return [...names].sort();
 }
 
+/** The methods that are generator functions (async or not): they stream, so a graph can pass their items on one by one. */
+function generatorMethods(instance: object, methods: readonly string[]): string[] {
+  return methods.filter((name) => {
+    const kind = ((instance as Record<string, unknown>)[name] as { constructor?: { name?: string } }).constructor?.name;
+    return kind === 'AsyncGeneratorFunction' || kind === 'GeneratorFunction';
+  });
+}
+
 /**
  * Each public method with the tensor signature the class declares for it in a static
  * `signatures` ({ method: { inputs, outputs } }, as a fn's `signature`), or null.
@@ -106,6 +114,8 @@ export class ClassInstance {
   readonly methods: readonly string[];
   /** The methods and their declared tensor signatures, for `ready`. */
   readonly signatures: ClassMethods;
+  /** The methods that are generators, for `ready`: a graph step on one of them streams. */
+  readonly streaming: readonly string[];
   readonly #instance: Record<string, unknown> & Hooks;
   #tail: Promise<unknown> = Promise.resolve();
   #queued = 0;
@@ -120,6 +130,7 @@ export class ClassInstance {
     this.#instance = instance;
     this.methods = publicMethods(instance);
     this.signatures = methodSignatures(cls, this.methods, className);
+    this.streaming = generatorMethods(instance, this.methods);
   }
 
   /** Imports `modulePath`, finds the class `exportName` and builds one instance with `args`. */
@@ -176,8 +187,15 @@ export class ClassInstance {
    * Runs an async generator method after every call before it, sending each item as it is
    * produced while `credit` allows; answers with the count of items. The instance is held until
    * the generator ends (or is cancelled, which runs its `finally`), so calls stay in order.
+   * A graph step's stream (`tensors`) takes a map of tensors and yields maps of tensors.
    */
-  stream(method: string, args: unknown[], credit: StreamCredit, send: (seq: number, value: unknown) => void): Promise<InvokeReply> {
+  stream(
+    method: string,
+    args: unknown[],
+    credit: StreamCredit,
+    send: (seq: number, value: unknown) => void,
+    tensors = false,
+  ): Promise<InvokeReply> {
     const unknown = this.#unknown(method);
     if (unknown) return Promise.reject(unknown);
     return this.#serial(async () => {
@@ -187,8 +205,10 @@ export class ClassInstance {
       try {
         let produced: unknown;
         try {
-          produced = (this.#instance[method] as Method)(...args);
+          const given = tensors ? [mapFromWire(wireInputs(who, args[0]), 'input')] : args;
+          produced = (this.#instance[method] as Method)(...given);
         } catch (err) {
+          if (err instanceof TroupeError) throw err;
           throw new TroupeError('TROUPE_ERR_METHOD_FAILED', `${who} threw: ${(err as Error)?.message ?? String(err)}`);
         }
         const iterator = asyncIterator(produced);
@@ -214,8 +234,11 @@ export class ClassInstance {
               ended = true;
               break;
             }
-            checkSendable(`item ${items} of ${who}`, next.value, 'TROUPE_ERR_METHOD_FAILED');
-            send(items++, next.value);
+            const item = tensors
+              ? mapToWire(checkTensorOutputs(`item ${items} of ${who}`, next.value, 'TROUPE_ERR_METHOD_FAILED'))
+              : next.value;
+            checkSendable(`item ${items} of ${who}`, item, 'TROUPE_ERR_METHOD_FAILED');
+            send(items++, item);
           }
         } finally {
           // A cancelled stream (or one whose item could not be sent) ends the generator, so its `finally` blocks run now.

@@ -41,6 +41,7 @@ import { fastInference } from './http/fast-infer.js';
 import { startGrpcEndpoint } from './grpc/server.js';
 import { labelsOf, stateBackend } from './http/state-backend.js';
 import { RunGateway } from './graph/run-gateway.js';
+import { GraphStreams } from './graph/graph-streams.js';
 import { ActorCalls } from './calls/actor-calls.js';
 import { Deployments } from './control/deployments.js';
 import type { ControllerOptions } from './control/controller-options.js';
@@ -171,6 +172,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const deployments = new Deployments(state, controller, graphs, log, store);
   // Method calls on class actors, from SDK frames and HTTP alike (head/calls/actor-calls.ts).
   const actors = new ActorCalls(state);
+  // Runs read as streams (graphs with generator method steps), from SDK frames and HTTP alike.
+  const graphStreams = new GraphStreams(graphs);
   const stopLiveness = watchLiveness(state, controller, log, { ...DEFAULT_LIVENESS, ...options.liveness });
   const stopAutoscaler = startAutoscaler(state, controller, log);
 
@@ -277,7 +280,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     void channel.whenClosed.then(() => streams.delete(channel));
   };
   const firstMessageTimeoutMs = options.firstMessageTimeoutMs ?? FIRST_MESSAGE_TIMEOUT_MS;
-  const clientOptions = { gate, firstMessageTimeoutMs, actors };
+  const clientOptions = { gate, firstMessageTimeoutMs, actors, graphStreams };
   const accept = (req: IncomingMessage, socket: Duplex, head: Buffer, serve: (ws: WebSocket) => void) =>
     wss.handleUpgrade(req, socket, head, serve);
 

@@ -16,6 +16,7 @@ export type { Outputs } from './client/future.js';
 export { ActorHandle, CallFuture } from './client/actor-handle.js';
 export type { ActorCallOptions, ActorSpec, ActorStreamOptions } from './client/actor-handle.js';
 export { ActorStream } from './client/actor-stream.js';
+export type { StreamRunOptions } from './client/run-stream.js';
 
 // Tensors.
 export { tensor } from './tensor/tensor.js';

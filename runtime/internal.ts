@@ -161,6 +161,8 @@ export { argmax, combineOutputs, concat, groupOutputs, max, mean, vote } from '.
 export type { BuiltinCombine, CombineGroup } from './graph/combiners.js';
 export { batchSize, chunkBounds, concatRows, concatTensorRows, joinRows, sliceRows, splitRows } from './tensor/rows.js';
 export { execute } from './graph/executor.js';
+export { STEP_STREAM_WINDOW, checkStreamable, planStreams, streamPlan } from './graph/stream-executor.js';
+export type { StreamOptions, StreamStepCaller } from './graph/stream-executor.js';
 export { resolveModelPath } from './model-path.js';
 export type { ExecuteOptions, LeafResult, StepCaller } from './graph/executor.js';
 export { formatIssues } from './graph/issues.js';

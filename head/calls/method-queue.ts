@@ -166,7 +166,7 @@ export class MethodQueue {
     let sent: Promise<InvokeReply>;
     if (stream && actor.link!.invokeStream) {
       clearTimeout(call.timer);
-      const { done, ...controls } = actor.link!.invokeStream(call.method, call.args, stream.credit, stream.onItem);
+      const { done, ...controls } = actor.link!.invokeStream(call.method, call.args, stream.credit, stream.onItem, call.options.tensors);
       stream.onStart(controls);
       sent = done;
     } else sent = actor.link!.invoke!(call.method, call.args, call.options.tensors);

@@ -16,12 +16,12 @@ export function isMethodKey(key: string): boolean {
   return key.includes('#');
 }
 
-function split(key: string): { actor: string; method: string } {
+export function split(key: string): { actor: string; method: string } {
   const at = key.indexOf('#');
   return { actor: key.slice(0, at), method: key.slice(at + 1) };
 }
 
-function classActor(state: ClusterState, actor: string, method: string): DeploymentRecord & { dispatcher: Dispatcher } {
+export function classActor(state: ClusterState, actor: string, method: string): DeploymentRecord & { dispatcher: Dispatcher } {
   const d = state.deployments.get(actor);
   if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `method step ${actor}.${method}(): no actor named '${actor}' is deployed`);
   if (d.spec.kind !== 'class' || !(d.dispatcher instanceof Dispatcher))
@@ -46,6 +46,16 @@ export function methodStepInfo(state: ClusterState, key: string): LeafInfo {
     );
   }
   return { kind: 'fn', metadata: methods[method] ?? { inputs: [], outputs: [] } };
+}
+
+/**
+ * Whether a method step streams: its method is a generator, as an instance of its class reported
+ * when it was READY (the record keeps it while the instance restarts: the class is the same).
+ */
+export function methodStepStreams(state: ClusterState, key: string): boolean {
+  const { actor, method } = split(key);
+  const d = state.deployments.get(actor);
+  return d?.actors.find((a) => a.classStreams)?.classStreams?.includes(method) ?? false;
 }
 
 export function methodStepReplicas(state: ClusterState, key: string): number {

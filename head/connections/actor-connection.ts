@@ -30,6 +30,7 @@ export function serveActor(
         case 'ready': {
           const ready = () => {
             if (message.methods) actor.classMethods = message.methods;
+            if (message.streams) actor.classStreams = message.streams;
             controller.actorReady(
               actor,
               link,

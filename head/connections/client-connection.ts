@@ -7,6 +7,7 @@ import { DEFAULT_DEPLOY_TIMEOUT_S } from '../../runtime/deploy-timeout.js';
 import type { DeployStarted, Deployments } from '../control/deployments.js';
 import { FIRST_MESSAGE_TIMEOUT_MS, FirstMessageBound } from './first-message.js';
 import type { RunGateway } from '../graph/run-gateway.js';
+import type { GraphStreams } from '../graph/graph-streams.js';
 import type { ClusterState } from '../state/cluster-state.js';
 
 /**
@@ -23,6 +24,8 @@ export interface ClientServiceOptions {
   firstMessageTimeoutMs?: number | undefined;
   /** Method calls on class actors; without it such calls are refused. */
   actors?: ActorCalls;
+  /** Runs read as streams (`runStream`); without it such runs are refused. */
+  graphStreams?: GraphStreams;
 }
 
 /**
@@ -58,7 +61,7 @@ export function serveClient(
           (err: unknown) => channel.fail(message.id, err),
         );
       // A stream's arguments are never handed back: the frame is left to the collector.
-      if (message.type !== 'run' && message.type !== 'invoke' && message.type !== 'stream') release?.();
+      if (message.type !== 'run' && message.type !== 'invoke' && message.type !== 'stream' && message.type !== 'runStream') release?.();
       switch (message.type) {
         case 'run': {
           // Through the graph service, so every run can be named by a later run's future.
@@ -109,11 +112,27 @@ export function serveClient(
           admit(`stream '${message.actor}.${message.method}'`, open).catch((err: unknown) => channel.fail(message.id, err));
           return;
         }
+        case 'runStream': {
+          const { type: _type, id, ...request } = message;
+          const open = () =>
+            answer(
+              options.graphStreams
+                ? options.graphStreams.stream(channel, id, request, (seq, value) =>
+                    channel.send({ type: 'streamItem', stream: id, seq, value }),
+                  )
+                : Promise.reject(new TroupeError('TROUPE_ERR_INTERNAL', 'this head serves no streamed runs')),
+            );
+          admit(`stream '${message.deployment.slice(0, 64)}'`, open).catch((err: unknown) => channel.fail(message.id, err));
+          return;
+        }
         case 'streamCredit':
+          // Stream ids are the caller's call ids: one of the two services holds it.
+          options.graphStreams?.credit(channel, message.stream, message.n);
           options.actors?.credit(channel, message.stream, message.n);
           channel.reply(message.id, {});
           return;
         case 'streamCancel':
+          options.graphStreams?.cancel(channel, message.stream);
           options.actors?.cancel(channel, message.stream);
           channel.reply(message.id, {});
           return;
@@ -157,7 +176,10 @@ export function serveClient(
       }
     },
     // A client that goes away stops its streams: nobody reads them any more.
-    onClose: () => options.actors?.closed(channel),
+    onClose: () => {
+      options.actors?.closed(channel);
+      options.graphStreams?.closed(channel);
+    },
     onRefused: (err) => {
       bound.heard();
       log.debug({ err: err.message }, 'client sent a bad frame');

@@ -4,8 +4,11 @@ import {
   TroupeError,
   compileGraph,
   countSteps,
+  checkStreamable,
   execute,
   leavesOf,
+  planStreams,
+  streamPlan,
   formatIssues,
   inferSignature,
   isDynamic,
@@ -23,7 +26,7 @@ import type {
   PlanNode,
   RunTrace,
   Signature,
-  StepCaller,
+  StreamStepCaller,
   WireTensorMap,
 } from '../../runtime/internal.js';
 import { runInferenceTimed } from '../calls/inference.js';
@@ -31,7 +34,8 @@ import type { Controller } from '../control/controller.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import { boundDeploy } from '../control/deploy-bound.js';
 import { ResultStore } from './results.js';
-import { callMethodStep, isMethodKey, methodStepInfo, methodStepReplicas } from '../calls/method-steps.js';
+import { callMethodStep, isMethodKey, methodStepInfo, methodStepReplicas, methodStepStreams } from '../calls/method-steps.js';
+import { openMethodStepStream } from '../calls/method-step-stream.js';
 import type { ResultStoreOptions } from './results.js';
 
 type RunMessage = Omit<Extract<ClientToHead, { type: 'run' }>, 'type'>;
@@ -48,7 +52,12 @@ interface RegisteredGraph {
   steps: number;
   signature: Signature;
   deployments: string[];
+  /** Whether a step streams (a generator method): runs of it are read with `stream`, item by item. */
+  streams: boolean;
 }
+
+/** A run read as a stream: what `run` takes, less the trace. */
+export type StreamRunRequest = Omit<RunMessage, 'id' | 'trace'>;
 
 export interface GraphDeployOptions {
   /** Bound on the wait for READY (TROUPE_ERR_DEPLOY_TIMEOUT past it; the deploy goes on). */
@@ -85,7 +94,7 @@ export class RunGateway {
   readonly #log: Logger;
   readonly #graphs = new Map<string, RegisteredGraph>();
   readonly #results: ResultStore;
-  readonly #caller: StepCaller;
+  readonly #caller: StreamStepCaller;
   readonly #watchers = new Set<() => void>();
 
   constructor(state: ClusterState, controller: Controller, log: Logger, results: Partial<ResultStoreOptions> = {}) {
@@ -110,6 +119,8 @@ export class RunGateway {
         isMethodKey(name)
           ? methodStepReplicas(state, name)
           : (state.deployments.get(name)?.actors.filter((a) => a.state === 'READY').length ?? 0),
+      streams: (key) => isMethodKey(key) && methodStepStreams(state, key),
+      open: (key, inputs, window, signal) => openMethodStepStream(state, key, inputs, window, signal),
     };
   }
 
@@ -202,8 +213,16 @@ export class RunGateway {
     );
     const leaf = (name: string) => this.#leaf(name);
     const registered = new Map<string, RegisteredGraph>();
+    const streams = (key: string) => this.#caller.streams(key);
     for (const [name, plan] of compiled.composites) {
-      registered.set(name, { plan, steps: countSteps(plan), signature: inferSignature(plan, leaf), deployments: [...leavesOf(plan)] });
+      checkStreamable(plan, streams);
+      registered.set(name, {
+        plan,
+        steps: countSteps(plan),
+        signature: inferSignature(plan, leaf),
+        deployments: [...leavesOf(plan)],
+        streams: planStreams(plan, streams),
+      });
     }
     // Registered only once every composite passed its type check: a refused graph changes nothing.
     for (const [name, g] of registered) this.#graphs.set(name, g);
@@ -281,6 +300,11 @@ export class RunGateway {
     // No await without futures: a plain run takes no extra turn of the event loop here.
     const inputs = message.refs ? await this.#inputs(message, deadline) : message.inputs;
     const graph = this.#graphs.get(message.deployment);
+    if (graph?.streams)
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_REQUEST',
+        `graph '${message.deployment}' streams (a step is a generator method): read it with cluster.stream() or POST /v2/models/${message.deployment}/generate_stream`,
+      );
     if (!graph) {
       const left = deadline === undefined ? undefined : deadline - Date.now();
       if (left !== undefined && left <= 0)
@@ -317,6 +341,30 @@ export class RunGateway {
     );
     const outputs = message.outputs ? this.#pick(all, message.outputs, message.deployment) : all;
     return trace ? { outputs, trace } : { outputs };
+  }
+
+  /** Whether `name` is a registered graph that streams (runs of it are read with {@link stream}). */
+  streams(name: string): boolean {
+    return this.#graphs.get(name)?.streams === true;
+  }
+
+  /**
+   * Runs a graph or a single deployment as a stream of answers: a streaming graph yields the
+   * last step's outputs item by item (runtime/graph/stream-executor.ts), anything else its one
+   * answer. Pulled: nothing runs ahead of the reader past each step's window. `signal` cancels
+   * every step's stream; so does returning the iterator.
+   */
+  async *stream(request: StreamRunRequest, signal: AbortSignal): AsyncGenerator<WireTensorMap> {
+    const deadline = request.timeoutMs !== undefined ? Date.now() + request.timeoutMs : undefined;
+    const graph = this.#graphs.get(request.deployment);
+    const pick = (all: WireTensorMap) => (request.outputs ? this.#pick(all, request.outputs, request.deployment) : all);
+    if (!graph?.streams) {
+      yield (await this.#run(request, deadline)).outputs;
+      return;
+    }
+    const inputs = request.refs ? await this.#inputs(request, deadline) : request.inputs;
+    for await (const out of streamPlan(graph.plan, inputs, this.#caller, { signal, ...(deadline !== undefined ? { deadline } : {}) }))
+      yield pick(out);
   }
 
   /** The run's tensors plus the outputs of the runs its futures name, resolved here. */

@@ -77,6 +77,8 @@ export interface ActorRecord {
   checkpoint?: { state: unknown } | undefined;
   /** A class actor's public methods and their declared tensor signatures, from its `ready`. */
   classMethods?: ClassMethods | undefined;
+  /** Which of a class actor's methods are generators (they stream), as its instance reported. */
+  classStreams?: string[] | undefined;
 }
 
 export interface DeploymentRecord {
@@ -123,7 +125,13 @@ export interface HeadActorLink extends Replica {
   /** A method call to a class actor (ReplicaLink has it; absent from test fakes that serve tensor calls only). */
   invoke?(method: string, args: unknown[], tensors?: boolean): Promise<InvokeReply>;
   /** A streaming method call to a class actor (ReplicaLink has it). */
-  invokeStream?(method: string, args: unknown[], credit: number, onItem: (seq: number, value: unknown) => void): LinkStream;
+  invokeStream?(
+    method: string,
+    args: unknown[],
+    credit: number,
+    onItem: (seq: number, value: unknown) => void,
+    tensors?: boolean,
+  ): LinkStream;
 }
 
 /** What reads the records (metrics, routes) needs of the cluster state, without depending on it. */

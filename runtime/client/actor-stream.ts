@@ -24,6 +24,7 @@ export class ActorStream<T = unknown> implements AsyncIterableIterator<T> {
   readonly id: string;
   readonly #window: number;
   readonly #controls: StreamControls;
+  readonly #decode: ((value: unknown) => T) | undefined;
   #queue: T[] = [];
   #received = 0;
   #taken = 0;
@@ -32,11 +33,12 @@ export class ActorStream<T = unknown> implements AsyncIterableIterator<T> {
   #error: unknown;
   #wake: (() => void) | undefined;
 
-  /** @internal use `handle.stream(method, ...args)` */
-  constructor(id: string, window: number, controls: StreamControls) {
+  /** @internal use `handle.stream(method, ...args)` or `cluster.stream(graph, inputs)`; `decode` turns each item as it came into what the reader gets */
+  constructor(id: string, window: number, controls: StreamControls, decode?: (value: unknown) => T) {
     this.id = id;
     this.#window = window;
     this.#controls = controls;
+    this.#decode = decode;
   }
 
   /** @internal The next item, as it arrived. */
@@ -47,6 +49,15 @@ export class ActorStream<T = unknown> implements AsyncIterableIterator<T> {
       return;
     }
     this.#received++;
+    if (this.#decode) {
+      try {
+        value = this.#decode(value);
+      } catch (err) {
+        this.fail(err);
+        this.#controls.cancel();
+        return;
+      }
+    }
     this.#queue.push(value);
     this.#wake?.();
   }

@@ -21,6 +21,9 @@ import { asTensor } from './run-input.js';
 import { Future, FutureOutput } from './future.js';
 import { ActorHandle, actorDeployment } from './actor-handle.js';
 import { StreamRegistry } from './actor-stream.js';
+import type { ActorStream } from './actor-stream.js';
+import { openRunStream } from './run-stream.js';
+import type { StreamRunOptions } from './run-stream.js';
 import type { ActorSpec } from './actor-handle.js';
 import type { Outputs } from './future.js';
 
@@ -329,6 +332,20 @@ export class Cluster {
     return this.#conn
       .request(message, message.timeoutMs === undefined ? undefined : message.timeoutMs + DEADLINE_GRACE_MS)
       .then((value) => ({ outputs: mapFromWire(value.outputs, 'output'), trace: value.trace }));
+  }
+
+  /**
+   * Runs a graph whose steps stream (a generator method step) and gives the last step's outputs
+   * item by item, as they are produced, to read with `for await`. The run is at most `window`
+   * items ahead of the reader, and each streaming step a bounded window ahead of the next, so a
+   * slow reader slows the first producer; leaving the loop stops every step. A graph that does
+   * not stream, or a single deployment, gives one item: its answer.
+   *
+   * @example
+   * for await (const { token } of cluster.stream('generate', { prompt })) console.log(token!.data);
+   */
+  stream(deployment: string, inputs: Record<string, Tensor>, options: StreamRunOptions = {}): ActorStream<Outputs> {
+    return openRunStream(this.#conn, this.#streams, deployment, inputs, options);
   }
 
   /**

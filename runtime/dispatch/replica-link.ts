@@ -70,11 +70,17 @@ export class ReplicaLink<In extends { type: string } = { type: string }, Out ext
    * arrives; `credit(n)` lets the actor send n more, `cancel()` stops it. `done` settles after the
    * last item with their count (a lost connection: TROUPE_ERR_ACTOR_DIED, like a call).
    */
-  invokeStream(method: string, args: unknown[], credit: number, onItem: (seq: number, value: unknown) => void): LinkStream {
+  invokeStream(
+    method: string,
+    args: unknown[],
+    credit: number,
+    onItem: (seq: number, value: unknown) => void,
+    tensors = false,
+  ): LinkStream {
     const channel = this.#channel as unknown as Channel<In, Out, { invoke: typeof InvokeReplySchema }>;
     const id = newId();
     this.#streams.set(id, onItem);
-    const message = { type: 'invoke', id, method, args, credit };
+    const message = { type: 'invoke', id, method, args, credit, ...(tensors ? { tensors: true } : {}) };
     const done = this.#counted(() => channel.request(message as unknown as OmitId<Out> & { type: 'invoke' })).finally(() =>
       this.#streams.delete(id),
     );

@@ -172,6 +172,8 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
     handoff: z.object({ name: z.string().min(1).max(100) }).optional(),
     /** A class actor's public methods and their declared tensor signatures (see class-actor.ts). */
     methods: ClassMethodsSchema.optional(),
+    /** Which of those methods are generators: a graph step on one streams its items on (runtime/graph/stream-executor.ts). */
+    streams: z.array(z.string().max(128)).max(1024).optional(),
     /** The lines of the label files the deployment names, keyed as the agent passed them (runtime/spec.ts labelFilesOf). */
     labels: z.record(z.string().max(256), LabelListSchema).optional(),
   }),

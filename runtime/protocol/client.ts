@@ -7,6 +7,7 @@ import { ClusterViewSchema, DeploymentViewSchema } from '../views.js';
 import { AckSchema, FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
 import { RoutesSchema } from './routes.js';
 import {
+  MAX_STREAM_WINDOW,
   ClientStreamCancelSchema,
   ClientStreamCreditSchema,
   MethodCallReplySchema,
@@ -68,6 +69,26 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
     /** The model of a multiplexed deployment's set to run. */
     model: z.string().min(1).max(256).optional(),
   }),
+  /**
+   * A run read as a stream (a graph with a generator method step; anything else gives one item):
+   * the outputs of each item come as `streamItem` pushes under this id, at most `credit` ahead of
+   * what the client granted (`streamCredit`); the reply, after the last, is their count.
+   */
+  z.object({
+    type: z.literal('runStream'),
+    id: IdSchema,
+    deployment: z.string().max(256),
+    inputs: WireTensorMapSchema,
+    outputs: z.array(z.string().max(256)).max(1024).optional(),
+    /** Bounds the steps that are not streams; a stream itself is paced by its reader. */
+    timeoutMs: z
+      .number()
+      .positive()
+      .max(24 * 3600 * 1000)
+      .optional(),
+    refs: z.record(z.string().min(1).max(256), RunRefSchema).optional(),
+    credit: z.number().int().min(1).max(MAX_STREAM_WINDOW),
+  }),
   z.object({ type: z.literal('describe'), id: IdSchema }),
   /** A method call on a class actor (docs/actors.md); answered with its value. */
   MethodCallSchema,
@@ -104,6 +125,7 @@ export const ClientToHeadReplies = {
   load: AckSchema,
   invoke: MethodCallReplySchema,
   stream: StreamEndSchema,
+  runStream: StreamEndSchema,
   streamCredit: AckSchema,
   streamCancel: AckSchema,
 };
