@@ -255,6 +255,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     graphs,
     deployments,
     actors,
+    graphStreams,
     log,
     host,
     token: options.token,

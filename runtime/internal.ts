@@ -240,4 +240,13 @@ export type { InferenceBackend, InferenceRequest, InferTarget, Params } from './
 export { inferResponse, outputOrder } from './oip/infer-response.js';
 export { checkInferJson, MAX_JSON_VALUES, MAX_REQUEST_ELEMENTS, tooMany } from './oip/json-scan.js';
 export { flattenData, jsonTextOfWire, wireFromJson } from './oip/json.js';
+export {
+  GenerateRequestSchema,
+  GenerateResponseSchema,
+  MAX_GENERATE_INPUTS,
+  generateInputs,
+  generateResponseText,
+  generateValues,
+} from './oip/generate.js';
+export type { GenerateRequest } from './oip/generate.js';
 export { isRawRequest, rawInferRequest } from './oip/raw.js';

@@ -5,6 +5,7 @@ import { authHook } from './auth.js';
 import { acceptBuffers, acceptSpecBuffers, acceptStreams } from './body.js';
 import type { ApiContext, HttpApiOptions } from './context.js';
 import { registerActorRoutes } from './actor-routes.js';
+import { registerGenerateRoutes } from './generate-routes.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
 import { registerRolloutRoutes } from './rollout-routes.js';
 import { errorHandler } from './errors.js';
@@ -98,6 +99,8 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
 
     // Method calls on class actors: JSON arguments, with a bound of their own (actor-routes.ts).
     await api.register(async (scope) => registerActorRoutes(scope, ctx));
+    // The generate extension: JSON inputs, with the same bound (generate-routes.ts).
+    await api.register(async (scope) => registerGenerateRoutes(scope, ctx));
 
     // Uploads stream straight to disk instead of being buffered whole.
     await api.register(async (scope) => {

@@ -3,6 +3,7 @@ import type { ActorCalls } from '../calls/actor-calls.js';
 import type { Controller } from '../control/controller.js';
 import type { Deployments } from '../control/deployments.js';
 import type { RunGateway } from '../graph/run-gateway.js';
+import type { GraphStreams } from '../graph/graph-streams.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { JobOptions, JobStore } from './jobs.js';
 import type { ModelStore } from './model-store.js';
@@ -23,6 +24,8 @@ export interface HttpApiOptions {
   deployments: Deployments;
   /** Method calls on class actors: the same service the SDK's frames use. */
   actors: ActorCalls;
+  /** Runs read as streams (the generate endpoints): the same service as the SDK's `cluster.stream`. */
+  graphStreams: GraphStreams;
   log: Logger;
   /** The address the head listens on: inference needs the token only beyond loopback. */
   host: string;

@@ -16,7 +16,7 @@ import type { ChaosCluster } from '../helpers/chaos-cluster.js';
  * HTTP bodies from a seeded PRNG (TROUPE_TEST_FUZZ_SEED replays a run) against every endpoint a
  * peer can reach: /v1/client, /v1/agent (with the token), /v1/actor (as a real actor, with its
  * secret), an actor's direct-call endpoint (with the token the head hands clients), and the
- * inference and deployment endpoints. Afterwards every process is the same one and a valid request
+ * inference (generate included) and deployment endpoints. Afterwards every process is the same one and a valid request
  * succeeds. (The named bad inputs: chaos-bad-input.test.ts.)
  */
 describe('chaos: a seeded fuzzer', { timeout: 180_000 }, () => {
@@ -58,9 +58,12 @@ describe('chaos: a seeded fuzzer', { timeout: 180_000 }, () => {
       { type: 'deploy', id: 'c5', spec: { name: 'fz', model: 'missing.onnx', replicas: 1 }, wait: false },
       { type: 'deploy', id: 'c6', spec: { graph: 'fzg', nodes: [{ kind: 'pipeline', name: 'fzg', steps: ['fzg'] }] } },
       { type: 'undeploy', id: 'c7', name: 'fz' },
+      { type: 'runStream', id: 'c8', deployment: 'mlp', inputs: { x: wire }, credit: 2 },
+      { type: 'streamCredit', id: 'c9', stream: 'c8', n: 1 },
+      { type: 'streamCancel', id: 'c10', stream: 'c8' },
     ];
     const endpoints = [
-      { path: '/v1/client', headers: CHAOS_AUTH, allowed: ['reply'], frames: 1500, templates: clientTemplates },
+      { path: '/v1/client', headers: CHAOS_AUTH, allowed: ['reply', 'streamItem'], frames: 1500, templates: clientTemplates },
       {
         path: '/v1/agent',
         headers: CHAOS_AUTH,
@@ -168,7 +171,7 @@ describe('chaos: a seeded fuzzer', { timeout: 180_000 }, () => {
     const upgradedCloses: Record<string, number> = {};
     for (const [path, allowed, headers, templates] of [
       ['/v1/actor', ['call'], actorHeaders, actorTemplates],
-      ['/v1/client', ['reply'], CHAOS_AUTH, clientTemplates],
+      ['/v1/client', ['reply', 'streamItem'], CHAOS_AUTH, clientTemplates],
     ] as const) {
       const open = async () => {
         const stream = new RawStream(`${cluster.url}${path}`, allowed, { headers });
@@ -190,8 +193,31 @@ describe('chaos: a seeded fuzzer', { timeout: 180_000 }, () => {
     });
     const inferBinary = Buffer.concat([Buffer.from(inferHeader), Buffer.from(seededFloats(64, 3).buffer)]);
     const spec = JSON.stringify({ model: 'missing.onnx', replicas: 1, cpus: 0.5 });
+    const generateJson = JSON.stringify({ id: 'g', x: Array.from(seededFloats(64, 4)), parameters: { max_tokens: 3 } });
+    // The generate extension's bodies by name: too deep, too wide, too large, and the wrong types.
+    for (const body of [
+      '['.repeat(200_000),
+      `{"x": ${'['.repeat(20)}1${']'.repeat(20)}}`,
+      JSON.stringify(Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`in${i}`, i]))),
+      // Just under this head's 1 MiB body bound: parsed, then refused by the model's shape.
+      `{"x": [${'0,'.repeat(500_000)}0]}`,
+      JSON.stringify({ x: 'text' }),
+      JSON.stringify({ x: { nested: true } }),
+      JSON.stringify({ x: [1, [2, 3]] }),
+      JSON.stringify({ id: 7, x: [1] }),
+      'null',
+      '[]',
+    ])
+      for (const url of ['/v2/models/mlp/generate', '/v2/models/mlp/generate_stream'])
+        http.push({ url, method: 'POST', headers: { 'content-type': 'application/json' }, body: () => body });
     for (let i = 0; i < 700; i++) {
-      const kind = r.int(3);
+      const kind = r.int(4);
+      if (kind === 3) {
+        const body = r.next() < 0.5 ? mutateBytes(r, Buffer.from(generateJson)) : randomJson(r);
+        const url = `/v2/models/${r.pick(['mlp', 'mlp', 'nope', '%00'])}/${r.pick(['generate', 'generate_stream'])}`;
+        http.push({ url, method: 'POST', headers: { 'content-type': r.pick(['application/json', 'text/plain']) }, body: () => body });
+        continue;
+      }
       if (kind < 2) {
         const binary = r.next() < 0.4;
         const base = binary ? inferBinary : Buffer.from(inferJson);

@@ -198,6 +198,13 @@ describe('HTTP: the OpenAPI document describes every route, and every live answe
     const items = await check('POST /api/v1/actors/{name}/{method}/stream', '/api/v1/actors/ticker/count/stream', 200, args(3));
     assert.match(items.body.toString(), /event: end/);
 
+    // The generate extension: a model's one answer, and the same as one server-sent event.
+    const generate = { body: JSON.stringify({ x: Array.from(x.subarray(0, 64)) }), headers: JSON_TYPE };
+    await check('POST /v2/models/{name}/generate', '/v2/models/mlp/generate', 200, generate);
+    await check('POST /v2/models/{name}/generate', '/v2/models/nope/generate', 404, generate);
+    const answers = await check('POST /v2/models/{name}/generate_stream', '/v2/models/mlp/generate_stream', 200, generate);
+    assert.match(answers.body.toString(), /^data: \{"model_name":"mlp"/);
+
     // Async jobs.
     const job = await check('POST /api/v1/deployments/{name}/jobs', '/api/v1/deployments/mlp/jobs', 202, {
       body: jsonInfer,

@@ -1,0 +1,211 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  GenerateRequestSchema,
+  GenerateResponseSchema,
+  MAX_STREAM_WINDOW,
+  NameSchema,
+  TroupeError,
+  generateInputs,
+  generateResponseText,
+  generateValues,
+  newId,
+  parseJson,
+  toWireError,
+} from '../../runtime/internal.js';
+import type { GenerateRequest, TensorInfo, WireTensorMap } from '../../runtime/internal.js';
+import { MAX_CALL_BODY_BYTES } from './actor-routes.js';
+import { itemJson } from './actor-stream-route.js';
+import { acceptBuffers, bodyBuffer } from './body.js';
+import type { ApiContext } from './context.js';
+import { errorHandler } from './errors.js';
+import { pumpSse } from './sse.js';
+import type { SseSource } from './sse.js';
+
+/**
+ * The inference protocol's generate extension, as Triton serves it: `POST /v2/models/{name}/generate`
+ * answers one JSON object, `.../generate_stream` server-sent events, one `data: {...}` per answer.
+ * Three kinds of target (docs/http-api.md): a class actor whose class has a `generate` method
+ * (called with the named inputs and the parameters; an async generator streams one event per
+ * item), a graph (a streaming one gives an event per item), and a model deployment (one event).
+ */
+
+/** What a name answers generate requests with. */
+type Target = { kind: 'class'; streams: boolean } | { kind: 'tensors'; inputs: readonly TensorInfo[]; streams: boolean };
+
+function targetOf(ctx: ApiContext, name: string): Target {
+  if (ctx.graphs.has(name)) {
+    const inputs = ctx.graphs.signature(name)?.inputs;
+    if (!inputs)
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_REQUEST',
+        `graph '${name}' takes inputs of no declared type (a fn step without a signature): call it with /infer, whose tensors say their types`,
+      );
+    return { kind: 'tensors', inputs, streams: ctx.graphs.streams(name) };
+  }
+  const d = ctx.state.deployments.get(name);
+  if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no model, graph or class actor named '${name}'`);
+  if (d.spec.kind === 'class') {
+    const methods = d.actors.find((a) => a.classMethods)?.classMethods;
+    if (!methods) throw new TroupeError('TROUPE_ERR_NOT_READY', `class actor '${name}' has no instance that has started yet`);
+    if (!Object.hasOwn(methods, 'generate'))
+      throw new TroupeError(
+        'TROUPE_ERR_UNKNOWN_METHOD',
+        `class actor '${name}' has no generate method, which generate requests call (its methods: ${Object.keys(methods).join(', ') || 'none'})`,
+      );
+    return { kind: 'class', streams: d.actors.some((a) => a.classStreams?.includes('generate')) };
+  }
+  if (!d.metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `'${name}' has no READY replica yet, so its inputs are not known`);
+  if (d.metadata.inputs.length === 0)
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `'${name}' declares no inputs (a fn without a signature): call it with /infer, whose tensors say their types`,
+    );
+  return { kind: 'tensors', inputs: d.metadata.inputs, streams: false };
+}
+
+function requestBody(request: FastifyRequest): GenerateRequest {
+  const raw = parseJson(bodyBuffer(request.body).toString('utf8'), 'the generate request');
+  const parsed = GenerateRequestSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `the generate request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`,
+    );
+  }
+  return parsed.data;
+}
+
+function modelName(request: FastifyRequest): string {
+  const { name } = request.params as { name: string };
+  if (!NameSchema.safeParse(name).success)
+    throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `model name '${name.slice(0, 100)}' is not allowed`);
+  return name;
+}
+
+/** The answer text of a class actor's item: an object's members are the answer's, anything else is its `text_output`. */
+function valueResponseText(value: unknown, model: string, id: string | undefined): string {
+  const fields = typeof value === 'object' && value !== null && !Array.isArray(value) ? value : { text_output: value };
+  return itemJson({ ...fields, model_name: model, model_version: '1', ...(id !== undefined ? { id } : {}) });
+}
+
+/** One generate request, resolved: where its answers come from and how each is written. */
+interface Generation {
+  target: Target;
+  /** Starts the answers of stream `id` for `caller` (see SseSource.start). */
+  source: SseSource;
+  text(value: unknown): string;
+}
+
+function generation(ctx: ApiContext, name: string, body: GenerateRequest): Generation {
+  const target = targetOf(ctx, name);
+  if (target.kind === 'class') {
+    const args = [generateValues(body), body.parameters ?? {}];
+    return {
+      target,
+      text: (value) => valueResponseText(value, name, body.id),
+      source: {
+        start: async (caller, id, credit, push) => {
+          if (target.streams)
+            return ctx.actors.stream(
+              caller,
+              { id, actor: name, method: 'generate', args, credit: Math.min(credit, MAX_STREAM_WINDOW) },
+              push,
+            );
+          const { value } = await ctx.actors.call({ id, actor: name, method: 'generate', args });
+          push(0, value === undefined ? null : value);
+          return { items: 1 };
+        },
+        credit: (caller, id, n) => ctx.actors.credit(caller, id, n),
+        closed: (caller) => ctx.actors.closed(caller),
+      },
+    };
+  }
+  // Converted before anything starts, so a bad input is a 400 rather than an event.
+  const inputs = generateInputs(body, target.inputs, name);
+  return {
+    target,
+    text: (value) => generateResponseText(value as WireTensorMap, name, body.id),
+    source: {
+      start: (caller, id, credit, push) => ctx.graphStreams.stream(caller, id, { deployment: name, inputs, credit }, push),
+      credit: (caller, id, n) => ctx.graphStreams.credit(caller, id, n),
+      closed: (caller) => ctx.graphStreams.closed(caller),
+    },
+  };
+}
+
+export function registerGenerateRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  // JSON parsed on the head's event loop: the bound of method calls' bodies (and a 413 that names it).
+  const limit = Math.min(ctx.maxBodyBytes, MAX_CALL_BODY_BYTES);
+  acceptBuffers(app, limit);
+  app.setErrorHandler(errorHandler(ctx.log, limit));
+  const tag = 'Open Inference Protocol (v2)';
+  const body = {
+    content: { 'application/json': GenerateRequestSchema },
+    description:
+      'named inputs as JSON values (a scalar, or nested arrays; fewer dimensions than the model declares get leading 1s), an optional id, and parameters',
+  };
+  const targets =
+    "A class actor's generate(inputs, parameters) method (an async generator streams, one answer per item; an object item's members are the answer's, " +
+    'any other value its text_output), a graph (a streaming graph answers per item), or a model deployment (one answer: each output by name, a scalar ' +
+    'when it holds one element, else its elements flat).';
+
+  ctx.docs.route(
+    app,
+    {
+      method: 'POST',
+      url: '/v2/models/:name/generate',
+      tag,
+      auth: 'inference',
+      summary: "Generate (Triton's generate extension): one JSON answer",
+      description: `${targets} A target that streams is refused (400): read it with generate_stream.`,
+      body,
+      responses: { 200: { description: 'the answer', schema: GenerateResponseSchema } },
+    },
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const name = modelName(request);
+      const g = generation(ctx, name, requestBody(request));
+      if (g.target.streams)
+        throw new TroupeError(
+          'TROUPE_ERR_BAD_REQUEST',
+          `'${name}' streams its answers: read them with POST /v2/models/${name}/generate_stream`,
+        );
+      let answer: string | undefined;
+      // Room for the one answer and the end after it: the stream is read on only while it has credit.
+      await g.source.start({}, newId(), 2, (_seq, value) => (answer = g.text(value)));
+      return reply
+        .code(200)
+        .type('application/json')
+        .send(answer ?? '{}');
+    },
+  );
+
+  ctx.docs.route(
+    app,
+    {
+      method: 'POST',
+      url: '/v2/models/:name/generate_stream',
+      tag,
+      auth: 'inference',
+      summary: "Generate, streamed (Triton's generate extension): one server-sent event per answer",
+      description:
+        `${targets} Each answer is one \`data: {...}\` event; a failure after the events started is a last event \`data: {"error", "code"}\` ` +
+        '(the status is 200 by then). The producer runs at most 16 answers ahead of what the connection has taken; closing the connection stops it.',
+      body,
+      responses: { 200: { description: 'the answers, as server-sent events', content: { 'text/event-stream': 'text' } } },
+    },
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      // Refused as JSON while a status can still say so; once the events start it is 200.
+      const g = generation(ctx, modelName(request), requestBody(request));
+      await pumpSse(reply, g.source, {
+        contentType: 'text/event-stream; charset=utf-8',
+        item: (_seq, value) => `data: ${g.text(value)}\n\n`,
+        end: () => '',
+        error: (err) => {
+          const { code, message } = toWireError(err);
+          return `data: ${JSON.stringify({ error: message, code })}\n\n`;
+        },
+      });
+    },
+  );
+}
