@@ -4,6 +4,7 @@ import { leafKey } from './compile.js';
 import type { PlanNode, PlanPipeline } from './compile.js';
 import { execute } from './executor.js';
 import type { StepCaller } from './executor.js';
+import { orderedAhead } from './ordered-ahead.js';
 import { inputNames } from './signature.js';
 import { everything, sourceOf } from './wiring.js';
 
@@ -20,7 +21,7 @@ import { everything, sourceOf } from './wiring.js';
  * cancels every open step stream, which ends their generators.
  */
 
-/** Items a streaming step may run ahead of the step after it. */
+/** Items a streaming step may run ahead of the step after it, and items in flight at once through the steps after it. */
 export const STEP_STREAM_WINDOW = 8;
 
 /** What the streaming executor needs beyond {@link StepCaller}. */
@@ -95,6 +96,14 @@ export interface StreamOptions {
 }
 
 /** `err` from the step at `path`; one that execute() ran names its path from `ran` on, which becomes the full path. */
+/** The one item of steps that do not stream. */
+async function only(items: AsyncGenerator<WireTensorMap>): Promise<WireTensorMap> {
+  const first = await items.next();
+  await items.return(undefined);
+  if (first.done) throw new TroupeError('TROUPE_ERR_INTERNAL', 'steps that do not stream gave no answer');
+  return first.value;
+}
+
 function atStep(path: string, err: unknown, ran?: string): TroupeError {
   const code = err instanceof TroupeError ? err.code : 'TROUPE_ERR_INTERNAL';
   const message = (err as Error)?.message ?? String(err);
@@ -170,14 +179,23 @@ class StreamRun {
     const stepInputs = this.#select(step, values, previous, p.map, stepPath);
     // The pipeline's inputs are what its first step takes, as the deploy-time check assumed.
     const base = k === 0 ? new Map(Object.entries(stepInputs)) : values;
+    const rest = (out: WireTensorMap) => {
+      const next = new Map(base);
+      for (const [name, t] of Object.entries(out)) next.set(name, t);
+      return this.#steps(p, k + 1, next, Object.keys(out), path);
+    };
+    const streams = (key: string) => this.#caller.streams(key);
+    if (k < p.steps.length - 1 && planStreams(step, streams) && !p.steps.slice(k + 1).some((s) => planStreams(s, streams))) {
+      // Items leave a stream for steps that answer once each: several items go through them at once, in order.
+      yield* orderedAhead(this.node(step, stepInputs, stepPath), (out) => only(rest(out)), STEP_STREAM_WINDOW);
+      return;
+    }
     for await (const out of this.node(step, stepInputs, stepPath)) {
       if (k === p.steps.length - 1) {
         yield out;
         continue;
       }
-      const next = new Map(base);
-      for (const [name, t] of Object.entries(out)) next.set(name, t);
-      yield* this.#steps(p, k + 1, next, Object.keys(out), path);
+      yield* rest(out);
     }
   }
 
