@@ -74,13 +74,22 @@ export class SeriesStore {
     }
   }
 
-  /** Samples newer than `after` (all that are kept, when `after` is older than the window). */
-  since(after = 0): SeriesDelta {
+  /** Names of the series kept. */
+  ids(): IterableIterator<string> {
+    return this.#series.keys();
+  }
+
+  /**
+   * Samples newer than `after` (all that are kept, when `after` is older than the window), of the
+   * series `include` accepts (all by default).
+   */
+  since(after = 0, include: (id: string) => boolean = () => true): SeriesDelta {
     const first = Math.max(after + 1, this.#seq - this.capacity + 1, 1);
     const times: number[] = [];
     for (let n = first; n <= this.#seq; n++) times.push(this.#times[n % this.capacity]!);
     const values: Record<string, (number | null)[]> = {};
     for (const [id, s] of this.#series) {
+      if (!include(id)) continue;
       const column: (number | null)[] = [];
       for (let n = first; n <= this.#seq; n++) column.push(s.ring.get(n));
       values[id] = column;

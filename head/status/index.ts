@@ -8,9 +8,10 @@ import type { StatusSession } from './client/protocol.js';
 import { EventFeed } from './event-feed.js';
 import { ClusterSampler } from './sampler.js';
 import { StatusSessions } from './session.js';
-import { buildSnapshot } from './snapshot.js';
+import { StatusFrame } from './snapshot.js';
 import type { GraphSource } from './snapshot.js';
 import { StatusStream } from './stream.js';
+import { MAX_WINDOW_ROWS, ViewRequestSchema } from './windows.js';
 
 export interface StatusPageOptions {
   state: ClusterState;
@@ -33,8 +34,9 @@ const LoginSchema = z.object({ token: z.string().max(4096) });
 
 /**
  * The status page on the head's fastify app: the page at `GET /`, its assets under
- * `/status/assets/`, the login endpoints under `/status/`, and the live feed at
- * `GET /api/v1/stream` (server-sent events). It samples the cluster into in-memory time series
+ * `/status/assets/`, the login endpoints under `/status/`, the live feed at
+ * `GET /api/v1/stream` (server-sent events), and `POST /api/v1/stream/view`, where a page says
+ * which nodes and actors it looks at. It samples the cluster into in-memory time series
  * from the moment it is registered, whether or not anyone is looking, so a page opened later
  * still shows the last minutes. Streams and timers end with the app.
  *
@@ -46,7 +48,7 @@ export function registerStatusPage(app: FastifyInstance, options: StatusPageOpti
   const sampler = new ClusterSampler(state, options.historySamples ?? 600);
   const feed = new EventFeed(state, () => stream.pushSoon());
   const stream: StatusStream = new StatusStream(
-    () => buildSnapshot(state, graphs, sampler, feed, options.draining?.() ?? false),
+    () => new StatusFrame(state, graphs, sampler, feed, options.draining?.() ?? false),
     sampler,
     feed,
   );
@@ -173,10 +175,11 @@ export function registerStatusPage(app: FastifyInstance, options: StatusPageOpti
       url: '/api/v1/stream',
       tag,
       auth: 'write',
-      summary: "The status page's live feed (server-sent events): a snapshot, then changes about once a second",
+      summary:
+        "The status page's live feed (server-sent events): the cluster's summary, deployments, a page of nodes and of actors, then what changed about once a second",
       description:
         "Needs the cluster token when the head has one: the page's session cookie (POST /status/login) or Authorization: Bearer. " +
-        'At most a few viewers at once (429 past them).',
+        'At most a few viewers at once (429 past them). The first event names the viewer id that POST /api/v1/stream/view takes.',
       responses: { 200: { description: 'the event stream', content: { 'text/event-stream': 'text' } } },
     },
     async (request, reply) => {
@@ -195,6 +198,43 @@ export function registerStatusPage(app: FastifyInstance, options: StatusPageOpti
         });
       reply.hijack();
       stream.open(reply.raw);
+    },
+  );
+
+  docs.route(
+    app,
+    {
+      method: 'POST',
+      url: '/api/v1/stream/view',
+      tag,
+      auth: 'write',
+      summary: 'Say which nodes and actors an open status stream shows: a page of each, sorted and filtered; the stream sends that window at once',
+      description:
+        `Windows hold at most ${MAX_WINDOW_ROWS} rows. Needs what the stream needs (session cookie or Authorization: Bearer). ` +
+        '400 TROUPE_ERR_BAD_REQUEST names a malformed field; 404 TROUPE_ERR_NOT_FOUND: no open stream has this viewer id.',
+      body: { content: { 'application/json': ViewRequestSchema } },
+      responses: { 204: { description: 'the stream now sends this view' } },
+    },
+    async (request, reply) => {
+      if (!sessions.authorized(request.headers))
+        return sendError(reply, {
+          status: 401,
+          code: 'TROUPE_ERR_UNAUTHORIZED',
+          message: "the status stream's view needs the cluster token: log in on the page, or send 'Authorization: Bearer <token>'",
+        });
+      const parsed = ViewRequestSchema.safeParse(request.body);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        return sendError(reply, {
+          status: 400,
+          code: 'TROUPE_ERR_BAD_REQUEST',
+          message: `bad status view: ${issue.path.join('.') || 'body'}: ${issue.message}`,
+        });
+      }
+      const { viewer, seq, nodes, actors } = parsed.data;
+      if (!stream.view(viewer, seq, nodes, actors))
+        return sendError(reply, { status: 404, code: 'TROUPE_ERR_NOT_FOUND', message: 'no open status stream has this viewer id' });
+      return reply.code(204).send();
     },
   );
 }

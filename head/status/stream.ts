@@ -1,36 +1,35 @@
 import type { ServerResponse } from 'node:http';
-import type { StatusSnapshot } from './client/protocol.js';
+import { newSecret } from '../../runtime/internal.js';
+import type { ActorQuery, NodeQuery } from './client/protocol.js';
 import type { EventFeed } from './event-feed.js';
 import type { ClusterSampler } from './sampler.js';
-import type { SnapshotBase } from './snapshot.js';
-
-/** A page that stopped reading (a sleeping laptop) is dropped past this; it reconnects for a full snapshot. */
-const MAX_BUFFERED_BYTES = 4 * 2 ** 20;
-
-interface Viewer {
-  res: ServerResponse;
-  /** Nothing sent yet: the next snapshot carries the whole history. */
-  fresh: boolean;
-  /** What this page already has: series samples and events up to these numbers. */
-  seriesSeq: number;
-  eventSeq: number;
-}
+import type { StatusFrame } from './snapshot.js';
+import { Viewer } from './viewer.js';
 
 /**
- * The live feed of the status page, as server-sent events: one `snapshot` event on connecting
- * with the whole history the head keeps, then one per push with the cluster as it is now plus
- * only the series samples and events this page does not have yet.
+ * Bytes a page may have waiting in its connection before the head stops writing to it. It is
+ * not dropped: the updates it misses meanwhile are folded into the next one it can take (each is
+ * cut against what the page last got), so the buffer holds at most this plus one update.
+ */
+const MAX_BUFFERED_BYTES = 256 * 1024;
+
+/**
+ * The live feed of the status page, as server-sent events (`event: update`): on connecting, the
+ * summary, every deployment, the first page of nodes and of actors, and the whole history the head
+ * keeps; then, about once a second and within 50 ms of a lifecycle event, only what changed for
+ * that page. A page says which nodes and actors it looks at (`view`): a page of a sorted,
+ * filtered list each, so an update's size follows what is on the screen, not the cluster.
  */
 export class StatusStream {
-  readonly #viewers = new Set<Viewer>();
-  readonly #base: () => SnapshotBase;
+  readonly #viewers = new Map<string, Viewer>();
+  readonly #frame: () => StatusFrame;
   readonly #sampler: ClusterSampler;
   readonly #feed: EventFeed;
   readonly #maxViewers: number;
   #soon: NodeJS.Timeout | undefined;
 
-  constructor(base: () => SnapshotBase, sampler: ClusterSampler, feed: EventFeed, maxViewers = 64) {
-    this.#base = base;
+  constructor(frame: () => StatusFrame, sampler: ClusterSampler, feed: EventFeed, maxViewers = 64) {
+    this.#frame = frame;
     this.#sampler = sampler;
     this.#feed = feed;
     this.#maxViewers = maxViewers;
@@ -40,7 +39,7 @@ export class StatusStream {
     return this.#viewers.size;
   }
 
-  /** No room for another page: each costs a snapshot a second. */
+  /** No room for another page: each costs a cut of the cluster a second. */
   get atCapacity(): boolean {
     return this.#viewers.size >= this.#maxViewers;
   }
@@ -54,10 +53,25 @@ export class StatusStream {
       connection: 'keep-alive',
     });
     res.socket?.setNoDelay(true);
-    const viewer: Viewer = { res, fresh: true, seriesSeq: 0, eventSeq: 0 };
-    this.#viewers.add(viewer);
-    res.on('close', () => this.#viewers.delete(viewer));
-    this.#send([viewer], this.#base());
+    const viewer = new Viewer(newSecret(), res);
+    this.#viewers.set(viewer.id, viewer);
+    res.on('close', () => this.#viewers.delete(viewer.id));
+    // A page that fell behind catches up as soon as its connection has room.
+    res.on('drain', () => this.pushSoon());
+    this.#send(viewer, this.#frame());
+  }
+
+  /**
+   * Sets what a page looks at and sends it those windows at once; false when no open stream has
+   * that id. A view older than the page's current one (requests that crossed) is ignored.
+   */
+  view(id: string, seq: number, nodes: NodeQuery, actors: ActorQuery): boolean {
+    const viewer = this.#viewers.get(id);
+    if (!viewer) return false;
+    if (seq <= viewer.viewSeq) return true;
+    viewer.setView(seq, nodes, actors);
+    this.#send(viewer, this.#frame());
+    return true;
   }
 
   /** Pushes the cluster as it is now to every page. */
@@ -65,14 +79,8 @@ export class StatusStream {
     clearTimeout(this.#soon);
     this.#soon = undefined;
     if (this.#viewers.size === 0) return;
-    const base = this.#base();
-    // Pages connected at different moments lack different samples; most share the same marks.
-    const groups = new Map<string, Viewer[]>();
-    for (const v of this.#viewers) {
-      const key = `${v.fresh}:${v.seriesSeq}:${v.eventSeq}`;
-      groups.set(key, [...(groups.get(key) ?? []), v]);
-    }
-    for (const viewers of groups.values()) this.#send(viewers, base);
+    const frame = this.#frame();
+    for (const viewer of this.#viewers.values()) this.#send(viewer, frame);
   }
 
   /** Pushes within 50 ms, once however many changes happen meanwhile: lifecycle events show at once. */
@@ -84,32 +92,13 @@ export class StatusStream {
 
   close(): void {
     clearTimeout(this.#soon);
-    for (const v of this.#viewers) v.res.end();
+    for (const v of this.#viewers.values()) v.res.end();
     this.#viewers.clear();
   }
 
-  #send(viewers: Viewer[], base: SnapshotBase): void {
-    const first = viewers[0]!;
-    const full = first.fresh;
-    const series = this.#sampler.store.since(first.seriesSeq);
-    const events = this.#feed.since(first.eventSeq);
-    const snapshot: StatusSnapshot = {
-      ...base,
-      full,
-      historySeconds: this.#sampler.store.capacity,
-      series: { times: series.times, values: series.values },
-      events,
-    };
-    const frame = `event: snapshot\ndata: ${JSON.stringify(snapshot)}\n\n`;
-    for (const v of viewers) {
-      v.fresh = false;
-      v.seriesSeq = series.seq;
-      v.eventSeq = this.#feed.seq;
-      if (v.res.writableLength > MAX_BUFFERED_BYTES) {
-        v.res.destroy();
-        continue;
-      }
-      v.res.write(frame);
-    }
+  #send(viewer: Viewer, frame: StatusFrame): void {
+    if (viewer.res.writableLength > MAX_BUFFERED_BYTES || viewer.res.destroyed) return;
+    const update = viewer.update(frame, this.#sampler, this.#feed);
+    viewer.res.write(`event: update\ndata: ${JSON.stringify(update)}\n\n`);
   }
 }

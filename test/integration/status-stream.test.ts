@@ -56,9 +56,13 @@ describe('status stream: the live feed of the status page', { timeout: 180_000 }
     assert.ok(actor.pid);
     assert.equal(actor.lastError, null);
     assert.deepEqual(
-      first.deployments.map((d) => [d.name, d.state, d.replicas, d.actors]),
-      [['mlp', 'READY', 1, ['mlp#0']]],
+      first.deployments.map((d) => [d.name, d.state, d.replicas, d.states]),
+      [['mlp', 'READY', 1, { READY: 1 }]],
     );
+    assert.equal(first.summary.nodes.ALIVE, 1);
+    assert.equal(first.summary.actors.READY, 1);
+    assert.deepEqual(first.summary.gpus, { total: 1, simulated: 1, allocated: 0.5 });
+    assert.deepEqual(first.summary.cpus, { total: 4, allocated: 1 });
     const kinds = first.events.map((e) => e.kind);
     assert.ok(kinds.includes('node-joined') && kinds.includes('deployment-changed') && kinds.includes('actor-ready'), kinds.join(', '));
     const seqs = first.events.map((e) => e.seq);
@@ -73,6 +77,7 @@ describe('status stream: the live feed of the status page', { timeout: 180_000 }
   test('later snapshots carry only new samples and events; requests/s, latency and batch size follow traffic', async () => {
     const known = await stream.next();
     assert.equal(known.full, false);
+    assert.deepEqual(known.update.nodes.rows, [], 'a node that did not change is not sent again');
     const x = tensor('float32', [1, 64], seededFloats(64, 1));
     for (let round = 0; round < 10; round++) await Promise.all(Array.from({ length: 8 }, () => client.run('mlp', { x })));
     // Calls finish in one sample; the actors' batch counters, and the calls the client sent them
@@ -124,7 +129,7 @@ describe('status stream: lifecycle', { timeout: 60_000 }, () => {
         head.close(),
         new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('head.close() waited on the open stream')), 10_000))),
       ]).finally(() => clearTimeout(timer));
-      await assert.rejects(stream.next(5000), /stream ended|terminated|no snapshot/);
+      await assert.rejects(stream.next(5000), /stream ended|terminated|no update/);
     } finally {
       stream.close();
       await rm(dataDir, { recursive: true, force: true });

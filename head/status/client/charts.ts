@@ -81,10 +81,24 @@ export interface ChartSpec {
   empty: string;
 }
 
+/** How a line is named: its deployment or GPU, or for `*` (the head's aggregate, past a dozen subjects) what it adds up. */
+const ALL_LABELS: Record<string, string> = {
+  rps: 'all deployments',
+  p50: 'all calls',
+  p99: 'all calls',
+  queue: 'all deployments',
+  batch: 'all batches',
+  util: 'mean of all GPUs',
+  mem: 'all GPUs',
+};
+const label = (metric: string, subject: string): string => (subject === '*' ? (ALL_LABELS[metric] ?? 'all') : subject);
+const lines = (b: SeriesBuffer, metric: string): Line[] =>
+  b.metric(metric).map(([s, values]) => ({ label: label(metric, s), subject: s, values }));
+
 export const CHARTS: ChartSpec[] = [
   {
     key: 'rps',
-    lines: (b) => b.metric('rps').map(([s, values]) => ({ label: s, subject: s, values })),
+    lines: (b) => lines(b, 'rps'),
     format: (v) => fmtNumber(v),
     empty: 'No deployment yet.',
   },
@@ -93,8 +107,8 @@ export const CHARTS: ChartSpec[] = [
     lines: (b) => {
       const p99 = new Map(b.metric('p99'));
       return b.metric('p50').flatMap(([s, values]) => [
-        { label: `${s} p50`, subject: s, values },
-        { label: `${s} p99`, subject: s, values: p99.get(s) ?? [], dash: [5, 4] },
+        { label: `${label('p50', s)} p50`, subject: s, values },
+        { label: `${label('p99', s)} p99`, subject: s, values: p99.get(s) ?? [], dash: [5, 4] },
       ]);
     },
     format: (v) => fmtMs(v),
@@ -103,27 +117,27 @@ export const CHARTS: ChartSpec[] = [
   },
   {
     key: 'queue',
-    lines: (b) => b.metric('queue').map(([s, values]) => ({ label: s, subject: s, values })),
+    lines: (b) => lines(b, 'queue'),
     format: (v) => fmtNumber(v, 0),
     empty: 'No deployment yet.',
   },
   {
     key: 'batch',
-    lines: (b) => b.metric('batch').map(([s, values]) => ({ label: s, subject: s, values })),
+    lines: (b) => lines(b, 'batch'),
     format: (v) => fmtNumber(v),
     spanGaps: true,
     empty: 'No batches run yet.',
   },
   {
     key: 'util',
-    lines: (b) => b.metric('util').map(([s, values]) => ({ label: s, subject: s, values })),
+    lines: (b) => lines(b, 'util'),
     format: (v) => `${Math.round(v)} %`,
     max: 100,
     empty: 'No GPU in the cluster.',
   },
   {
     key: 'mem',
-    lines: (b) => b.metric('mem').map(([s, values]) => ({ label: s, subject: s, values })),
+    lines: (b) => lines(b, 'mem'),
     format: (v) => fmtMiB(v),
     empty: 'No measured GPU memory (simulated GPUs are not measured).',
   },

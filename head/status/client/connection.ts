@@ -1,4 +1,4 @@
-import type { StatusSession, StatusSnapshot } from './protocol.js';
+import type { ActorQuery, NodeQuery, StatusSession, StatusUpdate } from './protocol.js';
 
 export type LinkState =
   | { kind: 'connecting' }
@@ -17,16 +17,19 @@ const MAX_RETRY_MS = 5000;
  * since a half-open TCP connection would never fire an error.
  */
 export class HeadLink {
-  readonly #onSnapshot: (s: StatusSnapshot) => void;
+  readonly #onUpdate: (u: StatusUpdate) => void;
   readonly #onState: (s: LinkState) => void;
   #source: EventSource | undefined;
   #attempt = 0;
   #lastMessage = 0;
   #retry: number | undefined;
   readonly #watchdog: number;
+  /** The id the head gave this connection's stream, for views. */
+  #viewer: string | undefined;
+  #viewSeq = 0;
 
-  constructor(onSnapshot: (s: StatusSnapshot) => void, onState: (s: LinkState) => void) {
-    this.#onSnapshot = onSnapshot;
+  constructor(onUpdate: (u: StatusUpdate) => void, onState: (s: LinkState) => void) {
+    this.#onUpdate = onUpdate;
     this.#onState = onState;
     this.#watchdog = window.setInterval(() => {
       if (this.#source && this.#lastMessage > 0 && Date.now() - this.#lastMessage > STALE_MS)
@@ -53,6 +56,23 @@ export class HeadLink {
     this.#onState({ kind: 'login', error: res.status === 401 ? 'That is not the cluster token.' : `The head answered ${res.status}.` });
   }
 
+  /**
+   * Tells the head which nodes and actors this page looks at; the stream then sends those windows
+   * (carrying the number answered here, so a late window of an older view is known as such).
+   * Answers 0 when there is no stream to tell yet: its first update has the default view, and the
+   * page asks again on every (re)connect.
+   */
+  view(nodes: NodeQuery, actors: ActorQuery): number {
+    if (!this.#viewer) return 0;
+    const seq = ++this.#viewSeq;
+    const body = JSON.stringify({ viewer: this.#viewer, seq, nodes, actors });
+    // A refused view (the stream just dropped) is retried by the reconnect, which asks again.
+    void fetch('/api/v1/stream/view', { method: 'POST', headers: { 'content-type': 'application/json' }, body, credentials: 'same-origin' }).catch(
+      () => undefined,
+    );
+    return seq;
+  }
+
   stop(): void {
     window.clearInterval(this.#watchdog);
     window.clearTimeout(this.#retry);
@@ -63,6 +83,7 @@ export class HeadLink {
     window.clearTimeout(this.#retry);
     this.#source?.close();
     this.#source = undefined;
+    this.#viewer = undefined;
     this.#onState({ kind: 'connecting' });
     let session: StatusSession;
     try {
@@ -80,14 +101,16 @@ export class HeadLink {
     const source = new EventSource('/api/v1/stream');
     this.#source = source;
     this.#lastMessage = 0;
-    source.addEventListener('snapshot', (e) => {
+    source.addEventListener('update', (e) => {
       if (source !== this.#source) return;
       if (this.#lastMessage === 0) {
         this.#attempt = 0;
         this.#onState({ kind: 'live' });
       }
       this.#lastMessage = Date.now();
-      this.#onSnapshot(JSON.parse((e as MessageEvent<string>).data) as StatusSnapshot);
+      const update = JSON.parse((e as MessageEvent<string>).data) as StatusUpdate;
+      if (update.viewer) this.#viewer = update.viewer;
+      this.#onUpdate(update);
     });
     // EventSource retries some failures itself and gives up on others (any non-200 answer);
     // one policy for all: close, say so, and start over from the session check.
@@ -99,6 +122,7 @@ export class HeadLink {
   #dropped(why: string): void {
     this.#source?.close();
     this.#source = undefined;
+    this.#viewer = undefined;
     this.#lastMessage = 0;
     window.clearTimeout(this.#retry);
     const delay = Math.min(1000 * 2 ** this.#attempt, MAX_RETRY_MS);

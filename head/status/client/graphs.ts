@@ -1,7 +1,7 @@
 import dagre from '@dagrejs/dagre';
 import { badge, fmtMs, fmtNumber, html } from './html.js';
 import type { Html } from './html.js';
-import type { Dag, DagNode, StatusActor, StatusDeployment, StatusGraph } from './protocol.js';
+import type { ActorStateName, Dag, DagNode, StatusDeployment, StatusGraph } from './protocol.js';
 
 interface Box {
   x: number;
@@ -66,12 +66,47 @@ function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-/** One dot per replica, coloured by its state: how a step's replicas are doing at a glance. */
-function replicaDots(actors: StatusActor[], x: number, y: number): Html {
-  return html`${actors.map((a, i) => html`<circle class="replica state-${a.state.toLowerCase()}" cx="${x + i * 11}" cy="${y}" r="4"><title>${a.name}: ${a.state}</title></circle>`)}`;
+/** States in the order their dots are drawn: the ones that need a look first. */
+const DOT_ORDER: ActorStateName[] = ['DEAD', 'RESTARTING', 'PENDING', 'STARTING', 'DRAINING', 'READY'];
+/** Past this many replicas a deployment's states are drawn as one stacked bar, not a dot each. */
+const DOTS_MAX = 16;
+
+/** A deployment's replicas' states, one entry per replica, worst first. */
+function replicaStates(d: StatusDeployment | undefined): ActorStateName[] {
+  return DOT_ORDER.flatMap((state) => Array.from({ length: d?.states[state] ?? 0 }, () => state));
 }
 
-function stepBox(n: DagNode, b: Box, deployments: Map<string, StatusDeployment>, actors: Map<string, StatusActor[]>): Html {
+/** One dot per replica, coloured by its state (a bar of the states' shares past DOTS_MAX): how a step's replicas are doing at a glance. */
+function replicaDots(d: StatusDeployment | undefined, x: number, y: number): { dots: Html; width: number } {
+  const states = replicaStates(d);
+  if (states.length <= DOTS_MAX)
+    return {
+      dots: html`${states.map((s, i) => html`<circle class="replica state-${s.toLowerCase()}" cx="${x + i * 11}" cy="${y}" r="4"><title>${s}</title></circle>`)}`,
+      width: Math.max(1, states.length) * 11,
+    };
+  const width = 120;
+  let at = x - 4;
+  const parts = DOT_ORDER.filter((s) => (d?.states[s] ?? 0) > 0).map((s) => {
+    const w = (width * d!.states[s]!) / states.length;
+    const part = html`<rect class="replica state-${s.toLowerCase()}" x="${at.toFixed(1)}" y="${y - 4}" width="${w.toFixed(1)}" height="8"><title>${d!.states[s]} ${s}</title></rect>`;
+    at += w;
+    return part;
+  });
+  return { dots: html`${parts}`, width: width + 2 };
+}
+
+/** A deployment's replicas' states as dots (a stacked bar when there are many), for the deployments table. */
+export function stateDots(d: StatusDeployment): Html {
+  const states = replicaStates(d);
+  if (states.length <= 40) return html`${states.map((s) => html`<span class="dot state-${s.toLowerCase()}" title="${s}"></span>`)}`;
+  return html`<span class="state-bar"
+    >${DOT_ORDER.filter((s) => (d.states[s] ?? 0) > 0).map(
+      (s) => html`<span class="state-${s.toLowerCase()}" style="flex:${d.states[s]}" title="${d.states[s]} ${s}"></span>`,
+    )}</span
+  >`;
+}
+
+function stepBox(n: DagNode, b: Box, deployments: Map<string, StatusDeployment>): Html {
   const d = n.deployment ? deployments.get(n.deployment) : undefined;
   if (n.kind !== 'model' && n.kind !== 'fn') {
     return html`<g class="dag-node dag-${n.kind}">
@@ -79,17 +114,17 @@ function stepBox(n: DagNode, b: Box, deployments: Map<string, StatusDeployment>,
       <text x="${b.x + b.width / 2}" y="${b.y + b.height / 2 + 4}" text-anchor="middle">${clip(n.label, 24)}</text>
     </g>`;
   }
-  const reps = n.deployment ? (actors.get(n.deployment) ?? []) : [];
-  const ready = reps.filter((a) => a.state === 'READY').length;
+  const ready = d?.states.READY ?? 0;
   const state = d?.state ?? 'DEPLOYING';
   const x = b.x + 10;
+  const dots = replicaDots(d, x + 4, b.y + 33);
   return html`<g class="dag-node dag-step deployment-${state.toLowerCase()}" data-step="${n.label}">
     <title>${n.kind} ${n.label}${d ? ` (${d.model})` : ''}: ${state}</title>
     <rect x="${b.x}" y="${b.y}" width="${b.width}" height="${b.height}" rx="7"></rect>
     <text class="step-name" x="${x}" y="${b.y + 18}">${clip(n.label, 22)}</text>
     <text class="step-kind" x="${b.x + b.width - 10}" y="${b.y + 18}" text-anchor="end">${n.kind}</text>
-    ${replicaDots(reps, x + 4, b.y + 33)}
-    <text class="step-line" x="${x + Math.max(1, reps.length) * 11 + 2}" y="${b.y + 37}">${ready}/${d?.replicas ?? reps.length} ready</text>
+    ${dots.dots}
+    <text class="step-line" x="${x + dots.width + 2}" y="${b.y + 37}">${ready}/${d?.replicas ?? 0} ready</text>
     <text class="step-line" x="${x}" y="${b.y + 54}"
       >${d ? `${fmtNumber(d.rps)} req/s · batch ${d.meanBatch === null ? '–' : d.meanBatch.toFixed(1)}` : '–'}</text
     >
@@ -97,7 +132,7 @@ function stepBox(n: DagNode, b: Box, deployments: Map<string, StatusDeployment>,
   </g>`;
 }
 
-function graphSvg(graph: StatusGraph, index: number, deployments: Map<string, StatusDeployment>, actors: Map<string, StatusActor[]>): Html {
+function graphSvg(graph: StatusGraph, index: number, deployments: Map<string, StatusDeployment>): Html {
   const l = layout(graph.dag);
   const arrow = `arrow-${index}`;
   const groups = graph.dag.groups.map((gr) => {
@@ -111,7 +146,7 @@ function graphSvg(graph: StatusGraph, index: number, deployments: Map<string, St
     const d = e.points.map((p, i) => `${i === 0 ? 'M' : 'L'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ');
     return html`<path class="dag-edge" d="${d}" marker-end="url(#${arrow})"></path>`;
   });
-  const nodes = graph.dag.nodes.map((n) => stepBox(n, l.nodes.get(n.id)!, deployments, actors));
+  const nodes = graph.dag.nodes.map((n) => stepBox(n, l.nodes.get(n.id)!, deployments));
   return html`<svg
     class="dag"
     data-graph="${graph.name}"
@@ -131,14 +166,12 @@ function graphSvg(graph: StatusGraph, index: number, deployments: Map<string, St
   </svg>`;
 }
 
-export function renderGraphs(graphs: StatusGraph[], deployments: StatusDeployment[], actors: StatusActor[]): Html {
+export function renderGraphs(graphs: StatusGraph[], deployments: StatusDeployment[]): Html {
   if (graphs.length === 0)
     return html`<p class="empty-note">
       No graph is deployed. Graphs (pipelines, ensembles, data-parallel steps) deployed with the SDK or the HTTP API are drawn here.
     </p>`;
   const byName = new Map(deployments.map((d) => [d.name, d]));
-  const byDeployment = new Map<string, StatusActor[]>();
-  for (const a of actors) byDeployment.set(a.deployment, [...(byDeployment.get(a.deployment) ?? []), a]);
   return html`${graphs.map(
     (g, i) =>
       html`<article class="card graph-card" data-graph-card="${g.name}">
@@ -147,26 +180,26 @@ export function renderGraphs(graphs: StatusGraph[], deployments: StatusDeploymen
           <span class="tag">${g.kind}</span>
           <span class="muted">${g.steps} step${g.steps === 1 ? '' : 's'} per run</span>
         </header>
-        <div class="dag-wrap">${graphSvg(g, i, byName, byDeployment)}</div>
+        <div class="dag-wrap">${graphSvg(g, i, byName)}</div>
       </article>`,
   )}`;
 }
 
-export function renderDeployments(deployments: StatusDeployment[], actors: StatusActor[]): Html {
+export function renderDeployments(deployments: StatusDeployment[]): Html {
   if (deployments.length === 0) return html`<p class="empty-note">Nothing is deployed yet.</p>`;
-  const byDeployment = new Map<string, StatusActor[]>();
-  for (const a of actors) byDeployment.set(a.deployment, [...(byDeployment.get(a.deployment) ?? []), a]);
   const rows = deployments.map((d) => {
-    const reps = byDeployment.get(d.name) ?? [];
-    const ready = reps.filter((a) => a.state === 'READY').length;
+    const ready = d.states.READY ?? 0;
     return html`<tr data-deployment="${d.name}">
-      <td><strong>${d.name}</strong> <span class="tag">${d.kind}</span></td>
+      <td>
+        <button type="button" class="link-button" data-deployment-actors="${d.name}" title="list this deployment's actors">
+          <strong>${d.name}</strong></button
+        >
+        <span class="tag">${d.kind}</span>
+      </td>
       <td class="mono muted" title="${d.model}">${clip(d.model, 36)}${d.models ? modelsLine(d.models) : ''}</td>
       <td>${badge(d.state)}${d.unhealthy ? html`<div class="reason" title="${d.unhealthy}">${clip(d.unhealthy, 90)}</div>` : ''}</td>
       <td>
-        <span class="dots"
-          >${reps.map((a) => html`<span class="dot state-${a.state.toLowerCase()}" title="${a.name}: ${a.state}"></span>`)}</span
-        >
+        <span class="dots">${stateDots(d)}</span>
         ${ready}/${d.replicas}
       </td>
       <td class="num">${fmtNumber(d.rps)}</td>

@@ -5,47 +5,96 @@ import { HeadLink } from './connection.js';
 import { EVENTS_KEPT, renderEvents } from './events.js';
 import { renderDeployments, renderGraphs } from './graphs.js';
 import { byId, fmtAgo, fmtNumber, html, setHtml } from './html.js';
-import { renderNodes } from './nodes.js';
-import type { StatusEvent, StatusSnapshot } from './protocol.js';
+import { ClusterModel } from './model.js';
+import { NODES_PAGE, renderNodes } from './nodes.js';
+import { onPage, renderPager } from './pager.js';
+import type { NodeQuery, StatusEvent, StatusUpdate } from './protocol.js';
 
 /**
- * The status page: one snapshot from the head about once a second, drawn into the sections of
- * index.html. No framework: each section is re-rendered from the snapshot, and only touched in
- * the DOM when its HTML changed.
+ * The status page: the head sends the cluster's summary and deployments, and one page (window)
+ * of nodes and of actors, sorted and filtered as this page asks (`view`), then only what changed,
+ * about once a second. No framework: each section is re-rendered from the model, and only touched
+ * in the DOM when its HTML changed.
  */
 
 const buffer = new SeriesBuffer();
+const model = new ClusterModel();
 let events: StatusEvent[] = [];
-let latest: StatusSnapshot | undefined;
+let latest: StatusUpdate | undefined;
 let receivedAt = 0;
 let link: LinkState = { kind: 'connecting' };
 /** Set when the link drops, cleared once data flows again: the banner shows meanwhile. */
 let disconnected = false;
+let nodeQuery: NodeQuery = { offset: 0, limit: NODES_PAGE, sort: 'state', descending: false, text: '', state: 'all' };
 
 const charts = CHARTS.map((spec) => {
   const figure = document.querySelector<HTMLElement>(`[data-chart="${spec.key}"]`)!;
   return new Chart(spec, figure.querySelector<HTMLElement>('.chart-host')!, figure.querySelector<HTMLElement>('.chart-note')!);
 });
 
-const actorsTable = new ActorsTable(byId('actors'), byId<HTMLInputElement>('actors-filter'), byId<HTMLSelectElement>('actors-state'), () =>
-  renderTables(),
+const actorsTable = new ActorsTable(
+  byId('actors'),
+  { filter: byId<HTMLInputElement>('actors-filter'), state: byId<HTMLSelectElement>('actors-state'), group: byId<HTMLSelectElement>('actors-group') },
+  () => askView(),
 );
 const eventsFilter = byId<HTMLInputElement>('events-filter');
 eventsFilter.addEventListener('input', () => renderTables());
 
+/** Whether this page looks at anything but the first page of each list, as the head shows a new stream. */
+let ownView = false;
+
+/** Sends the head what this page now looks at; the windows follow on the stream. */
+function askView(): void {
+  ownView = true;
+  headLink.view(nodeQuery, actorsTable.query());
+  if (latest) renderTables();
+}
+
+function setNodes(change: Partial<NodeQuery>, keepOffset = false): void {
+  nodeQuery = { ...nodeQuery, ...change, ...(keepOffset ? {} : { offset: 0 }) };
+  askView();
+}
+
+let nodeTyping: number | undefined;
+const nodesFilter = byId<HTMLInputElement>('nodes-filter');
+nodesFilter.addEventListener('input', () => {
+  window.clearTimeout(nodeTyping);
+  nodeTyping = window.setTimeout(() => setNodes({ text: nodesFilter.value.trim() }), 150);
+});
+const nodesState = byId<HTMLSelectElement>('nodes-state');
+nodesState.addEventListener('change', () => setNodes({ state: nodesState.value as NodeQuery['state'] }));
+const nodesSort = byId<HTMLSelectElement>('nodes-sort');
+nodesSort.addEventListener('change', () => setNodes({ sort: nodesSort.value as NodeQuery['sort'], descending: nodesSort.value === 'actors' }));
+onPage(byId('nodes-pager'), (offset) => setNodes({ offset }, true));
+onPage(byId('actors-pager'), (offset) => actorsTable.page(offset));
+
+const showActors = (filter: { deployment?: string; node?: string }) => {
+  actorsTable.only(filter);
+  byId('actors-section').scrollIntoView({ block: 'start' });
+};
+document.addEventListener('click', (e) => {
+  const target = e.target as Element;
+  const node = target.closest<HTMLElement>('[data-node-actors]')?.dataset.nodeActors;
+  if (node !== undefined) return showActors({ node });
+  const deployment = target.closest<HTMLElement>('[data-deployment-actors]')?.dataset.deploymentActors;
+  if (deployment !== undefined) return showActors({ deployment });
+  const clear = target.closest<HTMLElement>('[data-clear]')?.dataset.clear;
+  if (clear === 'node' || clear === 'deployment') actorsTable.only({ [clear]: '' });
+});
+
 function renderTables(): void {
   if (!latest) return;
-  setHtml(byId('actors'), actorsTable.render(latest.actors, latest.time));
+  const actors = model.actors.rows();
+  setHtml(byId('actors'), actorsTable.render(actors, model.actors.groups, latest.time, latest.summary.actors.total > 0));
+  setHtml(byId('actors-scope'), actorsTable.renderScope());
+  setHtml(byId('actors-pager'), renderPager('actors', model.actors.offset, actors.length, model.actors.total, actorsTable.query().limit));
   setHtml(byId('events'), renderEvents(events, eventsFilter.value));
 }
 
-function renderSummary(s: StatusSnapshot): void {
-  const alive = s.nodes.filter((n) => n.state === 'ALIVE').length;
-  const gpus = s.nodes.flatMap((n) => (n.state === 'DEAD' ? [] : n.gpus));
-  const simulated = gpus.filter((g) => g.simulated).length;
-  const ready = s.actors.filter((a) => a.state === 'READY').length;
-  const troubled = s.actors.filter((a) => a.state === 'DEAD' || a.state === 'RESTARTING' || a.state === 'PENDING').length;
-  const rps = s.deployments.reduce((sum, d) => sum + d.rps, 0);
+function renderSummary(s: StatusUpdate): void {
+  const { nodes, actors, gpus } = s.summary;
+  const troubled = actors.DEAD + actors.RESTARTING + actors.PENDING;
+  const rps = [...model.deployments.values()].reduce((sum, d) => sum + d.rps, 0);
   const loop = s.headLoopDelay;
   setHtml(
     byId('summary'),
@@ -56,12 +105,16 @@ function renderSummary(s: StatusSnapshot): void {
         title="${s.readiness.ready ? 'the answer of /readyz and /v2/health/ready' : (s.readiness.reason ?? '')}"
         >${s.readiness.ready ? html`<b>ready</b>` : html`<b>not ready</b>: ${s.readiness.reason ?? ''}`}</span
       >
-      <span class="chip"><b>${alive}</b>/${s.nodes.length} nodes alive</span>
-      <span class="chip"><b>${gpus.length}</b> GPU${gpus.length === 1 ? '' : 's'}${simulated > 0 ? ` (${simulated} simulated)` : ''}</span>
-      <span class="chip${troubled > 0 ? ' chip-warn' : ''}"><b>${ready}</b>/${s.actors.length} actors ready</span>
+      <span class="chip" id="nodes-alive"><b>${nodes.ALIVE.toLocaleString('en-US')}</b>/${nodes.total.toLocaleString('en-US')} nodes alive</span>
+      <span class="chip" title="${fmtNumber(gpus.allocated)} allocated to actors"
+        ><b>${gpus.total.toLocaleString('en-US')}</b> GPU${gpus.total === 1 ? '' : 's'}${gpus.simulated > 0 ? ` (${gpus.simulated.toLocaleString('en-US')} simulated)` : ''}</span
+      >
+      <span class="chip${troubled > 0 ? ' chip-warn' : ''}" id="actors-ready"
+        ><b>${actors.READY.toLocaleString('en-US')}</b>/${actors.total.toLocaleString('en-US')} actors ready</span
+      >
       <span class="chip"
-        ><b>${s.deployments.length}</b> deployment${s.deployments.length === 1 ? '' : 's'} ·
-        <b>${s.graphs.length}</b> graph${s.graphs.length === 1 ? '' : 's'}</span
+        ><b>${s.summary.deployments}</b> deployment${s.summary.deployments === 1 ? '' : 's'} · <b>${s.summary.graphs}</b>
+        graph${s.summary.graphs === 1 ? '' : 's'}</span
       >
       <span class="chip"><b>${fmtNumber(rps)}</b> req/s</span>
       <span
@@ -72,23 +125,55 @@ function renderSummary(s: StatusSnapshot): void {
   );
 }
 
-function onSnapshot(s: StatusSnapshot): void {
+/** Actors and resources by state, over the whole cluster: what the lists page through. */
+function renderTotals(s: StatusUpdate): void {
+  const { actors, gpus, cpus } = s.summary;
+  const states = (['READY', 'STARTING', 'PENDING', 'RESTARTING', 'DRAINING', 'DEAD'] as const).filter((k) => actors[k] > 0);
+  setHtml(
+    byId('totals'),
+    html`${states.map(
+        (k) =>
+          html`<button type="button" class="chip state-chip" data-actor-state="${k}" title="list the ${k} actors"
+            ><span class="dot state-${k.toLowerCase()}"></span><b>${actors[k].toLocaleString('en-US')}</b> ${k}</button
+          >`,
+      )}
+      <span class="chip">GPUs <b>${fmtNumber(gpus.allocated)}</b> / ${gpus.total.toLocaleString('en-US')} allocated</span>
+      <span class="chip">CPUs <b>${fmtNumber(cpus.allocated)}</b> / ${cpus.total.toLocaleString('en-US')} allocated</span>`,
+  );
+}
+byId('totals').addEventListener('click', (e) => {
+  const state = (e.target as Element).closest<HTMLElement>('[data-actor-state]')?.dataset.actorState;
+  if (!state) return;
+  const select = byId<HTMLSelectElement>('actors-state');
+  select.value = state;
+  select.dispatchEvent(new Event('change'));
+  byId('actors-section').scrollIntoView({ block: 'start' });
+});
+
+function onUpdate(u: StatusUpdate): void {
   disconnected = false;
-  latest = s;
+  latest = u;
   receivedAt = Date.now();
-  buffer.apply(s.series, s.full, s.historySeconds);
-  if (s.full) events = [];
+  model.apply(u);
+  buffer.apply(u.series, u.seriesFull, u.historySeconds);
+  if (u.full) events = [];
   const known = events.at(-1)?.seq ?? 0;
-  events.push(...s.events.filter((e) => e.seq > known));
+  events.push(...u.events.filter((e) => e.seq > known));
   if (events.length > EVENTS_KEPT) events = events.slice(-EVENTS_KEPT);
+  // A new connection starts from the head's default view (the page's own until it changes one): ask again for this page's.
+  if (u.full && ownView) headLink.view(nodeQuery, actorsTable.query());
 
   byId('content').hidden = false;
   byId('login').hidden = true;
-  byId('history').textContent = `last ${Math.round(s.historySeconds / 60)} minutes, sampled every second by the head`;
-  renderSummary(s);
-  setHtml(byId('nodes'), renderNodes(s.nodes, s.actors));
-  setHtml(byId('graphs'), renderGraphs(s.graphs, s.deployments, s.actors));
-  setHtml(byId('deployments'), renderDeployments(s.deployments, s.actors));
+  byId('history').textContent = `last ${Math.round(u.historySeconds / 60)} minutes, sampled every second by the head`;
+  renderSummary(u);
+  renderTotals(u);
+  const nodes = model.nodes.rows();
+  setHtml(byId('nodes'), renderNodes(nodes, nodeQuery, u.summary));
+  setHtml(byId('nodes-pager'), renderPager('nodes', model.nodes.offset, nodes.length, model.nodes.total, nodeQuery.limit));
+  const deployments = [...model.deployments.values()];
+  setHtml(byId('graphs'), renderGraphs(model.graphs, deployments));
+  setHtml(byId('deployments'), renderDeployments(deployments));
   renderTables();
   for (const c of charts) c.update(buffer);
   renderLink();
@@ -136,7 +221,7 @@ function onLinkState(state: LinkState): void {
   renderLink();
 }
 
-const headLink = new HeadLink(onSnapshot, onLinkState);
+const headLink = new HeadLink(onUpdate, onLinkState);
 byId<HTMLFormElement>('login-form').addEventListener('submit', (e) => {
   e.preventDefault();
   const input = byId<HTMLInputElement>('login-token');

@@ -1,6 +1,6 @@
 import { badge, bar, fmtBytes, fmtMiB, fmtNumber, fmtShare, html } from './html.js';
 import type { Html } from './html.js';
-import type { StatusActor, StatusGpu, StatusNode } from './protocol.js';
+import type { NodeQuery, StatusGpu, StatusNode, StatusSummary } from './protocol.js';
 
 function gpuCard(node: StatusNode, g: StatusGpu): Html {
   const util =
@@ -43,23 +43,23 @@ function gpuCard(node: StatusNode, g: StatusGpu): Html {
 }
 
 /** Actors on the node's CPUs only (GPU holders show on their GPU's card). */
-function cpuActors(n: StatusNode, actors: StatusActor[]): Html {
-  const here = actors.filter((a) => a.node === n.name && a.gpus.length === 0 && a.state !== 'PENDING' && a.state !== 'DEAD');
-  if (here.length === 0) return html``;
+function cpuActors(n: StatusNode): Html {
+  if (n.cpuActorsTotal === 0) return html``;
+  const more = n.cpuActorsTotal - n.cpuActors.length;
   return html`<div class="cpu-actors">
     <span class="muted small">On CPU</span>
     <div class="holders">
-      ${here.map(
+      ${n.cpuActors.map(
         (a) =>
           html`<span class="holder state-${a.state.toLowerCase()}" data-holder="${a.name}" title="${a.name} (${a.deployment}, ${a.state})"
             ><span class="dot"></span>${a.name}</span
           >`,
-      )}
+      )}${more > 0 ? html`<span class="muted small">and ${more} more</span>` : ''}
     </div>
   </div>`;
 }
 
-function nodeCard(n: StatusNode, actors: StatusActor[]): Html {
+function nodeCard(n: StatusNode): Html {
   const cpu = bar('CPU', n.cpusAllocated, n.cpus, `${fmtNumber(n.cpusAllocated)} / ${n.cpus} allocated`, 'tone-cpu', false);
   const mem =
     n.memoryBytes > 0
@@ -78,20 +78,39 @@ function nodeCard(n: StatusNode, actors: StatusActor[]): Html {
       ${badge(n.state)}
       <span class="muted mono" title="address the agent connected from">${n.address}</span>
       <span class="spacer"></span>
-      <span class="muted"
-        >${n.actors} actor${n.actors === 1 ? '' : 's'} ·
+      <button type="button" class="link-button" data-node-actors="${n.name}" title="list this node's actors"
+        >${n.actors} actor${n.actors === 1 ? '' : 's'}</button
+      >
+      <span class="muted">
         ${n.gpus.length === 0 ? 'no GPUs' : `${n.gpus.length} GPU${n.gpus.length === 1 ? '' : 's'}`}</span
       >
     </header>
     <div class="node-resources">${cpu}${mem}</div>
-    ${cpuActors(n, actors)} ${n.gpus.length > 0 ? html`<div class="gpu-grid">${n.gpus.map((g) => gpuCard(n, g))}</div>` : ''}
+    ${cpuActors(n)} ${n.gpus.length > 0 ? html`<div class="gpu-grid">${n.gpus.map((g) => gpuCard(n, g))}</div>` : ''}
   </article>`;
 }
 
-export function renderNodes(nodes: StatusNode[], actors: StatusActor[]): Html {
-  if (nodes.length === 0)
+/** Nodes a page of the list holds: at 8 GPUs a card, a few screens. */
+export const NODES_PAGE = 24;
+
+/**
+ * One page of nodes as cards. Sorted by state (the default), the page is grouped: a heading per
+ * state with how many nodes in the cluster are in it.
+ */
+export function renderNodes(nodes: StatusNode[], query: NodeQuery, summary: StatusSummary): Html {
+  if (summary.nodes.total === 0)
     return html`<p class="empty-note">No node has joined yet. Start one with <code>troupe agent --head ws://…</code>.</p>`;
-  const order = { ALIVE: 0, SUSPECT: 1, DEAD: 2 } as const;
-  const sorted = [...nodes].sort((a, b) => order[a.state] - order[b.state] || a.name.localeCompare(b.name));
-  return html`${sorted.map((n) => nodeCard(n, actors))}`;
+  if (nodes.length === 0) return html`<p class="empty-note">No node matches the search.</p>`;
+  const cards: Html[] = [];
+  let state: string | undefined;
+  for (const n of nodes) {
+    if (query.sort === 'state' && n.state !== state) {
+      state = n.state;
+      cards.push(
+        html`<h3 class="group-head" data-node-group="${n.state}">${badge(n.state)} ${summary.nodes[n.state].toLocaleString('en-US')} node${summary.nodes[n.state] === 1 ? '' : 's'}</h3>`,
+      );
+    }
+    cards.push(nodeCard(n));
+  }
+  return html`${cards}`;
 }

@@ -43,6 +43,9 @@ export interface StatusNode {
   memoryAllocatedBytes: number;
   actors: number;
   gpus: StatusGpu[];
+  /** Actors on its CPUs only (GPU holders show on their GPU), the first 32; `cpuActorsTotal` counts them all. */
+  cpuActors: { name: string; deployment: string; state: ActorStateName }[];
+  cpuActorsTotal: number;
 }
 
 export interface StatusActor {
@@ -88,8 +91,8 @@ export interface StatusDeployment {
   p99Ms: number | null;
   /** Rows per model execution over the last few seconds; null without traffic. */
   meanBatch: number | null;
-  /** Names of its actors. */
-  actors: string[];
+  /** Its actors, counted by state. */
+  states: Partial<Record<ActorStateName, number>>;
   /** A multiplexed deployment's models, most called first (at most 10): loads, hits, misses, replicas holding it. */
   models?: { name: string; loads: number; hits: number; misses: number; replicas: number }[] | undefined;
 }
@@ -135,28 +138,133 @@ export interface StatusEvent {
   message: string;
 }
 
-/** New samples: one time (ms since the epoch) per sample; series named `<metric>|<subject>`. */
+/**
+ * New samples: one time (ms since the epoch) per sample; series named `<metric>|<subject>`, the
+ * subject a deployment, a GPU (`<node>/gpu<index>`), or `*` for the cluster's aggregate (sent
+ * instead of per-subject series when there are more subjects than a chart can tell apart).
+ */
 export interface StatusSeries {
   times: number[];
   values: Record<string, (number | null)[]>;
 }
 
-export interface StatusSnapshot {
-  /** The head's clock when the snapshot was taken. */
-  time: number;
-  /** True on a connection's first message: series and events are the whole history, not new ones. */
+/** What the whole cluster adds up to: counts and resources, the same size at 3 nodes and at 3,000. */
+export interface StatusSummary {
+  nodes: { total: number; ALIVE: number; SUSPECT: number; DEAD: number };
+  actors: { total: number } & Record<ActorStateName, number>;
+  /** GPUs of nodes that are not DEAD; `allocated` sums the shares actors hold. */
+  gpus: { total: number; simulated: number; allocated: number };
+  cpus: { total: number; allocated: number };
+  deployments: number;
+  graphs: number;
+}
+
+export type NodeSort = 'name' | 'state' | 'actors' | 'cpus';
+
+/** Which nodes a page shows: a page of them, sorted, filtered by text (name, address) and state. */
+export interface NodeQuery {
+  offset: number;
+  limit: number;
+  sort: NodeSort;
+  descending: boolean;
+  text: string;
+  state: 'all' | 'ALIVE' | 'SUSPECT' | 'DEAD';
+}
+
+export type ActorSort =
+  | 'name'
+  | 'deployment'
+  | 'state'
+  | 'node'
+  | 'device'
+  | 'pid'
+  | 'restarts'
+  | 'queued'
+  | 'inFlight'
+  | 'calls'
+  | 'stateBytes'
+  | 'lastError';
+
+/**
+ * Which actors a page shows: a page of them, grouped (rows of one deployment, node or state
+ * together, groups in order) then sorted, filtered by text (name, deployment, state, node,
+ * reason, last error), state (`problems`: all but READY), deployment and node.
+ */
+export interface ActorQuery {
+  offset: number;
+  limit: number;
+  group: 'none' | 'deployment' | 'node' | 'state';
+  sort: ActorSort;
+  descending: boolean;
+  text: string;
+  state: 'all' | 'problems' | ActorStateName;
+  /** Only this deployment's actors ('' for all). */
+  deployment: string;
+  /** Only the actors on this node ('' for all). */
+  node: string;
+}
+
+/** `POST /api/v1/stream/view`: what a page wants to see; the stream then sends that window. */
+export interface StatusViewRequest {
+  /** The id the stream's first update gave this page. */
+  viewer: string;
+  /** Numbered by the page, increasing: window updates say which view they answer, so a late one for an older view is ignored. */
+  seq: number;
+  nodes: NodeQuery;
+  actors: ActorQuery;
+}
+
+/**
+ * One page (window) of a sorted, filtered list. `full`: `rows` is every row of the window (on
+ * connecting, or after a new view); otherwise `rows` holds only the rows that changed or came
+ * into the window. `ids`, the window's order, comes whenever it changed.
+ */
+export interface StatusWindow<T> {
+  /** The view this window answers (0: the default view). */
+  viewSeq: number;
   full: boolean;
+  /** Rows matching the filter, in the whole cluster. */
+  total: number;
+  offset: number;
+  ids?: string[];
+  rows: T[];
+  /** With a grouped actors query: the rows in each group of this window's groups, in the whole filtered list. */
+  groups?: { key: string; count: number }[];
+}
+
+/**
+ * One event of the status stream (`event: update`). The first of a connection (`full`) has
+ * everything the page shows; later ones only what changed for this page: the summary and the
+ * figures of the head (small) always, deployments that changed, the rows of its windows that
+ * changed, new samples and new events.
+ */
+export interface StatusUpdate {
+  /** The head's clock when the update was made. */
+  time: number;
+  full: boolean;
+  /** On the first update: the id to name in `POST /api/v1/stream/view`. */
+  viewer?: string;
   /** Seconds of history the head keeps. */
   historySeconds: number;
-  nodes: StatusNode[];
+  summary: StatusSummary;
+  /** Full: every deployment; otherwise those that changed. */
   deployments: StatusDeployment[];
-  actors: StatusActor[];
-  graphs: StatusGraph[];
+  /** Deployments gone since the last update. */
+  removedDeployments: string[];
+  /** Every top-level graph, when the set changed (always on the first update). */
+  graphs?: StatusGraph[];
+  nodes: StatusWindow<StatusNode>;
+  actors: StatusWindow<StatusActor>;
   /** How late the head's event loop ran over its last 10 s window (ms): a stall shows here first. */
   headLoopDelay: { p50Ms: number; p99Ms: number; maxMs: number };
   /** The head's readiness, the very answer of `/readyz` and `/v2/health/ready` (head/control/readiness.ts). */
   readiness: { status: 'ready' | 'not ready'; ready: boolean; nodes: number; reason?: string };
+  /**
+   * New samples of the charted series; `seriesFull`: the whole history instead (on connecting, or
+   * when the charts switch between per-subject lines and cluster aggregates).
+   */
   series: StatusSeries;
+  seriesFull: boolean;
   events: StatusEvent[];
 }
 
