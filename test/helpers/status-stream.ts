@@ -139,6 +139,11 @@ export class StreamReader {
     };
   }
 
+  /** The id the stream's first update gave this reader (after `next()` has read it). */
+  get viewer(): string | undefined {
+    return this.#viewer;
+  }
+
   /** Asks for other windows (POST /api/v1/stream/view); answers the view's number, which later windows carry. */
   async view(nodes: NodeQuery, actors: ActorQuery, headers: Record<string, string> = {}): Promise<number> {
     assert.ok(this.#viewer, 'read the first update before asking for a view');
