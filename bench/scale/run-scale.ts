@@ -10,6 +10,7 @@ import { Fleet } from './fleet.js';
 import { placementQuantiles } from './head-metrics.js';
 import type { ScaleOptions } from './options.js';
 import { RouteWatcher, StatusStreamMeter, statusFirstLoadBytes, watchHead } from './probes.js';
+import { statusFirstPaintMs } from './status-paint.js';
 
 /** The figures `--json` prints, named as issue 27 asks; the extra ones say how each was taken. */
 export interface ScaleFigures {
@@ -26,6 +27,10 @@ export interface ScaleFigures {
   statusBytesPerS: number | null;
   /** Why the status page's figures are missing (e.g. the head dropped the stream), or null. */
   statusError: string | null;
+  /** From navigating Chromium (playwright-core) to the page to its summary, first node card and first actor row shown. */
+  statusFirstPaintMs: number | null;
+  /** Bytes/s of the status feed to one page while a node dies and its actors are replaced (null without --kill). */
+  statusChurnBytesPerS: number | null;
   joinMs: number;
   placements: number;
   headDeployPeakRssMb: number;
@@ -106,14 +111,23 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
 
     const status = await measureStatusPage(url, options.idleS);
     say(`status page: first load ${status.firstLoad} bytes, then ${status.bytesPerS} bytes/s${status.error ? ` (${status.error})` : ''}`);
+    const paint = await statusFirstPaintMs(url);
+    say(`status page: first paint in Chromium ${paint.ms} ms${paint.error ? ` (${paint.error})` : ''}`);
 
     const clientFrom = { bytes: watcher.bytes, at: performance.now() };
     let replaceReadyMs: number | null = null;
     let deathDetectedMs: number | null = null;
     let watchedChanged = false;
+    let statusChurnBytesPerS: number | null = null;
     if (options.kill) {
+      // One page watches the death too: its feed carries the changes, not the cluster.
+      const churn = new StatusStreamMeter(url);
+      await churn.firstEvent.catch(() => 0);
+      const from = { bytes: churn.bytes, at: performance.now() };
       ({ replaceReadyMs, deathDetectedMs, watchedChanged } = await killOneNode(fleet, c, names[0]!, total));
-      say(`node death detected after ${deathDetectedMs} ms; replacements READY ${replaceReadyMs} ms later`);
+      statusChurnBytesPerS = churn.ended ? null : Math.round((churn.bytes - from.bytes) / ((performance.now() - from.at) / 1000));
+      churn.close();
+      say(`node death detected after ${deathDetectedMs} ms; replacements READY ${replaceReadyMs} ms later; status feed ${statusChurnBytesPerS} bytes/s meanwhile`);
     }
     const clientWindowS = (performance.now() - clientFrom.at) / 1000;
     const clientBytes = watcher.bytes - clientFrom.bytes;
@@ -129,7 +143,9 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
       clientBytesPerS: Math.round(clientBytes / clientWindowS),
       statusFirstLoadBytes: status.firstLoad,
       statusBytesPerS: status.bytesPerS,
-      statusError: status.error,
+      statusError: status.error ?? paint.error,
+      statusFirstPaintMs: paint.ms,
+      statusChurnBytesPerS,
       joinMs: Math.round(joinMs),
       placements: placement.placements,
       headDeployPeakRssMb: Math.round(deploy.peakRssMb),
