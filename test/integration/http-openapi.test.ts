@@ -88,6 +88,7 @@ describe('HTTP: the OpenAPI document describes every route, and every live answe
       '/v2/health/live',
       '/v2/health/ready',
       '/api/v1/stream',
+      '/api/v1/stream/view',
       '/status/login',
       '/status/assets/{path}',
     ])
@@ -120,9 +121,23 @@ describe('HTTP: the OpenAPI document describes every route, and every live answe
     assert.equal(stream.status, 200);
     assert.match(stream.headers.get('content-type') ?? '', /^text\/event-stream/);
     const reader = stream.body!.getReader();
-    assert.match(Buffer.from((await reader.read()).value ?? []).toString(), /data: /);
-    await reader.cancel();
+    let first = '';
+    while (!first.includes('\n\n')) first += Buffer.from((await reader.read()).value ?? []).toString();
+    assert.match(first, /data: /);
     called.add('GET /api/v1/stream');
+    // The page's view of that stream: a page of nodes and of actors (the viewer id from its first event).
+    const viewer = (JSON.parse(/^data: (.*)$/m.exec(first)![1]!) as { viewer: string }).viewer;
+    const view = (id: string, limit = 10) =>
+      JSON.stringify({
+        viewer: id,
+        seq: 1,
+        nodes: { offset: 0, limit, sort: 'name', descending: false, text: '', state: 'all' },
+        actors: { offset: 0, limit, group: 'none', sort: 'name', descending: false, text: 'mlp', state: 'all', deployment: '', node: '' },
+      });
+    await check('POST /api/v1/stream/view', '/api/v1/stream/view', 204, { body: view(viewer), headers: { ...JSON_TYPE, ...AUTH } });
+    await check('POST /api/v1/stream/view', '/api/v1/stream/view', 404, { body: view('nobody'), headers: { ...JSON_TYPE, ...AUTH } });
+    await check('POST /api/v1/stream/view', '/api/v1/stream/view', 400, { body: view(viewer, 0), headers: { ...JSON_TYPE, ...AUTH } });
+    await reader.cancel();
 
     // The inference protocol, through a front-door worker (each request opens its own connection).
     await check('GET /v2/health/live', '/v2/health/live', 200);
