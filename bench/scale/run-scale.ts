@@ -127,7 +127,9 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
       ({ replaceReadyMs, deathDetectedMs, watchedChanged } = await killOneNode(fleet, c, names[0]!, total));
       statusChurnBytesPerS = churn.ended ? null : Math.round((churn.bytes - from.bytes) / ((performance.now() - from.at) / 1000));
       churn.close();
-      say(`node death detected after ${deathDetectedMs} ms; replacements READY ${replaceReadyMs} ms later; status feed ${statusChurnBytesPerS} bytes/s meanwhile`);
+      say(
+        `node death detected after ${deathDetectedMs} ms; replacements READY ${replaceReadyMs} ms later; status feed ${statusChurnBytesPerS} bytes/s meanwhile`,
+      );
     }
     const clientWindowS = (performance.now() - clientFrom.at) / 1000;
     const clientBytes = watcher.bytes - clientFrom.bytes;

@@ -25,7 +25,20 @@ export const ActorQuerySchema = z.object({
   offset,
   limit,
   group: z.enum(['none', 'deployment', 'node', 'state']),
-  sort: z.enum(['name', 'deployment', 'state', 'node', 'device', 'pid', 'restarts', 'queued', 'inFlight', 'calls', 'stateBytes', 'lastError']),
+  sort: z.enum([
+    'name',
+    'deployment',
+    'state',
+    'node',
+    'device',
+    'pid',
+    'restarts',
+    'queued',
+    'inFlight',
+    'calls',
+    'stateBytes',
+    'lastError',
+  ]),
   descending: z.boolean(),
   text,
   state: z.enum(['all', 'problems', ...ACTOR_STATES]),
@@ -76,12 +89,21 @@ function clampOffset(offset: number, limit: number, total: number): number {
 export function nodeWindow(frame: StatusFrame, q: NodeQuery): Cut<NodeRecord> {
   const needle = q.text.trim().toLowerCase();
   const shown = frame.nodes.filter(
-    (n) => (q.state === 'all' || n.state === q.state) && (needle === '' || `${n.name} ${n.address} ${n.state}`.toLowerCase().includes(needle)),
+    (n) =>
+      (q.state === 'all' || n.state === q.state) && (needle === '' || `${n.name} ${n.address} ${n.state}`.toLowerCase().includes(needle)),
   );
   const key = (n: NodeRecord): number =>
-    q.sort === 'state' ? NODE_STATE_ORDER[n.state] : q.sort === 'actors' ? frame.placedOn(n.id).length : q.sort === 'cpus' ? n.resources.cpus : 0;
+    q.sort === 'state'
+      ? NODE_STATE_ORDER[n.state]
+      : q.sort === 'actors'
+        ? frame.placedOn(n.id).length
+        : q.sort === 'cpus'
+          ? n.resources.cpus
+          : 0;
   const dir = q.descending ? -1 : 1;
-  shown.sort((a, b) => (q.sort === 'name' ? 0 : (key(a) - key(b)) * dir) || collator.compare(a.name, b.name) * (q.sort === 'name' ? dir : 1));
+  shown.sort(
+    (a, b) => (q.sort === 'name' ? 0 : (key(a) - key(b)) * dir) || collator.compare(a.name, b.name) * (q.sort === 'name' ? dir : 1),
+  );
   const start = clampOffset(q.offset, q.limit, shown.length);
   return { total: shown.length, offset: start, records: shown.slice(start, start + q.limit) };
 }

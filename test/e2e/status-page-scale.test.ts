@@ -24,7 +24,14 @@ const TOTAL = DEPLOYMENTS * REPLICAS;
 
 /** Debian's Chromium, as in status-page.test.ts. */
 const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-sync',
+];
 const skip = existsSync(CHROMIUM)
   ? false
   : `Chromium is not installed at ${CHROMIUM}: apt-get install chromium (.ci/run does) to run the status page test`;
@@ -130,8 +137,15 @@ describe(`the status page in Chromium at ${NODES.toLocaleString('en-US')} simula
     const first = await page.locator('tr[data-actor]').first().getAttribute('data-actor');
     await page.locator('#actors-pager button[aria-label="next page"]').click();
     await textOf(page, '#actors-pager .pager-text', 'the second page', (s) => s === '51–100 of 2,000 actors');
-    await waitFor('the second page of rows', async () => (await page.locator('tr[data-actor]').first().getAttribute('data-actor')) !== first);
-    assert.equal(await page.locator('tr[data-actor]').first().getAttribute('data-actor'), 'team-0#50', 'by deployment, then as people count');
+    await waitFor(
+      'the second page of rows',
+      async () => (await page.locator('tr[data-actor]').first().getAttribute('data-actor')) !== first,
+    );
+    assert.equal(
+      await page.locator('tr[data-actor]').first().getAttribute('data-actor'),
+      'team-0#50',
+      'by deployment, then as people count',
+    );
 
     await page.locator('#nodes-pager button[aria-label="next page"]').click();
     await textOf(page, '#nodes-pager .pager-text', 'the second page of nodes', (s) => s === '25–48 of 1,000 nodes');

@@ -143,7 +143,11 @@ describe('status stream: pages of nodes and actors, sorted, filtered and grouped
 
   test('a view is checked: a bad field or an unknown viewer is refused, naming why', async () => {
     const post = (body: unknown) =>
-      fetch(`${cluster.url}/api/v1/stream/view`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`${cluster.url}/api/v1/stream/view`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const viewer = stream.viewer!;
     const tooMany = await post({ viewer, seq: 100, nodes: nodes({ limit: 5000 }), actors: actors() });
     assert.equal(tooMany.status, 400);

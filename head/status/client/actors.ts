@@ -125,7 +125,8 @@ export class ActorsTable {
         rows.push(
           html`<tr class="group-row" data-group="${current}">
             <td colspan="${COLUMNS.length}">
-              ${GROUP_LABELS[group]} <strong>${current || '(none)'}</strong> · ${count.toLocaleString('en-US')} actor${count === 1 ? '' : 's'}
+              ${GROUP_LABELS[group]} <strong>${current || '(none)'}</strong> · ${count.toLocaleString('en-US')}
+              actor${count === 1 ? '' : 's'}
             </td>
           </tr>`,
         );

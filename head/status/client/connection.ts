@@ -67,9 +67,12 @@ export class HeadLink {
     const seq = ++this.#viewSeq;
     const body = JSON.stringify({ viewer: this.#viewer, seq, nodes, actors });
     // A refused view (the stream just dropped) is retried by the reconnect, which asks again.
-    void fetch('/api/v1/stream/view', { method: 'POST', headers: { 'content-type': 'application/json' }, body, credentials: 'same-origin' }).catch(
-      () => undefined,
-    );
+    void fetch('/api/v1/stream/view', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+      credentials: 'same-origin',
+    }).catch(() => undefined);
     return seq;
   }
 

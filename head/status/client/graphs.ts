@@ -88,7 +88,9 @@ function replicaDots(d: StatusDeployment | undefined, x: number, y: number): { d
   let at = x - 4;
   const parts = DOT_ORDER.filter((s) => (d?.states[s] ?? 0) > 0).map((s) => {
     const w = (width * d!.states[s]!) / states.length;
-    const part = html`<rect class="replica state-${s.toLowerCase()}" x="${at.toFixed(1)}" y="${y - 4}" width="${w.toFixed(1)}" height="8"><title>${d!.states[s]} ${s}</title></rect>`;
+    const part = html`<rect class="replica state-${s.toLowerCase()}" x="${at.toFixed(1)}" y="${y - 4}" width="${w.toFixed(1)}" height="8"
+      ><title>${d!.states[s]} ${s}</title></rect
+    >`;
     at += w;
     return part;
   });
@@ -192,8 +194,8 @@ export function renderDeployments(deployments: StatusDeployment[]): Html {
     return html`<tr data-deployment="${d.name}">
       <td>
         <button type="button" class="link-button" data-deployment-actors="${d.name}" title="list this deployment's actors">
-          <strong>${d.name}</strong></button
-        >
+          <strong>${d.name}</strong>
+        </button>
         <span class="tag">${d.kind}</span>
       </td>
       <td class="mono muted" title="${d.model}">${clip(d.model, 36)}${d.models ? modelsLine(d.models) : ''}</td>

@@ -34,7 +34,11 @@ const charts = CHARTS.map((spec) => {
 
 const actorsTable = new ActorsTable(
   byId('actors'),
-  { filter: byId<HTMLInputElement>('actors-filter'), state: byId<HTMLSelectElement>('actors-state'), group: byId<HTMLSelectElement>('actors-group') },
+  {
+    filter: byId<HTMLInputElement>('actors-filter'),
+    state: byId<HTMLSelectElement>('actors-state'),
+    group: byId<HTMLSelectElement>('actors-group'),
+  },
   () => askView(),
 );
 const eventsFilter = byId<HTMLInputElement>('events-filter');
@@ -64,7 +68,9 @@ nodesFilter.addEventListener('input', () => {
 const nodesState = byId<HTMLSelectElement>('nodes-state');
 nodesState.addEventListener('change', () => setNodes({ state: nodesState.value as NodeQuery['state'] }));
 const nodesSort = byId<HTMLSelectElement>('nodes-sort');
-nodesSort.addEventListener('change', () => setNodes({ sort: nodesSort.value as NodeQuery['sort'], descending: nodesSort.value === 'actors' }));
+nodesSort.addEventListener('change', () =>
+  setNodes({ sort: nodesSort.value as NodeQuery['sort'], descending: nodesSort.value === 'actors' }),
+);
 onPage(byId('nodes-pager'), (offset) => setNodes({ offset }, true));
 onPage(byId('actors-pager'), (offset) => actorsTable.page(offset));
 
@@ -105,16 +111,19 @@ function renderSummary(s: StatusUpdate): void {
         title="${s.readiness.ready ? 'the answer of /readyz and /v2/health/ready' : (s.readiness.reason ?? '')}"
         >${s.readiness.ready ? html`<b>ready</b>` : html`<b>not ready</b>: ${s.readiness.reason ?? ''}`}</span
       >
-      <span class="chip" id="nodes-alive"><b>${nodes.ALIVE.toLocaleString('en-US')}</b>/${nodes.total.toLocaleString('en-US')} nodes alive</span>
+      <span class="chip" id="nodes-alive"
+        ><b>${nodes.ALIVE.toLocaleString('en-US')}</b>/${nodes.total.toLocaleString('en-US')} nodes alive</span
+      >
       <span class="chip" title="${fmtNumber(gpus.allocated)} allocated to actors"
-        ><b>${gpus.total.toLocaleString('en-US')}</b> GPU${gpus.total === 1 ? '' : 's'}${gpus.simulated > 0 ? ` (${gpus.simulated.toLocaleString('en-US')} simulated)` : ''}</span
+        ><b>${gpus.total.toLocaleString('en-US')}</b>
+        GPU${gpus.total === 1 ? '' : 's'}${gpus.simulated > 0 ? ` (${gpus.simulated.toLocaleString('en-US')} simulated)` : ''}</span
       >
       <span class="chip${troubled > 0 ? ' chip-warn' : ''}" id="actors-ready"
         ><b>${actors.READY.toLocaleString('en-US')}</b>/${actors.total.toLocaleString('en-US')} actors ready</span
       >
       <span class="chip"
-        ><b>${s.summary.deployments}</b> deployment${s.summary.deployments === 1 ? '' : 's'} · <b>${s.summary.graphs}</b>
-        graph${s.summary.graphs === 1 ? '' : 's'}</span
+        ><b>${s.summary.deployments}</b> deployment${s.summary.deployments === 1 ? '' : 's'} ·
+        <b>${s.summary.graphs}</b> graph${s.summary.graphs === 1 ? '' : 's'}</span
       >
       <span class="chip"><b>${fmtNumber(rps)}</b> req/s</span>
       <span
@@ -133,9 +142,9 @@ function renderTotals(s: StatusUpdate): void {
     byId('totals'),
     html`${states.map(
         (k) =>
-          html`<button type="button" class="chip state-chip" data-actor-state="${k}" title="list the ${k} actors"
-            ><span class="dot state-${k.toLowerCase()}"></span><b>${actors[k].toLocaleString('en-US')}</b> ${k}</button
-          >`,
+          html`<button type="button" class="chip state-chip" data-actor-state="${k}" title="list the ${k} actors">
+            <span class="dot state-${k.toLowerCase()}"></span><b>${actors[k].toLocaleString('en-US')}</b> ${k}
+          </button>`,
       )}
       <span class="chip">GPUs <b>${fmtNumber(gpus.allocated)}</b> / ${gpus.total.toLocaleString('en-US')} allocated</span>
       <span class="chip">CPUs <b>${fmtNumber(cpus.allocated)}</b> / ${cpus.total.toLocaleString('en-US')} allocated</span>`,

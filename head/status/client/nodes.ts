@@ -78,12 +78,10 @@ function nodeCard(n: StatusNode): Html {
       ${badge(n.state)}
       <span class="muted mono" title="address the agent connected from">${n.address}</span>
       <span class="spacer"></span>
-      <button type="button" class="link-button" data-node-actors="${n.name}" title="list this node's actors"
-        >${n.actors} actor${n.actors === 1 ? '' : 's'}</button
-      >
-      <span class="muted">
-        ${n.gpus.length === 0 ? 'no GPUs' : `${n.gpus.length} GPU${n.gpus.length === 1 ? '' : 's'}`}</span
-      >
+      <button type="button" class="link-button" data-node-actors="${n.name}" title="list this node's actors">
+        ${n.actors} actor${n.actors === 1 ? '' : 's'}
+      </button>
+      <span class="muted"> ${n.gpus.length === 0 ? 'no GPUs' : `${n.gpus.length} GPU${n.gpus.length === 1 ? '' : 's'}`}</span>
     </header>
     <div class="node-resources">${cpu}${mem}</div>
     ${cpuActors(n)} ${n.gpus.length > 0 ? html`<div class="gpu-grid">${n.gpus.map((g) => gpuCard(n, g))}</div>` : ''}
@@ -107,7 +105,9 @@ export function renderNodes(nodes: StatusNode[], query: NodeQuery, summary: Stat
     if (query.sort === 'state' && n.state !== state) {
       state = n.state;
       cards.push(
-        html`<h3 class="group-head" data-node-group="${n.state}">${badge(n.state)} ${summary.nodes[n.state].toLocaleString('en-US')} node${summary.nodes[n.state] === 1 ? '' : 's'}</h3>`,
+        html`<h3 class="group-head" data-node-group="${n.state}">
+          ${badge(n.state)} ${summary.nodes[n.state].toLocaleString('en-US')} node${summary.nodes[n.state] === 1 ? '' : 's'}
+        </h3>`,
       );
     }
     cards.push(nodeCard(n));

@@ -172,18 +172,7 @@ export interface NodeQuery {
 }
 
 export type ActorSort =
-  | 'name'
-  | 'deployment'
-  | 'state'
-  | 'node'
-  | 'device'
-  | 'pid'
-  | 'restarts'
-  | 'queued'
-  | 'inFlight'
-  | 'calls'
-  | 'stateBytes'
-  | 'lastError';
+  'name' | 'deployment' | 'state' | 'node' | 'device' | 'pid' | 'restarts' | 'queued' | 'inFlight' | 'calls' | 'stateBytes' | 'lastError';
 
 /**
  * Which actors a page shows: a page of them, grouped (rows of one deployment, node or state
