@@ -29,6 +29,8 @@ export interface ScaleFigures {
   statusError: string | null;
   /** From navigating Chromium (playwright-core) to the page to its summary, first node card and first actor row shown. */
   statusFirstPaintMs: number | null;
+  /** The head's CPU (% of one core) while one page reads the status feed, the cluster otherwise idle: what a viewer costs, with headIdleCpuPct. */
+  headStatusCpuPct: number;
   /** Bytes/s of the status feed to one page while a node dies and its actors are replaced (null without --kill). */
   statusChurnBytesPerS: number | null;
   joinMs: number;
@@ -109,7 +111,8 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
     const idle = await watchHead(pid, () => new Promise((resolve) => setTimeout(resolve, options.idleS * 1000)));
     say(`idle head: ${Math.round(idle.peakRssMb)} MB RSS, ${idle.cpuPct.toFixed(1)}% of a core`);
 
-    const status = await measureStatusPage(url, options.idleS);
+    const watched = await watchHead(pid, () => measureStatusPage(url, options.idleS));
+    const status = watched.result;
     say(`status page: first load ${status.firstLoad} bytes, then ${status.bytesPerS} bytes/s${status.error ? ` (${status.error})` : ''}`);
     const paint = await statusFirstPaintMs(url);
     say(`status page: first paint in Chromium ${paint.ms} ms${paint.error ? ` (${paint.error})` : ''}`);
@@ -147,6 +150,7 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
       statusBytesPerS: status.bytesPerS,
       statusError: status.error ?? paint.error,
       statusFirstPaintMs: paint.ms,
+      headStatusCpuPct: Number(watched.cpuPct.toFixed(1)),
       statusChurnBytesPerS,
       joinMs: Math.round(joinMs),
       placements: placement.placements,

@@ -46,6 +46,12 @@ export class ClusterState implements ClusterRecords {
     };
   }
 
+  /** A deployment's state as its view says it, without building the view (and a view of each of its actors). */
+  deploymentState(d: DeploymentRecord): DeploymentView['state'] {
+    const versions = this.#versionsOf(d);
+    return versions ? versionedState(versions) : this.#ownState(d);
+  }
+
   deploymentView(d: DeploymentRecord): DeploymentView {
     const versions = this.#versionsOf(d);
     return {

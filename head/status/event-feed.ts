@@ -6,7 +6,7 @@ const KEPT = 500;
 
 /**
  * The cluster's events as the status page sees them: numbered, so a page that reconnects or gets
- * an event both in its first snapshot and in the next one keeps one copy; and, per actor, the
+ * an event both in its first update and in the next one keeps one copy; and, per actor, the
  * newest crash or failure, which the actors table shows as "last error" after the actor has
  * recovered and its state no longer says why it restarted.
  */

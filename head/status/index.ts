@@ -8,8 +8,8 @@ import type { StatusSession } from './client/protocol.js';
 import { EventFeed } from './event-feed.js';
 import { ClusterSampler } from './sampler.js';
 import { StatusSessions } from './session.js';
-import { StatusFrame } from './snapshot.js';
-import type { GraphSource } from './snapshot.js';
+import { StatusFrame } from './frame.js';
+import type { GraphSource } from './frame.js';
 import { StatusStream } from './stream.js';
 import { MAX_WINDOW_ROWS, ViewRequestSchema } from './windows.js';
 

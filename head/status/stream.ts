@@ -3,7 +3,7 @@ import { newSecret } from '../../runtime/internal.js';
 import type { ActorQuery, NodeQuery } from './client/protocol.js';
 import type { EventFeed } from './event-feed.js';
 import type { ClusterSampler } from './sampler.js';
-import type { StatusFrame } from './snapshot.js';
+import type { StatusFrame } from './frame.js';
 import { Viewer } from './viewer.js';
 
 /**

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { ActorQuery, NodeQuery, StatusUpdate, StatusWindow } from './client/protocol.js';
 import type { EventFeed } from './event-feed.js';
 import type { ClusterSampler } from './sampler.js';
-import type { StatusFrame } from './snapshot.js';
+import type { StatusFrame } from './frame.js';
 import { DEFAULT_ACTOR_QUERY, DEFAULT_NODE_QUERY, actorWindow, nodeWindow } from './windows.js';
 import type { Cut } from './windows.js';
 import { chartedSeries } from './charted.js';

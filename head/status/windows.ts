@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { inFlightOf } from '../state/records.js';
 import type { ActorRecord, NodeRecord } from '../state/records.js';
 import type { ActorQuery, ActorSort, ActorStateName, NodeQuery, StatusViewRequest } from './client/protocol.js';
-import type { StatusFrame } from './snapshot.js';
+import type { StatusFrame } from './frame.js';
 
 /** Rows a page may ask for at once: a screenful or a few, never the cluster. */
 export const MAX_WINDOW_ROWS = 200;

@@ -71,8 +71,9 @@ export class StreamReader {
   readonly #actors = new WindowCopy<StatusActor>();
   #viewer: string | undefined;
   #viewSeq = 0;
-  /** Bytes of the stream read so far. */
+  /** Bytes of the stream read so far, and updates. */
   bytes = 0;
+  updates = 0;
 
   constructor(url: string, headers: Record<string, string> = {}) {
     this.#url = url;
@@ -94,6 +95,7 @@ export class StreamReader {
         this.#buffer = this.#buffer.slice(end + 2);
         const data = frame.split('\n').find((l) => l.startsWith('data: '));
         assert.match(frame, /^event: update\n/);
+        this.updates++;
         return this.#apply(JSON.parse(data!.slice('data: '.length)) as StatusUpdate);
       }
       const left = deadline - Date.now();

@@ -160,4 +160,24 @@ describe('status stream: pages of nodes and actors, sorted, filtered and grouped
     const bad = await post({ viewer: 'x', seq: 1, nodes: nodes({ sort: 'nope' as NodeQuery['sort'] }), actors: actors() });
     assert.equal(bad.status, 400);
   });
+
+  test('a page that stops reading is not dropped: what it missed comes folded into its next updates', async () => {
+    const slow = new StreamReader(cluster.url);
+    await slow.next();
+    // Whole windows of every node and actor, asked for again and again while the page reads
+    // nothing: 400 of them are tens of megabytes, far past what the sockets between can hold.
+    const VIEWS = 400;
+    let last = 0;
+    for (let i = 0; i < VIEWS; i++) last = await slow.view(nodes({ limit: 200, offset: i % 2 }), actors({ limit: 200, offset: i % 2 }));
+    const caughtUp = await slow.until('the last view', (s) => s.actorsViewSeq === last && s, 60_000);
+    assert.equal(caughtUp.nodes.length, NODES - 1);
+    assert.equal(caughtUp.actors.length, 59);
+    assert.ok(
+      slow.updates < VIEWS,
+      `${slow.updates} updates (${slow.bytes} bytes) for ${VIEWS} views: the ones the page could not take were folded, not queued`,
+    );
+    // Still live: the next update comes on the same connection.
+    await slow.next();
+    slow.close();
+  });
 });

@@ -127,24 +127,26 @@ export class StatusFrame {
       else this.#placed.set(a.nodeId!, [a]);
     }
     this.deployments = [...state.deployments.values()].map((d): StatusDeployment => {
-      const view = state.deploymentView(d);
-      const failed = Object.values(view.requests.failed).reduce((a, b) => a + b, 0);
+      // Not state.deploymentView(d): that builds a view of every actor, 15,000 objects a second at 3,000 nodes.
+      const name = d.spec.name;
+      const requests = d.stats.snapshot();
+      const failed = Object.values(requests.failed).reduce((a, b) => a + b, 0);
       const states: Partial<Record<ActorStateName, number>> = {};
       for (const a of d.actors) states[a.state] = (states[a.state] ?? 0) + 1;
       return {
-        name: view.name,
-        model: view.model,
+        name,
+        model: d.spec.model,
         kind: d.spec.kind ?? 'model',
-        replicas: view.replicas,
-        state: view.state,
+        replicas: d.spec.replicas,
+        state: state.deploymentState(d),
         unhealthy: d.unhealthy,
-        queued: view.queued,
-        ok: view.requests.ok,
+        queued: d.dispatcher.queued,
+        ok: requests.ok,
         failed,
-        rps: store.mean(seriesId('rps', view.name), SMOOTHING_SAMPLES) ?? 0,
-        p50Ms: view.requests.p50Ms,
-        p99Ms: view.requests.p99Ms,
-        meanBatch: store.mean(seriesId('batch', view.name), SMOOTHING_SAMPLES),
+        rps: store.mean(seriesId('rps', name), SMOOTHING_SAMPLES) ?? 0,
+        p50Ms: requests.p50Ms,
+        p99Ms: requests.p99Ms,
+        meanBatch: store.mean(seriesId('batch', name), SMOOTHING_SAMPLES),
         states,
         ...(d.spec.multiplex ? { models: topModels(d.actors) } : {}),
       };
