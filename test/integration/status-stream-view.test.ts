@@ -161,7 +161,7 @@ describe('status stream: pages of nodes and actors, sorted, filtered and grouped
     assert.equal(bad.status, 400);
   });
 
-  test('a page that stops reading is not dropped: what it missed comes folded into its next updates', async () => {
+  test('a page that stops reading is not dropped: what it missed comes folded into its next updates', async (t) => {
     const slow = new StreamReader(cluster.url);
     await slow.next();
     // Whole windows of every node and actor, asked for again and again while the page reads
@@ -172,6 +172,7 @@ describe('status stream: pages of nodes and actors, sorted, filtered and grouped
     const caughtUp = await slow.until('the last view', (s) => s.actorsViewSeq === last && s, 60_000);
     assert.equal(caughtUp.nodes.length, NODES - 1);
     assert.equal(caughtUp.actors.length, 59);
+    t.diagnostic(`${slow.updates} updates, ${slow.bytes} bytes, for ${VIEWS} views`);
     assert.ok(
       slow.updates < VIEWS,
       `${slow.updates} updates (${slow.bytes} bytes) for ${VIEWS} views: the ones the page could not take were folded, not queued`,
