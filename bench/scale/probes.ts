@@ -65,7 +65,8 @@ export async function statusFirstLoadBytes(baseUrl: string, stream: StatusStream
     if (!/\.(js|html)$|\/$/.test(path)) return;
     const text = body.toString('utf8');
     const named = [
-      ...[...text.matchAll(/(?:href|src)="(\/status\/assets\/[^"]+)"/g)].map((m) => m[1]!),
+      // Attributes, and the import map's entries (uPlot and dagre, which the modules import by bare name).
+      ...[...text.matchAll(/"(\/status\/assets\/[^"]+)"/g)].map((m) => m[1]!),
       // ES module imports, relative to the importing file.
       ...[...text.matchAll(/(?:from|import)\s*['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) => new URL(m[1]!, new URL(path, baseUrl)).pathname),
     ];
