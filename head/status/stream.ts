@@ -12,6 +12,8 @@ import { Viewer } from './viewer.js';
  * cut against what the page last got), so the buffer holds at most this plus one update.
  */
 const MAX_BUFFERED_BYTES = 256 * 1024;
+/** A new view's windows wait this long for other pages' new views, to share one cut of the cluster. */
+const VIEW_DELAY_MS = 25;
 
 /**
  * The live feed of the status page, as server-sent events (`event: update`): on connecting, the
@@ -27,6 +29,9 @@ export class StatusStream {
   readonly #feed: EventFeed;
   readonly #maxViewers: number;
   #soon: NodeJS.Timeout | undefined;
+  /** Pages whose new view has not been sent yet, and the timer that sends them. */
+  readonly #asked = new Set<Viewer>();
+  #viewsSoon: NodeJS.Timeout | undefined;
 
   constructor(frame: () => StatusFrame, sampler: ClusterSampler, feed: EventFeed, maxViewers = 64) {
     this.#frame = frame;
@@ -62,15 +67,25 @@ export class StatusStream {
   }
 
   /**
-   * Sets what a page looks at and sends it those windows at once; false when no open stream has
-   * that id. A view older than the page's current one (requests that crossed) is ignored.
+   * Sets what a page looks at; its windows follow within 25 ms, in one cut of the cluster for every
+   * page that asked meanwhile (so a flood of view requests costs the head at most 40 cuts a
+   * second). False when no open stream has that id. A view older than the page's current one
+   * (requests that crossed) is ignored.
    */
   view(id: string, seq: number, nodes: NodeQuery, actors: ActorQuery): boolean {
     const viewer = this.#viewers.get(id);
     if (!viewer) return false;
     if (seq <= viewer.viewSeq) return true;
     viewer.setView(seq, nodes, actors);
-    this.#send(viewer, this.#frame());
+    this.#asked.add(viewer);
+    this.#viewsSoon ??= setTimeout(() => {
+      this.#viewsSoon = undefined;
+      const asked = [...this.#asked].filter((v) => this.#viewers.has(v.id));
+      this.#asked.clear();
+      if (asked.length === 0) return;
+      const frame = this.#frame();
+      for (const v of asked) this.#send(v, frame);
+    }, VIEW_DELAY_MS);
     return true;
   }
 
@@ -92,6 +107,8 @@ export class StatusStream {
 
   close(): void {
     clearTimeout(this.#soon);
+    clearTimeout(this.#viewsSoon);
+    this.#asked.clear();
     for (const v of this.#viewers.values()) v.res.end();
     this.#viewers.clear();
   }

@@ -165,7 +165,8 @@ describe('status stream: pages of nodes and actors, sorted, filtered and grouped
     const slow = new StreamReader(cluster.url);
     await slow.next();
     // Whole windows of every node and actor, asked for again and again while the page reads
-    // nothing: 400 of them are tens of megabytes, far past what the sockets between can hold.
+    // nothing: 400 of them would be 25 megabytes. The head folds them: views that come together
+    // share one update, and a page whose connection is full gets none until it drains.
     const VIEWS = 400;
     let last = 0;
     for (let i = 0; i < VIEWS; i++) last = await slow.view(nodes({ limit: 200, offset: i % 2 }), actors({ limit: 200, offset: i % 2 }));
