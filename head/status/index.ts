@@ -209,7 +209,7 @@ export function registerStatusPage(app: FastifyInstance, options: StatusPageOpti
       tag,
       auth: 'write',
       summary:
-        'Say which nodes and actors an open status stream shows: a page of each, sorted and filtered; the stream sends that window at once',
+        'Say which nodes and actors an open status stream shows: a page of each, sorted and filtered; the stream sends those windows within 25 ms',
       description:
         `Windows hold at most ${MAX_WINDOW_ROWS} rows. Needs what the stream needs (session cookie or Authorization: Bearer). ` +
         '400 TROUPE_ERR_BAD_REQUEST names a malformed field; 404 TROUPE_ERR_NOT_FOUND: no open stream has this viewer id.',
