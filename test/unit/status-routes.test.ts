@@ -63,6 +63,9 @@ describe('status page routes: assets, and who may read the stream', () => {
     const refused = await guarded.inject({ method: 'GET', url: '/api/v1/stream' });
     assert.equal(refused.statusCode, 401);
     assert.equal(refused.json().code, 'TROUPE_ERR_UNAUTHORIZED');
+    const view = await guarded.inject({ method: 'POST', url: '/api/v1/stream/view', payload: { viewer: 'x' } });
+    assert.equal(view.statusCode, 401, 'choosing what a stream shows needs what the stream needs');
+    assert.equal(view.json().code, 'TROUPE_ERR_UNAUTHORIZED');
 
     const wrong = await guarded.inject({ method: 'POST', url: '/status/login', payload: { token: 'nope' } });
     assert.equal(wrong.statusCode, 401);
