@@ -113,6 +113,7 @@ describe(`the status page in Chromium at ${NODES.toLocaleString('en-US')} simula
     // 20 deployments: a row each in the table, and the charts draw the cluster's aggregate.
     assert.equal(await page.locator('#deployments tr[data-deployment]').count(), DEPLOYMENTS);
     await textOf(page, '[data-chart="rps"] .u-legend', 'the aggregate requests/s line', (s) => s.includes('all deployments'));
+    assert.equal(await page.locator('[data-chart="rps"] figcaption .section-note').innerText(), 'the whole cluster');
   });
 
   test('search finds one node and one actor among thousands', async () => {

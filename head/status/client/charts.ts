@@ -175,12 +175,22 @@ export class Chart {
   readonly #note: HTMLElement;
   #plot: uPlot | undefined;
   #shape = '';
+  /** The caption's note, and what it says of per-subject lines ("per deployment"). */
+  readonly #caption: HTMLElement | null;
+  readonly #perSubject: string;
 
-  constructor(spec: ChartSpec, host: HTMLElement, note: HTMLElement) {
+  constructor(spec: ChartSpec, host: HTMLElement, note: HTMLElement, caption: HTMLElement | null = null) {
     this.#spec = spec;
     this.#host = host;
     this.#note = note;
+    this.#caption = caption;
+    this.#perSubject = caption?.textContent ?? '';
     new ResizeObserver(() => this.#plot?.setSize(this.#size())).observe(host);
+  }
+
+  /** "per deployment" becomes "the whole cluster"; a note that says something else keeps it. */
+  #wholeCluster(): string {
+    return this.#perSubject.startsWith('per ') ? 'the whole cluster' : `the whole cluster · ${this.#perSubject}`;
   }
 
   #size(): { width: number; height: number } {
@@ -191,6 +201,8 @@ export class Chart {
     const lines = this.#spec.lines(buffer);
     this.#note.hidden = lines.length > 0;
     this.#note.textContent = this.#spec.empty;
+    // Past a dozen deployments or GPUs the head sends the cluster's aggregate lines instead.
+    if (this.#caption) this.#caption.textContent = lines.some((l) => l.subject === '*') ? this.#wholeCluster() : this.#perSubject;
     const data: uPlot.AlignedData = [buffer.times.map((t) => t / 1000), ...lines.map((l) => l.values)];
     const shape = lines.map((l) => l.label).join('\n');
     if (shape !== this.#shape || !this.#plot) {

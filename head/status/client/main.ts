@@ -29,7 +29,12 @@ let nodeQuery: NodeQuery = { offset: 0, limit: NODES_PAGE, sort: 'state', descen
 
 const charts = CHARTS.map((spec) => {
   const figure = document.querySelector<HTMLElement>(`[data-chart="${spec.key}"]`)!;
-  return new Chart(spec, figure.querySelector<HTMLElement>('.chart-host')!, figure.querySelector<HTMLElement>('.chart-note')!);
+  return new Chart(
+    spec,
+    figure.querySelector<HTMLElement>('.chart-host')!,
+    figure.querySelector<HTMLElement>('.chart-note')!,
+    figure.querySelector<HTMLElement>('figcaption .section-note'),
+  );
 });
 
 const actorsTable = new ActorsTable(
