@@ -11,3 +11,5 @@ export type { BuiltModel, MlpModel, MlpOptions, MobileNetV2Options, SmallCnnOpti
 export { buildRowSum } from './utility.js';
 export { writeExampleModels } from './write.js';
 export type { ExampleModelPaths } from './write.js';
+export { CHAR_RNN_HIDDEN, CHAR_VOCAB, buildCharRnn, charText, charTokens } from './char-rnn.js';
+export type { CharRnnModel, CharRnnOptions } from './char-rnn.js';
