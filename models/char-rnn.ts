@@ -59,8 +59,33 @@ export function charText(ids: readonly number[]): string {
 // character counts as 1. Added to the output bias, as a log, so that untrained weights still
 // make text that looks like letters, words and spaces rather than punctuation noise.
 const LETTER_FREQUENCY: Record<string, number> = {
-  ' ': 180, e: 100, t: 75, a: 65, o: 60, i: 57, n: 55, s: 52, h: 50, r: 49, d: 35, l: 33, u: 23, c: 22, m: 20, w: 19, f: 18,
-  g: 16, y: 16, p: 15, b: 12, v: 8, k: 6, j: 1.5, x: 1.5, q: 1, z: 1,
+  ' ': 180,
+  e: 100,
+  t: 75,
+  a: 65,
+  o: 60,
+  i: 57,
+  n: 55,
+  s: 52,
+  h: 50,
+  r: 49,
+  d: 35,
+  l: 33,
+  u: 23,
+  c: 22,
+  m: 20,
+  w: 19,
+  f: 18,
+  g: 16,
+  y: 16,
+  p: 15,
+  b: 12,
+  v: 8,
+  k: 6,
+  j: 1.5,
+  x: 1.5,
+  q: 1,
+  z: 1,
 };
 
 function letterPrior(bias: Float32Array): Float32Array {
@@ -71,7 +96,8 @@ function letterPrior(bias: Float32Array): Float32Array {
 /** Builds the step model described in the module comment. */
 export function buildCharRnn(opts: CharRnnOptions = {}): CharRnnModel {
   const hidden = opts.hidden ?? CHAR_RNN_HIDDEN;
-  if (!Number.isInteger(hidden) || hidden < 1 || hidden > 4096) throw new RangeError(`hidden must be a whole number in 1..4096, got ${hidden}`);
+  if (!Number.isInteger(hidden) || hidden < 1 || hidden > 4096)
+    throw new RangeError(`hidden must be a whole number in 1..4096, got ${hidden}`);
   const vocab = CHAR_VOCAB.length;
   const rng = new Rng(opts.seed ?? DEFAULT_SEED);
   // A fork per tensor keeps each one's values independent of the sizes of the others.

@@ -24,7 +24,11 @@ const OptionsSchema = z
     /** Instead of building one: an ONNX file with the step contract (step-model.ts), as the actor's process sees the path. */
     modelPath: z.string().min(1).optional(),
     maxSessions: z.number().int().min(1).max(100_000).default(1024),
-    idleMs: z.number().int().min(1).default(10 * 60_000),
+    idleMs: z
+      .number()
+      .int()
+      .min(1)
+      .default(10 * 60_000),
     /** Keep the sessions in checkpoints, so a restarted instance has them back (costs H×4 bytes a session per call). */
     checkpoints: z.boolean().default(false),
   })
@@ -44,7 +48,11 @@ const GenerateSchema = z
   .strict();
 
 const ContinueSchema = z
-  .object({ session: SessionKey, prompt: z.string().max(MAX_PROMPT).default(''), maxTokens: z.number().int().min(0).max(MAX_TOKENS).default(64) })
+  .object({
+    session: SessionKey,
+    prompt: z.string().max(MAX_PROMPT).default(''),
+    maxTokens: z.number().int().min(0).max(MAX_TOKENS).default(64),
+  })
   .strict();
 
 const EndSchema = z.object({ session: SessionKey }).strict();
@@ -77,7 +85,10 @@ export class Generator {
    */
   constructor(options: unknown = {}) {
     const o = parse(OptionsSchema, options, 'new Generator(options)');
-    const bytes = o.modelPath !== undefined ? readFileSync(o.modelPath) : buildCharRnn({ seed: o.seed ?? 1, ...(o.hidden && { hidden: o.hidden }) }).bytes;
+    const bytes =
+      o.modelPath !== undefined
+        ? readFileSync(o.modelPath)
+        : buildCharRnn({ seed: o.seed ?? 1, ...(o.hidden && { hidden: o.hidden }) }).bytes;
     const shape = stepModelShape(bytes);
     this.#hidden = shape.hidden;
     this.#model = StepModel.load(bytes, shape);
@@ -104,7 +115,8 @@ export class Generator {
     const { session, prompt, maxTokens } = parse(ContinueSchema, request, 'continue()');
     const ids = charTokens(prompt);
     const s = this.#sessions.get(session);
-    if (!s) throw new Error(`no session '${session}' on this instance (never started, ended, or forgotten after being idle or past the cap)`);
+    if (!s)
+      throw new Error(`no session '${session}' on this instance (never started, ended, or forgotten after being idle or past the cap)`);
     yield* this.#decode(s, ids, maxTokens);
   }
 
@@ -125,7 +137,12 @@ export class Generator {
       hidden: this.#hidden,
       sessions: this.#sessions
         .entries()
-        .map(([key, s]): [string, number, number, Uint8Array] => [key, s.pending, s.steps, new Uint8Array(s.state.buffer, s.state.byteOffset, s.state.byteLength)]),
+        .map(([key, s]): [string, number, number, Uint8Array] => [
+          key,
+          s.pending,
+          s.steps,
+          new Uint8Array(s.state.buffer, s.state.byteOffset, s.state.byteLength),
+        ]),
     };
   }
 
@@ -134,7 +151,8 @@ export class Generator {
     const { hidden, sessions } = parse(SavedSchema, saved, 'restore()');
     if (hidden !== this.#hidden) throw new Error(`the checkpoint's state is ${hidden} wide; this model's is ${this.#hidden}`);
     for (const [key, pending, steps, bytes] of sessions) {
-      if (bytes.byteLength !== hidden * 4 || pending >= CHAR_VOCAB.length) throw new Error(`the checkpoint of session '${key}' is malformed`);
+      if (bytes.byteLength !== hidden * 4 || pending >= CHAR_VOCAB.length)
+        throw new Error(`the checkpoint of session '${key}' is malformed`);
       // A copy: the bytes may sit at an offset a Float32Array cannot start at.
       this.#sessions.put(key, { state: new Float32Array(new Uint8Array(bytes).buffer), pending, steps });
     }

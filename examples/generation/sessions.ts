@@ -80,7 +80,7 @@ export class SessionStore {
 
   list(): SessionInfo[] {
     const now = this.#now();
-    return this.entries().map(([session, s]) => ({ session, steps: s.steps, idleMs: now - s.usedAt }));
+    return this.entries().map(([session, s]) => ({ session, steps: s.steps, idleMs: Math.round(now - s.usedAt) }));
   }
 
   #touch(key: string, session: Session): void {

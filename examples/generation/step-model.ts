@@ -24,7 +24,8 @@ function secondDim(infos: readonly ValueInfo[], name: string, elemType: number, 
   const info = infos.find((i) => i.name === name);
   if (!info) throw new Error(`the step model has no ${what} '${name}' (it has ${infos.map((i) => i.name).join(', ') || 'none'})`);
   const tensor = info.type?.tensorType;
-  if (tensor?.elemType !== elemType) throw new Error(`the step model's ${what} '${name}' has element type ${tensor?.elemType}, not ${elemType}`);
+  if (tensor?.elemType !== elemType)
+    throw new Error(`the step model's ${what} '${name}' has element type ${tensor?.elemType}, not ${elemType}`);
   const dims = tensor.shape?.dim ?? [];
   const size = Number(dims[1]?.dimValue ?? 0);
   if (dims.length !== 2 || !Number.isInteger(size) || size < 1)
@@ -42,7 +43,7 @@ export function stepModelShape(bytes: Uint8Array): StepModelShape {
   try {
     graph = decodeModel(bytes).graph;
   } catch (err) {
-    throw new Error(`the step model is not an ONNX model: ${(err as Error).message}`);
+    throw new Error(`the step model is not an ONNX model: ${(err as Error).message}`, { cause: err });
   }
   if (!graph) throw new Error('the step model has no graph');
   const inputs = graph.input ?? [];
@@ -50,8 +51,10 @@ export function stepModelShape(bytes: Uint8Array): StepModelShape {
   if (secondDim(inputs, 'token', INT64, 'input') !== 1) throw new Error("the step model's input 'token' must be [N, 1]");
   const hidden = secondDim(inputs, 'state', FLOAT, 'input');
   const vocab = secondDim(outputs, 'logits', FLOAT, 'output');
-  if (vocab !== CHAR_VOCAB.length) throw new Error(`the step model's logits have ${vocab} classes; the vocabulary has ${CHAR_VOCAB.length}`);
-  if (secondDim(outputs, 'state_out', FLOAT, 'output') !== hidden) throw new Error("the step model's 'state_out' is not as wide as its 'state'");
+  if (vocab !== CHAR_VOCAB.length)
+    throw new Error(`the step model's logits have ${vocab} classes; the vocabulary has ${CHAR_VOCAB.length}`);
+  if (secondDim(outputs, 'state_out', FLOAT, 'output') !== hidden)
+    throw new Error("the step model's 'state_out' is not as wide as its 'state'");
   return { hidden };
 }
 

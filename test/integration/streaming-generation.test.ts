@@ -142,7 +142,10 @@ describe('autoregressive generation: a stateful actor streaming tokens (examples
     const sessions = await carol.withOptions({ timeoutMs: 10_000 }).call<{ session: string; steps: number }[]>('sessions');
     const steps = sessions.find((s) => s.session === 'carol')!.steps;
     // '\n' and 'x', then one step per token made after the first: at most the 10 read plus the window.
-    assert.ok(steps >= 2 + 9 && steps <= 2 + 9 + window, `carol's session ran ${steps} steps for 10 tokens read with a window of ${window}`);
+    assert.ok(
+      steps >= 2 + 9 && steps <= 2 + 9 + window,
+      `carol's session ran ${steps} steps for 10 tokens read with a window of ${window}`,
+    );
   });
 
   test('bad requests and a wrong model are refused with what is wrong, and the instance carries on', async () => {
@@ -161,7 +164,10 @@ describe('autoregressive generation: a stateful actor streaming tokens (examples
       'TROUPE_ERR_MODEL_LOAD',
       /the step model is not an ONNX model/,
     );
-    assert.equal(text(await collect(gen.stream<string>('generate', { prompt: PROMPT, maxTokens: 5 }))), await reference(model.bytes, PROMPT, 5));
+    assert.equal(
+      text(await collect(gen.stream<string>('generate', { prompt: PROMPT, maxTokens: 5 }))),
+      await reference(model.bytes, PROMPT, 5),
+    );
   });
 
   test('a killed instance fails the stream with the retryable TROUPE_ERR_ACTOR_DIED; with checkpoints, its sessions come back', async () => {

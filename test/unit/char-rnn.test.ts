@@ -62,4 +62,3 @@ describe('the seeded character-level step model (models/char-rnn.ts)', () => {
     assert.throws(() => buildCharRnn({ hidden: 0 }), /hidden must be a whole number/);
   });
 });
-
