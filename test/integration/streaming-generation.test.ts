@@ -122,6 +122,11 @@ describe('autoregressive generation: a stateful actor streaming tokens (examples
     assert.deepEqual(sessions.map((s) => s.session).sort(), ['alice', 'bob']);
     // alice: '\n', the prompt, and every token but the last (pending, fed by her next call).
     assert.equal(sessions.find((s) => s.session === 'alice')?.steps, 1 + 'Alice said'.length + 39 - 1);
+    // Each session's state is 128 floats: what the status page's State column shows for the instance.
+    await waitFor('the state size reported', async () => {
+      const actor = (await client.describe()).deployments.find((d) => d.name === 'gen')?.actors[0];
+      return actor?.stats?.stateBytes === 2 * 128 * 4;
+    });
     assert.equal(await alice.call('end', { session: 'alice' }), true);
     await rejectsWith(
       collect(alice.stream('continue', { session: 'alice', maxTokens: 1 })),
