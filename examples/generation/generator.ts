@@ -40,11 +40,19 @@ const SessionKey = z.string().min(1).max(256);
 
 const GenerateSchema = z
   .object({
-    prompt: z.string().max(MAX_PROMPT).default(''),
-    maxTokens: z.number().int().min(0).max(MAX_TOKENS).default(64),
+    prompt: z.string().max(MAX_PROMPT).optional(),
+    /** The prompt under the name the inference protocol's generate extension gives it. */
+    text_input: z.string().max(MAX_PROMPT).optional(),
+    maxTokens: z.number().int().min(0).max(MAX_TOKENS).optional(),
     /** Carry this session on (or start it): its state stays on this instance for the next call. */
     session: SessionKey.optional(),
   })
+  .strict()
+  .refine((r) => r.prompt === undefined || r.text_input === undefined, 'give prompt or text_input, not both');
+
+/** The generate extension's `parameters` (its second argument): this generator decodes greedily, so it takes only these. */
+const ParametersSchema = z
+  .object({ max_tokens: z.number().int().min(0).max(MAX_TOKENS).optional(), session: SessionKey.optional() })
   .strict();
 
 const ContinueSchema = z
@@ -102,10 +110,14 @@ export class Generator {
    * Streams up to `maxTokens` characters after `prompt`, one per step. With `session`, the text
    * carries on from where that session's last call left off (a new session starts fresh), and
    * the state after it stays here for the next call; without, it starts fresh and is forgotten.
+   * The inference protocol's generate extension calls it as `generate({ text_input }, { max_tokens, session })`.
    */
-  async *generate(request: unknown): AsyncGenerator<string> {
-    const { prompt, maxTokens, session } = parse(GenerateSchema, request, 'generate()');
-    const ids = charTokens(prompt);
+  async *generate(request: unknown, parameters?: unknown): AsyncGenerator<string> {
+    const r = parse(GenerateSchema, request, 'generate()');
+    const p = parse(ParametersSchema, parameters, 'generate() parameters');
+    const ids = charTokens(r.prompt ?? r.text_input ?? '');
+    const maxTokens = p.max_tokens ?? r.maxTokens ?? 64;
+    const session = p.session ?? r.session;
     const s = session !== undefined ? this.#sessions.open(session, () => this.#fresh()) : { ...this.#fresh(), usedAt: 0 };
     yield* this.#decode(s, ids, maxTokens);
   }
