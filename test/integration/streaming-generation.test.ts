@@ -82,6 +82,8 @@ describe('autoregressive generation: a stateful actor streaming tokens (examples
     // A one-token window: the instance makes each token only when the reader asks for it; the same tokens.
     assert.equal(text(await collect(gen.streamWith<string>({ window: 1 }, 'generate', { prompt: PROMPT, maxTokens: 48 }))), expected);
     assert.equal(text(await collect(gen.stream<string>('generate', { prompt: PROMPT, maxTokens: 0 }))), '');
+    // The generate extension's shape of the same request: named inputs, then parameters.
+    assert.equal(text(await collect(gen.stream<string>('generate', { text_input: PROMPT }, { max_tokens: 48 }))), expected);
   });
 
   test('over HTTP: POST /api/v1/actors/gen/generate/stream sends the same tokens as server-sent events', async () => {
