@@ -108,6 +108,44 @@ describe('autoregressive generation: a stateful actor streaming tokens (examples
     assert.deepEqual(events.at(-1), { event: 'end', data: '{"items":30}' });
   });
 
+  test('over the generate extension: POST /v2/models/gen/generate_stream sends the same tokens as text_output answers', async () => {
+    const post = (path: string, body: unknown) =>
+      call(cluster.url, 'POST', `/v2/models/gen/${path}`, { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const answers = async (body: unknown) => {
+      const answer = await post('generate_stream', body);
+      assert.equal(answer.status, 200);
+      assert.match(answer.headers.get('content-type') ?? '', /^text\/event-stream/);
+      return answer.body
+        .toString()
+        .trim()
+        .split('\n\n')
+        .map((e) => {
+          assert.ok(e.startsWith('data: '), e);
+          return JSON.parse(e.slice('data: '.length)) as Record<string, unknown>;
+        });
+    };
+    const expected = await reference(model.bytes, PROMPT, 20);
+    const events = await answers({ id: 'g1', text_input: PROMPT, parameters: { max_tokens: 20 } });
+    assert.equal(events.length, 20);
+    for (const e of events) assert.deepEqual(Object.keys(e).sort(), ['id', 'model_name', 'model_version', 'text_output']);
+    assert.equal(events[0]!.model_name, 'gen');
+    assert.equal(events[0]!.id, 'g1');
+    assert.equal(text(events.map((e) => e.text_output as string)), expected);
+    // A session through the parameters: two requests are one longer generation.
+    const first = await answers({ text_input: PROMPT, parameters: { max_tokens: 6, session: 'erin' } });
+    const second = await answers({ text_input: '', parameters: { max_tokens: 14, session: 'erin' } });
+    assert.equal(text([...first, ...second].map((e) => e.text_output as string)), expected);
+    assert.equal(await gen.call('end', { session: 'erin' }), true);
+    // Refused with what is wrong: an unknown parameter (as the last event, the status is 200 by then) and the one-answer route.
+    const refused = await answers({ text_input: 'x', parameters: { temperature: 0.7 } });
+    assert.equal(refused.length, 1);
+    assert.equal(refused[0]!.code, 'TROUPE_ERR_METHOD_FAILED');
+    assert.match(refused[0]!.error as string, /generate\(\) parameters: .*temperature/);
+    const one = await post('generate', { text_input: 'x' });
+    assert.equal(one.status, 400);
+    assert.match(JSON.stringify(one.json), /read them with POST \/v2\/models\/gen\/generate_stream/);
+  });
+
   test('two sessions interleaved keep separate state; continuing one equals one longer generation', async () => {
     const alice = gen.session('alice');
     const bob = gen.session('bob');
