@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   GenerateRequestSchema,
   GenerateResponseSchema,
+  MAX_SESSION_KEY,
   MAX_STREAM_WINDOW,
   NameSchema,
   TroupeError,
@@ -89,6 +90,21 @@ function valueResponseText(value: unknown, model: string, id: string | undefined
   return itemJson({ ...fields, model_name: model, model_version: '1', ...(id !== undefined ? { id } : {}) });
 }
 
+/**
+ * A string `session` parameter routes the request as a sessionKey does on the actor routes: to the
+ * instance that session is bound to, so a class that keeps per-session state finds it on any replica count.
+ */
+function sessionKeyOf(body: GenerateRequest): { sessionKey?: string } {
+  const session = body.parameters?.['session'];
+  if (session === undefined) return {};
+  if (typeof session !== 'string' || session.length === 0 || session.length > MAX_SESSION_KEY)
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_REQUEST',
+      `the generate request's parameters.session must be a non-empty string of at most ${MAX_SESSION_KEY} characters (it routes the request to its session's instance)`,
+    );
+  return { sessionKey: session };
+}
+
 /** One generate request, resolved: where its answers come from and how each is written. */
 interface Generation {
   target: Target;
@@ -101,6 +117,7 @@ function generation(ctx: ApiContext, name: string, body: GenerateRequest): Gener
   const target = targetOf(ctx, name);
   if (target.kind === 'class') {
     const args = [generateValues(body), body.parameters ?? {}];
+    const sessionKey = sessionKeyOf(body);
     return {
       target,
       text: (value) => valueResponseText(value, name, body.id),
@@ -109,10 +126,10 @@ function generation(ctx: ApiContext, name: string, body: GenerateRequest): Gener
           if (target.streams)
             return ctx.actors.stream(
               caller,
-              { id, actor: name, method: 'generate', args, credit: Math.min(credit, MAX_STREAM_WINDOW) },
+              { id, actor: name, method: 'generate', args, credit: Math.min(credit, MAX_STREAM_WINDOW), ...sessionKey },
               push,
             );
-          const { value } = await ctx.actors.call({ id, actor: name, method: 'generate', args });
+          const { value } = await ctx.actors.call({ id, actor: name, method: 'generate', args, ...sessionKey });
           push(0, value === undefined ? null : value);
           return { items: 1 };
         },

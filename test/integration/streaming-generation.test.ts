@@ -146,6 +146,45 @@ describe('autoregressive generation: a stateful actor streaming tokens (examples
     assert.match(JSON.stringify(one.json), /read them with POST \/v2\/models\/gen\/generate_stream/);
   });
 
+  test("over the generate extension with two instances: parameters.session routes each request to its session's instance", async () => {
+    const gen2 = await client.actor({ name: 'gen2', module: GENERATOR, export: 'Generator', cpus: 0.1, replicas: 2 });
+    try {
+      const answers = async (body: unknown) => {
+        const answer = await call(cluster.url, 'POST', '/v2/models/gen2/generate_stream', {
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        assert.equal(answer.status, 200);
+        return answer.body
+          .toString()
+          .trim()
+          .split('\n\n')
+          .map((e) => (JSON.parse(e.slice('data: '.length)) as { text_output: string }).text_output);
+      };
+      const expected = await reference(model.bytes, PROMPT, 20);
+      const sessions = ['s1', 's2', 's3', 's4'];
+      const firsts = await Promise.all(sessions.map((session) => answers({ text_input: PROMPT, parameters: { max_tokens: 6, session } })));
+      for (const [i, session] of sessions.entries()) {
+        const second = await answers({ text_input: '', parameters: { max_tokens: 14, session } });
+        assert.equal(text([...firsts[i]!, ...second]), expected, `session ${session}`);
+        // The head bound the session to the instance that holds its state: the SDK's session handle reaches it.
+        const held = (await gen2.session(session).call('sessions')) as { session: string }[];
+        assert.ok(
+          held.some((h) => h.session === session),
+          `${session} on its instance: ${JSON.stringify(held)}`,
+        );
+      }
+      const bad = await call(cluster.url, 'POST', '/v2/models/gen2/generate_stream', {
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ text_input: 'x', parameters: { session: 7 } }),
+      });
+      assert.equal(bad.status, 400);
+      assert.match(JSON.stringify(bad.json), /parameters\.session must be a non-empty string/);
+    } finally {
+      await client.undeploy('gen2');
+    }
+  });
+
   test('two sessions interleaved keep separate state; continuing one equals one longer generation', async () => {
     const alice = gen.session('alice');
     const bob = gen.session('bob');
