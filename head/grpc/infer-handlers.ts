@@ -4,9 +4,9 @@ import type { HttpError } from '../../runtime/internal.js';
 import type { GrpcInferContext } from './context.js';
 import { decodeGrpcRequest } from './infer-request.js';
 import { grpcInferResponse } from './infer-response.js';
-import { ModelInferRequestSchema } from './messages.js';
+import { checkModelInferRequest } from './infer-request-limits.js';
 import type { ModelInferResponse } from './messages.js';
-import { failure, parseMessage, statusMessage } from './status.js';
+import { failure, statusMessage } from './status.js';
 
 /**
  * ModelInfer and ModelStreamInfer: a request decoded to the wire tensors the HTTP path decodes to,
@@ -22,7 +22,7 @@ function remainingMs(deadline: Date | number): number | undefined {
 
 /** One inference, from the request message as decoded off the wire to the response message. */
 export async function inferOnce(ctx: GrpcInferContext, message: unknown, deadline: Date | number): Promise<ModelInferResponse> {
-  const request = parseMessage(ModelInferRequestSchema, message, 'ModelInferRequest');
+  const request = checkModelInferRequest(message);
   const target = await ctx.backend.target({
     name: request.model_name,
     ...(request.model_version ? { version: request.model_version } : {}),
