@@ -1,9 +1,9 @@
-import { Client, Metadata, ServerCredentials, credentials } from '@grpc/grpc-js';
+import { Client, Metadata, credentials } from '@grpc/grpc-js';
 import type { ServiceDefinition, ServiceError, UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { Socket } from 'node:net';
 import type { InferExchangeOptions } from '../../runtime/internal.js';
 import { tolerantDecoding } from '../grpc/malformed.js';
-import { grpcServer, inferenceImplementation } from '../grpc/service.js';
+import { connectionInjector, grpcServer, inferenceImplementation } from '../grpc/service.js';
 import type { UnaryHandler } from '../grpc/service.js';
 import { SERVICE_NAME, inferenceServiceDefinition } from '../grpc/service-definition.js';
 import { serviceError } from '../grpc/status.js';
@@ -84,13 +84,9 @@ export function startWorkerGrpc(options: WorkerGrpcOptions): WorkerGrpc {
   for (const method of Object.keys(inferenceServiceDefinition())) if (!INFERENCES.has(method)) describing[method] = relay(method);
   const server = grpcServer(options.maxBodyBytes);
   server.addService(workerDefinition(), inferenceImplementation({ ...options, count }, describing));
-  const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+  const inject = connectionInjector(server);
   return {
-    inject(socket) {
-      socket.setNoDelay(true);
-      injector.injectConnection(socket);
-      socket.resume();
-    },
+    inject,
     takeCounts() {
       const taken = [...counts.values()];
       counts.clear();

@@ -196,6 +196,26 @@ function output(r: ProtobufReader, start: number, end: number): Output {
   return o;
 }
 
+/**
+ * The bytes [start, end) of `buf`, moved back in place, over bytes already read (their field's tag
+ * and length, at least), to the widest alignment (8, 4, 2) that the room since `free` allows. A
+ * tensor's bytes land wherever the client's encoding put them, and a typed array over misaligned
+ * bytes is a copy (viewBytes): a new allocation of the whole tensor, 588 KiB for an image. The
+ * message is this call's own (grpc-js joins each into a new buffer) and nothing else holds those bytes.
+ */
+function alignedSlice(buf: Buffer, start: number, end: number, free: number): Buffer {
+  const at = buf.byteOffset + start;
+  for (const align of [8, 4, 2]) {
+    const shift = at % align;
+    if (shift === 0) break;
+    if (shift <= start - free) {
+      buf.copyWithin(start - shift, start, end);
+      return buf.subarray(start - shift, end - shift);
+    }
+  }
+  return buf.subarray(start, end);
+}
+
 /** Decodes a ModelInferRequest; throws ProtobufError for bytes that are not one. */
 export function decodeModelInferRequest(buf: Buffer): ModelInferRequest {
   const request: ModelInferRequest = {
@@ -208,6 +228,8 @@ export function decodeModelInferRequest(buf: Buffer): ModelInferRequest {
     raw_input_contents: [],
   };
   const r = new ProtobufReader(buf);
+  // Where the bytes no slice handed out covers begin (strings are copied out as they are read).
+  let free = 0;
   while (!r.done) {
     const [field, wire] = r.tag();
     switch (field) {
@@ -231,6 +253,8 @@ export function decodeModelInferRequest(buf: Buffer): ModelInferRequest {
         expectWire('inputs', wire, WIRE_BYTES);
         const [s, e] = r.span();
         request.inputs.push(input(r, s, e));
+        // BYTES contents are slices of it.
+        free = r.pos;
         break;
       }
       case 6: {
@@ -239,10 +263,13 @@ export function decodeModelInferRequest(buf: Buffer): ModelInferRequest {
         request.outputs.push(output(r, s, e));
         break;
       }
-      case 7:
+      case 7: {
         expectWire('raw_input_contents', wire, WIRE_BYTES);
-        request.raw_input_contents.push(r.bytes());
+        const [s, e] = r.span();
+        request.raw_input_contents.push(alignedSlice(buf, s, e, free));
+        free = r.pos;
         break;
+      }
       default:
         r.skip(wire);
     }

@@ -1,11 +1,10 @@
-import { ServerCredentials } from '@grpc/grpc-js';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import { createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { TroupeError } from '../../runtime/internal.js';
 import type { GrpcContext } from './context.js';
 import { modelHandlers } from './model-handlers.js';
-import { grpcServer, inferenceImplementation, unaryMethod } from './service.js';
+import { connectionInjector, grpcServer, inferenceImplementation, unaryMethod } from './service.js';
 import { tolerantDecoding } from './malformed.js';
 import { inferenceServiceDefinition } from './service-definition.js';
 
@@ -59,14 +58,10 @@ function describingMethods(ctx: GrpcContext): UntypedServiceImplementation {
 export async function startGrpcEndpoint(ctx: GrpcContext, port: number, handOff: GrpcHandOff = () => false): Promise<GrpcEndpoint> {
   const server = grpcServer(ctx.maxBodyBytes);
   server.addService(tolerantDecoding(inferenceServiceDefinition()), inferenceImplementation(ctx, describingMethods(ctx)));
-  const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
-  const serveHere = (socket: Socket) => {
-    injector.injectConnection(socket);
-    socket.resume();
-  };
+  const serveHere = connectionInjector(server);
   // Paused: a connection handed to a worker keeps its first bytes in the kernel, where they travel with it.
-  const listener = createServer({ pauseOnConnect: true, noDelay: true }, (socket) => handOff(socket) || serveHere(socket));
-  const relay = createServer({ pauseOnConnect: true, noDelay: true }, serveHere);
+  const listener = createServer({ pauseOnConnect: true }, (socket) => handOff(socket) || serveHere(socket));
+  const relay = createServer({ pauseOnConnect: true }, serveHere);
   const wanted = hostPort(ctx.host, port);
   let bound: number;
   try {
