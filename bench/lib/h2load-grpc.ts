@@ -54,7 +54,8 @@ export async function verifyGrpcAnswers(address: string, framed: Buffer, check: 
         },
       );
       if (status !== '0') throw new Error(`h2load's request is answered grpc-status ${status}: ${decodeURIComponent(message ?? '')}`);
-      if (body.length < 5 || body.readUInt32BE(1) !== body.length - 5) throw new Error(`an answer of ${body.length} bytes is not one gRPC message`);
+      if (body.length < 5 || body.readUInt32BE(1) !== body.length - 5)
+        throw new Error(`an answer of ${body.length} bytes is not one gRPC message`);
       check(body.subarray(5));
     }
   } finally {

@@ -94,7 +94,11 @@ export class FrontDoor {
     return undefined;
   }
 
-  #handTo(worker: Worker | undefined, message: { type: 'connection'; head: Buffer } | { type: 'grpc-connection' }, socket: Socket): boolean {
+  #handTo(
+    worker: Worker | undefined,
+    message: { type: 'connection'; head: Buffer } | { type: 'grpc-connection' },
+    socket: Socket,
+  ): boolean {
     if (!worker) return false;
     worker.child.send(message, socket, { keepOpen: false }, (err) => {
       if (err) socket.destroy();

@@ -58,7 +58,10 @@ export const WorkerToHeadSchema = z.discriminatedUnion('type', [
     served: z.record(z.string(), z.number().int().min(0)),
     failed: z.record(z.string(), z.partialRecord(z.enum(ERROR_CODES as [string, ...string[]]), z.number().int().min(0))),
     /** gRPC calls answered, by method and outcome (the head's troupe_grpc_requests_total). */
-    grpc: z.array(z.object({ method: z.string().max(64), outcome: z.string().max(64), count: z.number().int().min(1) })).max(1024).optional(),
+    grpc: z
+      .array(z.object({ method: z.string().max(64), outcome: z.string().max(64), count: z.number().int().min(1) }))
+      .max(1024)
+      .optional(),
   }),
   z.object({ type: z.literal('drained'), unfinished: z.number().int().min(0) }),
   /** Comes with a socket: a connection given back with the bytes read of a request the worker does not serve. */

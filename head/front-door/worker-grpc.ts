@@ -35,7 +35,9 @@ const asBytes = (bytes: Buffer): Buffer => bytes;
 /** The service with the relayed methods' messages left as the bytes they came as. */
 function workerDefinition(): ServiceDefinition {
   const methods = Object.entries(tolerantDecoding(inferenceServiceDefinition())).map(([name, method]) =>
-    INFERENCES.has(name) ? ([name, method] as const) : ([name, { ...method, requestDeserialize: asBytes, responseSerialize: asBytes }] as const),
+    INFERENCES.has(name)
+      ? ([name, method] as const)
+      : ([name, { ...method, requestDeserialize: asBytes, responseSerialize: asBytes }] as const),
   );
   return Object.fromEntries(methods) as ServiceDefinition;
 }

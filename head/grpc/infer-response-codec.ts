@@ -13,7 +13,12 @@ const writeFloat = (buf: Buffer, v: unknown, at: number) => void buf.writeFloatL
 const writeDouble = (buf: Buffer, v: unknown, at: number) => void buf.writeDoubleLE(Number(v), at);
 
 /** A packed run of varints, each written by `each`. */
-function packedVarints(w: ProtobufWriter, field: number, values: readonly unknown[] | undefined, each: (w: ProtobufWriter, v: unknown) => void): void {
+function packedVarints(
+  w: ProtobufWriter,
+  field: number,
+  values: readonly unknown[] | undefined,
+  each: (w: ProtobufWriter, v: unknown) => void,
+): void {
   if (!values || values.length === 0) return;
   w.nested(field, (inner) => values.forEach((v) => each(inner, v)), values.length * 2);
 }

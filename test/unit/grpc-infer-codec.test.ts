@@ -28,7 +28,11 @@ function normalized(value: unknown, key = ''): unknown {
   if (Buffer.isBuffer(value) || value instanceof Uint8Array) return [...value];
   if (Array.isArray(value)) return key === 'shape' ? value.map(Number) : value.map((v) => normalized(v));
   if (value && typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, normalized(v, k)]).sort(([a], [b]) => String(a).localeCompare(String(b))));
+    return Object.fromEntries(
+      Object.entries(value)
+        .map(([k, v]) => [k, normalized(v, k)])
+        .sort(([a], [b]) => String(a).localeCompare(String(b))),
+    );
   return value;
 }
 
@@ -79,7 +83,9 @@ describe('the ModelInfer codec', () => {
 
   test('repeated scalars decode packed and unpacked alike; unknown fields are passed over', () => {
     // inputs { name: "x" shape: 2 shape: 3 (unpacked) contents { int_contents: 7 (unpacked) } } field 99 (varint), field 7 bytes.
-    const unpacked = Buffer.from([0x2a, 0x0b, 0x0a, 0x01, 0x78, 0x18, 0x02, 0x18, 0x03, 0x2a, 0x02, 0x10, 0x07, 0x98, 0x06, 0x05, 0x3a, 0x01, 0xff]);
+    const unpacked = Buffer.from([
+      0x2a, 0x0b, 0x0a, 0x01, 0x78, 0x18, 0x02, 0x18, 0x03, 0x2a, 0x02, 0x10, 0x07, 0x98, 0x06, 0x05, 0x3a, 0x01, 0xff,
+    ]);
     const decoded = decodeModelInferRequest(unpacked);
     assert.deepEqual(decoded.inputs[0]!.shape, [2, 3]);
     assert.deepEqual(decoded.inputs[0]!.contents?.int_contents, [7]);
@@ -148,7 +154,10 @@ describe('the ModelInfer codec', () => {
       raw_output_contents: [raw],
     };
     const decoded = reference.ModelInfer!.responseDeserialize(encodeModelInferResponse(response));
-    assert.deepEqual(normalized(decoded), normalized({ ...response, parameters: {}, outputs: response.outputs.map((o) => ({ contents: null, parameters: {}, ...o })) }));
+    assert.deepEqual(
+      normalized(decoded),
+      normalized({ ...response, parameters: {}, outputs: response.outputs.map((o) => ({ contents: null, parameters: {}, ...o })) }),
+    );
 
     const answer = reference.ModelStreamInfer!.responseDeserialize(
       encodeModelStreamInferResponse({ error_message: 'TROUPE_ERR_X: no', infer_response: { model_name: 'm', id: '7' } }),
