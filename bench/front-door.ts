@@ -395,7 +395,7 @@ try {
   say('# Front door: HTTP against its baselines\n');
   say(systemLine());
   say(
-    `- each load run: ${SECONDS} s closed loop after an unmeasured warm-up; load generator (autocannon; undici at concurrency 1) in the same machine, sharing its cores; three clusters up: front-door workers (default), none (--http-workers 0), and replicas serving HTTP (--http-handoff)`,
+    `- each load run: ${SECONDS} s closed loop after an unmeasured warm-up; load generator (HTTP: autocannon, undici at concurrency 1; gRPC: ${GRPC_GENERATOR}, one HTTP/2 connection, answers checked on a sample first) in the same machine, sharing its cores; three clusters up: front-door workers (default), none (--http-workers 0), and replicas serving HTTP (--http-handoff)`,
   );
   if (wanted('mlp')) await mlpSection(cluster, headOnly, handoff);
   if (wanted('cnn')) await cnnSection(cluster, headOnly, handoff);

@@ -1,4 +1,4 @@
-import { Client, Metadata, credentials } from '@grpc/grpc-js';
+import { Client, Metadata, credentials, status } from '@grpc/grpc-js';
 import type { ServiceDefinition, ServiceError, UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { Socket } from 'node:net';
 import type { InferExchangeOptions } from '../../runtime/internal.js';
@@ -71,6 +71,10 @@ export function startWorkerGrpc(options: WorkerGrpcOptions): WorkerGrpc {
           if (!err) return callback(null, answer);
           // The head's own refusals pass as they came; a relay that failed on its way is said as such.
           if (err.details.startsWith('TROUPE_ERR_')) return callback(err);
+          if (err.code === status.DEADLINE_EXCEEDED)
+            return callback(
+              serviceError({ status: 504, code: 'TROUPE_ERR_DEADLINE_EXCEEDED', message: `${method} ran past the call's deadline` }),
+            );
           callback(
             serviceError({
               status: 503,

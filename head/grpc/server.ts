@@ -60,7 +60,11 @@ export async function startGrpcEndpoint(ctx: GrpcContext, port: number, handOff:
   server.addService(tolerantDecoding(inferenceServiceDefinition()), inferenceImplementation(ctx, describingMethods(ctx)));
   const serveHere = connectionInjector(server);
   // Paused: a connection handed to a worker keeps its first bytes in the kernel, where they travel with it.
-  const listener = createServer({ pauseOnConnect: true }, (socket) => handOff(socket) || serveHere(socket));
+  const listener = createServer({ pauseOnConnect: true }, (socket) => {
+    // A client that resets the connection before it is handed on must not take the head down.
+    socket.on('error', () => socket.destroy());
+    if (!handOff(socket)) serveHere(socket);
+  });
   const relay = createServer({ pauseOnConnect: true }, serveHere);
   const wanted = hostPort(ctx.host, port);
   let bound: number;
