@@ -3,7 +3,8 @@
 // in the same run: the simplest Node HTTP server around an in-process session (MLP), and raw
 // onnxruntime-node at its best batch and layout (MobileNet), in alternating windows. The head is
 // measured with its front-door workers (the default) and serving HTTP itself (--http-workers 0);
-// gRPC (raw contents, served by the head) beside them.
+// gRPC (raw contents) beside them, through the workers and served by the head, its load from h2load
+// where installed (bench/lib/h2load-grpc.ts) or else the grpc-js client.
 // Writes bench/RESULTS-front-door.md. Bounded: each load run lasts SECONDS (default 3).
 import { writeFile } from 'node:fs/promises';
 import { connect, tensor } from '../runtime/internal.js';
@@ -12,7 +13,7 @@ import type { TestCluster } from '../test/helpers/cluster.js';
 import { baselineServer } from './lib/baseline-server.js';
 import { LAYOUTS, bestLayoutFloor, cnnInput } from './lib/cnn-floor.js';
 import { measureFloor } from './lib/floor.js';
-import { grpcLoad } from './lib/grpc-load.js';
+import { GRPC_GENERATOR, grpcLoad } from './lib/grpc-load.js';
 import { httpLoad, oipRequest } from './lib/http-load.js';
 import { closedLoop } from './lib/load.js';
 import { cpuPerRequest } from './lib/process-cpu.js';
@@ -45,6 +46,8 @@ function cpuLine(label: string, measured: { result: LoadResult; cpu: Map<string,
 
 const mlpX = new Float32Array(64).map((_, i) => Math.sin(i));
 const image = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i));
+const mlpInput = { name: 'x', shape: [1, 64], data: mlpX };
+const imageInput = { name: 'image', shape: [1, 3, 224, 224], data: image };
 
 async function deployMlp(cluster: TestCluster, batch: { maxSize: number }, replicas = 1): Promise<void> {
   const client = await connect(cluster.url);
@@ -98,10 +101,17 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       result: await httpLoad(oip(headOnly.url, true), c, SECONDS),
       ratioTo: versus(c),
     });
+  const mlpGrpc = (c: TestCluster, concurrency: number) => grpcLoad(c.grpcAddress, 'mlp', c.models.mlp, mlpInput, concurrency, SECONDS);
   for (const c of [1, 16, 64, 256])
     rows.push({
-      label: 'Troupe gRPC raw contents, served by the head, batching maxSize 64',
-      result: await grpcLoad(headOnly.grpcAddress, 'mlp', { name: 'x', shape: [1, 64], data: mlpX }, c, SECONDS),
+      label: `Troupe gRPC raw contents, front-door workers, batching maxSize 64 (load: ${GRPC_GENERATOR})`,
+      result: await mlpGrpc(cluster, c),
+      ratioTo: versus(c),
+    });
+  for (const c of [1, 16, 64, 256])
+    rows.push({
+      label: `Troupe gRPC raw contents, served by the head (--http-workers 0), batching maxSize 64 (load: ${GRPC_GENERATOR})`,
+      result: await mlpGrpc(headOnly, c),
       ratioTo: versus(c),
     });
   for (const replicas of [1, 2]) {
@@ -117,6 +127,12 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       ratioTo: versus(c),
     });
   say(loadTable(rows).replace('vs floor', 'vs simplest server'));
+  // Issue 24's bar: gRPC raw contents at 64 in flight at least HTTP binary's, on the same path.
+  const at64 = (prefix: string) => rows.find((r) => r.label.startsWith(prefix) && r.result.concurrency === 64)?.result.rps ?? NaN;
+  const grpcVsHttp = (grpc: number, http: number) => `${fmt(grpc)} / ${fmt(http)} req/s (${fmt(grpc / http, 2)}x)`;
+  say(
+    `\ngRPC raw contents against HTTP binary at 64 in flight, batching maxSize 64: front-door workers ${grpcVsHttp(at64('Troupe gRPC raw contents, front-door workers'), at64('Troupe HTTP OIP binary, front-door workers, batching maxSize 64'))}; served by the head ${grpcVsHttp(at64('Troupe gRPC raw contents, served by the head'), at64('Troupe HTTP OIP binary, served by the head'))}.`,
+  );
   // Where the CPU goes at 64 in flight: µs of each kind of process per request ('client' is the
   // load generator, this process). The two cores are the budget every path shares.
   say('\nCPU per request at 64 in flight, µs by process (client: the load generator):\n');
@@ -143,15 +159,19 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       ),
     ),
   );
-  say(
-    cpuLine(
-      'Troupe gRPC raw contents, served by the head, batching maxSize 64',
-      await cpuPerRequest(
-        () => grpcLoad(headOnly.grpcAddress, 'mlp', { name: 'x', shape: [1, 64], data: mlpX }, 64, SECONDS),
-        (r) => r.requests,
+  for (const [label, at] of [
+    ['front-door workers', cluster],
+    ['served by the head (--http-workers 0)', headOnly],
+  ] as const)
+    say(
+      cpuLine(
+        `Troupe gRPC raw contents, ${label}, batching maxSize 64 (load: ${GRPC_GENERATOR})`,
+        await cpuPerRequest(
+          () => mlpGrpc(at, 64),
+          (r) => r.requests,
+        ),
       ),
-    ),
-  );
+    );
   say(
     cpuLine(
       'Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff), 2 replicas, batching maxSize 64',
@@ -217,7 +237,7 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
   );
   const request = (url: string) => oipRequest(`${url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true);
   say(
-    `Alternating windows (2 s each; batching maxSize ${floor.batch}), samples/s: floor's best layout at batch ${floor.batch} / Troupe HTTP at 16 in flight / at 64 in flight / served by the head (--http-workers 0) at 16 / gRPC raw contents (served by the head) at 16 / replicas serve HTTP (--http-handoff) at 16 / at 64 / bare socket replicas at 16, each image sent over a socket (the least any server that receives images over sockets pays on these cores):\n`,
+    `Alternating windows (2 s each; batching maxSize ${floor.batch}), samples/s: floor's best layout at batch ${floor.batch} / Troupe HTTP at 16 in flight / at 64 in flight / served by the head (--http-workers 0) at 16 / gRPC raw contents (load: ${GRPC_GENERATOR}) through the front-door workers at 16 / served by the head at 16 / replicas serve HTTP (--http-handoff) at 16 / at 64 / bare socket replicas at 16, each image sent over a socket (the least any server that receives images over sockets pays on these cores):\n`,
   );
   for (const layout of LAYOUTS) {
     const spec = {
@@ -238,6 +258,7 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       c64: [] as number[],
       head16: [] as number[],
       grpc16: [] as number[],
+      grpcHead16: [] as number[],
       door16: [] as number[],
       door64: [] as number[],
       bare: [] as number[],
@@ -250,7 +271,8 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
         const r16 = await httpLoad(request(cluster.url), 16, 2);
         const r64 = await httpLoad(request(cluster.url), 64, 2);
         const h16 = await httpLoad(request(headOnly.url), 16, 2);
-        const g16 = await grpcLoad(headOnly.grpcAddress, 'cnn', { name: 'image', shape: [1, 3, 224, 224], data: image }, 16, 2);
+        const g16 = await grpcLoad(cluster.grpcAddress, 'cnn', cluster.models.mobilenet, imageInput, 16, 2);
+        const gh16 = await grpcLoad(headOnly.grpcAddress, 'cnn', headOnly.models.mobilenet, imageInput, 16, 2);
         const d16 = await httpLoad(request(handoff.url), 16, 2);
         const d64 = await httpLoad(request(handoff.url), 64, 2);
         const b16 = await closedLoop(() => bare.call(image), { concurrency: 16, seconds: 2 });
@@ -258,12 +280,13 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
         ratios.c64.push(r64.rps / f.best);
         ratios.head16.push(h16.rps / f.best);
         ratios.grpc16.push(g16.rps / f.best);
+        ratios.grpcHead16.push(gh16.rps / f.best);
         ratios.door16.push(d16.rps / f.best);
         ratios.door64.push(d64.rps / f.best);
         ratios.bare.push(b16.rps / f.best);
-        const errors = r16.errors + r64.errors + h16.errors + g16.errors + d16.errors + d64.errors;
+        const errors = r16.errors + r64.errors + h16.errors + g16.errors + gh16.errors + d16.errors + d64.errors;
         windows.push(
-          `${[f.best, r16.rps, r64.rps, h16.rps, g16.rps, d16.rps, d64.rps, b16.rps].map((v) => fmt(v, 1)).join(' / ')}${errors > 0 ? ` (errors ${errors})` : ''}`,
+          `${[f.best, r16.rps, r64.rps, h16.rps, g16.rps, gh16.rps, d16.rps, d64.rps, b16.rps].map((v) => fmt(v, 1)).join(' / ')}${errors > 0 ? ` (errors ${errors})` : ''}`,
         );
       }
     } finally {
@@ -277,7 +300,7 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       `- ${layout.replicas} replica${layout.replicas > 1 ? 's' : ''} x ${layout.threads} thread${layout.threads > 1 ? 's' : ''}: ${windows.join('; ')}.`,
     );
     say(
-      `  Medians over the floor: HTTP, 16 in flight ${fmt(median(ratios.c16), 2)}x; 64 in flight ${fmt(median(ratios.c64), 2)}x; served by the head, 16 in flight ${fmt(median(ratios.head16), 2)}x; gRPC, 16 in flight ${fmt(median(ratios.grpc16), 2)}x; replicas serve HTTP, 16 in flight ${fmt(median(ratios.door16), 2)}x, 64 in flight ${fmt(median(ratios.door64), 2)}x; bare socket replicas ${fmt(median(ratios.bare), 2)}x.`,
+      `  Medians over the floor: HTTP, 16 in flight ${fmt(median(ratios.c16), 2)}x; 64 in flight ${fmt(median(ratios.c64), 2)}x; served by the head, 16 in flight ${fmt(median(ratios.head16), 2)}x; gRPC, 16 in flight ${fmt(median(ratios.grpc16), 2)}x, served by the head ${fmt(median(ratios.grpcHead16), 2)}x; replicas serve HTTP, 16 in flight ${fmt(median(ratios.door16), 2)}x, 64 in flight ${fmt(median(ratios.door64), 2)}x; bare socket replicas ${fmt(median(ratios.bare), 2)}x.`,
     );
   }
   // Where the CPU goes, 2 replicas x 1 thread, 16 in flight.
@@ -297,6 +320,15 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
         'Troupe HTTP OIP binary, front-door workers',
         await cpuPerRequest(
           () => httpLoad(request(cluster.url), 16, SECONDS),
+          (r) => r.requests,
+        ),
+      ),
+    );
+    say(
+      cpuLine(
+        `Troupe gRPC raw contents, front-door workers (load: ${GRPC_GENERATOR})`,
+        await cpuPerRequest(
+          () => grpcLoad(cluster.grpcAddress, 'cnn', cluster.models.mobilenet, imageInput, 16, SECONDS),
           (r) => r.requests,
         ),
       ),
@@ -363,7 +395,7 @@ try {
   say('# Front door: HTTP against its baselines\n');
   say(systemLine());
   say(
-    `- each load run: ${SECONDS} s closed loop after an unmeasured warm-up; load generator (autocannon; undici at concurrency 1) in the same machine, sharing its cores; three clusters up: front-door workers (default), none (--http-workers 0), and replicas serving HTTP (--http-handoff)`,
+    `- each load run: ${SECONDS} s closed loop after an unmeasured warm-up; load generator (HTTP: autocannon, undici at concurrency 1; gRPC: ${GRPC_GENERATOR}, one HTTP/2 connection, answers checked on a sample first) in the same machine, sharing its cores; three clusters up: front-door workers (default), none (--http-workers 0), and replicas serving HTTP (--http-handoff)`,
   );
   if (wanted('mlp')) await mlpSection(cluster, headOnly, handoff);
   if (wanted('cnn')) await cnnSection(cluster, headOnly, handoff);

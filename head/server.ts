@@ -317,7 +317,22 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const grpc =
     options.grpcPort === undefined
       ? undefined
-      : await startGrpcEndpoint({ state, graphs, backend, gate, token: options.token, host, maxBodyBytes, log }, options.grpcPort);
+      : await startGrpcEndpoint(
+          {
+            state,
+            graphs,
+            backend,
+            gate,
+            token: options.token,
+            host,
+            maxBodyBytes,
+            log,
+            count: (method, outcome) => state.metrics.grpcRequests.inc({ method, outcome }),
+          },
+          options.grpcPort,
+          // Its connections go to the front-door workers once they are up, as HTTP ones do.
+          (socket) => frontDoor?.takeGrpc(socket) ?? false,
+        );
   try {
     await app.listen({ host, port: options.port ?? 8470 });
   } catch (err) {
@@ -342,6 +357,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
         maxBodyBytes,
         keepAliveTimeoutMs: app.server.keepAliveTimeout,
         headersTimeoutMs: app.server.headersTimeout,
+        ...(grpc ? { grpcRelayPort: grpc.relayPort } : {}),
       },
     });
   }

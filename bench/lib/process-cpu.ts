@@ -9,10 +9,14 @@ function statFields(pid: number): string[] {
   return text.slice(text.lastIndexOf(')') + 2).split(' ');
 }
 
-/** CPU time (user + system, ms) a process has used so far. */
-export function cpuMs(pid: number): number {
+/**
+ * CPU time (user + system, ms) a process has used so far; with `reaped`, with that of its children
+ * that have ended and been waited for (a load generator such as h2load, run and ended within a measurement).
+ */
+export function cpuMs(pid: number, reaped = false): number {
   const f = statFields(pid);
-  return ((Number(f[11]) + Number(f[12])) / TICKS_PER_SECOND) * 1000;
+  const children = reaped ? Number(f[13]) + Number(f[14]) : 0;
+  return ((Number(f[11]) + Number(f[12]) + children) / TICKS_PER_SECOND) * 1000;
 }
 
 /** Every process below `pid` (children, grandchildren, ...), read from /proc. */
@@ -68,14 +72,15 @@ export async function cpuPerRequest<T>(
   self = 'client',
 ): Promise<{ result: T; cpu: Map<string, number> }> {
   const pids = [process.pid, ...descendants(process.pid)].filter((p) => readable(p));
-  const before = new Map(pids.map((p) => [p, cpuMs(p)]));
+  // This process's count takes in the load generators it ran and waited for meanwhile.
+  const before = new Map(pids.map((p) => [p, cpuMs(p, p === process.pid)]));
   const result = await work();
   const n = Math.max(1, requests(result));
   const cpu = new Map<string, number>();
   for (const pid of pids.filter((p) => readable(p))) {
     const name = pid === process.pid ? self : role(pid);
     if (name === 'other') continue;
-    cpu.set(name, (cpu.get(name) ?? 0) + ((cpuMs(pid) - before.get(pid)!) / n) * 1000);
+    cpu.set(name, (cpu.get(name) ?? 0) + ((cpuMs(pid, pid === process.pid) - before.get(pid)!) / n) * 1000);
   }
   return { result, cpu };
 }

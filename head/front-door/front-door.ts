@@ -77,16 +77,33 @@ export class FrontDoor {
 
   /** Hands `socket` (whose first bytes, `head`, were read here) to the next ready worker; false if none is. */
   take(socket: Socket, head: Buffer): boolean {
+    return this.#handTo(this.#nextReady(), { type: 'connection', head }, socket);
+  }
+
+  /** Hands a connection to the gRPC port (nothing read of it yet) to the next ready worker; false if none is, or workers serve no gRPC. */
+  takeGrpc(socket: Socket): boolean {
+    if (this.#options.settings.grpcRelayPort === undefined) return false;
+    return this.#handTo(this.#nextReady(), { type: 'grpc-connection' }, socket);
+  }
+
+  #nextReady(): Worker | undefined {
     for (let tried = 0; tried < this.#workers.length; tried++) {
       const worker = this.#workers[this.#next++ % this.#workers.length];
-      if (!worker?.ready || !worker.child.connected) continue;
-      const message = { type: 'connection' as const, head };
-      worker.child.send(message, socket, { keepOpen: false }, (err) => {
-        if (err) socket.destroy();
-      });
-      return true;
+      if (worker?.ready && worker.child.connected) return worker;
     }
-    return false;
+    return undefined;
+  }
+
+  #handTo(
+    worker: Worker | undefined,
+    message: { type: 'connection'; head: Buffer } | { type: 'grpc-connection' },
+    socket: Socket,
+  ): boolean {
+    if (!worker) return false;
+    worker.child.send(message, socket, { keepOpen: false }, (err) => {
+      if (err) socket.destroy();
+    });
+    return true;
   }
 
   /** Tells every worker to finish its accepted requests and refuse new ones; resolves when all did or `timeoutMs` passed. */
@@ -174,6 +191,7 @@ export class FrontDoor {
             state.metrics.frontDoorRequests.inc({ model: name, outcome: code }, count);
           }
         }
+        for (const { method, outcome, count } of message.grpc ?? []) state.metrics.grpcRequests.inc({ method, outcome }, count);
         return;
       case 'drained':
         worker.drained?.();

@@ -27,6 +27,8 @@ export const WorkerSettingsSchema = z.object({
   internalPort: z.number().int().min(1).max(65_535),
   keepAliveTimeoutMs: z.number().int().min(0),
   headersTimeoutMs: z.number().int().min(0),
+  /** The loopback port of the head's own gRPC service, when it serves gRPC: workers relay all but the inferences to it. */
+  grpcRelayPort: z.number().int().min(1).max(65_535).optional(),
 });
 export type WorkerSettings = z.infer<typeof WorkerSettingsSchema>;
 
@@ -37,6 +39,8 @@ export const HeadToWorkerSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('target'), id: z.number().int(), target: InferTargetSchema.nullable() }),
   /** Comes with a socket: a connection whose first bytes the head has read already. */
   z.object({ type: z.literal('connection'), head: z.instanceof(Uint8Array) }),
+  /** Comes with a socket: a connection to the gRPC port, nothing read of it. */
+  z.object({ type: z.literal('grpc-connection') }),
   z.object({ type: z.literal('drain') }),
 ]);
 export type HeadToWorker = z.infer<typeof HeadToWorkerSchema>;
@@ -53,6 +57,11 @@ export const WorkerToHeadSchema = z.discriminatedUnion('type', [
     type: z.literal('report'),
     served: z.record(z.string(), z.number().int().min(0)),
     failed: z.record(z.string(), z.partialRecord(z.enum(ERROR_CODES as [string, ...string[]]), z.number().int().min(0))),
+    /** gRPC calls answered, by method and outcome (the head's troupe_grpc_requests_total). */
+    grpc: z
+      .array(z.object({ method: z.string().max(64), outcome: z.string().max(64), count: z.number().int().min(1) }))
+      .max(1024)
+      .optional(),
   }),
   z.object({ type: z.literal('drained'), unfinished: z.number().int().min(0) }),
   /** Comes with a socket: a connection given back with the bytes read of a request the worker does not serve. */

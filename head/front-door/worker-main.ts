@@ -6,6 +6,8 @@ import type { Cluster, ErrorCode } from '../../runtime/internal.js';
 import { HeadToWorkerSchema } from './messages.js';
 import type { WorkerSettings, WorkerToHead } from './messages.js';
 import { WorkerCatalog } from './worker-catalog.js';
+import { startWorkerGrpc } from './worker-grpc.js';
+import type { WorkerGrpc } from './worker-grpc.js';
 
 /**
  * A front-door worker process (front-door.ts): serves the inference requests of the connections
@@ -54,9 +56,10 @@ function backendOf(cluster: Cluster): InferenceBackend {
 }
 
 function report(): void {
-  if (served.size === 0 && failures.size === 0) return;
   const failed = Object.fromEntries([...failures].map(([name, codes]) => [name, Object.fromEntries(codes)]));
-  tell({ type: 'report', served: Object.fromEntries(served), failed });
+  const grpc = workerGrpc?.takeCounts() ?? [];
+  if (served.size === 0 && failures.size === 0 && grpc.length === 0) return;
+  tell({ type: 'report', served: Object.fromEntries(served), failed, ...(grpc.length > 0 ? { grpc } : {}) });
   served.clear();
   failures.clear();
 }
@@ -80,6 +83,11 @@ async function serve(settings: WorkerSettings, pending: [Buffer, Socket][]): Pro
   };
   const accept = (head: Buffer, socket: Socket) => serveInPlace(socket, head, options);
   for (const [head, socket] of pending.splice(0)) accept(head, socket);
+  if (settings.grpcRelayPort !== undefined) {
+    const grpc = startWorkerGrpc({ ...options, relayPort: settings.grpcRelayPort });
+    workerGrpc = grpc;
+    for (const socket of earlyGrpc.splice(0)) grpc.inject(socket);
+  }
   setInterval(report, REPORT_EVERY_MS).unref();
   handleConnection = accept;
   tell({ type: 'ready' });
@@ -89,6 +97,9 @@ async function serve(settings: WorkerSettings, pending: [Buffer, Socket][]): Pro
 /** Connections that arrive before the worker is serving wait here (the head sends none before `ready`). */
 const early: [Buffer, Socket][] = [];
 let handleConnection = (head: Buffer, socket: Socket): void => void early.push([head, socket]);
+const earlyGrpc: Socket[] = [];
+/** Serves the gRPC connections handed over, once serving (and when the head serves gRPC). */
+let workerGrpc: WorkerGrpc | undefined;
 
 onParentGone(() => process.exit(0));
 process.on('SIGTERM', () => process.exit(0));
@@ -112,6 +123,10 @@ process.on('message', (raw: unknown, socket?: Socket) => {
       const head = Buffer.from(message.head.buffer, message.head.byteOffset, message.head.byteLength);
       return handleConnection(head, socket);
     }
+    case 'grpc-connection':
+      if (!socket) return;
+      if (workerGrpc) return workerGrpc.inject(socket);
+      return void earlyGrpc.push(socket);
     case 'drain':
       void gate.drain(60_000).then(({ unfinished }) => {
         report();

@@ -1,12 +1,12 @@
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { classCounts, classifyOutputs, drainingError, outputOrder } from '../../runtime/internal.js';
 import type { HttpError } from '../../runtime/internal.js';
-import type { GrpcContext } from './context.js';
+import type { GrpcInferContext } from './context.js';
 import { decodeGrpcRequest } from './infer-request.js';
 import { grpcInferResponse } from './infer-response.js';
-import { ModelInferRequestSchema } from './messages.js';
+import { checkModelInferRequest } from './infer-request-limits.js';
 import type { ModelInferResponse } from './messages.js';
-import { failure, parseMessage, statusMessage } from './status.js';
+import { failure, statusMessage } from './status.js';
 
 /**
  * ModelInfer and ModelStreamInfer: a request decoded to the wire tensors the HTTP path decodes to,
@@ -21,8 +21,8 @@ function remainingMs(deadline: Date | number): number | undefined {
 }
 
 /** One inference, from the request message as decoded off the wire to the response message. */
-export async function inferOnce(ctx: GrpcContext, message: unknown, deadline: Date | number): Promise<ModelInferResponse> {
-  const request = parseMessage(ModelInferRequestSchema, message, 'ModelInferRequest');
+export async function inferOnce(ctx: GrpcInferContext, message: unknown, deadline: Date | number): Promise<ModelInferResponse> {
+  const request = checkModelInferRequest(message);
   const target = await ctx.backend.target({
     name: request.model_name,
     ...(request.model_version ? { version: request.model_version } : {}),
@@ -52,7 +52,7 @@ export async function inferOnce(ctx: GrpcContext, message: unknown, deadline: Da
  * Accepted work, counted so a drain waits for it, or the refusal of a draining head (UNAVAILABLE,
  * TROUPE_ERR_SHUTTING_DOWN, as HTTP's 503).
  */
-export function accepted(ctx: GrpcContext, method: string): { leave: () => void } | { refused: HttpError } {
+export function accepted(ctx: GrpcInferContext, method: string): { leave: () => void } | { refused: HttpError } {
   if (ctx.gate.draining) return { refused: drainingError('gRPC', method) };
   return { leave: ctx.gate.enter() };
 }
@@ -70,7 +70,7 @@ export const MAX_STREAM_IN_FLIGHT = 128;
  * request's id). A failed request is a response with error_message, and the stream goes on; the
  * stream ends once the client has ended its side and every answer is written.
  */
-export function serveStream(ctx: GrpcContext, call: ServerDuplexStream<unknown, unknown>, counted: (outcome: string) => void): void {
+export function serveStream(ctx: GrpcInferContext, call: ServerDuplexStream<unknown, unknown>, counted: (outcome: string) => void): void {
   let pending = 0;
   let ended = false;
   // Answers not yet taken by the transport count as in flight too: a client that reads nothing stalls its stream.

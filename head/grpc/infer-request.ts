@@ -114,8 +114,7 @@ function fromRaw(dtype: OipDType, shape: number[], bytes: Uint8Array, label: str
   return wire;
 }
 
-function shapeOf(dims: readonly string[], label: string): number[] {
-  const shape = dims.map(Number);
+function shapeOf(shape: number[], label: string): number[] {
   checkShape(shape, label);
   return shape;
 }

@@ -1,19 +1,22 @@
-import { Server, ServerCredentials } from '@grpc/grpc-js';
-import type { Metadata, ServerDuplexStream, ServerUnaryCall, UntypedServiceImplementation, sendUnaryData } from '@grpc/grpc-js';
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import { createServer } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import { TroupeError } from '../../runtime/internal.js';
-import type { AuthPolicy, HttpError } from '../../runtime/internal.js';
-import { grpcAuthError } from './auth.js';
 import type { GrpcContext } from './context.js';
-import { accepted, inferOnce, serveStream } from './infer-handlers.js';
-import { checkDecoded, tolerantDecoding } from './malformed.js';
 import { modelHandlers } from './model-handlers.js';
+import { connectionInjector, grpcServer, inferenceImplementation, unaryMethod } from './service.js';
+import { tolerantDecoding } from './malformed.js';
 import { inferenceServiceDefinition } from './service-definition.js';
-import { failure, serviceError } from './status.js';
 
 /**
  * The head's gRPC endpoint: the Open Inference Protocol's GRPCInferenceService (proto/), on its
  * own port beside the HTTP API (`--grpc-port`, default 8471), on the same host, under the same
  * rules: the token, the request size limit, drain, and errors with their TROUPE_ERR_* codes.
+ *
+ * The head accepts the port's connections itself and offers each to `handOff` (a front-door
+ * worker, which serves its inferences as it serves HTTP ones: head/front-door/worker-grpc.ts);
+ * a connection no worker takes is served here. Workers relay the methods that describe the server
+ * and its models to the head over a loopback port of the same service (`relayPort`).
  */
 
 export const DEFAULT_GRPC_PORT = 8471;
@@ -22,92 +25,62 @@ export interface GrpcEndpoint {
   /** host:port the service listens on. */
   readonly address: string;
   readonly port: number;
+  /** A loopback port where the head serves the same service itself (no hand-off): front-door workers relay to it. */
+  readonly relayPort: number;
   /** Stops taking calls; calls still open after `graceMs` are cancelled. */
   close(graceMs: number): Promise<void>;
 }
+
+/** Hands a connection just accepted (nothing read of it) to another process; false if none takes it. */
+export type GrpcHandOff = (socket: Socket) => boolean;
 
 function hostPort(host: string, port: number): string {
   return `${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
-export async function startGrpcEndpoint(ctx: GrpcContext, port: number): Promise<GrpcEndpoint> {
-  const server = new Server({
-    // The HTTP API's body limit: larger messages are refused (RESOURCE_EXHAUSTED) before they are decoded.
-    'grpc.max_receive_message_length': ctx.maxBodyBytes,
-    'grpc.max_send_message_length': -1,
-  });
-  const counted = (method: string) => (outcome: string) => ctx.state.metrics.grpcRequests.inc({ method, outcome });
-  const refusal = (policy: AuthPolicy, metadata: Metadata, method: string) => grpcAuthError(policy, ctx, metadata, method);
-
-  /** A unary method: the token its policy asks for, then the answer or the error as a status. */
-  const unary =
-    (method: string, policy: AuthPolicy, answer: (request: unknown, call: ServerUnaryCall<unknown, unknown>) => unknown) =>
-    (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
-      const count = counted(method);
-      const fail = (error: HttpError) => {
-        count(error.code);
-        callback(serviceError(error));
-      };
-      const refused = refusal(policy, call.metadata, method);
-      if (refused) return fail(refused);
-      Promise.resolve()
-        .then(() => {
-          checkDecoded(call.request);
-          return answer(call.request, call);
-        })
-        .then(
-          (response) => {
-            count('ok');
-            callback(null, response);
-          },
-          (err: unknown) => fail(failure(ctx.log, err, method, ctx.maxBodyBytes)),
-        );
-    };
-
-  const implementation: UntypedServiceImplementation = {};
-  for (const [method, answer] of Object.entries(modelHandlers(ctx))) implementation[method] = unary(method, 'read', answer);
-  const modelInfer = unary('ModelInfer', 'inference', (request, call) => inferOnce(ctx, request, call.getDeadline()));
-  implementation.ModelInfer = (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
-    const entry = accepted(ctx, 'ModelInfer');
-    if ('refused' in entry) {
-      counted('ModelInfer')(entry.refused.code);
-      return callback(serviceError(entry.refused));
-    }
-    let left = false;
-    const leave = () => {
-      if (!left) entry.leave();
-      left = true;
-    };
-    // Left when answered, or when the client gave up on the call.
-    call.once('cancelled', leave);
-    modelInfer(call, (error, response) => {
-      leave();
-      callback(error, response);
+function listen(server: Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject).listen(port, host, () => {
+      server.removeListener('error', reject);
+      const address = server.address();
+      resolve(typeof address === 'object' && address ? address.port : port);
     });
-  };
-  implementation.ModelStreamInfer = (call: ServerDuplexStream<unknown, unknown>) => {
-    const refused = refusal('inference', call.metadata, 'ModelStreamInfer');
-    if (refused) {
-      counted('ModelStreamInfer')(refused.code);
-      call.emit('error', serviceError(refused));
-      return;
-    }
-    serveStream(ctx, call, counted('ModelStreamInfer'));
-  };
-  server.addService(tolerantDecoding(inferenceServiceDefinition()), implementation);
+  });
+}
 
+/** The head's own answers to every method but the inferences: each the same as its HTTP route. */
+function describingMethods(ctx: GrpcContext): UntypedServiceImplementation {
+  const methods: UntypedServiceImplementation = {};
+  for (const [method, answer] of Object.entries(modelHandlers(ctx))) methods[method] = unaryMethod(ctx, method, 'read', answer);
+  return methods;
+}
+
+export async function startGrpcEndpoint(ctx: GrpcContext, port: number, handOff: GrpcHandOff = () => false): Promise<GrpcEndpoint> {
+  const server = grpcServer(ctx.maxBodyBytes);
+  server.addService(tolerantDecoding(inferenceServiceDefinition()), inferenceImplementation(ctx, describingMethods(ctx)));
+  const serveHere = connectionInjector(server);
+  // Paused: a connection handed to a worker keeps its first bytes in the kernel, where they travel with it.
+  const listener = createServer({ pauseOnConnect: true }, (socket) => {
+    // A client that resets the connection before it is handed on must not take the head down.
+    socket.on('error', () => socket.destroy());
+    if (!handOff(socket)) serveHere(socket);
+  });
+  const relay = createServer({ pauseOnConnect: true }, serveHere);
   const wanted = hostPort(ctx.host, port);
-  const bound = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(wanted, ServerCredentials.createInsecure(), (err, at) =>
-      err
-        ? reject(new TroupeError('TROUPE_ERR_BAD_FLAG', `cannot serve gRPC on ${wanted}: ${err.message} (see --grpc-port)`))
-        : resolve(at),
-    ),
-  );
+  let bound: number;
+  try {
+    bound = await listen(listener, ctx.host, port);
+  } catch (err) {
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `cannot serve gRPC on ${wanted}: ${(err as Error).message} (see --grpc-port)`);
+  }
+  const relayPort = await listen(relay, '127.0.0.1', 0);
   return {
     address: hostPort(ctx.host, bound),
     port: bound,
+    relayPort,
     async close(graceMs) {
+      listener.close();
+      relay.close();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         new Promise<void>((resolve) => server.tryShutdown(() => resolve())),

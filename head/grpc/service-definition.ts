@@ -3,6 +3,8 @@ import type { GrpcObject, ServiceDefinition } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import type { Options } from '@grpc/proto-loader';
 import { fileURLToPath } from 'node:url';
+import { decodeModelInferRequest } from './infer-request-codec.js';
+import { encodeModelInferResponse, encodeModelStreamInferResponse } from './infer-response-codec.js';
 
 /**
  * The service the head serves, read from the repository's own .proto files (proto/, copied beside
@@ -28,7 +30,19 @@ export const LOADER_OPTIONS: Options = {
 
 export const SERVICE_NAME = 'inference.GRPCInferenceService';
 
+/**
+ * The service as the .proto describes it, ModelInfer's and ModelStreamInfer's messages excepted:
+ * those go through the service's own codec (infer-request-codec.ts, infer-response-codec.ts),
+ * which gives the same objects without reflection and leaves tensor bytes where they arrived.
+ */
 export function inferenceServiceDefinition(): ServiceDefinition {
   const inference = loadPackageDefinition(loadSync('grpc_service.proto', LOADER_OPTIONS)).inference as GrpcObject;
-  return (inference.GRPCInferenceService as unknown as { service: ServiceDefinition }).service;
+  const service = (inference.GRPCInferenceService as unknown as { service: ServiceDefinition }).service;
+  const codecs = {
+    ModelInfer: { requestDeserialize: decodeModelInferRequest, responseSerialize: encodeModelInferResponse },
+    ModelStreamInfer: { requestDeserialize: decodeModelInferRequest, responseSerialize: encodeModelStreamInferResponse },
+  };
+  return Object.fromEntries(
+    Object.entries(service).map(([name, method]) => [name, { ...method, ...(codecs[name as keyof typeof codecs] ?? {}) }]),
+  ) as ServiceDefinition;
 }

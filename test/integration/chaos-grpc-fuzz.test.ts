@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { status } from '@grpc/grpc-js';
 import type { ServiceDefinition, ServiceError } from '@grpc/grpc-js';
 import { after, before, describe, test } from 'node:test';
-import { isAlive } from '../helpers/cluster.js';
+import { isAlive, waitFor } from '../helpers/cluster.js';
+import { childrenRunning } from '../helpers/processes.js';
 import { FUZZ_SEED, rssOf, startChaosCluster } from '../helpers/chaos-cluster.js';
 import type { ChaosCluster } from '../helpers/chaos-cluster.js';
 import { Prng, mutateBytes } from '../helpers/fuzz.js';
@@ -16,7 +17,8 @@ import { seededFloats } from '../helpers/tensors.js';
  * requests mutated bytewise) to every method, and well-formed requests whose contents lie: raw
  * contents of the wrong size, huge and negative declared shapes, contents of the wrong type, BYTES
  * whose lengths run past their data. Each well-formed request is answered with a TROUPE_ERR_* code
- * and never INTERNAL (bytes that are no protobuf too); afterwards every process is the same one and a valid request succeeds.
+ * and never INTERNAL (bytes that are no protobuf too); afterwards every process (the front-door
+ * workers, which serve the gRPC connections, included) is the same one and a valid request succeeds.
  */
 
 const METHODS = [
@@ -112,6 +114,11 @@ describe('chaos: gRPC fuzzing', { timeout: 180_000 }, () => {
     const r = new Prng(FUZZ_SEED);
     const { pids } = chaos;
     const rssBefore = await rssOf(pids.head);
+    // The front-door workers serve the gRPC connections' inferences: they must survive too.
+    const workers = await waitFor('the front-door workers', async () => {
+      const running = await childrenRunning(pids.head, 'front-door/worker-main');
+      return running.length > 0 && running;
+    });
     const service = (grpc.client.constructor as unknown as { service: ServiceDefinition }).service;
     const serialize = (method: string, message: unknown) => service[method]!.requestSerialize(message);
     const valid = {
@@ -164,7 +171,8 @@ describe('chaos: gRPC fuzzing', { timeout: 180_000 }, () => {
     await ended;
     assert.equal(answers, 100);
 
-    for (const pid of [pids.head, pids.agent, pids.actor]) assert.ok(isAlive(pid), `process ${pid} is still up`);
+    for (const pid of [pids.head, pids.agent, pids.actor, ...workers]) assert.ok(isAlive(pid), `process ${pid} is still up`);
+    assert.deepEqual(await childrenRunning(pids.head, 'front-door/worker-main'), workers, 'no front-door worker was restarted');
     const answer = await grpc.call<{ raw_output_contents: Buffer[] }>('ModelInfer', valid);
     assert.equal(floatsOfRaw(answer.raw_output_contents[0]!).length, 10);
     const rssAfter = await rssOf(pids.head);
