@@ -56,6 +56,22 @@ async function main(): Promise<void> {
       .then(() => process.exit(0));
   });
 
+  /**
+   * The inference thread died (actors/threaded-model.ts has failed its calls): this process can
+   * serve nothing more, so it says why on stderr (the agent reports the tail as the crash's cause)
+   * and exits once the failures it sent have left, as a crash would: the agent restarts it.
+   */
+  const threadDied = (error: TroupeError) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`troupe actor ${env.TROUPE_ACTOR_ID}: ${error.message}\n`);
+    // The calls' failures were queued on their connections in this turn's promise callbacks.
+    setImmediate(() => {
+      door?.closeAll();
+      void (head?.close() ?? Promise.resolve()).finally(() => process.exit(ACTOR_EXIT.THREAD_DIED));
+    });
+  };
+
   const device = env.TROUPE_DEVICE;
   let model: ServedModel | undefined;
   let loadError: TroupeError | undefined;
@@ -64,7 +80,14 @@ async function main(): Promise<void> {
     // Label files first: a missing one fails the load before onnxruntime spends anything on it.
     if (env.TROUPE_LABEL_FILES)
       labelLines = await readLabelFiles(env.TROUPE_LABEL_FILES, JSON.parse(env.TROUPE_SHOWN_LABEL_FILES ?? '{}') as Record<string, string>);
-    model = await loadModel(env.TROUPE_MODEL_PATH, { device, ...(env.TROUPE_THREADS ? { threads: env.TROUPE_THREADS } : {}) });
+    const loading = await loadModel(
+      env.TROUPE_MODEL_PATH,
+      { device, ...(env.TROUPE_THREADS ? { threads: env.TROUPE_THREADS } : {}) },
+      env.TROUPE_INFERENCE_THREAD ?? 'auto',
+      (error) => threadDied(error),
+    );
+    model = loading.model;
+    log.info({ actor: env.TROUPE_ACTOR_ID, inferenceThread: loading.threaded, runMs: loading.runMs }, 'where the model runs');
   } catch (err) {
     const full = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
     // The absolute path stays in this machine's log; the head and its caller see the path as named.

@@ -2,6 +2,8 @@ import type { ModelMetadata, Tensor } from '../runtime/internal.js';
 import { GRAPH_FILE, GraphModel } from './graph-model.js';
 import { OnnxModel } from './onnx-model.js';
 import type { LoadOptions } from './onnx-model.js';
+import { ThreadedModel } from './threaded-model.js';
+import type { OnThreadDeath } from './threaded-model.js';
 
 /** What an actor serves: one ONNX session, or a graph of them run in this process. */
 export interface ServedModel {
@@ -13,7 +15,36 @@ export interface ServedModel {
   run(inputs: Record<string, Tensor>, outputs?: readonly string[]): Promise<Record<string, Tensor>>;
 }
 
-/** Loads and warms up the model file a deployment names: `*.graph.json` is a graph, anything else ONNX. */
-export function loadModel(path: string, options: LoadOptions): Promise<ServedModel> {
-  return GRAPH_FILE.test(path) ? GraphModel.load(path, options) : OnnxModel.load(path, options);
+/** Where a model's session runs: `auto` decides by its measured run time (see {@link INFERENCE_THREAD_MIN_RUN_MS}). */
+export type InferenceThreadMode = 'auto' | 'always' | 'never';
+
+/**
+ * A model whose lone call runs at least this long (ms, measured at load) gets a thread of its own.
+ * Handing a run to the thread and its answer back costs 0.02-0.2 ms (more with large inputs on a
+ * busy machine, bench/RESULTS-front-door.md) and one copy of the inputs; a run of a millisecond or
+ * more is then at least 5x what the hop costs, and I/O overlapping it is worth far more (MobileNet:
+ * 5-6 ms a image). The small MLP's run (0.01-0.02 ms) is cheaper than the hop: it stays in one thread.
+ */
+export const INFERENCE_THREAD_MIN_RUN_MS = 1;
+
+export interface LoadedModel {
+  model: ServedModel;
+  /** Whether its session runs on a thread of its own, and the run time that decided it (ms; absent when not measured). */
+  threaded: boolean;
+  runMs?: number;
+}
+
+/**
+ * Loads and warms up the model file a deployment names: `*.graph.json` is a graph (its sessions in
+ * this thread), anything else ONNX. In `auto` mode the session is created on an inference thread
+ * first, so a large model loads once, where it will run; one that runs faster than the hop is
+ * worth is let go and loaded again in this thread (a small model loads in milliseconds).
+ */
+export async function loadModel(path: string, options: LoadOptions, mode: InferenceThreadMode = 'auto', onDeath?: OnThreadDeath): Promise<LoadedModel> {
+  if (GRAPH_FILE.test(path)) return { model: await GraphModel.load(path, options), threaded: false };
+  if (mode === 'never') return { model: await OnnxModel.load(path, options), threaded: false };
+  const threaded = await ThreadedModel.load(path, options, onDeath);
+  if (mode === 'always' || threaded.runMs >= INFERENCE_THREAD_MIN_RUN_MS) return { model: threaded, threaded: true, runMs: threaded.runMs };
+  await threaded.release();
+  return { model: await OnnxModel.load(path, options), threaded: false, runMs: threaded.runMs };
 }

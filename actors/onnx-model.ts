@@ -68,13 +68,33 @@ export class OnnxModel {
       throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `cannot load '${path}' with the ${provider} provider: ${(err as Error).message}`);
     }
     try {
-      const feeds: Record<string, ort.Tensor> = {};
-      for (const info of model.metadata.inputs) feeds[info.name] = warmupInput(info);
-      await model.#session.run(feeds);
+      await model.#session.run(model.#warmupFeeds());
     } catch (err) {
       throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `warm-up inference of '${path}' failed: ${(err as Error).message}`);
     }
     return model;
+  }
+
+  #warmupFeeds(): Record<string, ort.Tensor> {
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const info of this.metadata.inputs) feeds[info.name] = warmupInput(info);
+    return feeds;
+  }
+
+  /**
+   * The median time of `times` runs of the warm-up input (the declared shape, symbolic dims 1), in
+   * ms: what one lone call costs this model, measured after the warm-up so no first-run set-up counts.
+   */
+  async timeWarmRuns(times: number): Promise<number> {
+    const feeds = this.#warmupFeeds();
+    const ms: number[] = [];
+    for (let i = 0; i < times; i++) {
+      const start = performance.now();
+      await this.#session.run(feeds);
+      ms.push(performance.now() - start);
+    }
+    ms.sort((a, b) => a - b);
+    return ms[Math.floor(ms.length / 2)] ?? 0;
   }
 
   async run(inputs: Record<string, Tensor>, outputs?: readonly string[]): Promise<Record<string, Tensor>> {

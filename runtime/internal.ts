@@ -81,7 +81,7 @@ export type {
 } from './spec.js';
 export { DTYPES, DTYPE_NAMES, byteLengthOf, isDType } from './tensor/dtypes.js';
 export type { DType, NumericDType } from './tensor/dtypes.js';
-export { checkShape, elementCount, formatShape, tensor } from './tensor/tensor.js';
+export { bytesOf, checkShape, elementCount, formatShape, tensor, viewBytes } from './tensor/tensor.js';
 export { sharesMemory } from './tensor/shares-memory.js';
 export { sharedMemoryAddon } from './shm/addon.js';
 export { handoffAddon } from './handoff/addon.js';
@@ -97,7 +97,7 @@ export { Channel } from './transport/channel.js';
 export { Reconnect } from './transport/reconnect.js';
 export { clientSocketOptions } from './transport/socket-options.js';
 export { checkBearer, sameSecret } from './transport/bearer.js';
-export { BufferPool, sharedBufferPool } from './transport/buffer-pool.js';
+export { BufferPool, MIN_POOLED_BYTES, sharedBufferPool } from './transport/buffer-pool.js';
 export { FrameStream } from './transport/frame-stream.js';
 export type { FrameSink, FrameTransport } from './transport/frame-transport.js';
 export { acceptFrames, wantsFrames } from './transport/frames-upgrade.js';

@@ -204,6 +204,12 @@ export const ActorEnvSchema = z.object({
   TROUPE_SHOWN_PATH: z.string().max(1000).optional(),
   TROUPE_DEVICE: z.enum(['cpu', 'cuda', 'simulated-gpu']),
   TROUPE_THREADS: z.coerce.number().int().min(1).max(256).optional(),
+  /**
+   * Where a model's session runs: on an inference thread of its own, so the actor reads and parses
+   * the next calls while one infers (`always`), on the actor's main thread (`never`), or decided at
+   * load by its run time (`auto`, the default; see actors/load-model.ts). Passed down from the agent's environment.
+   */
+  TROUPE_INFERENCE_THREAD: z.enum(['auto', 'always', 'never']).optional(),
   /** The deployment's batch spec as JSON. */
   TROUPE_BATCH: z.string().optional(),
   /** The deployment's name, for error messages of direct calls. */
