@@ -28,8 +28,7 @@ export interface MovedTensor {
 }
 
 export type ToInferenceThread =
-  | { type: 'run'; id: number; inputs: Record<string, MovedTensor>; outputs: readonly string[] | undefined }
-  | { type: 'release' };
+  { type: 'run'; id: number; inputs: Record<string, MovedTensor>; outputs: readonly string[] | undefined } | { type: 'release' };
 
 export type FromInferenceThread =
   /** The session loaded and warmed up; `runMs`: the median of a few more warm runs at the declared shape (symbolic dims 1). */

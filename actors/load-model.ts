@@ -40,7 +40,12 @@ export interface LoadedModel {
  * first, so a large model loads once, where it will run; one that runs faster than the hop is
  * worth is let go and loaded again in this thread (a small model loads in milliseconds).
  */
-export async function loadModel(path: string, options: LoadOptions, mode: InferenceThreadMode = 'auto', onDeath?: OnThreadDeath): Promise<LoadedModel> {
+export async function loadModel(
+  path: string,
+  options: LoadOptions,
+  mode: InferenceThreadMode = 'auto',
+  onDeath?: OnThreadDeath,
+): Promise<LoadedModel> {
   if (GRAPH_FILE.test(path)) return { model: await GraphModel.load(path, options), threaded: false };
   if (mode === 'never') return { model: await OnnxModel.load(path, options), threaded: false };
   const threaded = await ThreadedModel.load(path, options, onDeath);

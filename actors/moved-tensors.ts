@@ -16,7 +16,10 @@ function ownBuffer(bytes: number, pool: BufferPool): Uint8Array {
 }
 
 /** Copies each input into a buffer of its own and lists those buffers for the transfer. */
-export function moveInputs(inputs: Record<string, Tensor>, pool: BufferPool): { moved: Record<string, MovedTensor>; transfer: ArrayBuffer[] } {
+export function moveInputs(
+  inputs: Record<string, Tensor>,
+  pool: BufferPool,
+): { moved: Record<string, MovedTensor>; transfer: ArrayBuffer[] } {
   const moved: Record<string, MovedTensor> = {};
   const transfer: ArrayBuffer[] = [];
   for (const [name, t] of Object.entries(inputs)) {
@@ -66,7 +69,11 @@ export function tensorsOf(moved: Record<string, MovedTensor>): Record<string, Te
     out[name] =
       m.dtype === 'string'
         ? { dtype: m.dtype, shape: m.shape, data: m.data as string[] }
-        : { dtype: m.dtype, shape: m.shape, data: viewBytes(m.dtype as NumericDType, new Uint8Array(m.data as ArrayBuffer, 0, m.byteLength)) };
+        : {
+            dtype: m.dtype,
+            shape: m.shape,
+            data: viewBytes(m.dtype as NumericDType, new Uint8Array(m.data as ArrayBuffer, 0, m.byteLength)),
+          };
   }
   return out;
 }

@@ -55,13 +55,25 @@ try {
   say('## MobileNet-v2-shaped CNN, samples/s, median of the windows (ratio over the floor of each window)\n');
   const { models } = clusters.get('auto')!.workers;
   for (const layout of LAYOUTS) {
-    const spec = { name: 'cnn', model: 'mobilenet.onnx', threads: layout.threads, replicas: layout.replicas, batch: { maxSize: 2 }, maxQueue: 100_000 };
+    const spec = {
+      name: 'cnn',
+      model: 'mobilenet.onnx',
+      threads: layout.threads,
+      replicas: layout.replicas,
+      batch: { maxSize: 2 },
+      maxQueue: 100_000,
+    };
     const sdks = new Map<Mode, Awaited<ReturnType<typeof connect>>>();
     for (const mode of MODES) {
       const { workers, handoff } = clusters.get(mode)!;
       await deploy(workers, spec);
       await deploy(handoff, spec);
-      await whenDoorsOpen(handoff.url, 'cnn', layout.replicas, oipRequest(`${handoff.url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true));
+      await whenDoorsOpen(
+        handoff.url,
+        'cnn',
+        layout.replicas,
+        oipRequest(`${handoff.url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true),
+      );
       sdks.set(mode, await connect(workers.url));
     }
     const paths = ['HTTP workers 16', 'HTTP workers 64', 'HTTP handoff 16', 'HTTP handoff 64', 'SDK 16'];
@@ -127,7 +139,9 @@ try {
         await httpLoad(oipRequest(`${handoff.url}/v2/models/mlp/infer`, 'x', [1, 64], mlpX, 'logits', true), 64, SECONDS),
         await closedLoop(() => sdks.get(mode)!.run('mlp', { x }), { concurrency: 64, seconds: SECONDS }),
       ];
-      ['HTTP handoff 64', 'SDK 64'].forEach((p, i) => mlpRates.set(`${mode} ${p}`, [...(mlpRates.get(`${mode} ${p}`) ?? []), results[i]!.rps]));
+      ['HTTP handoff 64', 'SDK 64'].forEach((p, i) =>
+        mlpRates.set(`${mode} ${p}`, [...(mlpRates.get(`${mode} ${p}`) ?? []), results[i]!.rps]),
+      );
     }
   }
   for (const mode of MODES) await sdks.get(mode)!.close();

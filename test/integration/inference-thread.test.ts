@@ -9,7 +9,8 @@ import { OnnxModel } from '../../actors/onnx-model.js';
 import { ThreadedModel } from '../../actors/threaded-model.js';
 import { writeExampleModels } from '../../models/index.js';
 import type { ExampleModelPaths } from '../../models/index.js';
-import { TroupeError, tensor } from '../../runtime/internal.js';
+import { tensor } from '../../runtime/internal.js';
+import type { TroupeError } from '../../runtime/internal.js';
 import type { Tensor } from '../../runtime/internal.js';
 import { seededFloats } from '../helpers/tensors.js';
 
@@ -20,7 +21,8 @@ import { seededFloats } from '../helpers/tensors.js';
  * fails the runs in it and every later one with TROUPE_ERR_ACTOR_DIED and tells the actor.
  */
 
-const bytes = (t: Tensor | undefined) => Buffer.from((t!.data as Float32Array).buffer, (t!.data as Float32Array).byteOffset, (t!.data as Float32Array).byteLength);
+const bytes = (t: Tensor | undefined) =>
+  Buffer.from((t!.data as Float32Array).buffer, (t!.data as Float32Array).byteOffset, (t!.data as Float32Array).byteLength);
 
 /**
  * Makes the inference thread exit (code 7) when its next message arrives, through the
