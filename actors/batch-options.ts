@@ -7,7 +7,10 @@ import type { ServedModel } from './load-model.js';
  * those, rows are independent along axis 0 and can be concatenated and split back. A graph may
  * say otherwise (an ensemble that concatenates its members' rows).
  */
-export function batchOptions(batchJson: string | undefined, model: Pick<ServedModel, 'metadata' | 'batchable'>): BatcherOptions {
+export function batchOptions(
+  batchJson: string | undefined,
+  model: Pick<ServedModel, 'metadata' | 'batchable' | 'overlap'>,
+): BatcherOptions {
   const spec = batchJson ? BatchSchema.safeParse(JSON.parse(batchJson)) : undefined;
   const batch = spec?.success ? spec.data : { maxSize: 1, maxDelayMs: 0 };
   const symbolicFirst = (shape: readonly (number | string)[]) => typeof shape[0] === 'string';
@@ -18,5 +21,6 @@ export function batchOptions(batchJson: string | undefined, model: Pick<ServedMo
     waitWhenIdle: batch.waitWhenIdle === true,
     preferredSizes: batch.preferredSizes,
     batchable,
+    overlap: model.overlap ?? 1,
   };
 }

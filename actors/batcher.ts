@@ -18,6 +18,13 @@ export interface BatcherOptions {
   preferredSizes?: readonly number[] | undefined;
   /** False for models without a batch axis: they are never batched. */
   batchable: boolean;
+  /**
+   * Runs the model may hold at once (default 1). A model on an inference thread takes 2: while one
+   * batch runs, a next batch that is already full goes ahead into the thread's queue, so the
+   * session never waits for this thread between runs. Only a full batch goes ahead, since a
+   * partial one could still gain calls by waiting: batches form as with one run at a time.
+   */
+  overlap?: number | undefined;
 }
 
 export interface BatcherStats {
@@ -31,7 +38,20 @@ export interface BatcherStats {
   queueMs: number;
 }
 
-export type RunModel = (inputs: Record<string, Tensor>, outputs: readonly string[] | undefined) => Promise<Record<string, Tensor>>;
+/**
+ * Runs the model once. `notAfter` (ms since the epoch, `performance.timeOrigin` based) comes only
+ * with a run sent ahead while another runs (see `overlap`): a model that has not started it by
+ * then rejects with {@link RunNotStarted}, and its calls go back to the queue, where those whose
+ * deadline passed are dropped unrun.
+ */
+export type RunModel = (
+  inputs: Record<string, Tensor>,
+  outputs: readonly string[] | undefined,
+  notAfter?: number,
+) => Promise<Record<string, Tensor>>;
+
+/** A run sent ahead was not started: its `notAfter` had passed when its turn came. */
+export class RunNotStarted extends Error {}
 
 interface Job {
   inputs: Record<string, Tensor>;
@@ -63,9 +83,11 @@ export class Batcher {
   /** Triton-style per-call and per-batch-size totals (reported with the stats). */
   readonly totals = new CallTotalsRecorder();
   #running = false;
-  /** Calls in the run now going on. */
+  /** Calls in the runs now going on. */
   #inRun = 0;
   #wake: (() => void) | undefined;
+  /** Wakes a drain that waits on its runs when a call arrives (only with `overlap` above 1). */
+  #arrived: (() => void) | undefined;
   #idleWaiters: (() => void)[] = [];
 
   constructor(run: RunModel, options: BatcherOptions) {
@@ -101,6 +123,7 @@ export class Batcher {
         reject,
       });
       this.#wake?.();
+      this.#arrived?.();
       if (!this.#running) void this.#drain();
     });
   }
@@ -122,11 +145,47 @@ export class Batcher {
       await this.#waitForCompany();
       this.#dropExpired();
       const batch = this.#take();
-      if (batch.length > 0) await this.#execute(batch);
+      if (batch.length > 0) await ((this.#options.overlap ?? 1) > 1 ? this.#runOverlapped(batch) : this.#execute(batch));
       await this.#readArrived();
     }
     this.#running = false;
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
+  }
+
+  /**
+   * Runs `batch` and, while runs go on, sends each next batch that is already full after them, up
+   * to `overlap` runs at once; returns when every run started here has ended. A partial batch
+   * waits for that, as with one run at a time, gathering the calls that arrive meanwhile.
+   */
+  async #runOverlapped(batch: Job[]): Promise<void> {
+    const runs = new Set<Promise<void>>();
+    const start = (jobs: Job[]) => {
+      // A batch sent ahead must not outlive its calls' deadlines while it waits its turn.
+      const deadlines = jobs.flatMap((j) => (runs.size > 0 && j.deadline !== undefined ? [j.deadline] : []));
+      const notAfter = deadlines.length > 0 ? performance.timeOrigin + Math.min(...deadlines) : undefined;
+      const run: Promise<void> = this.#execute(jobs, notAfter).finally(() => runs.delete(run));
+      runs.add(run);
+    };
+    start(batch);
+    while (runs.size > 0) {
+      this.#dropExpired();
+      if (runs.size < this.#options.overlap! && this.#fullBatchWaiting()) {
+        start(this.#take());
+        continue;
+      }
+      // Until a run ends, or a call comes that may fill a batch.
+      const arrival = new Promise<void>((resolve) => (this.#arrived = resolve));
+      await Promise.race([...runs, arrival]);
+      this.#arrived = undefined;
+    }
+  }
+
+  /** Whether the oldest call and the compatible ones behind it fill a batch of the target size. */
+  #fullBatchWaiting(): boolean {
+    const first = this.#queue[0];
+    if (!first) return false;
+    if (first.rows === null) return true;
+    return this.#rowsLike(first) >= this.#target(first);
   }
 
   /**
@@ -213,10 +272,10 @@ export class Batcher {
     return preferred.length ? Math.max(...preferred) : maxSize;
   }
 
-  async #execute(batch: Job[]): Promise<void> {
+  async #execute(batch: Job[], notAfter?: number): Promise<void> {
     const start = performance.now();
     const first = batch[0]!;
-    this.#inRun = batch.length;
+    this.#inRun += batch.length;
     // The phases are timed apart for the statistics: joining inputs, the run, splitting outputs.
     let ran = start;
     let split: number;
@@ -224,7 +283,7 @@ export class Batcher {
       let outputs: Record<string, Tensor>[];
       if (batch.length === 1) {
         // A lone call's inputs go to the model as they are: no joining, no splitting.
-        outputs = [await this.#run(first.inputs, first.outputs)];
+        outputs = [await this.#run(first.inputs, first.outputs, notAfter)];
         split = performance.now();
       } else {
         const inputs: Record<string, Tensor> = {};
@@ -240,7 +299,7 @@ export class Batcher {
         ran = performance.now();
         let result: Record<string, Tensor> | undefined;
         try {
-          result = await this.#run(inputs, first.outputs);
+          result = await this.#run(inputs, first.outputs, notAfter);
         } finally {
           // The joined inputs are read no more once the run is over (unless an output is one).
           if (!result || !sharesMemory(result, inputs)) for (const copy of copies) sharedBufferPool.give(copy);
@@ -266,12 +325,17 @@ export class Batcher {
         job.resolve({ outputs: outputs[i]!, timing: { queueMs, computeMs, batchRows: rows, batchCalls: batch.length } });
       });
     } catch (err) {
+      if (err instanceof RunNotStarted) {
+        // Back to the head of the queue, oldest first, where the drain drops the expired ones.
+        this.#queue.unshift(...batch);
+        return;
+      }
       this.stats.failed += batch.length;
       const now = performance.now();
       this.totals.failed(batch.map((job) => now - job.arrived));
       for (const job of batch) job.reject(err);
     } finally {
-      this.#inRun = 0;
+      this.#inRun -= batch.length;
     }
   }
 

@@ -27,8 +27,19 @@ export interface MovedTensor {
   byteLength: number;
 }
 
-export type ToInferenceThread =
-  { type: 'run'; id: number; inputs: Record<string, MovedTensor>; outputs: readonly string[] | undefined } | { type: 'release' };
+/**
+ * A run. `notAfter`: for a run sent ahead while another runs, the earliest deadline of its calls
+ * (ms since the epoch, `performance.timeOrigin` based): past it when its turn comes, it is not run.
+ */
+export interface RunMessage {
+  type: 'run';
+  id: number;
+  inputs: Record<string, MovedTensor>;
+  outputs: readonly string[] | undefined;
+  notAfter?: number | undefined;
+}
+
+export type ToInferenceThread = RunMessage | { type: 'release' };
 
 export type FromInferenceThread =
   /** The session loaded and warmed up; `runMs`: the median of a few more warm runs at the declared shape (symbolic dims 1). */
@@ -37,4 +48,6 @@ export type FromInferenceThread =
   /** `inputs`: the input buffers handed back for reuse (none an output also lives in). */
   | { type: 'result'; id: number; outputs: Record<string, MovedTensor>; inputs: ArrayBuffer[] }
   | { type: 'failed'; id: number; error: WireError; inputs: ArrayBuffer[] }
+  /** Not run: its `notAfter` had passed when its turn came. */
+  | { type: 'skipped'; id: number; inputs: ArrayBuffer[] }
   | { type: 'released' };

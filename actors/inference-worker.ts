@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { toWireError } from '../runtime/internal.js';
-import type { FromInferenceThread, InferenceThreadStart, ToInferenceThread } from './inference-thread-messages.js';
+import type { FromInferenceThread, InferenceThreadStart, RunMessage, ToInferenceThread } from './inference-thread-messages.js';
 import { moveOutputs, tensorsOf } from './moved-tensors.js';
 import { OnnxModel } from './onnx-model.js';
 
@@ -8,8 +8,8 @@ import { OnnxModel } from './onnx-model.js';
  * The inference thread of a model actor (see actors/threaded-model.ts). onnxruntime-node's
  * `session.run` blocks the thread that calls it for the whole inference, so the session lives
  * here: while it runs, the actor's main thread keeps reading sockets, parsing requests and
- * forming the next batch. Runs come one at a time (the main thread's batcher sends the next only
- * after this one answered), each with its inputs moved in and its outputs moved back.
+ * forming the next batch. Runs are served one at a time, in order, each with its inputs moved in
+ * and its outputs moved back; a full batch may be sent ahead and wait here for its turn.
  */
 const port = parentPort!;
 const start = workerData as InferenceThreadStart;
@@ -32,6 +32,15 @@ async function main(): Promise<void> {
     return;
   }
   post({ type: 'loaded', metadata: model.metadata, provider: model.provider, runMs });
+  // Runs one at a time, in order: a run sent ahead waits here until the one before it has
+  // ended, and its deadline is checked only then.
+  const waiting: RunMessage[] = [];
+  let busy = false;
+  const serveWaiting = async () => {
+    busy = true;
+    for (let message = waiting.shift(); message; message = waiting.shift()) await serve(model, message);
+    busy = false;
+  };
   port.on('message', (message: ToInferenceThread) => {
     if (message.type === 'release') {
       void model.release().finally(() => {
@@ -40,16 +49,24 @@ async function main(): Promise<void> {
       });
       return;
     }
-    const inputs = tensorsOf(message.inputs);
-    const buffers = Object.values(message.inputs).flatMap((t) => (t.data instanceof ArrayBuffer ? [t.data] : []));
-    model.run(inputs, message.outputs).then(
-      (outputs) => {
-        const { moved, transfer } = moveOutputs(outputs, new Set(buffers));
-        post({ type: 'result', id: message.id, outputs: moved, inputs: buffers }, [...transfer, ...buffers]);
-      },
-      (err: unknown) => post({ type: 'failed', id: message.id, error: toWireError(err), inputs: buffers }, buffers),
-    );
+    waiting.push(message);
+    if (!busy) void serveWaiting();
   });
+}
+
+async function serve(model: OnnxModel, message: RunMessage): Promise<void> {
+  const buffers = Object.values(message.inputs).flatMap((t) => (t.data instanceof ArrayBuffer ? [t.data] : []));
+  if (message.notAfter !== undefined && performance.timeOrigin + performance.now() > message.notAfter) {
+    post({ type: 'skipped', id: message.id, inputs: buffers }, buffers);
+    return;
+  }
+  try {
+    const outputs = await model.run(tensorsOf(message.inputs), message.outputs);
+    const { moved, transfer } = moveOutputs(outputs, new Set(buffers));
+    post({ type: 'result', id: message.id, outputs: moved, inputs: buffers }, [...transfer, ...buffers]);
+  } catch (err) {
+    post({ type: 'failed', id: message.id, error: toWireError(err), inputs: buffers }, buffers);
+  }
 }
 
 void main();

@@ -12,7 +12,10 @@ export interface ServedModel {
   readonly provider: string;
   /** False when runs of several calls cannot be split back by rows (see graph-model.ts); else the metadata decides. */
   readonly batchable?: boolean;
-  run(inputs: Record<string, Tensor>, outputs?: readonly string[]): Promise<Record<string, Tensor>>;
+  /** Runs it may hold at once (see BatcherOptions.overlap); 1 when absent. */
+  readonly overlap?: number;
+  /** `notAfter`: only for a model with `overlap` above 1 (see RunModel in actors/batcher.ts). */
+  run(inputs: Record<string, Tensor>, outputs?: readonly string[], notAfter?: number): Promise<Record<string, Tensor>>;
 }
 
 /** Where a model's session runs: `auto` decides by its measured run time (see {@link INFERENCE_THREAD_MIN_RUN_MS}). */

@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { TroupeError, fromWireError, sharedBufferPool } from '../runtime/internal.js';
 import type { ModelMetadata, Tensor } from '../runtime/internal.js';
 import type { FromInferenceThread, InferenceThreadStart, ToInferenceThread } from './inference-thread-messages.js';
+import { RunNotStarted } from './batcher.js';
 import { moveInputs, tensorsOf } from './moved-tensors.js';
 import type { LoadOptions } from './onnx-model.js';
 
@@ -30,6 +31,11 @@ export class ThreadedModel {
   readonly provider: string;
   /** A lone call's run at the declared shape, measured on the thread at load (ms). */
   readonly runMs: number;
+  /**
+   * Two runs at once: the second waits in the thread's queue and starts the moment the first
+   * ends, with no hop back to the main thread between them (the batcher sends only full batches ahead).
+   */
+  readonly overlap = 2;
   readonly #worker: Worker;
   readonly #pending = new Map<number, PendingRun>();
   #nextId = 1;
@@ -77,13 +83,14 @@ export class ThreadedModel {
     });
   }
 
-  run(inputs: Record<string, Tensor>, outputs?: readonly string[]): Promise<Record<string, Tensor>> {
+  /** `notAfter`: see RunModel (actors/batcher.ts); past it before its turn, the run rejects with RunNotStarted. */
+  run(inputs: Record<string, Tensor>, outputs?: readonly string[], notAfter?: number): Promise<Record<string, Tensor>> {
     if (this.#dead) return Promise.reject(this.#dead);
     const id = this.#nextId++;
     const { moved, transfer } = moveInputs(inputs, sharedBufferPool);
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
-      this.#post({ type: 'run', id, inputs: moved, outputs }, transfer);
+      this.#post({ type: 'run', id, inputs: moved, outputs, notAfter }, transfer);
     });
   }
 
@@ -108,13 +115,14 @@ export class ThreadedModel {
   }
 
   #answer(message: FromInferenceThread): void {
-    if (message.type !== 'result' && message.type !== 'failed') return;
+    if (message.type !== 'result' && message.type !== 'failed' && message.type !== 'skipped') return;
     // The input buffers came back: the next call's inputs are copied into them.
     for (const buffer of message.inputs) sharedBufferPool.give(new Uint8Array(buffer));
     const run = this.#pending.get(message.id);
     if (!run) return;
     this.#pending.delete(message.id);
     if (message.type === 'result') run.resolve(tensorsOf(message.outputs));
+    else if (message.type === 'skipped') run.reject(new RunNotStarted('its deadline passed before its turn'));
     else run.reject(fromWireError(message.error));
   }
 

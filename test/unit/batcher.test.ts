@@ -171,6 +171,36 @@ describe('Batcher: batching never costs latency at low load', { timeout: 10_000 
     // The batcher checks the clock before it gives up waiting, so this holds exactly.
     assert.ok(timing.queueMs >= 50, `waited ${timing.queueMs} ms`);
   });
+  test('with overlap 2 (an inference thread) a full batch goes ahead while one runs; a partial one waits for the model as before', async () => {
+    const model = fakeModel(true);
+    const b = batcher(model.run, { maxSize: 2, overlap: 2 });
+    const first = b.submit(call(1));
+    await microtasks();
+    assert.deepEqual(model.runs, [1], 'an idle model runs a lone call at once');
+    const partial = b.submit(call(2));
+    for (let i = 0; i < 3; i++) await nextTurn();
+    assert.deepEqual(model.runs, [1], 'one call is half a batch: it waits for the run to end');
+    const filled = b.submit(call(3));
+    await until('the full batch to go ahead', () => model.runs.length === 2);
+    assert.deepEqual(model.runs, [1, 2], 'calls 2 and 3 fill a batch: it goes ahead into the queue of the model');
+    const more = [4, 5].map((k) => b.submit(call(k)));
+    for (let i = 0; i < 3; i++) await nextTurn();
+    assert.deepEqual(model.runs, [1, 2], 'no more than two runs at once');
+    assert.equal(b.outstanding, 5);
+    model.release();
+    await first;
+    await until('the third run', () => model.runs.length === 3);
+    assert.deepEqual(model.runs, [1, 2, 2]);
+    model.release();
+    model.release();
+    const results = await Promise.all([partial, filled, ...more]);
+    results.forEach(({ outputs, timing }, i) => {
+      assert.deepEqual(valuesOf(outputs.y), Array(4).fill(i + 2), `caller ${i + 2} got its own rows`);
+      assert.equal(timing.batchCalls, 2);
+    });
+    await b.whenIdle();
+    assert.deepEqual(b.stats, { ...b.stats, calls: 5, batches: 3, rows: 5 });
+  });
 });
 
 describe('Batcher: what a batch is made of, and how it fails', { timeout: 10_000 }, () => {
