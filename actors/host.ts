@@ -10,6 +10,7 @@ import { joinHead } from './head-socket.js';
 import type { HeadSocket } from './head-socket.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { loadModel } from './load-model.js';
+import { ThreadedModel } from './threaded-model.js';
 import type { ServedModel } from './load-model.js';
 import { Batcher } from './batcher.js';
 import { batchOptions } from './batch-options.js';
@@ -37,7 +38,8 @@ function fileSize(path: string): number | undefined {
 async function main(): Promise<void> {
   const env = readActorEnv(ActorEnvSchema, 'actor');
   let executor: Batcher | undefined;
-  followAgent();
+  let model: ServedModel | undefined;
+  followAgent(() => (model instanceof ThreadedModel ? model.runGoingOn() : undefined));
   let stopping = false;
   let head: HeadSocket | undefined;
   // Connections the head hands over on this host are served here (actors/http-door.ts).
@@ -73,7 +75,6 @@ async function main(): Promise<void> {
   };
 
   const device = env.TROUPE_DEVICE;
-  let model: ServedModel | undefined;
   let loadError: TroupeError | undefined;
   let labelLines: Record<string, string[]> | undefined;
   try {

@@ -24,13 +24,20 @@ export function readActorEnv<S extends z.ZodType>(schema: S, who: string): z.out
 
 /**
  * An actor lives only as long as its agent: it ends when the agent's IPC channel goes (even by
- * kill -9), and answers the agent's health pings on it meanwhile.
+ * kill -9), and answers the agent's health pings on it meanwhile. `runGoingOn`, for a model on an
+ * inference thread: the end of the run going on now, if any. A ping is answered only after it, as
+ * a main thread blocked in that run would answer, so the agent's health rules (a run silent past
+ * `--max-inference-ms` is hung, see node-agent/health.ts) hold for runs on a thread too.
  */
-export function followAgent(): void {
+export function followAgent(runGoingOn?: () => Promise<unknown> | undefined): void {
   onParentGone(() => process.exit(0));
   process.on('message', (raw) => {
     const ping = AgentToActorIpcSchema.safeParse(raw);
-    if (ping.success) tell({ type: 'pong', seq: ping.data.seq });
+    if (!ping.success) return;
+    const pong = () => tell({ type: 'pong', seq: ping.data.seq });
+    const run = runGoingOn?.();
+    if (run) void run.then(pong, pong);
+    else pong();
   });
 }
 

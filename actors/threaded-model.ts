@@ -9,6 +9,8 @@ import type { LoadOptions } from './onnx-model.js';
 interface PendingRun {
   resolve: (outputs: Record<string, Tensor>) => void;
   reject: (error: unknown) => void;
+  /** Settles with the run, either way. */
+  ended: Promise<unknown>;
 }
 
 /** What the actor does when its inference thread dies under it: the process cannot serve any more. */
@@ -88,10 +90,18 @@ export class ThreadedModel {
     if (this.#dead) return Promise.reject(this.#dead);
     const id = this.#nextId++;
     const { moved, transfer } = moveInputs(inputs, sharedBufferPool);
-    return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
-      this.#post({ type: 'run', id, inputs: moved, outputs, notAfter }, transfer);
-    });
+    let resolve!: PendingRun['resolve'];
+    let reject!: PendingRun['reject'];
+    const result = new Promise<Record<string, Tensor>>((yes, no) => ((resolve = yes), (reject = no)));
+    this.#pending.set(id, { resolve, reject, ended: result.catch(() => undefined) });
+    this.#post({ type: 'run', id, inputs: moved, outputs, notAfter }, transfer);
+    return result;
+  }
+
+  /** The end of the run the thread is on now (the oldest unanswered: the thread serves them in order), if any. */
+  runGoingOn(): Promise<unknown> | undefined {
+    for (const run of this.#pending.values()) return run.ended;
+    return undefined;
   }
 
   /** Ends the session and the thread; runs still in it fail as after a death, without telling anyone. */

@@ -97,6 +97,23 @@ describe('the inference thread', { timeout: 120_000 }, () => {
     }
   });
 
+  test('runGoingOn gives the end of the run in the thread (health pings wait for it), and nothing when idle', async () => {
+    const threaded = await ThreadedModel.load(models.mobilenet, { device: 'cpu', threads: 1 });
+    try {
+      assert.equal(threaded.runGoingOn(), undefined);
+      let done = false;
+      const run = threaded.run({ image: tensor('float32', [1, 3, 224, 224], seededFloats(3 * 224 * 224, 5)) }).then(() => (done = true));
+      const going = threaded.runGoingOn();
+      assert.ok(going, 'a run is going on');
+      await going;
+      await run;
+      assert.ok(done);
+      assert.equal(threaded.runGoingOn(), undefined);
+    } finally {
+      await threaded.release();
+    }
+  });
+
   test('an onnxruntime error fails that run with TROUPE_ERR_INFERENCE and the thread serves the next', async () => {
     const threaded = await ThreadedModel.load(models.mlp, { device: 'cpu', threads: 1 });
     try {
