@@ -7,6 +7,7 @@
 // the SDK at 16; then the MLP over HTTP (handoff) and the SDK at 64 in flight, each mode against
 // the other. Writes bench/RESULTS-inference-thread.md.
 import { writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { connect, tensor } from '../runtime/internal.js';
 import type { ModelDeploymentInput } from '../runtime/internal.js';
 import { startCluster } from '../test/helpers/cluster.js';
@@ -50,7 +51,7 @@ try {
   say('# The inference thread, before (`never`) and after (`auto`) in the same run\n');
   say(systemLine());
   say(
-    `- ${WINDOWS} alternating windows of ${SECONDS} s per path; load generator in the same machine; other engineers' builds and tests shared the 2 cores during this run\n`,
+    `- ${WINDOWS} alternating windows of ${SECONDS} s per path; load generator in the same machine; load average at the start ${loadavg()[0]!.toFixed(1)} (anything else running shares the cores)\n`,
   );
   say('## MobileNet-v2-shaped CNN, samples/s, median of the windows (ratio over the floor of each window)\n');
   const { models } = clusters.get('auto')!.workers;
@@ -149,6 +150,7 @@ try {
   say('| --- | ---: | ---: |');
   for (const p of ['HTTP handoff 64', 'SDK 64'])
     say(`| ${p} in flight | ${fmt(median(mlpRates.get(`never ${p}`)!))} | ${fmt(median(mlpRates.get(`auto ${p}`)!))} |`);
+  say(`\nLoad average at the end: ${loadavg()[0]!.toFixed(1)}.`);
 } finally {
   for (const { workers, handoff } of clusters.values()) {
     await workers.stop();
