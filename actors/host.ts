@@ -63,9 +63,11 @@ async function main(): Promise<void> {
    * serve nothing more, so it says why on stderr (the agent reports the tail as the crash's cause)
    * and exits once the failures it sent have left, as a crash would: the agent restarts it.
    */
+  let threadDeath: TroupeError | undefined;
   const threadDied = (error: TroupeError) => {
     if (stopping) return;
     stopping = true;
+    threadDeath = error;
     process.stderr.write(`troupe actor ${env.TROUPE_ACTOR_ID}: ${error.message}\n`);
     // The calls' failures were queued on their connections in this turn's promise callbacks.
     setImmediate(() => {
@@ -116,7 +118,8 @@ async function main(): Promise<void> {
     if (!executor || !loaded) return release?.();
     if (stopping) {
       release?.();
-      channel.fail(message.id, new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `actor ${env.TROUPE_ACTOR_ID} is draining`));
+      // Calls that come while the actor exits after its inference thread died get that death's error.
+      channel.fail(message.id, threadDeath ?? new TroupeError('TROUPE_ERR_SHUTTING_DOWN', `actor ${env.TROUPE_ACTOR_ID} is draining`));
       return;
     }
     const arrived = performance.now();
