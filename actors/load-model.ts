@@ -18,15 +18,18 @@ export interface ServedModel {
   run(inputs: Record<string, Tensor>, outputs?: readonly string[], notAfter?: number): Promise<Record<string, Tensor>>;
 }
 
-/** Where a model's session runs: `auto` decides by its measured run time (see {@link INFERENCE_THREAD_MIN_RUN_MS}). */
+/** Where a model's session runs: `auto` decides by its intra-op threads and measured run time (see {@link INFERENCE_THREAD_MIN_RUN_MS}). */
 export type InferenceThreadMode = 'auto' | 'always' | 'never';
 
 /**
- * A model whose lone call runs at least this long (ms, measured at load) gets a thread of its own.
- * Handing a run to the thread and its answer back costs 0.02-0.2 ms (more with large inputs on a
- * busy machine, bench/RESULTS-front-door.md) and one copy of the inputs; a run of a millisecond or
- * more is then at least 5x what the hop costs, and I/O overlapping it is worth far more (MobileNet:
- * 5-6 ms a image). The small MLP's run (0.01-0.02 ms) is cheaper than the hop: it stays in one thread.
+ * A model whose lone call runs at least this long (ms, measured at load) gets a thread of its own,
+ * if its session has more than one intra-op thread. Handing a run to the thread and its answer
+ * back costs 0.02-0.2 ms and one copy of the inputs; a run of a millisecond or more is at least 5x
+ * that (MobileNet: 5-6 ms an image), while the MLP's run (0.01-0.02 ms) is cheaper than the hop.
+ * With one intra-op thread per replica, the other replicas already use the core a replica leaves
+ * while it reads requests, and the thread only adds its costs: measured on 2 cores, MobileNet
+ * over HTTP gained 0-10% with 1 replica x 2 threads (the SDK 27%) and moved -10% to +1% with 2 x 1
+ * (docs/performance.md#the-inference-thread).
  */
 export const INFERENCE_THREAD_MIN_RUN_MS = 1;
 
@@ -51,6 +54,8 @@ export async function loadModel(
 ): Promise<LoadedModel> {
   if (GRAPH_FILE.test(path)) return { model: await GraphModel.load(path, options), threaded: false };
   if (mode === 'never') return { model: await OnnxModel.load(path, options), threaded: false };
+  // Unset threads let onnxruntime use every core: more than one.
+  if (mode === 'auto' && options.threads === 1) return { model: await OnnxModel.load(path, options), threaded: false };
   const threaded = await ThreadedModel.load(path, options, onDeath);
   if (mode === 'always' || threaded.runMs >= INFERENCE_THREAD_MIN_RUN_MS) return { model: threaded, threaded: true, runMs: threaded.runMs };
   await threaded.release();

@@ -1,7 +1,8 @@
 // The inference thread, before and after in the same run: `npm run bench:inference-thread`.
 // Two sets of clusters side by side, one whose actors run every session on their main thread
 // (TROUPE_INFERENCE_THREAD=never: the design before) and one in the default `auto` mode (MobileNet
-// on an inference thread, the MLP in the main thread), measured in alternating 2 s windows beside
+// with 2 intra-op threads on an inference thread; with 1, and the MLP, on the main thread: the
+// same as `never`), measured in alternating 2 s windows beside
 // raw onnxruntime-node's best batch and layout (the floor). Paths: HTTP OIP binary through the
 // front-door workers and with replicas serving HTTP (--http-handoff), at 16 and 64 in flight, and
 // the SDK at 16; then the MLP over HTTP (handoff) and the SDK at 64 in flight, each mode against

@@ -151,21 +151,25 @@ describe('the inference thread', { timeout: 120_000 }, () => {
     }
   });
 
-  test('auto mode gives a thread to the model that runs long enough and keeps the tiny MLP in this thread', async () => {
-    const mlp = await loadModel(models.mlp, { device: 'cpu', threads: 1 }, 'auto');
-    const cnn = await loadModel(models.mobilenet, { device: 'cpu', threads: 1 }, 'auto');
+  test('auto mode gives a thread to a model with 2 intra-op threads that runs long enough, not to the tiny MLP nor to 1 intra-op thread', async () => {
+    const mlp = await loadModel(models.mlp, { device: 'cpu', threads: 2 }, 'auto');
+    const cnn = await loadModel(models.mobilenet, { device: 'cpu', threads: 2 }, 'auto');
+    const single = await loadModel(models.mobilenet, { device: 'cpu', threads: 1 }, 'auto');
     try {
       assert.equal(mlp.threaded, false, `the MLP ran in ${mlp.runMs} ms`);
       assert.ok(mlp.runMs! < INFERENCE_THREAD_MIN_RUN_MS);
       assert.ok(mlp.model instanceof OnnxModel);
       assert.equal(cnn.threaded, true, `MobileNet ran in ${cnn.runMs} ms`);
       assert.ok(cnn.model instanceof ThreadedModel);
+      assert.equal(single.threaded, false);
+      assert.ok(single.model instanceof OnnxModel);
       const forced = await loadModel(models.mlp, { device: 'cpu', threads: 1 }, 'always');
       assert.equal(forced.threaded, true);
       await (forced.model as ThreadedModel).release();
     } finally {
       await (mlp.model as OnnxModel).release();
       await (cnn.model as ThreadedModel).release();
+      await (single.model as OnnxModel).release();
     }
   });
 
