@@ -6,10 +6,9 @@ import { batchSize, chunkBounds, concatRows, sliceRows } from '../tensor/rows.js
 import { combineOutputs } from './combiners.js';
 import { leafKey } from './compile.js';
 import type { PlanDataParallel, PlanEnsemble, PlanNode, PlanPipeline } from './compile.js';
-import { inputNames } from './signature.js';
+import { selectInputs } from './select-inputs.js';
 import type { LeafInfo } from './signature.js';
 import type { RunTrace, StepTiming } from './trace.js';
-import { everything, sourceOf } from './wiring.js';
 
 /**
  * What the executor needs from where it runs: calls to steps, and what it knows of them. On the
@@ -125,7 +124,7 @@ class Run {
     this.#trace.push(entry);
   }
 
-  /** The inputs a step takes from what is available, by the pipeline wiring rules (wiring.ts). */
+  /** The inputs a step takes from what is available (select-inputs.ts), a failure located at the step. */
   #select(
     plan: PlanNode,
     values: ReadonlyMap<string, WireTensor>,
@@ -133,18 +132,11 @@ class Run {
     map: PlanPipeline['map'],
     path: string,
   ): WireTensorMap {
-    const wants = inputNames(plan, (n) => this.#caller.leaf(n));
-    if (wants === null) return everything(plan.name, values, map);
-    const out: WireTensorMap = {};
-    for (const want of wants) {
-      const src = sourceOf(want, { step: plan.name, wants: wants.length, previous, has: (n) => values.has(n), map });
-      if (!src) {
-        const have = [...values.keys()].map((n) => `'${n}'`).join(', ') || 'nothing';
-        throw atStep(path, new TroupeError('TROUPE_ERR_BAD_INPUT', `needs input '${want}', which nothing produced (available: ${have})`));
-      }
-      out[want] = values.get(src.name)!;
+    try {
+      return selectInputs(plan, values, previous, map, (n) => this.#caller.leaf(n));
+    } catch (err) {
+      throw atStep(path, err);
     }
-    return out;
   }
 
   async #pipeline(p: PlanPipeline, inputs: WireTensorMap, path: string): Promise<WireTensorMap> {

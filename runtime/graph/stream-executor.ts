@@ -5,8 +5,7 @@ import type { PlanNode, PlanPipeline } from './compile.js';
 import { execute } from './executor.js';
 import type { StepCaller } from './executor.js';
 import { orderedAhead } from './ordered-ahead.js';
-import { inputNames } from './signature.js';
-import { everything, sourceOf } from './wiring.js';
+import { selectInputs } from './select-inputs.js';
 
 /**
  * Streams through a pipeline (docs/actors.md, "Streams through a pipeline"): a step that is a
@@ -199,7 +198,7 @@ class StreamRun {
     }
   }
 
-  /** The inputs a step takes from what is available, by the pipeline wiring rules (wiring.ts), as the executor selects them. */
+  /** The inputs a step takes from what is available (select-inputs.ts), as the executor selects them. */
   #select(
     plan: PlanNode,
     values: ReadonlyMap<string, WireTensorMap[string]>,
@@ -207,18 +206,12 @@ class StreamRun {
     map: PlanPipeline['map'],
     path: string,
   ): WireTensorMap {
-    const wants = inputNames(plan, (n) => this.#caller.leaf(n));
-    if (wants === null) return everything(plan.name, values, map);
-    const out: WireTensorMap = {};
-    for (const want of wants) {
-      const src = sourceOf(want, { step: plan.name, wants: wants.length, previous, has: (n) => values.has(n), map });
-      if (!src) {
-        const have = [...values.keys()].map((n) => `'${n}'`).join(', ') || 'nothing';
-        throw new TroupeError('TROUPE_ERR_BAD_INPUT', `step '${path}': needs input '${want}', which nothing produced (available: ${have})`);
-      }
-      out[want] = values.get(src.name)!;
+    try {
+      return selectInputs(plan, values, previous, map, (n) => this.#caller.leaf(n));
+    } catch (err) {
+      if (!(err instanceof TroupeError)) throw err;
+      throw new TroupeError(err.code, `step '${path}': ${err.message}`);
     }
-    return out;
   }
 }
 

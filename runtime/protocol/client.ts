@@ -25,6 +25,22 @@ export const RunRefSchema = z.object({ run: IdSchema, output: z.string().min(1).
 export type RunRef = z.infer<typeof RunRefSchema>;
 
 /** SDK client -> head. Every message is a request: the head answers with `reply` or `fail`. */
+/** What a run names, read as one answer (`run`) or as a stream (`runStream`). */
+const runFields = {
+  id: IdSchema,
+  deployment: z.string().max(256),
+  inputs: WireTensorMapSchema,
+  /** Which outputs to return; all when absent. */
+  outputs: z.array(z.string().max(256)).max(1024).optional(),
+  timeoutMs: z
+    .number()
+    .positive()
+    .max(24 * 3600 * 1000)
+    .optional(),
+  /** Inputs that are outputs of earlier runs (futures), resolved on the head: input name -> run. */
+  refs: z.record(z.string().min(1).max(256), RunRefSchema).optional(),
+};
+
 export const ClientToHeadSchema = z.discriminatedUnion('type', [
   /** The first message on every connection: the head closes one that says nothing for 10 s. */
   z.object({ type: z.literal('hello'), id: IdSchema }),
@@ -52,18 +68,7 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
   }),
   z.object({
     type: z.literal('run'),
-    id: IdSchema,
-    deployment: z.string().max(256),
-    inputs: WireTensorMapSchema,
-    /** Which outputs to return; all when absent. */
-    outputs: z.array(z.string().max(256)).max(1024).optional(),
-    timeoutMs: z
-      .number()
-      .positive()
-      .max(24 * 3600 * 1000)
-      .optional(),
-    /** Inputs that are outputs of earlier runs (futures), resolved on the head: input name -> run. */
-    refs: z.record(z.string().min(1).max(256), RunRefSchema).optional(),
+    ...runFields,
     /** Answer with a per-step timing trace beside the outputs. */
     trace: z.boolean().optional(),
     /** The model of a multiplexed deployment's set to run. */
@@ -76,17 +81,8 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
    */
   z.object({
     type: z.literal('runStream'),
-    id: IdSchema,
-    deployment: z.string().max(256),
-    inputs: WireTensorMapSchema,
-    outputs: z.array(z.string().max(256)).max(1024).optional(),
-    /** Bounds the steps that are not streams; a stream itself is paced by its reader. */
-    timeoutMs: z
-      .number()
-      .positive()
-      .max(24 * 3600 * 1000)
-      .optional(),
-    refs: z.record(z.string().min(1).max(256), RunRefSchema).optional(),
+    /** Its timeoutMs bounds the steps that are not streams; a stream itself is paced by its reader. */
+    ...runFields,
     credit: z.number().int().min(1).max(MAX_STREAM_WINDOW),
   }),
   z.object({ type: z.literal('describe'), id: IdSchema }),
