@@ -3,6 +3,7 @@ import {
   GenerateRequestSchema,
   GenerateResponseSchema,
   MAX_SESSION_KEY,
+  MODEL_VERSION,
   MAX_STREAM_WINDOW,
   NameSchema,
   TroupeError,
@@ -14,6 +15,7 @@ import {
   toWireError,
 } from '../../runtime/internal.js';
 import type { GenerateRequest, TensorInfo, WireTensorMap } from '../../runtime/internal.js';
+import { versionMap } from '../control/versions.js';
 import { MAX_CALL_BODY_BYTES } from './actor-routes.js';
 import { itemJson } from './actor-stream-route.js';
 import { acceptBuffers, bodyBuffer } from './body.js';
@@ -77,17 +79,37 @@ function requestBody(request: FastifyRequest): GenerateRequest {
   return parsed.data;
 }
 
-function modelName(request: FastifyRequest): string {
-  const { name } = request.params as { name: string };
+/** What a request's path names: the model as the answers call it, its version, and the deployment that serves it. */
+interface Named {
+  model: string;
+  version: string;
+  deployment: string;
+}
+
+/**
+ * `/v2/models/{name}[/versions/{version}]`: a version pins the deployment that runs it (a rollout's
+ * `{name}.{version}`, head/control/versions.ts); anything else has the one version "1".
+ */
+function named(ctx: ApiContext, request: FastifyRequest): Named {
+  const { name, version } = request.params as { name: string; version?: string };
   if (!NameSchema.safeParse(name).success)
     throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `model name '${name.slice(0, 100)}' is not allowed`);
-  return name;
+  if (version === undefined) return { model: name, version: MODEL_VERSION, deployment: name };
+  const spec = ctx.state.deployments.get(name)?.spec;
+  const versions = spec?.kind !== 'class' && spec && 'versions' in spec && spec.versions ? versionMap(spec) : undefined;
+  const deployment = versions ? versions[version] : version === MODEL_VERSION ? name : undefined;
+  if (deployment === undefined)
+    throw new TroupeError(
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      `model '${name}' has no version '${version.slice(0, 40)}' (versions: ${versions ? Object.keys(versions).join(', ') : MODEL_VERSION})`,
+    );
+  return { model: name, version, deployment };
 }
 
 /** The answer text of a class actor's item: an object's members are the answer's, anything else is its `text_output`. */
-function valueResponseText(value: unknown, model: string, id: string | undefined): string {
+function valueResponseText(value: unknown, model: string, id: string | undefined, version: string): string {
   const fields = typeof value === 'object' && value !== null && !Array.isArray(value) ? value : { text_output: value };
-  return itemJson({ ...fields, model_name: model, model_version: '1', ...(id !== undefined ? { id } : {}) });
+  return itemJson({ ...fields, model_name: model, model_version: version, ...(id !== undefined ? { id } : {}) });
 }
 
 /**
@@ -113,14 +135,14 @@ interface Generation {
   text(value: unknown): string;
 }
 
-function generation(ctx: ApiContext, name: string, body: GenerateRequest): Generation {
+function generation(ctx: ApiContext, { model, version, deployment: name }: Named, body: GenerateRequest): Generation {
   const target = targetOf(ctx, name);
   if (target.kind === 'class') {
     const args = [generateValues(body), body.parameters ?? {}];
     const sessionKey = sessionKeyOf(body);
     return {
       target,
-      text: (value) => valueResponseText(value, name, body.id),
+      text: (value) => valueResponseText(value, model, body.id, version),
       source: {
         start: async (caller, id, credit, push) => {
           if (target.streams)
@@ -142,7 +164,7 @@ function generation(ctx: ApiContext, name: string, body: GenerateRequest): Gener
   const inputs = generateInputs(body, target.inputs, name);
   return {
     target,
-    text: (value) => generateResponseText(value as WireTensorMap, name, body.id),
+    text: (value) => generateResponseText(value as WireTensorMap, model, body.id, version),
     source: {
       start: (caller, id, credit, push) => ctx.graphStreams.stream(caller, id, { deployment: name, inputs, credit }, push),
       credit: (caller, id, n) => ctx.graphStreams.credit(caller, id, n),
@@ -167,62 +189,66 @@ export function registerGenerateRoutes(app: FastifyInstance, ctx: ApiContext): v
     'any other value its text_output), a graph (a streaming graph answers per item), or a model deployment (one answer: each output by name, a scalar ' +
     'when it holds one element, else its elements flat).';
 
-  ctx.docs.route(
-    app,
-    {
-      method: 'POST',
-      url: '/v2/models/:name/generate',
-      tag,
-      auth: 'inference',
-      summary: "Generate (Triton's generate extension): one JSON answer",
-      description: `${targets} A target that streams is refused (400): read it with generate_stream.`,
-      body,
-      responses: { 200: { description: 'the answer', schema: GenerateResponseSchema } },
-    },
-    async (request: FastifyRequest, reply: FastifyReply) => {
-      const name = modelName(request);
-      const g = generation(ctx, name, requestBody(request));
-      if (g.target.streams)
-        throw new TroupeError(
-          'TROUPE_ERR_BAD_REQUEST',
-          `'${name}' streams its answers: read them with POST /v2/models/${name}/generate_stream`,
-        );
-      let answer: string | undefined;
-      // Room for the one answer and the end after it: the stream is read on only while it has credit.
-      await g.source.start({}, newId(), 2, (_seq, value) => (answer = g.text(value)));
-      return reply
-        .code(200)
-        .type('application/json')
-        .send(answer ?? '{}');
-    },
-  );
+  for (const prefix of ['/v2/models/:name', '/v2/models/:name/versions/:version']) {
+    // A version pins a rollout's version (the answers echo it); any other deployment has the one version "1".
+    const suffix = prefix.includes(':version') ? ', one version' : '';
+    ctx.docs.route(
+      app,
+      {
+        method: 'POST',
+        url: `${prefix}/generate`,
+        tag,
+        auth: 'inference',
+        summary: `Generate (Triton's generate extension): one JSON answer${suffix}`,
+        description: `${targets} A target that streams is refused (400): read it with generate_stream.`,
+        body,
+        responses: { 200: { description: 'the answer', schema: GenerateResponseSchema } },
+      },
+      async (request: FastifyRequest, reply: FastifyReply) => {
+        const name = named(ctx, request);
+        const g = generation(ctx, name, requestBody(request));
+        if (g.target.streams)
+          throw new TroupeError(
+            'TROUPE_ERR_BAD_REQUEST',
+            `'${name.model}' streams its answers: read them with POST /v2/models/${name.model}/generate_stream`,
+          );
+        let answer: string | undefined;
+        // Room for the one answer and the end after it: the stream is read on only while it has credit.
+        await g.source.start({}, newId(), 2, (_seq, value) => (answer = g.text(value)));
+        return reply
+          .code(200)
+          .type('application/json')
+          .send(answer ?? '{}');
+      },
+    );
 
-  ctx.docs.route(
-    app,
-    {
-      method: 'POST',
-      url: '/v2/models/:name/generate_stream',
-      tag,
-      auth: 'inference',
-      summary: "Generate, streamed (Triton's generate extension): one server-sent event per answer",
-      description:
-        `${targets} Each answer is one \`data: {...}\` event; a failure after the events started is a last event \`data: {"error", "code"}\` ` +
-        '(the status is 200 by then). The producer runs at most 16 answers ahead of what the connection has taken; closing the connection stops it.',
-      body,
-      responses: { 200: { description: 'the answers, as server-sent events', content: { 'text/event-stream': 'text' } } },
-    },
-    async (request: FastifyRequest, reply: FastifyReply) => {
-      // Refused as JSON while a status can still say so; once the events start it is 200.
-      const g = generation(ctx, modelName(request), requestBody(request));
-      await pumpSse(reply, g.source, {
-        contentType: 'text/event-stream; charset=utf-8',
-        item: (_seq, value) => `data: ${g.text(value)}\n\n`,
-        end: () => '',
-        error: (err) => {
-          const { code, message } = toWireError(err);
-          return `data: ${JSON.stringify({ error: message, code })}\n\n`;
-        },
-      });
-    },
-  );
+    ctx.docs.route(
+      app,
+      {
+        method: 'POST',
+        url: `${prefix}/generate_stream`,
+        tag,
+        auth: 'inference',
+        summary: `Generate, streamed (Triton's generate extension): one server-sent event per answer${suffix}`,
+        description:
+          `${targets} Each answer is one \`data: {...}\` event; a failure after the events started is a last event \`data: {"error", "code"}\` ` +
+          '(the status is 200 by then). The producer runs at most 16 answers ahead of what the connection has taken; closing the connection stops it.',
+        body,
+        responses: { 200: { description: 'the answers, as server-sent events', content: { 'text/event-stream': 'text' } } },
+      },
+      async (request: FastifyRequest, reply: FastifyReply) => {
+        // Refused as JSON while a status can still say so; once the events start it is 200.
+        const g = generation(ctx, named(ctx, request), requestBody(request));
+        await pumpSse(reply, g.source, {
+          contentType: 'text/event-stream; charset=utf-8',
+          item: (_seq, value) => `data: ${g.text(value)}\n\n`,
+          end: () => '',
+          error: (err) => {
+            const { code, message } = toWireError(err);
+            return `data: ${JSON.stringify({ error: message, code })}\n\n`;
+          },
+        });
+      },
+    );
+  }
 }

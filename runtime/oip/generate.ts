@@ -82,8 +82,8 @@ export function generateInputs(body: GenerateRequest, infos: readonly TensorInfo
 }
 
 /** The JSON text of one answer: its outputs by name, a one-element output as a scalar. Built as text so 64-bit integers keep every digit. */
-export function generateResponseText(outputs: WireTensorMap, model: string, id: string | undefined): string {
-  const parts = [`"model_name":${JSON.stringify(model)}`, '"model_version":"1"'];
+export function generateResponseText(outputs: WireTensorMap, model: string, id: string | undefined, version = '1'): string {
+  const parts = [`"model_name":${JSON.stringify(model)}`, `"model_version":${JSON.stringify(version)}`];
   if (id !== undefined) parts.push(`"id":${JSON.stringify(id)}`);
   for (const [name, wire] of Object.entries(outputs)) {
     const text = jsonTextOfWire(wire, `output '${name}'`);

@@ -219,6 +219,15 @@ describe('HTTP: the OpenAPI document describes every route, and every live answe
     await check('POST /v2/models/{name}/generate', '/v2/models/nope/generate', 404, generate);
     const answers = await check('POST /v2/models/{name}/generate_stream', '/v2/models/mlp/generate_stream', 200, generate);
     assert.match(answers.body.toString(), /^data: \{"model_name":"mlp"/);
+    await check('POST /v2/models/{name}/versions/{version}/generate', '/v2/models/mlp/versions/1/generate', 200, generate);
+    await check('POST /v2/models/{name}/versions/{version}/generate', '/v2/models/mlp/versions/9/generate', 404, generate);
+    const pinned = await check(
+      'POST /v2/models/{name}/versions/{version}/generate_stream',
+      '/v2/models/mlp/versions/1/generate_stream',
+      200,
+      generate,
+    );
+    assert.match(pinned.body.toString(), /^data: \{"model_name":"mlp","model_version":"1"/);
 
     // Async jobs.
     const job = await check('POST /api/v1/deployments/{name}/jobs', '/api/v1/deployments/mlp/jobs', 202, {

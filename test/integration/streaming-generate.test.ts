@@ -124,6 +124,47 @@ describe('HTTP: the generate extension (generate, generate_stream)', { timeout: 
     assert.equal(events[0]!.model_name, 'by-row');
   });
 
+  test('versioned paths: a rollout\'s version pinned and echoed, version "1" of any other deployment, an unknown version refused', async () => {
+    await client.deploy({
+      name: 'ro',
+      cpus: 0.1,
+      versions: [
+        { version: 'a', model: 'member11.onnx', weight: 100 },
+        { version: 'b', model: 'member12.onnx', weight: 0 },
+      ],
+    });
+    try {
+      const row = Array.from(seededFloats(64, 5));
+      for (const [version, file] of [
+        ['a', 'member11.onnx'],
+        ['b', 'member12.onnx'],
+      ] as const) {
+        const local = await runInProcess(join(cluster.modelDir, file), { x: tensor('float32', [1, 64], Float32Array.from(row)) });
+        const answer = await post(`ro/versions/${version}/generate`, { x: row });
+        assert.equal(answer.status, 200, answer.body.toString());
+        const json = answer.json as { model_name: string; model_version: string; logits: number[] };
+        assert.equal(json.model_name, 'ro');
+        assert.equal(json.model_version, version);
+        const want = Array.from(local.logits!.data as Float32Array);
+        json.logits.forEach((v, i) => assert.ok(Math.abs(v - want[i]!) < 1e-5, `version ${version} logit ${i}: ${v} vs ${want[i]}`));
+        const streamed = dataEvents((await post(`ro/versions/${version}/generate_stream`, { x: row })).body.toString());
+        assert.equal(streamed.length, 1);
+        assert.equal(streamed[0]!.model_version, version);
+      }
+      assertError(
+        await post('ro/versions/c/generate', { x: row }),
+        404,
+        'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+        /has no version 'c' \(versions: a, b\)/,
+      );
+      const one = await post('shout/versions/1/generate', { text_input: 'v' });
+      assert.deepEqual(one.json, { text_output: 'v!', model_name: 'shout', model_version: '1' });
+      assertError(await post('shout/versions/2/generate', { text_input: 'v' }), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /has no version '2'/);
+    } finally {
+      await client.undeploy('ro');
+    }
+  });
+
   test('errors: before the events as JSON with a status, midway as a data event with error and code', async () => {
     assertError(
       await post('ghost/generate', { text_input: 'x' }),
