@@ -4,16 +4,17 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { connect, method, model, pipeline } from '../../runtime/internal.js';
+import { connect } from '../../runtime/internal.js';
 import type { ActorHandle, Cluster } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, writeGraphModels } from '../helpers/graphs.js';
 import { assertError, call, rawExchange } from '../helpers/http.js';
+import { STREAM_STEPS, deployByRow } from '../helpers/stream-pipeline.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 import { tensor } from '../../runtime/internal.js';
 
-const STEPS = 'test/fixtures/stream-steps.js';
+const STEPS = STREAM_STEPS;
 const TOKEN = 'generate-token-9f2e';
 const AUTH = { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` };
 
@@ -67,15 +68,7 @@ describe('HTTP: the generate extension (generate, generate_stream)', { timeout: 
     client = await connect(cluster.url, { token: TOKEN });
     words = await client.actor({ name: 'words', module: STEPS, export: 'Words', cpus: 0.1 });
     await client.actor({ name: 'shout', module: STEPS, export: 'Shout', cpus: 0.1 });
-    await client.actor({ name: 'rows', module: STEPS, export: 'RowStream', cpus: 0.1 });
-    await client.actor({ name: 'after', module: STEPS, export: 'RowStream', cpus: 0.1 });
-    await client.deploy(
-      pipeline('by-row', [
-        method('split', 'rows', 'rows'),
-        model('member13', { path: 'member13.onnx', threads: 1, cpus: 0.1 }),
-        method('pick', 'after', 'label'),
-      ]),
-    );
+    await deployByRow(client);
   });
   after(async () => {
     await client?.close();

@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import ort from 'onnxruntime-node';
 import { CHAR_VOCAB, buildCharRnn, charTokens } from '../../models/index.js';
 import { TroupeError, connect, disableOrtTelemetryByDefault } from '../../runtime/internal.js';
 import type { ActorHandle, Cluster } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, rejectsWith } from '../helpers/graphs.js';
+import { greedyTokens } from '../helpers/char-rnn-greedy.js';
 import { call } from '../helpers/http.js';
 
 // No telemetry from the reference's onnxruntime in this process (see runtime/ort-telemetry.ts).
@@ -17,32 +17,9 @@ disableOrtTelemetryByDefault();
 const GENERATOR = 'examples/generation/generator.js';
 const PROMPT = 'Once upon a time';
 
-/**
- * The reference, apart from the example's code: onnxruntime-node in this process, fed '\n' (how a
- * fresh sequence starts) and `history` one token at a time, then `n` tokens chosen greedily (the
- * first on a tie), each fed back. Returns the generated text.
- */
+/** The reference: the text greedy decoding by hand gives (test/helpers/char-rnn-greedy.ts). */
 async function reference(bytes: Uint8Array, history: string, n: number): Promise<string> {
-  const session = await ort.InferenceSession.create(bytes, { intraOpNumThreads: 1 });
-  const hidden = buildCharRnn().hidden;
-  let state: Float32Array = new Float32Array(hidden);
-  let logits: Float32Array = new Float32Array(0);
-  const feed = async (token: number) => {
-    const out = await session.run({
-      token: new ort.Tensor('int64', BigInt64Array.of(BigInt(token)), [1, 1]),
-      state: new ort.Tensor('float32', state, [1, hidden]),
-    });
-    state = out.state_out!.data as Float32Array;
-    logits = out.logits!.data as Float32Array;
-  };
-  for (const token of [0, ...charTokens(history)]) await feed(token);
-  const ids: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const best = logits.indexOf(Math.max(...logits));
-    ids.push(best);
-    await feed(best);
-  }
-  await session.release();
+  const ids = await greedyTokens(bytes, buildCharRnn().hidden, history, n);
   return ids.map((id) => CHAR_VOCAB[id]).join('');
 }
 

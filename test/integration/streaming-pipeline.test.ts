@@ -6,9 +6,10 @@ import type { ActorHandle, Cluster, Outputs } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, rejectsWith, writeGraphModels } from '../helpers/graphs.js';
+import { STREAM_STEPS, deployByRow } from '../helpers/stream-pipeline.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 
-const STEPS = 'test/fixtures/stream-steps.js';
+const STEPS = STREAM_STEPS;
 
 async function labels(items: AsyncIterable<Outputs>): Promise<bigint[]> {
   const out: bigint[] = [];
@@ -40,17 +41,9 @@ describe('streams through a pipeline: generator method steps pass each item on a
     cluster = await startCluster({ agents: [GRAPH_AGENT] });
     await writeGraphModels(cluster.modelDir);
     client = await connect(cluster.url);
-    rows = await client.actor({ name: 'rows', module: STEPS, export: 'RowStream', cpus: 0.1 });
-    await client.actor({ name: 'after', module: STEPS, export: 'RowStream', cpus: 0.1 });
+    rows = await deployByRow(client);
     const local = await runInProcess(join(cluster.modelDir, 'member13.onnx'), { x });
     expected = extremes(local.logits!.data as Float32Array, 5);
-    await client.deploy(
-      pipeline('by-row', [
-        method('split', 'rows', 'rows'),
-        model('member13', { path: 'member13.onnx', threads: 1, cpus: 0.1 }),
-        method('pick', 'after', 'label'),
-      ]),
-    );
   });
   after(async () => {
     await client?.close();

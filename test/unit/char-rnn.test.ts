@@ -1,38 +1,14 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
-import ort from 'onnxruntime-node';
 import { CHAR_VOCAB, buildCharRnn, charText, charTokens } from '../../models/index.js';
 import { disableOrtTelemetryByDefault } from '../../runtime/internal.js';
+import { greedyTokens } from '../helpers/char-rnn-greedy.js';
 
 disableOrtTelemetryByDefault();
 
 // The first 16 hex digits of the default model's sha256: a change of weights, graph or encoding shows here.
 const PINNED_SHA256 = 'de52f36dd64a25a0';
-
-/** Greedy decoding by hand: '\n' then the prompt fed step by step, then `n` most likely tokens. */
-async function greedy(bytes: Uint8Array, hidden: number, prompt: string, n: number): Promise<number[]> {
-  const session = await ort.InferenceSession.create(bytes, { intraOpNumThreads: 1 });
-  let state: Float32Array = new Float32Array(hidden);
-  let logits: Float32Array = new Float32Array(0);
-  const feed = async (token: number) => {
-    const out = await session.run({
-      token: new ort.Tensor('int64', BigInt64Array.of(BigInt(token)), [1, 1]),
-      state: new ort.Tensor('float32', state, [1, hidden]),
-    });
-    state = out.state_out!.data as Float32Array;
-    logits = out.logits!.data as Float32Array;
-  };
-  for (const token of [0, ...charTokens(prompt)]) await feed(token);
-  const ids: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const best = logits.indexOf(Math.max(...logits));
-    ids.push(best);
-    await feed(best);
-  }
-  await session.release();
-  return ids;
-}
 
 describe('the seeded character-level step model (models/char-rnn.ts)', () => {
   test('the same seed gives the same bytes, pinned; another seed other weights', () => {
@@ -47,10 +23,10 @@ describe('the seeded character-level step model (models/char-rnn.ts)', () => {
 
   test('greedy decoding is deterministic, moves (not one character over and over) and depends on the prompt', async () => {
     const { bytes, hidden } = buildCharRnn();
-    const first = await greedy(bytes, hidden, 'Once upon a time', 60);
-    assert.deepEqual(await greedy(bytes, hidden, 'Once upon a time', 60), first);
+    const first = await greedyTokens(bytes, hidden, 'Once upon a time', 60);
+    assert.deepEqual(await greedyTokens(bytes, hidden, 'Once upon a time', 60), first);
     assert.ok(new Set(first).size >= 10, `only ${new Set(first).size} distinct tokens: ${JSON.stringify(charText(first))}`);
-    assert.notDeepEqual(await greedy(bytes, hidden, 'Once upon a tide', 60), first);
+    assert.notDeepEqual(await greedyTokens(bytes, hidden, 'Once upon a tide', 60), first);
     assert.ok(first.every((id) => id >= 0 && id < CHAR_VOCAB.length));
   });
 
