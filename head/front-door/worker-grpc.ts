@@ -86,10 +86,11 @@ export function startWorkerGrpc(options: WorkerGrpcOptions): WorkerGrpc {
       );
       call.once('cancelled', () => relayed.cancel());
     };
+  const definition = workerDefinition();
   const describing: UntypedServiceImplementation = {};
-  for (const method of Object.keys(inferenceServiceDefinition())) if (!INFERENCES.has(method)) describing[method] = relay(method);
+  for (const method of Object.keys(definition)) if (!INFERENCES.has(method)) describing[method] = relay(method);
   const server = grpcServer(options.maxBodyBytes);
-  server.addService(workerDefinition(), inferenceImplementation({ ...options, count }, describing));
+  server.addService(definition, inferenceImplementation({ ...options, count }, describing));
   const inject = connectionInjector(server);
   return {
     inject,

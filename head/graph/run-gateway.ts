@@ -52,8 +52,6 @@ interface RegisteredGraph {
   steps: number;
   signature: Signature;
   deployments: string[];
-  /** Whether a step streams (a generator method): runs of it are read with `stream`, item by item. */
-  streams: boolean;
 }
 
 /** A run read as a stream: what `run` takes, less the trace. */
@@ -221,7 +219,6 @@ export class RunGateway {
         steps: countSteps(plan),
         signature: inferSignature(plan, leaf),
         deployments: [...leavesOf(plan)],
-        streams: planStreams(plan, streams),
       });
     }
     // Registered only once every composite passed its type check: a refused graph changes nothing.
@@ -295,12 +292,24 @@ export class RunGateway {
     return work;
   }
 
+  /**
+   * Whether a graph streams (a step is a generator method: runs of it are read with `stream`), asked
+   * at each use: an actor says which of its methods are generators once an instance has started,
+   * which may come after the graph was deployed; what cannot stream is then refused here.
+   */
+  #streaming(graph: RegisteredGraph): boolean {
+    const streams = (key: string) => this.#caller.streams(key);
+    if (!planStreams(graph.plan, streams)) return false;
+    checkStreamable(graph.plan, streams);
+    return true;
+  }
+
   async #run(message: Omit<RunMessage, 'id'>, deadline: number | undefined): Promise<RunAnswer> {
     const trace: RunTrace | undefined = message.trace ? [] : undefined;
     // No await without futures: a plain run takes no extra turn of the event loop here.
     const inputs = message.refs ? await this.#inputs(message, deadline) : message.inputs;
     const graph = this.#graphs.get(message.deployment);
-    if (graph?.streams)
+    if (graph && this.#streaming(graph))
       throw new TroupeError(
         'TROUPE_ERR_BAD_REQUEST',
         `graph '${message.deployment}' streams (a step is a generator method): read it with cluster.stream() or POST /v2/models/${message.deployment}/generate_stream`,
@@ -345,7 +354,8 @@ export class RunGateway {
 
   /** Whether `name` is a registered graph that streams (runs of it are read with {@link stream}). */
   streams(name: string): boolean {
-    return this.#graphs.get(name)?.streams === true;
+    const graph = this.#graphs.get(name);
+    return graph !== undefined && this.#streaming(graph);
   }
 
   /**
@@ -358,7 +368,7 @@ export class RunGateway {
     const deadline = request.timeoutMs !== undefined ? Date.now() + request.timeoutMs : undefined;
     const graph = this.#graphs.get(request.deployment);
     const pick = (all: WireTensorMap) => (request.outputs ? this.#pick(all, request.outputs, request.deployment) : all);
-    if (!graph?.streams) {
+    if (!graph || !this.#streaming(graph)) {
       yield (await this.#run(request, deadline)).outputs;
       return;
     }

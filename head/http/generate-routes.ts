@@ -15,6 +15,7 @@ import {
   toWireError,
 } from '../../runtime/internal.js';
 import type { GenerateRequest, TensorInfo, WireTensorMap } from '../../runtime/internal.js';
+import { methodStepStreams } from '../calls/method-steps.js';
 import { versionMap } from '../control/versions.js';
 import { MAX_CALL_BODY_BYTES } from './actor-routes.js';
 import { itemJson } from './actor-stream-route.js';
@@ -55,7 +56,7 @@ function targetOf(ctx: ApiContext, name: string): Target {
         'TROUPE_ERR_UNKNOWN_METHOD',
         `class actor '${name}' has no generate method, which generate requests call (its methods: ${Object.keys(methods).join(', ') || 'none'})`,
       );
-    return { kind: 'class', streams: d.actors.some((a) => a.classStreams?.includes('generate')) };
+    return { kind: 'class', streams: methodStepStreams(ctx.state, `${name}#generate`) };
   }
   if (!d.metadata) throw new TroupeError('TROUPE_ERR_NOT_READY', `'${name}' has no READY replica yet, so its inputs are not known`);
   if (d.metadata.inputs.length === 0)

@@ -74,11 +74,6 @@ export class SeriesStore {
     }
   }
 
-  /** Names of the series kept. */
-  ids(): IterableIterator<string> {
-    return this.#series.keys();
-  }
-
   /**
    * Samples newer than `after` (all that are kept, when `after` is older than the window), of the
    * series `include` accepts (all by default).

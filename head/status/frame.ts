@@ -111,6 +111,7 @@ export class StatusFrame {
   readonly #placed = new Map<string, ActorRecord[]>();
   readonly #nodeRows = new Map<string, StatusNode>();
   readonly #actorRows = new Map<string, StatusActor>();
+  readonly #memo = new Map<string, unknown>();
 
   constructor(state: ClusterState, graphs: GraphSource, sampler: ClusterSampler, feed: EventFeed, draining: boolean) {
     this.#state = state;
@@ -192,6 +193,14 @@ export class StatusFrame {
   /** Actors holding resources on a node. */
   placedOn(nodeId: string): readonly ActorRecord[] {
     return this.#placed.get(nodeId) ?? [];
+  }
+
+  /** `make()` once per push for each key: what pages looking at the same thing share (a window, a deployment's JSON). */
+  once<T>(key: string, make: () => T): T {
+    if (this.#memo.has(key)) return this.#memo.get(key) as T;
+    const value = make();
+    this.#memo.set(key, value);
+    return value;
   }
 
   nodeRow(n: NodeRecord): StatusNode {

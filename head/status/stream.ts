@@ -31,6 +31,8 @@ export class StatusStream {
   #soon: NodeJS.Timeout | undefined;
   /** Pages whose new view has not been sent yet, and the timer that sends them. */
   readonly #asked = new Set<Viewer>();
+  /** Pages an update skipped because their connection held more than MAX_BUFFERED_BYTES: sent again on drain. */
+  readonly #held = new WeakSet<Viewer>();
   #viewsSoon: NodeJS.Timeout | undefined;
 
   constructor(frame: () => StatusFrame, sampler: ClusterSampler, feed: EventFeed, maxViewers = 64) {
@@ -61,8 +63,10 @@ export class StatusStream {
     const viewer = new Viewer(newSecret(), res);
     this.#viewers.set(viewer.id, viewer);
     res.on('close', () => this.#viewers.delete(viewer.id));
-    // A page that fell behind catches up as soon as its connection has room.
-    res.on('drain', () => this.pushSoon());
+    // A page held back (its connection full) catches up as soon as it has room: that page alone.
+    res.on('drain', () => {
+      if (this.#held.delete(viewer) && this.#viewers.has(viewer.id)) this.#send(viewer, this.#frame());
+    });
     this.#send(viewer, this.#frame());
   }
 
@@ -114,7 +118,11 @@ export class StatusStream {
   }
 
   #send(viewer: Viewer, frame: StatusFrame): void {
-    if (viewer.res.writableLength > MAX_BUFFERED_BYTES || viewer.res.destroyed) return;
+    if (viewer.res.destroyed) return;
+    if (viewer.res.writableLength > MAX_BUFFERED_BYTES) {
+      this.#held.add(viewer);
+      return;
+    }
     const update = viewer.update(frame, this.#sampler, this.#feed);
     viewer.res.write(`event: update\ndata: ${JSON.stringify(update)}\n\n`);
   }

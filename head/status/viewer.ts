@@ -79,7 +79,7 @@ export class Viewer {
     const events = feed.since(this.#eventSeq);
 
     const deployments = frame.deployments.filter((d) => {
-      const json = JSON.stringify(d);
+      const json = frame.once(`deployment:${d.name}`, () => JSON.stringify(d));
       if (!full && this.#deployments.get(d.name) === json) return false;
       this.#deployments.set(d.name, json);
       return true;
@@ -89,8 +89,8 @@ export class Viewer {
     for (const name of removedDeployments) this.#deployments.delete(name);
     const graphs = JSON.stringify(frame.graphs);
 
-    const nodeCut = nodeWindow(frame, this.nodes);
-    const actorCut = actorWindow(frame, this.actors);
+    const nodeCut = frame.once(`nodes:${JSON.stringify(this.nodes)}`, () => nodeWindow(frame, this.nodes));
+    const actorCut = frame.once(`actors:${JSON.stringify(this.actors)}`, () => actorWindow(frame, this.actors));
     const update: StatusUpdate = {
       ...frame.shared,
       full,

@@ -53,19 +53,7 @@ export const ViewRequestSchema = z.object({
   actors: ActorQuerySchema,
 }) satisfies z.ZodType<StatusViewRequest>;
 
-/** What a page sees before it asks for anything (and what scripts reading the stream get). */
-export const DEFAULT_NODE_QUERY: NodeQuery = { offset: 0, limit: 24, sort: 'state', descending: false, text: '', state: 'all' };
-export const DEFAULT_ACTOR_QUERY: ActorQuery = {
-  offset: 0,
-  limit: 50,
-  group: 'none',
-  sort: 'deployment',
-  descending: false,
-  text: '',
-  state: 'all',
-  deployment: '',
-  node: '',
-};
+export { DEFAULT_ACTOR_QUERY, DEFAULT_NODE_QUERY } from './client/protocol.js';
 
 /** A cut of a sorted, filtered list: the window's records, and how many matched in all. */
 export interface Cut<T> {

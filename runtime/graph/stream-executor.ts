@@ -94,7 +94,6 @@ export interface StreamOptions {
   deadline?: number;
 }
 
-/** `err` from the step at `path`; one that execute() ran names its path from `ran` on, which becomes the full path. */
 /** The one item of steps that do not stream. */
 async function only(items: AsyncGenerator<WireTensorMap>): Promise<WireTensorMap> {
   const first = await items.next();
@@ -103,6 +102,7 @@ async function only(items: AsyncGenerator<WireTensorMap>): Promise<WireTensorMap
   return first.value;
 }
 
+/** `err` from the step at `path`; one that execute() ran names its path from `ran` on, which becomes the full path. */
 function atStep(path: string, err: unknown, ran?: string): TroupeError {
   const code = err instanceof TroupeError ? err.code : 'TROUPE_ERR_INTERNAL';
   const message = (err as Error)?.message ?? String(err);
@@ -209,8 +209,7 @@ class StreamRun {
     try {
       return selectInputs(plan, values, previous, map, (n) => this.#caller.leaf(n));
     } catch (err) {
-      if (!(err instanceof TroupeError)) throw err;
-      throw new TroupeError(err.code, `step '${path}': ${err.message}`);
+      throw atStep(path, err);
     }
   }
 }

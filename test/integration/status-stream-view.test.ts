@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Fleet } from '../../bench/scale/fleet.js';
+import { DEFAULT_ACTOR_QUERY, DEFAULT_NODE_QUERY } from '../../head/status/client/protocol.js';
 import type { ActorQuery, NodeQuery } from '../../head/status/client/protocol.js';
 import { connect } from '../../runtime/internal.js';
 import type { Cluster } from '../../runtime/internal.js';
@@ -11,27 +12,8 @@ import { StreamReader } from '../helpers/status-stream.js';
 // The status stream's windows: 40 simulated nodes of 2 GPUs (bench/scale/, the real agent protocol
 // over real sockets) and 3 deployments of 20 replicas, more than one page of either list.
 const NODES = 40;
-const nodes = (q: Partial<NodeQuery> = {}): NodeQuery => ({
-  offset: 0,
-  limit: 24,
-  sort: 'state',
-  descending: false,
-  text: '',
-  state: 'all',
-  ...q,
-});
-const actors = (q: Partial<ActorQuery> = {}): ActorQuery => ({
-  offset: 0,
-  limit: 50,
-  group: 'none',
-  sort: 'deployment',
-  descending: false,
-  text: '',
-  state: 'all',
-  deployment: '',
-  node: '',
-  ...q,
-});
+const nodes = (q: Partial<NodeQuery> = {}): NodeQuery => ({ ...DEFAULT_NODE_QUERY, ...q });
+const actors = (q: Partial<ActorQuery> = {}): ActorQuery => ({ ...DEFAULT_ACTOR_QUERY, ...q });
 
 describe('status stream: pages of nodes and actors, sorted, filtered and grouped as the page asks', { timeout: 180_000 }, () => {
   let cluster: TestCluster;

@@ -1,5 +1,6 @@
 import { badge, fmtAgo, fmtBytes, fmtShare, html } from './html.js';
 import type { Html } from './html.js';
+import { DEFAULT_ACTOR_QUERY } from './protocol.js';
 import type { ActorQuery, ActorSort, StatusActor } from './protocol.js';
 
 type Column = ActorSort;
@@ -36,17 +37,7 @@ const GROUP_LABELS: Record<ActorQuery['group'], string> = { none: '', deployment
  * deployment, node or state.
  */
 export class ActorsTable {
-  #q: ActorQuery = {
-    offset: 0,
-    limit: ACTORS_PAGE,
-    group: 'none',
-    sort: 'deployment',
-    descending: false,
-    text: '',
-    state: 'all',
-    deployment: '',
-    node: '',
-  };
+  #q: ActorQuery = { ...DEFAULT_ACTOR_QUERY, limit: ACTORS_PAGE };
   readonly #onChange: () => void;
 
   constructor(

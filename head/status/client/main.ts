@@ -8,6 +8,7 @@ import { byId, fmtAgo, fmtNumber, html, setHtml } from './html.js';
 import { ClusterModel } from './model.js';
 import { NODES_PAGE, renderNodes } from './nodes.js';
 import { onPage, renderPager } from './pager.js';
+import { DEFAULT_NODE_QUERY } from './protocol.js';
 import type { NodeQuery, StatusEvent, StatusUpdate } from './protocol.js';
 
 /**
@@ -25,7 +26,7 @@ let receivedAt = 0;
 let link: LinkState = { kind: 'connecting' };
 /** Set when the link drops, cleared once data flows again: the banner shows meanwhile. */
 let disconnected = false;
-let nodeQuery: NodeQuery = { offset: 0, limit: NODES_PAGE, sort: 'state', descending: false, text: '', state: 'all' };
+let nodeQuery: NodeQuery = { ...DEFAULT_NODE_QUERY, limit: NODES_PAGE };
 
 const charts = CHARTS.map((spec) => {
   const figure = document.querySelector<HTMLElement>(`[data-chart="${spec.key}"]`)!;

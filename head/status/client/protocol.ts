@@ -262,3 +262,17 @@ export interface StatusSession {
   required: boolean;
   authorized: boolean;
 }
+
+/** What a page sees before it asks for anything (and what scripts reading the stream get): the page sizes the page uses. */
+export const DEFAULT_NODE_QUERY: NodeQuery = { offset: 0, limit: 24, sort: 'state', descending: false, text: '', state: 'all' };
+export const DEFAULT_ACTOR_QUERY: ActorQuery = {
+  offset: 0,
+  limit: 50,
+  group: 'none',
+  sort: 'deployment',
+  descending: false,
+  text: '',
+  state: 'all',
+  deployment: '',
+  node: '',
+};
