@@ -9,7 +9,7 @@ import type { ServedModel } from './load-model.js';
  */
 export function batchOptions(
   batchJson: string | undefined,
-  model: Pick<ServedModel, 'metadata' | 'batchable' | 'overlap'>,
+  model: Pick<ServedModel, 'metadata' | 'batchable' | 'overlap' | 'runners'>,
 ): BatcherOptions {
   const spec = batchJson ? BatchSchema.safeParse(JSON.parse(batchJson)) : undefined;
   const batch = spec?.success ? spec.data : { maxSize: 1, maxDelayMs: 0 };
@@ -22,5 +22,6 @@ export function batchOptions(
     preferredSizes: batch.preferredSizes,
     batchable,
     overlap: model.overlap ?? 1,
+    runners: model.runners ?? 1,
   };
 }

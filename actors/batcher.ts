@@ -25,6 +25,12 @@ export interface BatcherOptions {
    * partial one could still gain calls by waiting: batches form as with one run at a time.
    */
   overlap?: number | undefined;
+  /**
+   * Runs that go on side by side, each on a session of its own (a model's instances; default 1).
+   * While fewer run, the next batch starts at once, full or not, as a lone call does on an idle
+   * model; with all of them busy, batches form from the calls that wait. At most `overlap` runs.
+   */
+  runners?: number | undefined;
 }
 
 export interface BatcherStats {
@@ -154,8 +160,9 @@ export class Batcher {
 
   /**
    * Runs `batch` and, while runs go on, sends each next batch that is already full after them, up
-   * to `overlap` runs at once; returns when every run started here has ended. A partial batch
-   * waits for that, as with one run at a time, gathering the calls that arrive meanwhile.
+   * to `overlap` runs at once, and any batch at all while one of `runners` sessions has none;
+   * returns when every run started here has ended. Otherwise a partial batch waits for that, as
+   * with one run at a time, gathering the calls that arrive meanwhile.
    */
   async #runOverlapped(batch: Job[]): Promise<void> {
     const runs = new Set<Promise<void>>();
@@ -169,7 +176,7 @@ export class Batcher {
     start(batch);
     while (runs.size > 0) {
       this.#dropExpired();
-      if (runs.size < this.#options.overlap! && this.#fullBatchWaiting()) {
+      if (runs.size < this.#options.overlap! && (this.#fullBatchWaiting() || this.#runnerIdle(runs.size))) {
         start(this.#take());
         continue;
       }
@@ -178,6 +185,11 @@ export class Batcher {
       await Promise.race([...runs, arrival]);
       this.#arrived = undefined;
     }
+  }
+
+  /** Whether a call waits while one of the model's sessions has no run (with `waitWhenIdle`, only full batches start beside a run). */
+  #runnerIdle(running: number): boolean {
+    return this.#queue.length > 0 && running < (this.#options.runners ?? 1) && !this.#options.waitWhenIdle;
   }
 
   /** Whether the oldest call and the compatible ones behind it fill a batch of the target size. */

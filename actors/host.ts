@@ -10,7 +10,6 @@ import { joinHead } from './head-socket.js';
 import type { HeadSocket } from './head-socket.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { loadModel } from './load-model.js';
-import { ThreadedModel } from './threaded-model.js';
 import type { ServedModel } from './load-model.js';
 import { Batcher } from './batcher.js';
 import { batchOptions } from './batch-options.js';
@@ -39,7 +38,7 @@ async function main(): Promise<void> {
   const env = readActorEnv(ActorEnvSchema, 'actor');
   let executor: Batcher | undefined;
   let model: ServedModel | undefined;
-  followAgent(() => (model instanceof ThreadedModel ? model.runGoingOn() : undefined));
+  followAgent(() => model?.runGoingOn?.());
   let stopping = false;
   let head: HeadSocket | undefined;
   // Connections the head hands over on this host are served here (actors/http-door.ts).
@@ -88,9 +87,13 @@ async function main(): Promise<void> {
       { device, ...(env.TROUPE_THREADS ? { threads: env.TROUPE_THREADS } : {}) },
       env.TROUPE_INFERENCE_THREAD ?? 'auto',
       (error) => threadDied(error),
+      env.TROUPE_INSTANCES ?? 1,
     );
     model = loading.model;
-    log.info({ actor: env.TROUPE_ACTOR_ID, inferenceThread: loading.threaded, runMs: loading.runMs }, 'where the model runs');
+    log.info(
+      { actor: env.TROUPE_ACTOR_ID, inferenceThread: loading.threaded, instances: env.TROUPE_INSTANCES ?? 1, runMs: loading.runMs },
+      'where the model runs',
+    );
   } catch (err) {
     const full = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
     // The absolute path stays in this machine's log; the head and its caller see the path as named.

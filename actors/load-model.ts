@@ -2,6 +2,7 @@ import type { ModelMetadata, Tensor } from '../runtime/internal.js';
 import { GRAPH_FILE, GraphModel } from './graph-model.js';
 import { OnnxModel } from './onnx-model.js';
 import type { LoadOptions } from './onnx-model.js';
+import { ModelInstances } from './model-instances.js';
 import { ThreadedModel } from './threaded-model.js';
 import type { OnThreadDeath } from './threaded-model.js';
 
@@ -14,8 +15,12 @@ export interface ServedModel {
   readonly batchable?: boolean;
   /** Runs it may hold at once (see BatcherOptions.overlap); 1 when absent. */
   readonly overlap?: number;
+  /** Runs that go on at once, each on a session of its own (see BatcherOptions.runners); 1 when absent. */
+  readonly runners?: number;
   /** `notAfter`: only for a model with `overlap` above 1 (see RunModel in actors/batcher.ts). */
   run(inputs: Record<string, Tensor>, outputs?: readonly string[], notAfter?: number): Promise<Record<string, Tensor>>;
+  /** The end of the runs going on now, if any: a process told to stop lets them finish. */
+  runGoingOn?(): Promise<unknown> | undefined;
 }
 
 /** Where a model's session runs: `auto` decides by its intra-op threads and measured run time (see {@link INFERENCE_THREAD_MIN_RUN_MS}). */
@@ -44,15 +49,21 @@ export interface LoadedModel {
  * Loads and warms up the model file a deployment names: `*.graph.json` is a graph (its sessions in
  * this thread), anything else ONNX. In `auto` mode the session is created on an inference thread
  * first, so a large model loads once, where it will run; one that runs faster than the hop is
- * worth is let go and loaded again in this thread (a small model loads in milliseconds).
+ * worth is let go and loaded again in this thread (a small model loads in milliseconds). More than
+ * one instance are sessions on threads of their own whatever the mode (model-instances.ts).
  */
 export async function loadModel(
   path: string,
   options: LoadOptions,
   mode: InferenceThreadMode = 'auto',
   onDeath?: OnThreadDeath,
+  instances = 1,
 ): Promise<LoadedModel> {
   if (GRAPH_FILE.test(path)) return { model: await GraphModel.load(path, options), threaded: false };
+  if (instances > 1) {
+    const pool = await ModelInstances.load(path, options, instances, onDeath);
+    return { model: pool, threaded: true, runMs: pool.runMs };
+  }
   if (mode === 'never') return { model: await OnnxModel.load(path, options), threaded: false };
   // Unset threads let onnxruntime use every core: more than one.
   if (mode === 'auto' && options.threads === 1) return { model: await OnnxModel.load(path, options), threaded: false };

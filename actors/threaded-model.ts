@@ -98,6 +98,11 @@ export class ThreadedModel {
     return result;
   }
 
+  /** Runs sent and not yet answered: the one going on and those waiting behind it. */
+  get pendingRuns(): number {
+    return this.#pending.size;
+  }
+
   /** The end of the run the thread is on now (the oldest unanswered: the thread serves them in order), if any. */
   runGoingOn(): Promise<unknown> | undefined {
     for (const run of this.#pending.values()) return run.ended;

@@ -239,12 +239,15 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
   say(
     `Alternating windows (2 s each; batching maxSize ${floor.batch}), samples/s: floor's best layout at batch ${floor.batch} / Troupe HTTP at 16 in flight / at 64 in flight / served by the head (--http-workers 0) at 16 / gRPC raw contents (load: ${GRPC_GENERATOR}) through the front-door workers at 16 / served by the head at 16 / replicas serve HTTP (--http-handoff) at 16 / at 64 / bare socket replicas at 16, each image sent over a socket (the least any server that receives images over sockets pays on these cores):\n`,
   );
-  for (const layout of LAYOUTS) {
+  // Beside the floor's two layouts, one replica holding two instances of one thread each.
+  const layouts: { replicas: number; threads: number; instances?: number }[] = [...LAYOUTS, { replicas: 1, threads: 1, instances: 2 }];
+  for (const layout of layouts) {
     const spec = {
       name: 'cnn',
       model: 'mobilenet.onnx',
       threads: layout.threads,
       replicas: layout.replicas,
+      ...(layout.instances ? { instances: layout.instances } : {}),
       batch: { maxSize: floor.batch },
       maxQueue: 100_000,
     };
@@ -264,7 +267,9 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       bare: [] as number[],
     };
     const windows: string[] = [];
-    const bare = await socketReplicas(cluster.models.mobilenet, cnnInput.name, cnnInput.shape(1).slice(1), layout.threads, layout.replicas);
+    // Bare replicas have no instances: two processes stand for a replica's two sessions.
+    const bareProcesses = layout.replicas * (layout.instances ?? 1);
+    const bare = await socketReplicas(cluster.models.mobilenet, cnnInput.name, cnnInput.shape(1).slice(1), layout.threads, bareProcesses);
     try {
       for (let i = 0; i < WINDOWS; i++) {
         const f = await bestLayoutFloor(cluster.models.mobilenet, floor.batch, 2);
@@ -296,8 +301,9 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       const client = await connect(c.url);
       await client.undeploy('cnn').finally(() => client.close());
     }
+    const instances = layout.instances ? ` x ${layout.instances} instances` : '';
     say(
-      `- ${layout.replicas} replica${layout.replicas > 1 ? 's' : ''} x ${layout.threads} thread${layout.threads > 1 ? 's' : ''}: ${windows.join('; ')}.`,
+      `- ${layout.replicas} replica${layout.replicas > 1 ? 's' : ''}${instances} x ${layout.threads} thread${layout.threads > 1 ? 's' : ''}: ${windows.join('; ')}.`,
     );
     say(
       `  Medians over the floor: HTTP, 16 in flight ${fmt(median(ratios.c16), 2)}x; 64 in flight ${fmt(median(ratios.c64), 2)}x; served by the head, 16 in flight ${fmt(median(ratios.head16), 2)}x; gRPC, 16 in flight ${fmt(median(ratios.grpc16), 2)}x, served by the head ${fmt(median(ratios.grpcHead16), 2)}x; replicas serve HTTP, 16 in flight ${fmt(median(ratios.door16), 2)}x, 64 in flight ${fmt(median(ratios.door64), 2)}x; bare socket replicas ${fmt(median(ratios.bare), 2)}x.`,

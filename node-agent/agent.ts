@@ -278,6 +278,7 @@ export class NodeAgent {
     if (message.deployment) env.TROUPE_DEPLOYMENT = message.deployment;
     if (this.#dataHost) env.TROUPE_DATA_HOST = this.#dataHost;
     if (message.threads !== undefined) env.TROUPE_THREADS = String(message.threads);
+    if (message.instances !== undefined) env.TROUPE_INSTANCES = String(message.instances);
     if (message.batch) env.TROUPE_BATCH = JSON.stringify(message.batch);
     if (message.multiplex) env.TROUPE_MULTIPLEX = JSON.stringify(message.multiplex);
     if (labelFiles) {

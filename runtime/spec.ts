@@ -183,6 +183,8 @@ export function classLabels(
 
 /** The smallest `cpus` a replica may ask for: a twentieth of a core, so 20 replicas per CPU at most. */
 export const MIN_REPLICA_CPUS = 0.05;
+/** Most model instances one replica holds (each a session and a thread). */
+export const MAX_INSTANCES = 16;
 
 /**
  * What a user asks for when deploying one model. `model` is a path under the agent's model
@@ -216,8 +218,14 @@ export const ModelDeploymentSchema = z
     memory: z.union([z.number().int().nonnegative(), z.string()]).transform(toBytes).optional(),
     /** `spread` replicas over nodes, then GPUs (default), or `pack` them onto the busiest node that fits. */
     placement: z.enum(['spread', 'pack']).default('spread'),
-    /** onnxruntime intra-op threads per actor (default: its `cpus`, at least 1). */
+    /** onnxruntime intra-op threads per actor, or per instance with `instances` (default: its `cpus` over its instances, at least 1). */
     threads: z.number().int().min(1).max(256).optional(),
+    /**
+     * Model instances per replica (Triton's instance_group count): sessions of the model in one actor
+     * process, each on an inference thread of its own with `threads` intra-op threads, so that a
+     * replica runs this many batches at once. Default 1.
+     */
+    instances: z.number().int().min(1).max(MAX_INSTANCES).optional(),
     /** Calls allowed to wait for a replica; past it new calls fail at once with TROUPE_ERR_OVERLOADED. */
     maxQueue: z.number().int().min(0).max(1_000_000).default(1024),
     /** Dynamic batching; off (maxSize 1) unless asked for. */
@@ -258,6 +266,10 @@ export const ModelDeploymentSchema = z
     path: ['model'],
   })
   .refine((d) => d.args === undefined || d.kind === 'class', { message: "only a class actor (kind 'class') takes args", path: ['args'] })
+  .refine((d) => (d.instances ?? 1) === 1 || ((d.kind ?? 'model') === 'model' && !d.multiplex), {
+    message: 'only a model deployment of one model file has instances',
+    path: ['instances'],
+  })
   // A version split routes tensor calls by weight; a class actor's calls follow sessions and state instead.
   .refine((d) => !(d.versions && d.kind === 'class'), { message: 'a class actor takes no versions', path: ['versions'] })
   .refine((d) => d.gpus <= 1 || Number.isInteger(d.gpus), { message: 'gpus above 1 must be a whole number', path: ['gpus'] })

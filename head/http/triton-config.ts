@@ -108,7 +108,12 @@ export function tritonModelConfig(d: DeploymentRecord): TritonModelConfig {
       is_shape_tensor: false,
     })),
     instance_group: [
-      { name: spec.name, kind: spec.gpus > 0 ? 'KIND_GPU' : 'KIND_CPU', count: spec.replicas, gpus: spec.gpus > 0 ? gpus : [] },
+      {
+        name: spec.name,
+        kind: spec.gpus > 0 ? 'KIND_GPU' : 'KIND_CPU',
+        count: spec.replicas * (spec.instances ?? 1),
+        gpus: spec.gpus > 0 ? gpus : [],
+      },
     ],
     ...(batching
       ? {

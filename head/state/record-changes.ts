@@ -17,6 +17,7 @@ export function needsNewActors(old: ModelDeployment, next: ModelDeployment): boo
     old.gpus !== next.gpus ||
     old.cpus !== next.cpus ||
     old.threads !== next.threads ||
+    old.instances !== next.instances ||
     old.memory !== next.memory ||
     JSON.stringify(old.batch) !== JSON.stringify(next.batch) ||
     // Replicas read label files as they load: other files need replicas that read them.
@@ -159,8 +160,9 @@ export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Ext
     model: d.spec.model,
     gpus: a.gpus,
     // onnxruntime would otherwise start a thread per core in every actor and, with several
-    // actors on a node, oversubscribe it; the actor's CPU budget is its thread count.
-    threads: d.spec.threads ?? Math.max(1, Math.round(d.spec.cpus)),
+    // actors on a node, oversubscribe it; the actor's CPU budget is its thread count, shared by its instances.
+    threads: d.spec.threads ?? Math.max(1, Math.round(d.spec.cpus / (d.spec.instances ?? 1))),
+    ...((d.spec.instances ?? 1) > 1 ? { instances: d.spec.instances } : {}),
     batch: d.spec.batch,
     ...(d.spec.kind === 'fn' ? { kind: 'fn' as const, fn: d.spec.model } : {}),
     ...(d.spec.multiplex ? { multiplex: d.spec.multiplex } : {}),

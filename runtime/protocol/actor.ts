@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { WireTensorMapSchema } from '../tensor/wire.js';
 import { AckSchema, FailSchema, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
 import { DirectInputsSchema, RegionOfferSchema } from './shared-memory.js';
-import { ClassLabelsSchema, LabelListSchema } from '../spec.js';
+import { ClassLabelsSchema, LabelListSchema, MAX_INSTANCES } from '../spec.js';
 import {
   ClassMethodsSchema,
   InvokeReplySchema,
@@ -204,6 +204,8 @@ export const ActorEnvSchema = z.object({
   TROUPE_SHOWN_PATH: z.string().max(1000).optional(),
   TROUPE_DEVICE: z.enum(['cpu', 'cuda', 'simulated-gpu']),
   TROUPE_THREADS: z.coerce.number().int().min(1).max(256).optional(),
+  /** Model instances: sessions of the model, each on an inference thread of its own (actors/model-instances.ts). */
+  TROUPE_INSTANCES: z.coerce.number().int().min(1).max(MAX_INSTANCES).optional(),
   /**
    * Where a model's session runs: on an inference thread of its own, so the actor reads and parses
    * the next calls while one infers (`always`), on the actor's main thread (`never`), or decided at

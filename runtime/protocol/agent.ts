@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GpuSchema, NodeResourcesSchema } from '../resources.js';
-import { BatchSchema, ClassArgsSchema, LabelFileSchema, MultiplexSchema } from '../spec.js';
+import { BatchSchema, ClassArgsSchema, LabelFileSchema, MAX_INSTANCES, MultiplexSchema } from '../spec.js';
 import { AckSchema, FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
 
 const RunningActorSchema = z.object({ actorId: IdSchema, pid: z.number().int().positive() });
@@ -74,6 +74,8 @@ export const HeadToAgentSchema = z.discriminatedUnion('type', [
     /** Indices of the node's GPUs this actor may see (its CUDA_VISIBLE_DEVICES). */
     gpus: z.array(z.number().int().min(0)).max(64),
     threads: z.number().int().min(1).max(256).optional(),
+    /** Model instances in the actor (sessions, each on a thread of its own). */
+    instances: z.number().int().min(2).max(MAX_INSTANCES).optional(),
     batch: BatchSchema.optional(),
     /** 'fn' starts a fn actor (actors/fn-host) for graph steps, 'class' a class actor (actors/class-host), instead of a model actor. */
     kind: z.enum(['model', 'fn', 'class']).optional(),

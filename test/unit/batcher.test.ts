@@ -203,6 +203,47 @@ describe('Batcher: batching never costs latency at low load', { timeout: 10_000 
   });
 });
 
+describe('Batcher: a model of several instances (runners)', { timeout: 10_000 }, () => {
+  test('with 2 runners a lone call starts at once beside a run, partial or not; with both busy calls gather into batches', async () => {
+    const model = fakeModel(true);
+    const b = batcher(model.run, { maxSize: 4, overlap: 4, runners: 2 });
+    const first = b.submit(call(1));
+    await microtasks();
+    assert.deepEqual(model.runs, [1], 'an idle model runs a lone call at once');
+    const second = b.submit(call(2));
+    await until('the second instance to take a lone call', () => model.runs.length === 2);
+    assert.deepEqual(model.runs, [1, 1], 'a second instance is idle: the next call runs beside the first, a batch of one');
+    const waiting = [3, 4].map((k) => b.submit(call(k)));
+    for (let i = 0; i < 3; i++) await nextTurn();
+    assert.deepEqual(model.runs, [1, 1], 'both instances busy: a partial batch waits');
+    model.release();
+    await first;
+    await until('the waiting calls to run as one batch', () => model.runs.length === 3);
+    assert.deepEqual(model.runs, [1, 1, 2], 'calls 3 and 4 went together to the instance that freed');
+    model.release();
+    model.release();
+    const results = await Promise.all([second, ...waiting]);
+    results.forEach(({ outputs }, i) => assert.deepEqual(valuesOf(outputs.y), Array(4).fill(i + 2), `caller ${i + 2} got its own rows`));
+    await b.whenIdle();
+    assert.deepEqual(b.stats, { ...b.stats, calls: 4, batches: 3, rows: 4 });
+  });
+  test('with waitWhenIdle, a second runner takes only full batches: a partial one waits for company as asked', async () => {
+    const model = fakeModel(true);
+    const b = batcher(model.run, { maxSize: 2, overlap: 4, runners: 2, waitWhenIdle: true, maxDelayMs: 0 });
+    const first = b.submit(call(1));
+    await until('the first run', () => model.runs.length === 1);
+    const partial = b.submit(call(2));
+    for (let i = 0; i < 3; i++) await nextTurn();
+    assert.deepEqual(model.runs, [1], 'half a batch does not start beside a run');
+    const filled = b.submit(call(3));
+    await until('the full batch', () => model.runs.length === 2);
+    assert.deepEqual(model.runs, [1, 2]);
+    model.release();
+    model.release();
+    await Promise.all([first, partial, filled]);
+  });
+});
+
 describe('Batcher: what a batch is made of, and how it fails', { timeout: 10_000 }, () => {
   /** One run going on (held), then `calls` submitted behind it: they form the next batch. */
   async function behindABusyModel(model: ReturnType<typeof fakeModel>, b: Batcher, calls: (() => ReturnType<Batcher['submit']>)[]) {

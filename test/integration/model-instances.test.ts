@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { ModelInstances } from '../../actors/model-instances.js';
+import { OnnxModel } from '../../actors/onnx-model.js';
+import { writeExampleModels } from '../../models/index.js';
+import type { ExampleModelPaths } from '../../models/index.js';
+import { connect, tensor } from '../../runtime/internal.js';
+import type { Cluster, Tensor } from '../../runtime/internal.js';
+import { startCluster } from '../helpers/cluster.js';
+import type { TestCluster } from '../helpers/cluster.js';
+import { assertError, call } from '../helpers/http.js';
+import { seededFloats } from '../helpers/tensors.js';
+
+/**
+ * Model instances (`instances` in a deployment, Triton's instance_group count): sessions of one
+ * model in one actor, each on a thread of its own. Real onnxruntime sessions on real threads, and
+ * a real cluster whose replica holds two.
+ */
+
+const bytes = (t: Tensor | undefined) =>
+  Buffer.from((t!.data as Float32Array).buffer, (t!.data as Float32Array).byteOffset, (t!.data as Float32Array).byteLength);
+
+describe('model instances', { timeout: 150_000 }, () => {
+  let dir: string;
+  let models: ExampleModelPaths;
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'troupe-instances-'));
+    models = await writeExampleModels(dir);
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  test('two runs sent at once go one to each instance, and each answers what the session in this thread does', async () => {
+    const inThread = await OnnxModel.load(models.mlp, { device: 'cpu', threads: 1 });
+    const pool = await ModelInstances.load(models.mlp, { device: 'cpu', threads: 1 }, 2);
+    try {
+      assert.equal(pool.runners, 2);
+      assert.deepEqual(pool.metadata, inThread.metadata);
+      const inputs = [3, 4].map((seed) => ({ x: tensor('float32', [2, 64], seededFloats(128, seed)) }));
+      const runs = inputs.map((x) => pool.run(x));
+      assert.deepEqual(pool.pendingRuns, [1, 1], 'the second run went to the idle instance');
+      assert.ok(pool.runGoingOn(), 'runs are going on');
+      const got = await Promise.all(runs);
+      for (const [i, x] of inputs.entries()) {
+        const expected = await inThread.run(x);
+        assert.ok(bytes(got[i]!.logits).equals(bytes(expected.logits)), `run ${i} differs from the in-process session`);
+      }
+      assert.deepEqual(pool.pendingRuns, [0, 0]);
+      assert.equal(pool.runGoingOn(), undefined);
+    } finally {
+      await Promise.all([inThread.release(), pool.release()]);
+    }
+  });
+
+  describe('in a cluster', () => {
+    let cluster: TestCluster;
+    let client: Cluster;
+    before(async () => {
+      cluster = await startCluster({ agents: [['--cpus', '4']] });
+      client = await connect(cluster.url);
+    });
+    after(async () => {
+      await client?.close();
+      await cluster?.stop();
+    });
+
+    test("a replica of 2 instances serves calls, and Triton's config counts its instances", async () => {
+      await client.deploy({ name: 'two', model: 'mlp.onnx', cpus: 2, instances: 2, batch: { maxSize: 8 } });
+      const reference = await OnnxModel.load(path.join(cluster.modelDir, 'mlp.onnx'), { device: 'cpu', threads: 1 });
+      try {
+        const xs = [5, 6, 7, 8].map((seed) => tensor('float32', [1, 64], seededFloats(64, seed)));
+        const answers = await Promise.all(xs.map((x) => client.run('two', { x })));
+        for (const [i, x] of xs.entries()) {
+          const expected = await reference.run({ x });
+          assert.ok(bytes(answers[i]!.logits).equals(bytes(expected.logits)), `call ${i} differs from the in-process session`);
+        }
+      } finally {
+        await reference.release();
+      }
+      const config = await call(cluster.url, 'GET', '/v2/models/two/config');
+      assert.equal(config.status, 200);
+      assert.deepEqual(
+        (config.json as { instance_group: { count: number; kind: string }[] }).instance_group.map((g) => [g.kind, g.count]),
+        [['KIND_CPU', 2]],
+      );
+    });
+
+    test('instances on anything but a model of one file is refused with the field named', async () => {
+      const answer = await call(cluster.url, 'PUT', '/api/v1/deployments/multi', {
+        body: JSON.stringify({ name: 'multi', model: 'mlp.onnx', kind: 'fn', instances: 2 }),
+        headers: { 'content-type': 'application/json' },
+      });
+      assertError(answer, 400, 'TROUPE_ERR_BAD_SPEC', /instances.*only a model deployment of one model file has instances/);
+      const tooMany = await call(cluster.url, 'PUT', '/api/v1/deployments/many', {
+        body: JSON.stringify({ name: 'many', model: 'mlp.onnx', instances: 17 }),
+        headers: { 'content-type': 'application/json' },
+      });
+      assertError(tooMany, 400, 'TROUPE_ERR_BAD_SPEC', /instances/);
+    });
+  });
+});
