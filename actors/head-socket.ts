@@ -9,11 +9,14 @@ import {
   toWireError,
 } from '../runtime/internal.js';
 import type { ActorToHead, HeadToActor, Logger, TroupeError } from '../runtime/internal.js';
+import { openThroughAgent } from './agent-relayed-head.js';
 
 type HeadChannel = Channel<HeadToActor, ActorToHead>;
 
 export interface HeadSocketOptions {
   headUrl: string;
+  /** `agent`: the link goes through the agent (actors/agent-relayed-head.ts) instead of a connection of its own. */
+  link?: 'direct' | 'agent' | undefined;
   actorId: string;
   secret: string;
   log: Logger;
@@ -81,7 +84,11 @@ export class HeadSocket {
     const headers = { [ACTOR_ID_HEADER]: actorId, [ACTOR_SECRET_HEADER]: secret };
     // Calls arrive in pooled frames, released once they have run (see actors/host.ts).
     const options = { maxFrameBytes: DEFAULT_MAX_FRAME_BYTES, pooled: true, timeoutMs: HANDSHAKE_TIMEOUT_MS };
-    openFrameTransport(new URL('/v1/actor', headUrl), headers, options).then(
+    const opened =
+      this.#options.link === 'agent'
+        ? openThroughAgent(HANDSHAKE_TIMEOUT_MS)
+        : openFrameTransport(new URL('/v1/actor', headUrl), headers, options);
+    opened.then(
       (transport) => {
         if (this.#stopped) return transport.terminate();
         if (this.#connectedOnce) log.info({ actor: actorId }, 'reconnected to the head');
@@ -116,7 +123,7 @@ export class HeadSocket {
 }
 
 export interface JoinHeadOptions {
-  env: { TROUPE_HEAD_URL: string; TROUPE_ACTOR_ID: string; TROUPE_ACTOR_SECRET: string };
+  env: { TROUPE_HEAD_URL: string; TROUPE_ACTOR_ID: string; TROUPE_ACTOR_SECRET: string; TROUPE_HEAD_LINK?: 'direct' | 'agent' | undefined };
   log: Logger;
   /** Exit codes the agent reads: refused by the head, or failed to load. */
   exitCodes: { UNWANTED: number; LOAD_FAILED: number };
@@ -134,6 +141,7 @@ export function joinHead(options: JoinHeadOptions): HeadSocket {
   const { env, log, exitCodes } = options;
   const head = new HeadSocket({
     headUrl: env.TROUPE_HEAD_URL,
+    link: env.TROUPE_HEAD_LINK,
     actorId: env.TROUPE_ACTOR_ID,
     secret: env.TROUPE_ACTOR_SECRET,
     log,

@@ -16,7 +16,8 @@ import {
   createLogger,
   wantsFrames,
 } from '../runtime/internal.js';
-import type { Channel } from '../runtime/internal.js';
+import type { Channel, FrameTransport } from '../runtime/internal.js';
+import type { ActorRecord } from './state/records.js';
 import { serveActor } from './connections/actor-connection.js';
 import { serveAgent } from './connections/agent-connection.js';
 import { checkBearer, isLoopback } from '../runtime/internal.js';
@@ -280,8 +281,23 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     streams.add(channel);
     void channel.whenClosed.then(() => streams.delete(channel));
   };
+  /** Counts an actor's link while it is open, by the way it came. */
+  const countLink = <C extends { whenClosed: Promise<unknown> }>(channel: C, via: 'connection' | 'agent'): C => {
+    state.metrics.actorLinks.inc({ via });
+    void channel.whenClosed.then(() => state.metrics.actorLinks.dec({ via }));
+    return channel;
+  };
   const firstMessageTimeoutMs = options.firstMessageTimeoutMs ?? FIRST_MESSAGE_TIMEOUT_MS;
   const clientOptions = { gate, firstMessageTimeoutMs, actors, graphStreams };
+  // Actor links an agent relays over its own connection are served as /v1/actor serves a connection.
+  const actorLinks = {
+    join: (actorId: string, secret: string) => joiningActor(state, actorId, secret),
+    serve: (transport: FrameTransport, actor: ActorRecord) => {
+      const channel = countLink(serveActor(transport, actor, controller, log, doors), 'agent');
+      track(channel);
+      return channel;
+    },
+  };
   const accept = (req: IncomingMessage, socket: Duplex, head: Buffer, serve: (ws: WebSocket) => void) =>
     wss.handleUpgrade(req, socket, head, serve);
 
@@ -292,15 +308,17 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     if (path === '/v1/actor') {
       const actor = joiningActor(state, String(req.headers[ACTOR_ID_HEADER] ?? ''), String(req.headers[ACTOR_SECRET_HEADER] ?? ''));
       if (!actor) return refuse(socket, 401, 'Unauthorized', 'unknown actor or wrong actor secret');
-      if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveActor(ws, actor, controller, log, doors));
-      return track(serveActor(frames(socket, head, false), actor, controller, log, doors));
+      if (!wantsFrames(req))
+        return accept(req, socket, head, (ws) => countLink(serveActor(ws, actor, controller, log, doors), 'connection'));
+      return track(countLink(serveActor(frames(socket, head, false), actor, controller, log, doors), 'connection'));
     }
     if (path !== '/v1/agent' && path !== '/v1/client') return refuse(socket, 404, 'Not Found', `no connection endpoint at ${path}`);
     if (!checkBearer(req.headers, options.token)) {
       log.warn({ path, address }, 'refused a connection with a missing or wrong token');
       return refuse(socket, 401, 'Unauthorized', 'missing or wrong cluster token');
     }
-    if (path === '/v1/agent') return accept(req, socket, head, (ws) => serveAgent(ws, address, controller, log, firstMessageTimeoutMs));
+    if (path === '/v1/agent')
+      return accept(req, socket, head, (ws) => serveAgent(ws, address, controller, log, actorLinks, firstMessageTimeoutMs));
     if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveClient(ws, state, deployments, log, graphs, clientOptions));
     return track(serveClient(frames(socket, head, true), state, deployments, log, graphs, clientOptions));
   });

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { childNodeArgs } from '../runtime/internal.js';
+import { ActorToRelayIpcSchema, childNodeArgs } from '../runtime/internal.js';
+import type { ActorToRelayIpc, RelayToActorIpc } from '../runtime/internal.js';
 import { ActorHealth } from './health.js';
 import { processUsage } from './proc-stats.js';
 import type { HealthOptions } from './health.js';
@@ -31,6 +32,8 @@ export interface ActorProcessOptions {
   health: HealthOptions;
   /** The script the child runs (default: the model actor). */
   entry?: string;
+  /** The actor's link to the head goes through this agent: what the actor says about it over IPC. */
+  relay?: (message: ActorToRelayIpc) => void;
 }
 
 /**
@@ -53,12 +56,19 @@ export class ActorProcess {
     this.#child = spawn(process.execPath, [...childNodeArgs(), options.entry ?? MODEL_ACTOR_ENTRY], {
       env: options.env,
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+      // A relayed link carries frames over IPC: structured clone passes their bytes as bytes, not JSON.
+      ...(options.relay ? { serialization: 'advanced' as const } : {}),
     });
     this.#child.stderr?.on('data', (chunk: Buffer) => {
       process.stderr.write(chunk);
       this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
     });
-    this.#child.on('message', (message) => this.#health.observe(message));
+    const relay = options.relay;
+    this.#child.on('message', (message) => {
+      const relayed = relay ? ActorToRelayIpcSchema.safeParse(message) : undefined;
+      if (relayed?.success) relay!(relayed.data);
+      else this.#health.observe(message);
+    });
     // An IPC write to an actor that just died must not crash the agent.
     this.#child.on('error', () => {});
     this.#pinger = setInterval(() => void this.#check(), options.health.intervalMs);
@@ -78,6 +88,11 @@ export class ActorProcess {
 
   get running(): boolean {
     return this.#child.exitCode === null && this.#child.signalCode === null;
+  }
+
+  /** Tells the actor about its relayed link to the head; dropped once its IPC channel is gone. */
+  toActor(message: RelayToActorIpc): void {
+    if (this.#child.connected) this.#child.send(message, () => {});
   }
 
   /** SIGTERM (the actor finishes what it accepted), then SIGKILL if it has not exited within `graceMs`. */

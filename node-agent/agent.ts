@@ -12,7 +12,7 @@ import {
   resolveModelPath,
   TroupeError,
 } from '../runtime/internal.js';
-import type { AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/internal.js';
+import type { ActorToRelayIpc, AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/internal.js';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { ActorProcess, CLASS_ACTOR_ENTRY, FN_ACTOR_ENTRY, MULTIPLEX_ACTOR_ENTRY } from './actor-process.js';
@@ -28,6 +28,7 @@ import { ActorLedger } from './orphans.js';
 import { processUsage } from './proc-stats.js';
 import { resolveLabelFiles } from './label-files.js';
 import { resolveModel } from './model-cache.js';
+import { ActorLinkRelay } from './actor-link-relay.js';
 
 export interface AgentOptions {
   /** The head's WebSocket address, e.g. ws://127.0.0.1:8470. */
@@ -65,6 +66,12 @@ export interface AgentOptions {
   nvidiaSmi?: string;
   /** How often real GPUs are sampled (default 5 s). */
   gpuSampleMs?: number;
+  /**
+   * How this node's actors reach the head: each over a connection of its own (`direct`, the
+   * default), or relayed over this agent's connection (`relay`: the head then holds one socket per
+   * node, not one per actor; see actor-link-relay.ts).
+   */
+  actorLinks?: 'direct' | 'relay';
 }
 
 type StartActor = Extract<HeadToAgent, { type: 'startActor' }>;
@@ -96,6 +103,7 @@ export class NodeAgent {
   #dataHost: string | undefined;
   #ledger: ActorLedger | undefined;
   #sampler: GpuSampler | undefined;
+  readonly #relay = new ActorLinkRelay(() => (this.#channel && !this.#channel.closed ? this.#channel : undefined), this.#log);
 
   constructor(options: AgentOptions) {
     this.#options = options;
@@ -213,6 +221,7 @@ export class NodeAgent {
 
   #onDisconnect(): void {
     clearInterval(this.#heartbeat);
+    this.#relay.headLost();
     if (this.#stopping) return;
     this.#log.warn({ retryInMs: this.#reconnect.schedule() }, 'lost the head; reconnecting');
   }
@@ -227,6 +236,10 @@ export class NodeAgent {
         return;
       case 'stopActor':
         void this.#stopActor(message).then(() => this.#channel?.reply(message.id, {}));
+        return;
+      case 'actorFrame':
+      case 'actorClose':
+        this.#relay.fromHead(message);
         return;
       default:
         // Replies to our own requests are settled by the channel before they get here.
@@ -281,14 +294,17 @@ export class NodeAgent {
     if (message.instances !== undefined) env.TROUPE_INSTANCES = String(message.instances);
     if (message.batch) env.TROUPE_BATCH = JSON.stringify(message.batch);
     if (message.multiplex) env.TROUPE_MULTIPLEX = JSON.stringify(message.multiplex);
+    const relayed = this.#options.actorLinks === 'relay';
+    if (relayed) env.TROUPE_HEAD_LINK = 'agent';
     if (labelFiles) {
       env.TROUPE_LABEL_FILES = JSON.stringify(labelFiles);
       env.TROUPE_SHOWN_LABEL_FILES = JSON.stringify(message.labelFiles);
     }
-    const actor = new ActorProcess({
+    const actor: ActorProcess = new ActorProcess({
       actorId: message.actorId,
       env,
       health: { ...DEFAULT_HEALTH, ...this.#options.health },
+      ...(relayed ? { relay: (ipc: ActorToRelayIpc) => this.#relay.fromActor(actor, message.secret, ipc) } : {}),
       ...(fn
         ? { entry: message.kind === 'class' ? CLASS_ACTOR_ENTRY : FN_ACTOR_ENTRY }
         : message.multiplex
@@ -299,6 +315,7 @@ export class NodeAgent {
     this.#recordActors();
     void actor.exited.then((exit) => {
       this.#actors.delete(message.actorId);
+      this.#relay.actorGone(message.actorId);
       this.#recordActors();
       if (exit.killedBecause) this.#log.warn({ actor: message.actorId, why: exit.killedBecause }, 'killed a hung actor');
       this.#channel?.send({ type: 'actorExited', actorId: message.actorId, ...exit });

@@ -6,6 +6,8 @@ import type { AgentChannel } from '../control/agent-link.js';
 import type { Controller } from '../control/controller.js';
 import { FIRST_MESSAGE_TIMEOUT_MS, FirstMessageBound } from './first-message.js';
 import type { NodeRecord } from '../state/records.js';
+import { RelayedActors } from './relayed-actors.js';
+import type { ActorLinkServer } from './relayed-actors.js';
 
 /**
  * Serves one node agent's control connection: registration, heartbeats, actor exits, each handed
@@ -19,6 +21,7 @@ export function serveAgent(
   address: string,
   controller: Controller,
   log: Logger,
+  actorLinks: ActorLinkServer,
   firstMessageTimeoutMs = FIRST_MESSAGE_TIMEOUT_MS,
 ): void {
   let node: NodeRecord | undefined;
@@ -53,15 +56,31 @@ export function serveAgent(
           // With the reporting node: an exit from a node the actor no longer runs on is a stale process.
           controller.actorExited(message.actorId, message, node?.id);
           return;
+        case 'actorOpen':
+          try {
+            relayed.open(node, message.actorId, message.secret);
+            channel.reply(message.id, {});
+          } catch (err) {
+            channel.fail(message.id, err);
+          }
+          return;
+        case 'actorFrame':
+          relayed.frame(message.actorId, message.frame);
+          return;
+        case 'actorClose':
+          relayed.closed(message.actorId, message.code, message.reason);
+          return;
         default:
           return;
       }
     },
     onRefused: () => bound.heard(),
     onClose: (_code, reason) => {
+      relayed.endAll("the agent's connection closed");
       if (node) controller.nodes.agentDisconnected(node, agent, reason === AGENT_LEAVING);
     },
   });
   const agent = channelAgentLink(channel);
+  const relayed = new RelayedActors(channel, actorLinks);
   bound.watch(channel);
 }

@@ -52,6 +52,8 @@ export class HeadMetrics {
   readonly handoffs: Counter<'model' | 'actor'>;
   /** How long the scheduler took to place one actor (or to find it fits nowhere). */
   readonly placement: Histogram;
+  /** Actors' links to the head open now: over a connection of their own, or relayed by their agent. */
+  readonly actorLinks: Gauge<'via'>;
 
   constructor(state: ClusterRecords) {
     const registers = [this.registry];
@@ -93,6 +95,12 @@ export class HeadMetrics {
       name: 'troupe_placement_duration_seconds',
       help: 'Time the scheduler took to choose a node and GPUs for one PENDING actor, or to find that none fits.',
       buckets: PLACEMENT_BUCKETS,
+      registers,
+    });
+    this.actorLinks = new Gauge({
+      name: 'troupe_actor_links',
+      help: "Actors' links to the head open now, by way: a connection of their own (connection) or relayed by their node's agent (agent).",
+      labelNames: ['via'],
       registers,
     });
     this.handoffs = new Counter({

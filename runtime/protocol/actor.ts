@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { WireTensorMapSchema } from '../tensor/wire.js';
-import { AckSchema, FailSchema, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
+import { AckSchema, FailSchema, HeadLinkEnv, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
 import { DirectInputsSchema, RegionOfferSchema } from './shared-memory.js';
 import { ClassLabelsSchema, LabelListSchema, MAX_INSTANCES } from '../spec.js';
 import {
@@ -199,6 +199,7 @@ export const ActorEnvSchema = z.object({
   TROUPE_HEAD_URL: z.string().url(),
   TROUPE_ACTOR_ID: IdSchema,
   TROUPE_ACTOR_SECRET: z.string().min(8).max(128),
+  ...HeadLinkEnv,
   TROUPE_MODEL_PATH: z.string().min(1),
   /** The model as the deploy named it: error messages show this, never the absolute path. */
   TROUPE_SHOWN_PATH: z.string().max(1000).optional(),

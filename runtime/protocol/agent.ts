@@ -2,11 +2,26 @@ import { z } from 'zod';
 import { GpuSchema, NodeResourcesSchema } from '../resources.js';
 import { BatchSchema, ClassArgsSchema, LabelFileSchema, MAX_INSTANCES, MultiplexSchema } from '../spec.js';
 import { AckSchema, FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
+import { DEFAULT_MAX_FRAME_BYTES } from './codec.js';
 
 const RunningActorSchema = z.object({ actorId: IdSchema, pid: z.number().int().positive() });
 
 /** Close reason of an agent that shuts down on purpose (its node leaves at once, no crash). */
 export const AGENT_LEAVING = 'agent leaving';
+
+/** One frame of a relayed actor link, as the actor's own connection would carry it. */
+const RelayedFrameSchema = z.object({
+  type: z.literal('actorFrame'),
+  actorId: IdSchema,
+  frame: z.custom<Uint8Array>((b) => b instanceof Uint8Array && b.byteLength <= DEFAULT_MAX_FRAME_BYTES, 'a frame of bytes'),
+});
+/** A relayed actor link closed by one end, as a close of its own connection would say. */
+const RelayedCloseSchema = z.object({
+  type: z.literal('actorClose'),
+  actorId: IdSchema,
+  code: z.number().int().min(1000).max(4999),
+  reason: z.string().max(256),
+});
 
 /** node agent -> head. */
 export const AgentToHeadSchema = z.discriminatedUnion('type', [
@@ -54,6 +69,13 @@ export const AgentToHeadSchema = z.discriminatedUnion('type', [
     /** Set when the agent killed it, e.g. it stopped answering health checks. */
     killedBecause: z.string().max(1024).optional(),
   }),
+  /**
+   * Actor links relayed by the agent (`troupe agent --actor-links relay`): one of its actors opens its
+   * link to the head with its id and secret, then its frames go both ways inside this connection.
+   */
+  z.object({ type: z.literal('actorOpen'), id: IdSchema, actorId: IdSchema, secret: z.string().min(8).max(128) }),
+  RelayedFrameSchema,
+  RelayedCloseSchema,
   ReplySchema,
   FailSchema,
 ]);
@@ -89,6 +111,8 @@ export const HeadToAgentSchema = z.discriminatedUnion('type', [
     labelFiles: z.record(z.string().max(256), LabelFileSchema).optional(),
   }),
   z.object({ type: z.literal('stopActor'), id: IdSchema, actorId: IdSchema, graceMs: z.number().int().min(0).max(600_000) }),
+  RelayedFrameSchema,
+  RelayedCloseSchema,
 ]);
 export type HeadToAgent = z.infer<typeof HeadToAgentSchema>;
 
@@ -96,4 +120,4 @@ export const StartActorReplySchema = z.object({ pid: z.number().int().positive()
 
 /** The replies to what the head asks an agent, and to the agent's registration. */
 export const HeadToAgentReplies = { startActor: StartActorReplySchema, stopActor: AckSchema };
-export const AgentToHeadReplies = { register: z.object({ nodeId: z.string().min(1).max(256) }) };
+export const AgentToHeadReplies = { register: z.object({ nodeId: z.string().min(1).max(256) }), actorOpen: AckSchema };

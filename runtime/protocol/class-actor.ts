@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IdSchema, ModelMetadataSchema } from './common.js';
+import { HeadLinkEnv, IdSchema, ModelMetadataSchema } from './common.js';
 
 /**
  * A class actor (actors/class-host.ts) is one instance of a user's class in its own process. It
@@ -13,6 +13,7 @@ export const ClassActorEnvSchema = z.object({
   TROUPE_HEAD_URL: z.string().url(),
   TROUPE_ACTOR_ID: IdSchema,
   TROUPE_ACTOR_SECRET: z.string().min(8).max(128),
+  ...HeadLinkEnv,
   /** Absolute path of the module, already resolved inside the agent's --module-dir. */
   TROUPE_CLASS_MODULE: z.string().min(1),
   /** The module as the deploy named it: error messages show this, never the absolute path. */

@@ -5,6 +5,13 @@ import type { ErrorCode } from '../errors.js';
 /** Request ids are nanoids or counters as strings; bounded so a peer cannot send megabytes. */
 export const IdSchema = z.string().min(1).max(64);
 
+/**
+ * How an actor reaches the head, in every actor's environment: its own connection (`direct`, the
+ * default), or relayed by its agent over the agent's connection and the actor's IPC channel
+ * (`agent`: `troupe agent --actor-links relay`), so the head holds one connection per node.
+ */
+export const HeadLinkEnv = { TROUPE_HEAD_LINK: z.enum(['direct', 'agent']).optional() };
+
 export const WireErrorSchema = z.object({
   code: z.enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]]),
   message: z.string().max(8192),
