@@ -11,6 +11,8 @@ export interface FleetOptions {
   heartbeatMs: number;
   /** See SimNodeOptions.actorStatsMs. */
   actorStatsMs?: number;
+  /** How actors reach the head (see SimNodeOptions.actorLinks; default relay, as a large cluster's agents are run). */
+  actorLinks?: 'direct' | 'relay';
   /** Connections (agents' and actors') being opened at once; see limiter.ts. */
   connectConcurrency?: number;
 }
@@ -23,8 +25,8 @@ export interface ActorTimes {
 }
 
 /**
- * N simulated nodes in this process, each with its own agent connection and one connection per
- * actor, and the times of every start order and `ready` they saw (the latest per actor id).
+ * N simulated nodes in this process, each with its own agent connection (and, with direct actor
+ * links, one connection per actor), and the times of every start order and `ready` they saw (the latest per actor id).
  */
 export class Fleet {
   readonly nodes: SimNode[] = [];
@@ -48,6 +50,7 @@ export class Fleet {
           memoryBytes: 2 ** 40,
           heartbeatMs: options.heartbeatMs,
           actorStatsMs: options.actorStatsMs,
+          actorLinks: options.actorLinks ?? 'relay',
           connects,
           onStart: (order, node) => fleet.#started(order, node),
           onReady: (actorId) => fleet.#ready(actorId),

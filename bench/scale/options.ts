@@ -3,7 +3,7 @@ import { z } from 'zod';
 
 const count = (max: number) => z.coerce.number().int().min(1).max(max);
 
-/** `npm run bench:scale -- --nodes N --gpus-per-node G --deployments D --replicas R [--json]`. */
+/** `npm run bench:scale -- --nodes N --gpus-per-node G --deployments D --replicas R [--actor-links relay|direct] [--json]`. */
 export const ScaleOptionsSchema = z.object({
   nodes: count(100_000).default(100),
   gpusPerNode: count(64).default(8),
@@ -19,6 +19,8 @@ export const ScaleOptionsSchema = z.object({
   idleS: count(600).default(5),
   /** Kill one node holding actors and time their replacements (on by default). */
   kill: z.boolean().default(true),
+  /** How actors reach the head: relayed by their node's agent (default, as `troupe agent --actor-links relay`) or a connection each. */
+  actorLinks: z.enum(['relay', 'direct']).default('relay'),
   /** Write the head's V8 CPU profile into this directory when it exits (runtime/profiling.ts). */
   headCpuProf: z.string().min(1).optional(),
 });
@@ -38,6 +40,7 @@ export function parseScaleOptions(argv: string[]): ScaleOptions {
       'idle-s': { type: 'string' },
       'no-kill': { type: 'boolean' },
       'head-cpu-prof': { type: 'string' },
+      'actor-links': { type: 'string' },
     },
     strict: true,
   });
@@ -52,6 +55,7 @@ export function parseScaleOptions(argv: string[]): ScaleOptions {
     idleS: values['idle-s'],
     kill: values['no-kill'] ? false : undefined,
     headCpuProf: values['head-cpu-prof'],
+    actorLinks: values['actor-links'],
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -33,6 +33,8 @@ export interface ScaleFigures {
   headStatusCpuPct: number;
   /** Bytes/s of the status feed to one page while a node dies and its actors are replaced (null without --kill). */
   statusChurnBytesPerS: number | null;
+  /** How actors reached the head: relayed by their node's agent, or a connection each. */
+  actorLinks: 'relay' | 'direct';
   joinMs: number;
   placements: number;
   headDeployPeakRssMb: number;
@@ -83,6 +85,7 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
       gpusPerNode: options.gpusPerNode,
       heartbeatMs: options.heartbeatMs,
       actorStatsMs: options.actorStatsMs,
+      actorLinks: options.actorLinks,
     });
     const joinMs = performance.now() - t0;
     say(`${options.nodes} nodes joined in ${Math.round(joinMs)} ms`);
@@ -152,6 +155,7 @@ export async function runScale(options: ScaleOptions, say: (line: string) => voi
       statusFirstPaintMs: paint.ms,
       headStatusCpuPct: Number(watched.cpuPct.toFixed(1)),
       statusChurnBytesPerS,
+      actorLinks: options.actorLinks,
       joinMs: Math.round(joinMs),
       placements: placement.placements,
       headDeployPeakRssMb: Math.round(deploy.peakRssMb),

@@ -6,7 +6,7 @@ import {
   HeadToActorSchema,
   openFrameTransport,
 } from '../../runtime/internal.js';
-import type { ActorStats, ActorToHead, HeadToActor, ModelMetadata } from '../../runtime/internal.js';
+import type { ActorStats, ActorToHead, FrameTransport, HeadToActor, ModelMetadata } from '../../runtime/internal.js';
 
 /** What a simulated actor tells the head it serves: one float input, one float output, as a small MLP would. */
 export const SIM_METADATA: ModelMetadata = {
@@ -16,9 +16,19 @@ export const SIM_METADATA: ModelMetadata = {
 
 const IDLE_STATS: ActorStats = { calls: 0, batches: 0, rows: 0, expired: 0, failed: 0, computeMs: 0, queueMs: 0, queued: 0, inFlight: 0 };
 
+/** The connection a real actor opens to the head: a frame stream to /v1/actor with its id and secret. */
+export function openDirectLink(headUrl: string, actorId: string, secret: string): Promise<FrameTransport> {
+  const headers = { [ACTOR_ID_HEADER]: actorId, [ACTOR_SECRET_HEADER]: secret };
+  return openFrameTransport(new URL('/v1/actor', headUrl), headers, {
+    maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
+    pooled: false,
+    timeoutMs: 30_000,
+  });
+}
+
 /**
- * One actor without a process: it opens the data-plane connection a real actor opens (a frame
- * stream to /v1/actor with its id and secret), says `ready` as a real one does after loading its
+ * One actor without a process: it opens the link to the head a real actor opens (its own
+ * connection, or one relayed by its node as `--actor-links relay` does), says `ready` as a real one does after loading its
  * model, and reports its stats as a real one does (actors/host.ts checks once a second and sends
  * only totals that changed): an idle actor reports once. With `statsEveryMs` it reports every
  * that often whatever changed, as a cluster whose every actor is busy would. It answers no calls:
@@ -38,14 +48,12 @@ export class SimActor {
     this.#statsEveryMs = statsEveryMs;
   }
 
-  /** Connects and says `ready` (with the GPUs its start order gave it); resolves once `ready` has been handed to the socket. */
-  async start(headUrl: string, secret: string, gpus: number[]): Promise<void> {
-    const headers = { [ACTOR_ID_HEADER]: this.actorId, [ACTOR_SECRET_HEADER]: secret };
-    const transport = await openFrameTransport(new URL('/v1/actor', headUrl), headers, {
-      maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
-      pooled: false,
-      timeoutMs: 30_000,
-    });
+  /**
+   * Opens its link (`open`: a connection of its own, see {@link openDirectLink}, or one its node
+   * relays) and says `ready` (with the GPUs its start order gave it); resolves once `ready` has been handed on.
+   */
+  async start(open: () => Promise<FrameTransport>, gpus: number[]): Promise<void> {
+    const transport = await open();
     if (this.#stopped) return transport.terminate();
     const channel = new Channel<HeadToActor, ActorToHead>(transport, {
       schema: HeadToActorSchema,

@@ -1,8 +1,8 @@
 import { WebSocket } from 'ws';
-import { AgentToHeadReplies, Channel, clientSocketOptions, HeadToAgentSchema } from '../../runtime/internal.js';
-import type { AgentToHead, Gpu, HeadToAgent } from '../../runtime/internal.js';
+import { AgentToHeadReplies, Channel, clientSocketOptions, HeadToAgentSchema, RelayedTransport } from '../../runtime/internal.js';
+import type { AgentToHead, FrameTransport, Gpu, HeadToAgent } from '../../runtime/internal.js';
 import type { Limiter } from './limiter.js';
-import { SimActor } from './sim-actor.js';
+import { SimActor, openDirectLink } from './sim-actor.js';
 
 type HeadChannel = Channel<HeadToAgent, AgentToHead, typeof AgentToHeadReplies>;
 type StartActor = Extract<HeadToAgent, { type: 'startActor' }>;
@@ -17,6 +17,8 @@ export interface SimNodeOptions {
   heartbeatMs: number;
   /** How often each actor reports stats whether or not they changed; 0 (default): as a real idle actor, once. */
   actorStatsMs?: number;
+  /** How its actors reach the head: connections of their own, or relayed over this node's (`troupe agent --actor-links`). */
+  actorLinks: 'direct' | 'relay';
   /** Every connection this node and its actors open goes through it (see limiter.ts). */
   connects: Limiter;
   /** Each start order, when it arrived and for which actor: the harness times placement and replacement from these. */
@@ -53,6 +55,8 @@ export class SimNode {
   #channel: HeadChannel | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #dead = false;
+  /** Its actors' links relayed over this node's connection, by actor id. */
+  readonly #relayed = new Map<string, RelayedTransport>();
 
   constructor(options: SimNodeOptions) {
     this.#options = options;
@@ -69,7 +73,11 @@ export class SimNode {
       replies: AgentToHeadReplies,
       schema: HeadToAgentSchema,
       onMessage: (message) => this.#onMessage(message),
-      onClose: () => clearInterval(this.#heartbeat),
+      onClose: () => {
+        clearInterval(this.#heartbeat);
+        for (const link of this.#relayed.values()) link.ended(1006, "the agent's connection closed");
+        this.#relayed.clear();
+      },
     });
     this.#channel = channel;
     await channel.request({ type: 'register', name: this.name, resources: this.#resources(), actors: [] }, 60_000);
@@ -100,12 +108,20 @@ export class SimNode {
       this.actors.set(message.actorId, actor);
       // The agent answers with the pid once the process is spawned, before the actor loads.
       channel.reply(message.id, { pid: nextPid++ });
-      this.#options.connects
-        .run(() => actor.start(this.#options.headUrl, message.secret, message.gpus))
-        .then(
-          () => this.#options.onReady?.(message.actorId, this),
-          () => this.#exited(message.actorId, 'could not reach the head'),
-        );
+      const open =
+        this.#options.actorLinks === 'relay'
+          ? () => this.#openRelayed(channel, message.actorId, message.secret)
+          : () => this.#options.connects.run(() => openDirectLink(this.#options.headUrl, message.actorId, message.secret));
+      actor.start(open, message.gpus).then(
+        () => this.#options.onReady?.(message.actorId, this),
+        () => this.#exited(message.actorId, 'could not reach the head'),
+      );
+      return;
+    }
+    if (message.type === 'actorFrame') return this.#relayed.get(message.actorId)?.deliver(message.frame);
+    if (message.type === 'actorClose') {
+      this.#relayed.get(message.actorId)?.ended(message.code, message.reason);
+      this.#relayed.delete(message.actorId);
       return;
     }
     if (message.type === 'stopActor') {
@@ -114,6 +130,21 @@ export class SimNode {
       channel.reply(message.id, {});
       if (actor) this.#exited(message.actorId);
     }
+  }
+
+  /** An actor's link inside this node's connection, as node-agent/actor-link-relay.ts opens one. */
+  async #openRelayed(channel: HeadChannel, actorId: string, secret: string): Promise<FrameTransport> {
+    await channel.request({ type: 'actorOpen', actorId, secret }, CONNECT_TIMEOUT_MS);
+    const link = new RelayedTransport({
+      send: (frame) => channel.send({ type: 'actorFrame', actorId, frame }),
+      close: (code, reason) => {
+        this.#relayed.delete(actorId);
+        channel.send({ type: 'actorClose', actorId, code, reason });
+      },
+      bufferedBytes: () => channel.bufferedBytes,
+    });
+    this.#relayed.set(actorId, link);
+    return link;
   }
 
   /** As the agent does when an actor process ends: forget it and tell the head. */
