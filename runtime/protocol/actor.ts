@@ -14,7 +14,8 @@ import {
 } from './class-actor.js';
 
 /**
- * Actors talk to the head directly over their own connection (the data plane); the node agent
+ * Actors talk to the head directly over their own connection (the data plane; `troupe agent
+ * --actor-links relay` carries it inside the agent's, byte for byte); the node agent
  * only supervises them. That saves a decode and an encode per call compared with relaying
  * through the agent (Ray's workers likewise talk directly, the raylet only supervises).
  */
