@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { ActorEnvSchema, TroupeError, createLogger, mapFromWire, mapToWire, sharesMemory, validateInputs } from '../runtime/internal.js';
+import { ActorEnvSchema, TroupeError, createLogger, inputViewsFromWire, mapToWire, sharesMemory, validateInputs } from '../runtime/internal.js';
 import type { ActorCall, ActorToHead, Channel, HeadToActor } from '../runtime/internal.js';
 import { startDirectServer } from './direct-server.js';
 import type { DirectServer } from './direct-server.js';
@@ -127,7 +127,7 @@ async function main(): Promise<void> {
     }
     const arrived = performance.now();
     // Checks every tensor's bytes against its shape, as the head does first for the calls it sends.
-    const inputs = mapFromWire(message.inputs, 'input');
+    const inputs = inputViewsFromWire(message.inputs);
     if (direct) validateInputs(deployment, loaded.metadata, message.inputs, message.outputs);
     // The reply goes back on the connection the call came on: if that one is gone, its sender
     // has already retried the call elsewhere. Once the call has run, its input bytes (views of

@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import {
   ShutdownGate,
   findTarget,
-  mapFromWire,
+  inputViewsFromWire,
   mapToWire,
   relayToHead,
   serveInPlace,
@@ -52,7 +52,7 @@ export function actorHttpServer(actor: ActorHttp, door: () => HttpDoor | undefin
       target: (params) => findTarget(params, (name) => (name === actor.deployment ? target : undefined)),
       async run(request) {
         validateInputs(actor.deployment, actor.metadata, request.inputs, request.outputs);
-        const inputs = mapFromWire(request.inputs, 'input');
+        const inputs = inputViewsFromWire(request.inputs);
         const { outputs } = await actor.submit(inputs, request.outputs, request.timeoutMs);
         const wire = mapToWire(outputs);
         // The request's body goes back to the pool once answered: an output that is a view of it is copied first.

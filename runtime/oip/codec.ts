@@ -3,9 +3,10 @@ import { TroupeError } from '../errors.js';
 import { checkWire } from '../tensor/wire.js';
 import type { WireTensor, WireTensorMap } from '../tensor/wire.js';
 import { MAX_RANK, checkShape, elementCount } from '../tensor/tensor.js';
-import { BinaryReader, assembleBinaryBody, decodeBytesElements, encodeBytesElements } from './binary.js';
+import { BinaryReader, decodeBytesElements, encodeBytesElements } from './binary.js';
 import { datatypeOfDtype, dtypeOfDatatype, oipDtype } from './datatypes.js';
 import { jsonTextOfWire, wireFromJson } from './json.js';
+import { keepResponseHeader, keptResponseHeader } from './response-header-memo.js';
 
 /**
  * The Open Inference Protocol inference request and response (KServe v2 "Inference Request JSON
@@ -64,8 +65,10 @@ function decodeInput(input: InferRequest['inputs'][number], reader: BinaryReader
   if (input.data !== undefined)
     throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `${label} has both "data" and parameters.binary_data_size; give one`);
   const bytes = reader.take(wholeNumber(size, `${label}: binary_data_size`), label);
-  if (dtype === 'string') return { dtype, shape: input.shape, data: decodeBytesElements(bytes, elementCount(input.shape), label) };
-  const wire: WireTensor = { dtype, shape: input.shape, data: bytes };
+  // The request may be a memo's frozen one (request-memo.ts): each call's tensors get their own shape.
+  const shape = [...input.shape];
+  if (dtype === 'string') return { dtype, shape, data: decodeBytesElements(bytes, elementCount(shape), label) };
+  const wire: WireTensor = { dtype, shape, data: bytes };
   checkWire(wire, label);
   return wire;
 }
@@ -115,6 +118,8 @@ export function encodeInferResponse(
   outputs: WireTensorMap,
   order: readonly string[],
 ): EncodedResponse {
+  const header = keptResponseHeader(request, model, outputs, order);
+  if (header) return binaryResponse(header, order.map((name) => outputs[name]!.data as Uint8Array));
   const parts: Uint8Array[] = [];
   const texts: string[] = [];
   for (const name of order) {
@@ -134,6 +139,11 @@ export function encodeInferResponse(
   const envelope = JSON.stringify({ model_name: model, model_version: '1', ...(request.id !== undefined ? { id: request.id } : {}) });
   const json = `${envelope.slice(0, -1)},"outputs":[${texts.join(',')}]}`;
   if (parts.length === 0) return { body: json, contentType: 'application/json; charset=utf-8', headerLength: undefined };
-  const { body, headerLength } = assembleBinaryBody(json, parts);
-  return { body, contentType: 'application/octet-stream', headerLength };
+  const written = Buffer.from(json, 'utf8');
+  keepResponseHeader(request, model, outputs, order, (name) => wantsBinary(request, name), written);
+  return binaryResponse(written, parts);
+}
+
+function binaryResponse(header: Buffer, parts: readonly Uint8Array[]): EncodedResponse {
+  return { body: Buffer.concat([header, ...parts]), contentType: 'application/octet-stream', headerLength: header.length };
 }

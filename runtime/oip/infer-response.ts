@@ -1,13 +1,11 @@
-import { TroupeError } from '../errors.js';
-import { parseJson } from '../http/parse-json.js';
 import type { InferenceBackend, InferTarget, Params } from './infer-backend.js';
 import type { WireTensorMap } from '../tensor/wire.js';
 import { splitInferBody } from './binary.js';
 import { classCounts, classifyOutputs } from './classification.js';
-import { checkInferJson } from './json-scan.js';
-import { InferRequestSchema, decodeInferRequest, encodeInferResponse } from './codec.js';
+import { decodeInferRequest, encodeInferResponse } from './codec.js';
 import type { DecodedRequest, EncodedResponse, InferRequest } from './codec.js';
 import { isRawRequest, rawInferRequest } from './raw.js';
+import { checkedInferRequest } from './request-memo.js';
 
 /**
  * One inference request, from the model named in the URL, the Inference-Header-Content-Length
@@ -59,14 +57,6 @@ function jsonRequest(
   body: Buffer,
 ): { request: InferRequest; decoded: DecodedRequest } {
   const { json, binary } = splitInferBody(body, headerLength);
-  checkInferJson(json, target);
-  const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the inference request'));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new TroupeError(
-      'TROUPE_ERR_BAD_REQUEST',
-      `the inference request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`,
-    );
-  }
-  return { request: parsed.data, decoded: decodeInferRequest(parsed.data, binary) };
+  const request = checkedInferRequest(json, target);
+  return { request, decoded: decodeInferRequest(request, binary) };
 }

@@ -58,9 +58,13 @@ export function checkWire(w: WireTensor, label: string): void {
 
 /** Checks a wire tensor ({@link checkWire}) and views its bytes as a typed array. */
 export function fromWire(w: WireTensor, label: string): Tensor {
+  return printable(viewOfWire(w, label));
+}
+
+function viewOfWire(w: WireTensor, label: string): Tensor {
   checkWire(w, label);
-  if (w.dtype === 'string') return printable({ dtype: w.dtype, shape: w.shape, data: w.data as string[] });
-  return printable({ dtype: w.dtype, shape: w.shape, data: viewBytes(w.dtype, w.data as Uint8Array) });
+  if (w.dtype === 'string') return { dtype: w.dtype, shape: w.shape, data: w.data as string[] };
+  return { dtype: w.dtype, shape: w.shape, data: viewBytes(w.dtype, w.data as Uint8Array) };
 }
 
 export function mapToWire(tensors: Record<string, Tensor>): WireTensorMap {
@@ -72,5 +76,15 @@ export function mapToWire(tensors: Record<string, Tensor>): WireTensorMap {
 export function mapFromWire(wire: WireTensorMap, role: 'input' | 'output'): Record<string, Tensor> {
   const out: Record<string, Tensor> = {};
   for (const [name, w] of Object.entries(wire)) out[name] = fromWire(w, `${role} '${name}'`);
+  return out;
+}
+
+/**
+ * {@link mapFromWire} for inputs only the runtime reads (a model actor's batcher and session): the
+ * same checks and views, without printable()'s properties, which only user code's logs look at.
+ */
+export function inputViewsFromWire(wire: WireTensorMap): Record<string, Tensor> {
+  const out: Record<string, Tensor> = {};
+  for (const [name, w] of Object.entries(wire)) out[name] = viewOfWire(w, `input '${name}'`);
   return out;
 }
