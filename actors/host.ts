@@ -1,5 +1,13 @@
 import { statSync } from 'node:fs';
-import { ActorEnvSchema, TroupeError, createLogger, inputViewsFromWire, mapToWire, sharesMemory, validateInputs } from '../runtime/internal.js';
+import {
+  ActorEnvSchema,
+  TroupeError,
+  createLogger,
+  inputViewsFromWire,
+  mapToWire,
+  sharesMemory,
+  validateInputs,
+} from '../runtime/internal.js';
 import type { ActorCall, ActorToHead, Channel, HeadToActor } from '../runtime/internal.js';
 import { startDirectServer } from './direct-server.js';
 import type { DirectServer } from './direct-server.js';

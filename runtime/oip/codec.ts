@@ -119,7 +119,11 @@ export function encodeInferResponse(
   order: readonly string[],
 ): EncodedResponse {
   const header = keptResponseHeader(request, model, outputs, order);
-  if (header) return binaryResponse(header, order.map((name) => outputs[name]!.data as Uint8Array));
+  if (header)
+    return binaryResponse(
+      header,
+      order.map((name) => outputs[name]!.data as Uint8Array),
+    );
   const parts: Uint8Array[] = [];
   const texts: string[] = [];
   for (const name of order) {

@@ -20,7 +20,9 @@ export async function inferResponse(
   headerLength: string | string[] | undefined,
   body: Buffer,
 ): Promise<EncodedResponse> {
-  const target = await backend.target(params);
+  const found = backend.target(params);
+  // Most backends know their targets at once: awaiting a plain value would still cost a microtask.
+  const target = found instanceof Promise ? await found : found;
   const { request, decoded } = isRawRequest(headerLength) ? rawRequest(target, body) : jsonRequest(target, headerLength, body);
   // Checked before the run: a bad class count costs no inference.
   const counts = classCounts(request);

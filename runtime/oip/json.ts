@@ -1,7 +1,7 @@
 import { DTYPES } from '../tensor/dtypes.js';
 import { TroupeError } from '../errors.js';
 import { elementCount, formatShape } from '../tensor/tensor.js';
-import { fromWire } from '../tensor/wire.js';
+import { viewOfWire } from '../tensor/wire.js';
 import type { TypedArray } from '../tensor/tensor.js';
 import type { WireTensor } from '../tensor/wire.js';
 import { bytesOf } from '../tensor/tensor.js';
@@ -134,7 +134,8 @@ export function wireFromJson(dtype: OipDType, shape: number[], data: unknown, la
  * floats become null, as JSON.stringify writes them.
  */
 export function jsonTextOfWire(w: WireTensor, label: string): string {
-  const t = fromWire(w, label);
+  // Read here and dropped: never shown to user code.
+  const t = viewOfWire(w, label);
   if (t.dtype === 'string') return JSON.stringify(t.data);
   const data = t.data as TypedArray;
   switch (t.dtype) {

@@ -61,7 +61,8 @@ export function fromWire(w: WireTensor, label: string): Tensor {
   return printable(viewOfWire(w, label));
 }
 
-function viewOfWire(w: WireTensor, label: string): Tensor {
+/** {@link fromWire} for a tensor only the runtime reads: without printable()'s properties, which only user code's logs look at. */
+export function viewOfWire(w: WireTensor, label: string): Tensor {
   checkWire(w, label);
   if (w.dtype === 'string') return { dtype: w.dtype, shape: w.shape, data: w.data as string[] };
   return { dtype: w.dtype, shape: w.shape, data: viewBytes(w.dtype, w.data as Uint8Array) };
@@ -79,10 +80,7 @@ export function mapFromWire(wire: WireTensorMap, role: 'input' | 'output'): Reco
   return out;
 }
 
-/**
- * {@link mapFromWire} for inputs only the runtime reads (a model actor's batcher and session): the
- * same checks and views, without printable()'s properties, which only user code's logs look at.
- */
+/** {@link mapFromWire} for inputs only the runtime reads (a model actor's batcher and session): see {@link viewOfWire}. */
 export function inputViewsFromWire(wire: WireTensorMap): Record<string, Tensor> {
   const out: Record<string, Tensor> = {};
   for (const [name, w] of Object.entries(wire)) out[name] = viewOfWire(w, `input '${name}'`);

@@ -40,7 +40,7 @@ describe('memo of checked inference request headers', () => {
     assert.equal(checkedInferRequest(header(), { ...target }), first);
   });
 
-  test("each call decoded from a kept request gets tensors of its own shape", () => {
+  test('each call decoded from a kept request gets tensors of its own shape', () => {
     const target = model();
     const request = checkedInferRequest(header(), target);
     assert.equal(checkedInferRequest(header(), target), request);
@@ -75,8 +75,14 @@ describe('memo of checked inference request headers', () => {
     for (const json of bad) {
       const once = failure(() => checkedInferRequest(json, target));
       assert.equal(once.code.startsWith('TROUPE_ERR_BAD_'), true, once.message);
-      assert.deepEqual(failure(() => checkedInferRequest(json, target)), once);
-      assert.deepEqual(failure(() => parseInferRequest(json, target)), once);
+      assert.deepEqual(
+        failure(() => checkedInferRequest(json, target)),
+        once,
+      );
+      assert.deepEqual(
+        failure(() => parseInferRequest(json, target)),
+        once,
+      );
     }
   });
 
@@ -137,8 +143,18 @@ describe("a kept request's response header", () => {
     const target = model();
     const kept = checkedInferRequest(json, target);
     assert.equal(checkedInferRequest(json, target), kept);
-    const one = encodeInferResponse('mlp', kept, { y: { dtype: 'float32', shape: [1, 1], data: new Uint8Array(new Float32Array([1]).buffer) } }, ['y']);
-    const two = encodeInferResponse('mlp', kept, { y: { dtype: 'float32', shape: [1, 1], data: new Uint8Array(new Float32Array([2]).buffer) } }, ['y']);
+    const one = encodeInferResponse(
+      'mlp',
+      kept,
+      { y: { dtype: 'float32', shape: [1, 1], data: new Uint8Array(new Float32Array([1]).buffer) } },
+      ['y'],
+    );
+    const two = encodeInferResponse(
+      'mlp',
+      kept,
+      { y: { dtype: 'float32', shape: [1, 1], data: new Uint8Array(new Float32Array([2]).buffer) } },
+      ['y'],
+    );
     assert.equal(one.body, '{"model_name":"mlp","model_version":"1","outputs":[{"name":"y","datatype":"FP32","shape":[1,1],"data":[1]}]}');
     assert.equal(two.body, '{"model_name":"mlp","model_version":"1","outputs":[{"name":"y","datatype":"FP32","shape":[1,1],"data":[2]}]}');
   });
