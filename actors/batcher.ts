@@ -265,14 +265,19 @@ export class Batcher {
     const limit = this.#target(first);
     const batch = [first];
     let rows = first.rows;
-    for (let i = 0; i < this.#queue.length && rows < limit;) {
-      const job = this.#queue[i]!;
+    // One pass that moves the calls left behind forward, then one splice: a splice for each call taken moved the whole queue each time.
+    const queue = this.#queue;
+    let kept = 0;
+    let i = 0;
+    for (; i < queue.length && rows < limit; i++) {
+      const job = queue[i]!;
       if (job.key === first.key && job.rows !== null && rows + job.rows <= limit) {
         batch.push(job);
         rows += job.rows;
-        this.#queue.splice(i, 1);
-      } else i++;
+      } else queue[kept++] = job;
     }
+    // Slots [kept, i) held calls taken or moved forward.
+    if (kept < i) queue.splice(kept, i - kept);
     return batch;
   }
 
