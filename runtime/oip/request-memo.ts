@@ -16,41 +16,42 @@ import type { InferRequest } from './codec.js';
 
 /** Headers longer than this are checked every time: a client's header of a few tensors is far shorter. */
 export const MEMO_MAX_HEADER_BYTES = 4096;
-/** Distinct headers kept per target; past it the oldest is forgotten. */
+/** Headers kept in all (with their targets' names, at most about a MiB); past it the first kept is forgotten. */
 export const MEMO_ENTRIES = 256;
 
 interface Checked {
-  /** What the checks read of the target besides its metadata (the scope): a hit needs the same. */
-  name: string;
+  /**
+   * What the checks read of the target: its inputs' signature, by identity (a deployment's new
+   * model brings a new one; a graph's target is made anew for each request around the same
+   * signature arrays), and whether it takes anything.
+   */
+  inputs: object | null;
   takesAnything: boolean;
   request: InferRequest;
 }
 
-/** Per target signature: a deployment's metadata object (stable while it is the same model), else the target itself. */
-const memos = new WeakMap<object, Map<string, Checked>>();
+/** By the target's name and the header's bytes. */
+const memo = new Map<string, Checked>();
 
 /**
  * The inference request in `json` (the body's JSON part), checked against `target` as
  * {@link parseInferRequest} checks it; a byte-identical header already checked for the same target
- * gives back the same frozen request object.
+ * (name and signature) gives back the same frozen request object.
  */
 export function checkedInferRequest(json: Buffer, target: InferTarget): InferRequest {
   // Inline "data" changes with every request: such headers are never worth a look-up.
   if (json.length > MEMO_MAX_HEADER_BYTES || json.indexOf('"data"') >= 0) return parseInferRequest(json, target);
-  // latin1 maps each byte to one character: equal keys are equal bytes, and it is the cheapest decoding.
-  const key = json.toString('latin1');
-  const scope = target.metadata ?? target;
+  // latin1 maps each byte to one character, so equal keys are equal bytes; and it is the cheapest decoding.
+  const key = `${target.name}\n${json.toString('latin1')}`;
+  const inputs = target.metadata?.inputs ?? null;
   const anything = takesAnything(target);
-  const memo = memos.get(scope);
-  const hit = memo?.get(key);
-  if (hit && hit.name === target.name && hit.takesAnything === anything) return hit.request;
+  const hit = memo.get(key);
+  if (hit && hit.inputs === inputs && hit.takesAnything === anything) return hit.request;
   const request = parseInferRequest(json, target);
   // An escaped key can still spell "data": the parsed request says for sure.
   if (request.inputs.some((input) => input.data !== undefined)) return request;
-  const kept = memo ?? new Map<string, Checked>();
-  if (!memo) memos.set(scope, kept);
-  if (kept.size >= MEMO_ENTRIES && !kept.has(key)) kept.delete(kept.keys().next().value!);
-  kept.set(key, { name: target.name, takesAnything: anything, request: deepFreeze(request) });
+  if (memo.size >= MEMO_ENTRIES && !memo.has(key)) memo.delete(memo.keys().next().value!);
+  memo.set(key, { inputs, takesAnything: anything, request: deepFreeze(request) });
   return request;
 }
 

@@ -36,8 +36,9 @@ describe('memo of checked inference request headers', () => {
     const again = checkedInferRequest(Buffer.from(header()), target);
     assert.equal(again, first);
     assert.ok(Object.isFrozen(again) && Object.isFrozen(again.inputs[0]) && Object.isFrozen(again.inputs[0]!.shape));
-    // Same name and the same metadata object, another target object (a connection's own): still the same.
+    // Same name and signature in another target object (a connection's own, a graph's made per request): still the same.
     assert.equal(checkedInferRequest(header(), { ...target }), first);
+    assert.equal(checkedInferRequest(header(), { ...target, metadata: { ...target.metadata! } }), first);
   });
 
   test('each call decoded from a kept request gets tensors of its own shape', () => {
@@ -59,7 +60,7 @@ describe('memo of checked inference request headers', () => {
     assert.notEqual(spaced, first);
     assert.deepEqual(spaced, first);
     assert.notEqual(checkedInferRequest(header('r2'), target), first);
-    assert.notEqual(checkedInferRequest(header(), model('mlp', metadata())), first, 'another metadata object');
+    assert.notEqual(checkedInferRequest(header(), model('mlp', metadata())), first, 'another signature');
     assert.notEqual(checkedInferRequest(header(), model('other', target.metadata!)), first, 'another name');
     assert.notEqual(checkedInferRequest(header(), { ...target, kind: 'fn', metadata: { inputs: [], outputs: [] } }), first);
   });
@@ -99,7 +100,7 @@ describe('memo of checked inference request headers', () => {
     assert.notEqual(checkedInferRequest(long, target), checkedInferRequest(long, target));
   });
 
-  test(`at most ${MEMO_ENTRIES} headers are kept per target: the first kept goes first`, () => {
+  test(`at most ${MEMO_ENTRIES} headers are kept: the first kept goes first`, () => {
     const target = model();
     const first = checkedInferRequest(header('h0'), target);
     const requests = [first];
