@@ -91,7 +91,16 @@ export { MappedRegions } from './shm/mapped-regions.js';
 export { DirectInputsSchema, RegionOfferSchema, SharedTensorRefSchema } from './protocol/shared-memory.js';
 export type { DirectInputs, RegionOffer, SharedTensorRef } from './protocol/shared-memory.js';
 export type { Tensor, TensorData, TypedArray } from './tensor/tensor.js';
-export { checkWire, fromWire, inputViewsFromWire, mapFromWire, mapToWire, toWire, WireTensorMapSchema, WireTensorSchema } from './tensor/wire.js';
+export {
+  checkWire,
+  fromWire,
+  inputViewsFromWire,
+  mapFromWire,
+  mapToWire,
+  toWire,
+  WireTensorMapSchema,
+  WireTensorSchema,
+} from './tensor/wire.js';
 export type { WireTensor, WireTensorMap } from './tensor/wire.js';
 export { Channel } from './transport/channel.js';
 export { Reconnect } from './transport/reconnect.js';
