@@ -216,7 +216,7 @@ export {
   TENSOR_ALIGNMENT,
 } from './http/infer-exchange.js';
 export type { HttpAnswer, InferBody, InferExchangeOptions, InferRoute } from './http/infer-exchange.js';
-export { firstLine, parseJson } from './http/parse-json.js';
+export { checkedBy, firstLine, parseJson } from './http/parse-json.js';
 export { relayToHead } from './http/relay.js';
 export { ShutdownGate } from './http/shutdown-gate.js';
 export { assembleBinaryBody, BinaryReader, decodeBytesElements, encodeBytesElements, HEADER_LENGTH, splitInferBody } from './oip/binary.js';

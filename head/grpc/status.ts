@@ -1,6 +1,6 @@
 import { Metadata, status } from '@grpc/grpc-js';
 import type { ServiceError } from '@grpc/grpc-js';
-import { ERRORS, TroupeError, requestFailed } from '../../runtime/internal.js';
+import { checkedBy, ERRORS, requestFailed } from '../../runtime/internal.js';
 import type { HttpError, Logger } from '../../runtime/internal.js';
 import type { z } from 'zod';
 import { checkDecoded } from './malformed.js';
@@ -53,11 +53,5 @@ export function failure(log: Logger, err: unknown, method: string, maxBytes: num
 /** A request message checked with `schema`, or TROUPE_ERR_BAD_REQUEST naming the first field that does not fit. */
 export function parseMessage<T>(schema: z.ZodType<T>, message: unknown, what: string): T {
   checkDecoded(message);
-  const parsed = schema.safeParse(message);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  throw new TroupeError(
-    'TROUPE_ERR_BAD_REQUEST',
-    `the ${what} is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`,
-  );
+  return checkedBy(schema, message, what);
 }

@@ -1,14 +1,15 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import {
+  checkedBy,
   MAX_METHOD_ARGS,
   MAX_SESSION_KEY,
   MethodCallSchema,
   MethodNameSchema,
   NameSchema,
-  TroupeError,
   newId,
   parseJson,
+  TroupeError,
 } from '../../runtime/internal.js';
 import { acceptBuffers, bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
@@ -59,15 +60,7 @@ function callBody(request: FastifyRequest): z.output<typeof CallBodySchema> {
   const text = bodyBuffer(request.body).toString('utf8');
   // No body (or an empty one) calls the method without arguments.
   const raw = text.trim() === '' ? {} : parseJson(text, 'the call body');
-  const parsed = CallBodySchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new TroupeError(
-      'TROUPE_ERR_BAD_REQUEST',
-      `the call body is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`,
-    );
-  }
-  return parsed.data;
+  return checkedBy(CallBodySchema, raw, 'call body');
 }
 
 /** The call a request asks for: the actor and method of its path, the arguments and options of its body. */

@@ -1,18 +1,19 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
+  checkedBy,
+  generateInputs,
   GenerateRequestSchema,
   GenerateResponseSchema,
-  MAX_SESSION_KEY,
-  MODEL_VERSION,
-  MAX_STREAM_WINDOW,
-  NameSchema,
-  TroupeError,
-  generateInputs,
   generateResponseText,
   generateValues,
+  MAX_SESSION_KEY,
+  MAX_STREAM_WINDOW,
+  MODEL_VERSION,
+  NameSchema,
   newId,
   parseJson,
   toWireError,
+  TroupeError,
 } from '../../runtime/internal.js';
 import type { GenerateRequest, TensorInfo, WireTensorMap } from '../../runtime/internal.js';
 import { methodStepStreams } from '../calls/method-steps.js';
@@ -69,15 +70,7 @@ function targetOf(ctx: ApiContext, name: string): Target {
 
 function requestBody(request: FastifyRequest): GenerateRequest {
   const raw = parseJson(bodyBuffer(request.body).toString('utf8'), 'the generate request');
-  const parsed = GenerateRequestSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new TroupeError(
-      'TROUPE_ERR_BAD_REQUEST',
-      `the generate request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`,
-    );
-  }
-  return parsed.data;
+  return checkedBy(GenerateRequestSchema, raw, 'generate request');
 }
 
 /** What a request's path names: the model as the answers call it, its version, and the deployment that serves it. */

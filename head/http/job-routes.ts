@@ -1,10 +1,11 @@
 import {
-  HEADER_LENGTH,
-  InferRequestSchema,
+  checkedBy,
   classCounts,
   classifyOutputs,
   decodeInferRequest,
   encodeInferResponse,
+  HEADER_LENGTH,
+  InferRequestSchema,
   parseJson,
   splitInferBody,
 } from '../../runtime/internal.js';
@@ -66,15 +67,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment or graph named '${name.slice(0, 100)}'`);
     }
     const { json, binary } = splitInferBody(bodyBuffer(request.body), request.headers[HEADER_LENGTH]);
-    const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the job request'));
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new TroupeError(
-        'TROUPE_ERR_BAD_REQUEST',
-        `the job request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`,
-      );
-    }
-    const body = parsed.data;
+    const body = checkedBy(InferRequestSchema, parseJson(json.toString('utf8'), 'the job request'), 'job request');
     if (body.parameters?.binary_data_output === true || body.outputs?.some((o) => o.parameters?.binary_data === true)) {
       throw new TroupeError(
         'TROUPE_ERR_BAD_REQUEST',

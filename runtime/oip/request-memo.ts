@@ -1,5 +1,4 @@
-import { TroupeError } from '../errors.js';
-import { parseJson } from '../http/parse-json.js';
+import { checkedBy, parseJson } from '../http/parse-json.js';
 import { takesAnything } from './infer-backend.js';
 import type { InferTarget } from './infer-backend.js';
 import { checkInferJson } from './json-scan.js';
@@ -61,15 +60,7 @@ export function checkedInferRequest(json: Buffer, target: InferTarget): InferReq
 /** The request in `json`, checked in full: the scan before JSON.parse (json-scan.ts), then the schema. */
 export function parseInferRequest(json: Buffer, target: InferTarget): InferRequest {
   checkInferJson(json, target);
-  const parsed = InferRequestSchema.safeParse(parseJson(json.toString('utf8'), 'the inference request'));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new TroupeError(
-      'TROUPE_ERR_BAD_REQUEST',
-      `the inference request is invalid at '${issue.path.map(String).join('.') || '(root)'}': ${issue.message}`,
-    );
-  }
-  return parsed.data;
+  return checkedBy(InferRequestSchema, parseJson(json.toString('utf8'), 'the inference request'), 'inference request');
 }
 
 /** A request shared by every call that sends its header: no call may change it for the next. */
