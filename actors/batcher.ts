@@ -180,16 +180,31 @@ export class Batcher {
         start(this.#take());
         continue;
       }
-      // Until a run ends, or a call comes that may fill a batch.
+      // Until a run ends, or a call comes that may fill a batch, or a partial batch has waited long enough for an idle session.
       const arrival = new Promise<void>((resolve) => (this.#arrived = resolve));
-      await Promise.race([...runs, arrival]);
+      let timer: NodeJS.Timeout | undefined;
+      const waitOver =
+        this.#options.waitWhenIdle && this.#queue.length > 0 && runs.size < (this.#options.runners ?? 1)
+          ? new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, this.#companyWaitLeftMs()))))
+          : undefined;
+      await Promise.race([...runs, arrival, ...(waitOver ? [waitOver] : [])]);
+      clearTimeout(timer);
       this.#arrived = undefined;
     }
   }
 
-  /** Whether a call waits while one of the model's sessions has no run (with `waitWhenIdle`, only full batches start beside a run). */
+  /**
+   * Whether a call waits while one of the model's sessions has no run: the next batch starts on it
+   * (with `waitWhenIdle`, once its first call has waited `maxDelayMs` for company; a full one at once).
+   */
   #runnerIdle(running: number): boolean {
-    return this.#queue.length > 0 && running < (this.#options.runners ?? 1) && !this.#options.waitWhenIdle;
+    if (this.#queue.length === 0 || running >= (this.#options.runners ?? 1)) return false;
+    return !this.#options.waitWhenIdle || this.#companyWaitLeftMs() <= 0;
+  }
+
+  /** How long the oldest call may still wait for company (`waitWhenIdle`). */
+  #companyWaitLeftMs(): number {
+    return this.#queue[0]!.arrived + this.#options.maxDelayMs - performance.now();
   }
 
   /** Whether the oldest call and the compatible ones behind it fill a batch of the target size. */

@@ -99,7 +99,7 @@ async function main(): Promise<void> {
     );
     model = loading.model;
     log.info(
-      { actor: env.TROUPE_ACTOR_ID, inferenceThread: loading.threaded, instances: env.TROUPE_INSTANCES ?? 1, runMs: loading.runMs },
+      { actor: env.TROUPE_ACTOR_ID, inferenceThread: loading.threaded, instances: loading.model.runners ?? 1, runMs: loading.runMs },
       'where the model runs',
     );
   } catch (err) {
@@ -197,6 +197,7 @@ async function main(): Promise<void> {
         ...(modelBytes !== undefined ? { modelBytes } : {}),
         ...(door ? { handoff: { name: door.name } } : {}),
         ...(labelLines ? { labels: labelLines } : {}),
+        ...((loaded.runners ?? 1) > 1 ? { instances: loaded.runners } : {}),
       };
     },
     onMessage: (message, channel, release) => {

@@ -103,7 +103,9 @@ export class NodeAgent {
   #dataHost: string | undefined;
   #ledger: ActorLedger | undefined;
   #sampler: GpuSampler | undefined;
-  readonly #relay = new ActorLinkRelay(() => (this.#channel && !this.#channel.closed ? this.#channel : undefined), this.#log);
+  /** The connection once the head accepted this node's registration: only that one relays actors' links. */
+  #registered: HeadChannel | undefined;
+  readonly #relay = new ActorLinkRelay(() => (this.#registered && !this.#registered.closed ? this.#registered : undefined), this.#log);
 
   constructor(options: AgentOptions) {
     this.#options = options;
@@ -185,16 +187,23 @@ export class NodeAgent {
       onClose: () => this.#onDisconnect(),
     });
     this.#channel = channel;
-    await channel.request(
-      {
-        type: 'register',
-        name: this.name,
-        ...(this.#options.advertise ? { address: this.#options.advertise } : {}),
-        resources: this.#resources(),
-        actors: [...this.#actors.values()].map((a) => ({ actorId: a.actorId, pid: a.pid })),
-      },
-      10_000,
-    );
+    try {
+      await channel.request(
+        {
+          type: 'register',
+          name: this.name,
+          ...(this.#options.advertise ? { address: this.#options.advertise } : {}),
+          resources: this.#resources(),
+          actors: [...this.#actors.values()].map((a) => ({ actorId: a.actorId, pid: a.pid })),
+        },
+        10_000,
+      );
+    } catch (err) {
+      // A refused registration leaves no connection behind that could carry anything for this node.
+      channel.close(1000, 'registration refused');
+      throw err;
+    }
+    this.#registered = channel;
     this.#reconnect.succeeded();
     this.#log.info({ head: url.href, node: this.name, gpus: this.#gpus.length }, 'registered with the head');
     clearInterval(this.#heartbeat);
@@ -221,6 +230,7 @@ export class NodeAgent {
 
   #onDisconnect(): void {
     clearInterval(this.#heartbeat);
+    this.#registered = undefined;
     this.#relay.headLost();
     if (this.#stopping) return;
     this.#log.warn({ retryInMs: this.#reconnect.schedule() }, 'lost the head; reconnecting');

@@ -40,7 +40,14 @@ export type {
   ClientToReplica,
   HeadToActor,
 } from './protocol/actor.js';
-export { AGENT_LEAVING, AgentToHeadReplies, AgentToHeadSchema, HeadToAgentReplies, HeadToAgentSchema } from './protocol/agent.js';
+export {
+  AGENT_LEAVING,
+  AgentToHeadReplies,
+  AgentToHeadSchema,
+  HeadToAgentReplies,
+  HeadToAgentSchema,
+  MAX_RELAYED_FRAME_BYTES,
+} from './protocol/agent.js';
 export type { AgentToHead, HeadToAgent } from './protocol/agent.js';
 export { ClientToHeadSchema, HeadToClientSchema, RunRefSchema } from './protocol/client.js';
 export { RoutesSchema } from './protocol/routes.js';
@@ -62,6 +69,7 @@ export {
   LabelListSchema,
   LabelsSchema,
   MAX_CLASS_ARGS_BYTES,
+  GRAPH_MODEL_FILE,
   MIN_REPLICA_CPUS,
   ModelDeploymentSchema,
   MultiplexSchema,

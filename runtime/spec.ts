@@ -183,6 +183,8 @@ export function classLabels(
 
 /** The smallest `cpus` a replica may ask for: a twentieth of a core, so 20 replicas per CPU at most. */
 export const MIN_REPLICA_CPUS = 0.05;
+/** A model file that is a graph of models served by one actor (actors/graph-model.ts). */
+export const GRAPH_MODEL_FILE = /\.graph\.json$/i;
 /** Most model instances one replica holds (each a session and a thread). */
 export const MAX_INSTANCES = 16;
 
@@ -266,8 +268,8 @@ export const ModelDeploymentSchema = z
     path: ['model'],
   })
   .refine((d) => d.args === undefined || d.kind === 'class', { message: "only a class actor (kind 'class') takes args", path: ['args'] })
-  .refine((d) => (d.instances ?? 1) === 1 || ((d.kind ?? 'model') === 'model' && !d.multiplex), {
-    message: 'only a model deployment of one model file has instances',
+  .refine((d) => (d.instances ?? 1) === 1 || ((d.kind ?? 'model') === 'model' && !d.multiplex && !GRAPH_MODEL_FILE.test(d.model ?? '')), {
+    message: 'only a model deployment of one ONNX file has instances (a graph file runs its sessions in one thread)',
     path: ['instances'],
   })
   // A version split routes tensor calls by weight; a class actor's calls follow sessions and state instead.

@@ -25,6 +25,8 @@ export const ActorViewSchema = z.object({
   inFlight: z.number(),
   /** CUDA_VISIBLE_DEVICES as the actor process reported it ('' for CPU actors; null until READY). */
   visibleDevices: z.string().nullable(),
+  /** Sessions of its model the actor holds (a deployment's `instances`), once it has said it is READY. */
+  instances: z.number().optional(),
   /** GPU memory the actor process holds, from nvidia-smi (null when unknown or simulated). */
   gpuMemoryMiB: z.number().nullable(),
   /** The actor's running totals: calls, batches, rows, calls expired unrun, time in queue and compute. */

@@ -134,12 +134,13 @@ export class SimNode {
 
   /** An actor's link inside this node's connection, as node-agent/actor-link-relay.ts opens one. */
   async #openRelayed(channel: HeadChannel, actorId: string, secret: string): Promise<FrameTransport> {
-    await channel.request({ type: 'actorOpen', actorId, secret }, CONNECT_TIMEOUT_MS);
+    // A simulated actor opens its link once: its first opening, 0.
+    await channel.request({ type: 'actorOpen', actorId, link: 0, secret }, CONNECT_TIMEOUT_MS);
     const link = new RelayedTransport({
-      send: (frame) => channel.send({ type: 'actorFrame', actorId, frame }),
+      send: (frame) => channel.send({ type: 'actorFrame', actorId, link: 0, frame }),
       close: (code, reason) => {
         this.#relayed.delete(actorId);
-        channel.send({ type: 'actorClose', actorId, code, reason });
+        channel.send({ type: 'actorClose', actorId, link: 0, code, reason });
       },
       bufferedBytes: () => channel.bufferedBytes,
     });

@@ -31,6 +31,7 @@ export function serveActor(
           const ready = () => {
             if (message.methods) actor.classMethods = message.methods;
             if (message.streams) actor.classStreams = message.streams;
+            if (message.instances) actor.instances = message.instances;
             controller.actorReady(
               actor,
               link,

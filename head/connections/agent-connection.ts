@@ -58,17 +58,17 @@ export function serveAgent(
           return;
         case 'actorOpen':
           try {
-            relayed.open(node, message.actorId, message.secret);
+            relayed.open(node, message.actorId, message.link, message.secret);
             channel.reply(message.id, {});
           } catch (err) {
             channel.fail(message.id, err);
           }
           return;
         case 'actorFrame':
-          relayed.frame(message.actorId, message.frame);
+          relayed.frame(message.actorId, message.link, message.frame);
           return;
         case 'actorClose':
-          relayed.closed(message.actorId, message.code, message.reason);
+          relayed.closed(message.actorId, message.link, message.code, message.reason);
           return;
         default:
           return;

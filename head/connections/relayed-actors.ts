@@ -11,14 +11,18 @@ export interface ActorLinkServer {
   serve(transport: FrameTransport, actor: ActorRecord): { whenClosed: Promise<unknown> };
 }
 
+/** Frames at least this large go in an agent frame of their own, so that joined frames never pass the limit. */
+const ALONE_BYTES = 1 << 20;
+
 /**
  * The actor links one agent's connection carries (`troupe agent --actor-links relay`): each is a
  * RelayedTransport under the channel serveActor builds, so the head treats a relayed actor as one
- * with a connection of its own, while it holds one socket for the whole node. An agent may relay
- * only its own node's actors; its connection's end ends every link it carried.
+ * with a connection of its own, while it holds one socket for the whole node. An actor numbers the
+ * openings of its link; a message about another opening than the current one is dropped. An agent
+ * may relay only its own node's actors; its connection's end ends every link it carried.
  */
 export class RelayedActors {
-  readonly #links = new Map<string, RelayedTransport>();
+  readonly #links = new Map<string, { link: number; transport: RelayedTransport }>();
   readonly #channel: AgentChannel;
   readonly #server: ActorLinkServer;
 
@@ -27,42 +31,51 @@ export class RelayedActors {
     this.#server = server;
   }
 
-  /** Opens a link for `actorId` of `node` (throws TROUPE_ERR_UNAUTHORIZED for credentials that open nothing here). */
-  open(node: NodeRecord | undefined, actorId: string, secret: string): void {
+  /**
+   * Opens opening `link` of `actorId`'s link for the agent of `node`. Throws TROUPE_ERR_CONNECTION_CLOSED
+   * (retryable) before the agent has registered, TROUPE_ERR_UNAUTHORIZED for credentials that open
+   * nothing on this node.
+   */
+  open(node: NodeRecord | undefined, actorId: string, link: number, secret: string): void {
+    if (!node)
+      throw new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', 'this agent has not registered: relayed actor links open after it has');
     const actor = this.#server.join(actorId, secret);
-    if (!actor || !node || actor.nodeId !== node.id)
+    if (!actor || actor.nodeId !== node.id)
       throw new TroupeError('TROUPE_ERR_UNAUTHORIZED', `unknown actor or wrong actor secret for an actor of this node: '${actorId}'`);
     // A reopened link replaces the one before it, as a reconnecting actor's connection does.
-    this.#links.get(actorId)?.ended(1006, 'the actor opened another link');
+    this.#links.get(actorId)?.transport.ended(1006, 'the actor opened another link');
     const transport = new RelayedTransport({
-      send: (frame) => this.#channel.send({ type: 'actorFrame', actorId, frame }),
-      close: (code, reason) => this.#channel.send({ type: 'actorClose', actorId, code, reason: reason.slice(0, 256) }),
+      send: (frame) => {
+        const message = { type: 'actorFrame' as const, actorId, link, frame };
+        if (frame.byteLength >= ALONE_BYTES) this.#channel.sendAlone(message);
+        else this.#channel.send(message);
+      },
+      close: (code, reason) => this.#channel.send({ type: 'actorClose', actorId, link, code, reason: reason.slice(0, 256) }),
       bufferedBytes: () => this.#channel.bufferedBytes,
     });
-    this.#links.set(actorId, transport);
+    const entry = { link, transport };
+    this.#links.set(actorId, entry);
     const served = this.#server.serve(transport, actor);
     void served.whenClosed.then(() => {
-      if (this.#links.get(actorId) === transport) this.#links.delete(actorId);
+      if (this.#links.get(actorId) === entry) this.#links.delete(actorId);
     });
   }
 
-  frame(actorId: string, frame: Uint8Array): void {
-    this.#links.get(actorId)?.deliver(frame);
+  frame(actorId: string, link: number, frame: Uint8Array): void {
+    const entry = this.#links.get(actorId);
+    if (entry?.link === link) entry.transport.deliver(frame);
   }
 
-  closed(actorId: string, code: number, reason: string): void {
-    const link = this.#links.get(actorId);
+  closed(actorId: string, link: number, code: number, reason: string): void {
+    const entry = this.#links.get(actorId);
+    if (entry?.link !== link) return;
     this.#links.delete(actorId);
-    link?.ended(code, reason);
+    entry.transport.ended(code, reason);
   }
 
   /** The agent's connection is gone: so is every link in it. */
   endAll(reason: string): void {
-    for (const link of this.#links.values()) link.ended(1006, reason);
+    for (const { transport } of this.#links.values()) transport.ended(1006, reason);
     this.#links.clear();
-  }
-
-  get size(): number {
-    return this.#links.size;
   }
 }

@@ -41,6 +41,7 @@ export class ClusterState implements ClusterRecords {
       restarts: a.restarts,
       inFlight: inFlightOf(a),
       visibleDevices: a.visibleDevices,
+      ...(a.instances !== undefined ? { instances: a.instances } : {}),
       gpuMemoryMiB: a.gpuMemoryMiB,
       stats: a.stats,
     };

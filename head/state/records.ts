@@ -59,6 +59,8 @@ export interface ActorRecord {
   /** Where it takes direct calls from clients, once READY (never shown, logged or stored). */
   direct?: { url: string; token: string } | undefined;
   visibleDevices: string | null;
+  /** Sessions of its model the actor said it holds (model instances), once it said `ready`. */
+  instances?: number;
   gpuMemoryMiB: number | null;
   memoryBytes: number;
   /** The actor's own running totals (batches, rows, expired calls...), about once a second. */

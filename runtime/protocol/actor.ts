@@ -173,6 +173,8 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
     handoff: z.object({ name: z.string().min(1).max(100) }).optional(),
     /** A class actor's public methods and their declared tensor signatures (see class-actor.ts). */
     methods: ClassMethodsSchema.optional(),
+    /** Sessions of its model the actor holds, when more than one (actors/model-instances.ts). */
+    instances: z.number().int().min(2).max(MAX_INSTANCES).optional(),
     /** Which of those methods are generators: a graph step on one streams its items on (runtime/graph/stream-executor.ts). */
     streams: z.array(z.string().max(128)).max(1024).optional(),
     /** The lines of the label files the deployment names, keyed as the agent passed them (runtime/spec.ts labelFilesOf). */

@@ -9,16 +9,28 @@ const RunningActorSchema = z.object({ actorId: IdSchema, pid: z.number().int().p
 /** Close reason of an agent that shuts down on purpose (its node leaves at once, no crash). */
 export const AGENT_LEAVING = 'agent leaving';
 
+/**
+ * The largest frame a relayed actor link carries: a frame of its own inside the agent's connection
+ * (Channel.sendAlone), under the same cap as every frame, less room for the envelope.
+ */
+export const MAX_RELAYED_FRAME_BYTES = DEFAULT_MAX_FRAME_BYTES - 65_536;
+/** Which opening of an actor's link a message belongs to (the actor numbers them): a late message of an older one is dropped. */
+const LinkSchema = z.number().int().min(0);
 /** One frame of a relayed actor link, as the actor's own connection would carry it. */
 const RelayedFrameSchema = z.object({
   type: z.literal('actorFrame'),
   actorId: IdSchema,
-  frame: z.custom<Uint8Array>((b) => b instanceof Uint8Array && b.byteLength <= DEFAULT_MAX_FRAME_BYTES, 'a frame of bytes'),
+  link: LinkSchema,
+  frame: z.custom<Uint8Array>(
+    (b) => b instanceof Uint8Array && b.byteLength <= MAX_RELAYED_FRAME_BYTES,
+    'a frame of bytes, within the relayed frame limit',
+  ),
 });
 /** A relayed actor link closed by one end, as a close of its own connection would say. */
 const RelayedCloseSchema = z.object({
   type: z.literal('actorClose'),
   actorId: IdSchema,
+  link: LinkSchema,
   code: z.number().int().min(1000).max(4999),
   reason: z.string().max(256),
 });
@@ -73,7 +85,7 @@ export const AgentToHeadSchema = z.discriminatedUnion('type', [
    * Actor links relayed by the agent (`troupe agent --actor-links relay`): one of its actors opens its
    * link to the head with its id and secret, then its frames go both ways inside this connection.
    */
-  z.object({ type: z.literal('actorOpen'), id: IdSchema, actorId: IdSchema, secret: z.string().min(8).max(128) }),
+  z.object({ type: z.literal('actorOpen'), id: IdSchema, actorId: IdSchema, link: LinkSchema, secret: z.string().min(8).max(128) }),
   RelayedFrameSchema,
   RelayedCloseSchema,
   ReplySchema,

@@ -114,6 +114,16 @@ export class Channel<In extends { type: string }, Out extends { type: string }, 
     }
   }
 
+  /**
+   * Sends `message` in a frame of its own, after what is queued: for a message so large (a relayed
+   * frame) that joining it with others could pass the peer's frame limit.
+   */
+  sendAlone(message: Out): void {
+    if (this.#closed) return;
+    this.#flush();
+    this.#transport.send(encodeFrameParts([message]));
+  }
+
   /** Sends a request and resolves with the peer's `reply` value, checked against its schema (or rejects with its `fail`). */
   request<M extends OmitId<Out> & { type: keyof R & string }>(message: M, timeoutMs?: number): Promise<z.output<R[M['type']]>> {
     if (this.#closed) return Promise.reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', 'connection is closed'));

@@ -4,8 +4,11 @@ import type { FrameSink, FrameTransport } from './frame-transport.js';
 export interface RelayEnd {
   /** Sends one whole frame through the relay. */
   send(frame: Uint8Array): void;
-  /** Tells the far end this link is closed (the relay then drops it). */
-  close(code: number, reason: string): void;
+  /**
+   * Tells the far end this link is closed (the relay then drops it). A promise: the transport
+   * ends once it settles, when what was sent before has left (an actor's IPC writes).
+   */
+  close(code: number, reason: string): void | Promise<void>;
   /** Bytes the relay's own connection holds unsent. */
   bufferedBytes(): number;
 }
@@ -22,13 +25,10 @@ export class RelayedTransport implements FrameTransport {
   #sink: FrameSink | undefined;
   #early: Uint8Array[] = [];
   #ended: { code: number; reason: string } | undefined;
+  #closing = false;
 
   constructor(relay: RelayEnd) {
     this.#relay = relay;
-  }
-
-  get isEnded(): boolean {
-    return this.#ended !== undefined;
   }
 
   start(sink: FrameSink): void {
@@ -38,15 +38,17 @@ export class RelayedTransport implements FrameTransport {
   }
 
   send(parts: readonly Uint8Array[]): void {
-    if (this.#ended) return;
+    if (this.#ended || this.#closing) return;
     // One frame a message: the relay's own connection frames it again, so the parts are joined here.
     this.#relay.send(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
   }
 
   close(code: number, reason: string): void {
-    if (this.#ended) return;
-    this.#relay.close(code, reason);
-    this.ended(code, reason);
+    if (this.#ended || this.#closing) return;
+    this.#closing = true;
+    const closed = this.#relay.close(code, reason);
+    if (closed) void closed.then(() => this.ended(code, reason));
+    else this.ended(code, reason);
   }
 
   terminate(): void {

@@ -66,8 +66,12 @@ describe('model instances', { timeout: 150_000 }, () => {
       await cluster?.stop();
     });
 
-    test("a replica of 2 instances serves calls, and Triton's config counts its instances", async () => {
+    test("a replica of 2 instances holds two sessions, serves calls, and Triton's config counts its instances", async () => {
       await client.deploy({ name: 'two', model: 'mlp.onnx', cpus: 2, instances: 2, batch: { maxSize: 8 } });
+      // The actor reports the sessions it loaded, not the spec's wish.
+      const actor = (await client.describe()).deployments.find((d) => d.name === 'two')!.actors[0]!;
+      assert.equal(actor.state, 'READY');
+      assert.equal(actor.instances, 2, 'two sessions loaded');
       const reference = await OnnxModel.load(path.join(cluster.modelDir, 'mlp.onnx'), { device: 'cpu', threads: 1 });
       try {
         const xs = [5, 6, 7, 8].map((seed) => tensor('float32', [1, 64], seededFloats(64, seed)));
@@ -92,7 +96,12 @@ describe('model instances', { timeout: 150_000 }, () => {
         body: JSON.stringify({ name: 'multi', model: 'mlp.onnx', kind: 'fn', instances: 2 }),
         headers: { 'content-type': 'application/json' },
       });
-      assertError(answer, 400, 'TROUPE_ERR_BAD_SPEC', /instances.*only a model deployment of one model file has instances/);
+      assertError(answer, 400, 'TROUPE_ERR_BAD_SPEC', /instances: only a model deployment of one ONNX file has instances/);
+      const graph = await call(cluster.url, 'PUT', '/api/v1/deployments/graphed', {
+        body: JSON.stringify({ name: 'graphed', model: 'chain.graph.json', instances: 2 }),
+        headers: { 'content-type': 'application/json' },
+      });
+      assertError(graph, 400, 'TROUPE_ERR_BAD_SPEC', /instances: .*a graph file runs its sessions in one thread/);
       const tooMany = await call(cluster.url, 'PUT', '/api/v1/deployments/many', {
         body: JSON.stringify({ name: 'many', model: 'mlp.onnx', instances: 17 }),
         headers: { 'content-type': 'application/json' },

@@ -227,20 +227,36 @@ describe('Batcher: a model of several instances (runners)', { timeout: 10_000 },
     await b.whenIdle();
     assert.deepEqual(b.stats, { ...b.stats, calls: 4, batches: 3, rows: 4 });
   });
-  test('with waitWhenIdle, a second runner takes only full batches: a partial one waits for company as asked', async () => {
+  test('with waitWhenIdle, a partial batch beside a run waits for company, up to maxDelayMs, then starts on the idle instance', async () => {
     const model = fakeModel(true);
-    const b = batcher(model.run, { maxSize: 2, overlap: 4, runners: 2, waitWhenIdle: true, maxDelayMs: 0 });
+    const b = batcher(model.run, { maxSize: 2, overlap: 4, runners: 2, waitWhenIdle: true, maxDelayMs: 60_000 });
+    // Two calls at once fill the first batch: it goes without waiting.
     const first = b.submit(call(1));
-    await until('the first run', () => model.runs.length === 1);
-    const partial = b.submit(call(2));
+    const second = b.submit(call(2));
+    await until('the full first batch', () => model.runs.length === 1);
+    assert.deepEqual(model.runs, [2], 'calls 1 and 2 went as one full batch');
+    const partial = b.submit(call(3));
     for (let i = 0; i < 3; i++) await nextTurn();
-    assert.deepEqual(model.runs, [1], 'half a batch does not start beside a run');
-    const filled = b.submit(call(3));
-    await until('the full batch', () => model.runs.length === 2);
-    assert.deepEqual(model.runs, [1, 2]);
+    assert.deepEqual(model.runs, [2], 'half a batch waits for company beside a run, though an instance is idle');
+    const filled = b.submit(call(4));
+    await until('the full batch on the idle instance', () => model.runs.length === 2);
+    assert.deepEqual(model.runs, [2, 2]);
     model.release();
     model.release();
-    await Promise.all([first, partial, filled]);
+    await Promise.all([first, second, partial, filled]);
+  });
+  test('with waitWhenIdle, a partial batch starts on the idle instance once its first call waited maxDelayMs, while the other still runs', async () => {
+    const model = fakeModel(true);
+    const b = batcher(model.run, { maxSize: 4, overlap: 4, runners: 2, waitWhenIdle: true, maxDelayMs: 30 });
+    const first = b.submit(call(1));
+    await until('the first run, after its wait', () => model.runs.length === 1, 100_000);
+    const late = b.submit(call(2));
+    await until('the lone call on the idle instance, after its wait', () => model.runs.length === 2, 100_000);
+    assert.deepEqual(model.runs, [1, 1], 'a batch of one started beside the run that still goes on');
+    model.release();
+    model.release();
+    const [, { timing }] = await Promise.all([first, late]);
+    assert.ok(timing.queueMs >= 30, `waited ${timing.queueMs} ms for company first`);
   });
 });
 
