@@ -9,6 +9,7 @@ import type { ActorView, Cluster } from '../runtime/internal.js';
 import { startCluster, waitFor } from '../test/helpers/cluster.js';
 import { systemLine } from './lib/system.js';
 import { fmt } from './lib/table.js';
+import { median } from './lib/report.js';
 
 const REPEAT = Number(process.env.REPEAT ?? 5);
 
@@ -21,8 +22,6 @@ const CASES: Case[] = [
   { model: 'mlp', input: 'x', shape: [1, 64] },
   { model: 'mobilenet', input: 'image', shape: [1, 3, 224, 224] },
 ];
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function actors(client: Cluster, name: string): Promise<ActorView[]> {
   return (await client.describe()).deployments.find((d) => d.name === name)?.actors ?? [];

@@ -22,17 +22,13 @@ import { socketReplicas } from './lib/socket-replicas.js';
 import type { LoadResult } from './lib/load.js';
 import { systemLine } from './lib/system.js';
 import { fmt, loadTable } from './lib/table.js';
+import { median, report } from './lib/report.js';
 
 const SECONDS = Number(process.env.SECONDS ?? 3);
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const wanted = (section: string) => !ONLY || ONLY.includes(section);
 const WINDOWS = 5;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const out: string[] = [];
-const say = (text: string) => {
-  out.push(text);
-  process.stdout.write(`${text}\n`);
-};
+const { say, lines: out } = report();
 type Row = { label: string; result: LoadResult; ratioTo?: number };
 
 /** One line of CPU microseconds per request by kind of process, from a run measured with cpuPerRequest. */

@@ -14,14 +14,11 @@ import { closedLoop } from './lib/load.js';
 import type { LoadResult } from './lib/load.js';
 import { systemLine } from './lib/system.js';
 import { fmt } from './lib/table.js';
+import { report } from './lib/report.js';
 
 const SECONDS = Number(process.env.SECONDS ?? 2);
 const CONCURRENCY = [1, 16];
-const out: string[] = [];
-const say = (text: string) => {
-  out.push(text);
-  process.stdout.write(`${text}\n`);
-};
+const { say, lines: out } = report();
 
 interface Row {
   label: string;

@@ -15,16 +15,13 @@ import type { LoadResult } from './lib/load.js';
 import { cpuPerRequest } from './lib/process-cpu.js';
 import { systemLine } from './lib/system.js';
 import { fmt } from './lib/table.js';
+import { report } from './lib/report.js';
 
 // No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();
 
 const SECONDS = Number(process.env.SECONDS ?? 3);
-const out: string[] = [];
-const say = (text: string) => {
-  out.push(text);
-  process.stdout.write(`${text}\n`);
-};
+const { say, lines: out } = report();
 
 /** p50 and p90 (ms) of `runs` session.run calls, each after the thread slept `gapUs` (Atomics.wait: a real sleep). */
 async function runAfterSleep(

@@ -19,15 +19,11 @@ import { closedLoop } from './lib/load.js';
 import { whenDoorsOpen } from './lib/doors.js';
 import { systemLine } from './lib/system.js';
 import { fmt } from './lib/table.js';
+import { median, report } from './lib/report.js';
 
 const WINDOWS = Number(process.env.WINDOWS ?? 3);
 const SECONDS = 2;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const out: string[] = [];
-const say = (text: string) => {
-  out.push(text);
-  process.stdout.write(`${text}\n`);
-};
+const { say, lines: out } = report();
 
 const image = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i));
 const mlpX = new Float32Array(64).map((_, i) => Math.sin(i));

@@ -11,6 +11,7 @@ import { startCluster, waitFor } from '../test/helpers/cluster.js';
 import type { TestCluster } from '../test/helpers/cluster.js';
 import { systemLine } from './lib/system.js';
 import { fmt } from './lib/table.js';
+import { report } from './lib/report.js';
 
 const REPEAT = Number(process.env.REPEAT ?? 3);
 const SOAK_SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
@@ -18,11 +19,7 @@ const SOAK_CONCURRENCY = Number(process.env.SOAK_CONCURRENCY ?? 64);
 const POLL_MS = 10;
 
 const x = tensor('float32', [1, 64], new Float32Array(64).fill(0.25));
-const out: string[] = [];
-const say = (text: string) => {
-  out.push(text);
-  process.stdout.write(`${text}\n`);
-};
+const { say } = report();
 
 function stats(seconds: number[]): string {
   const s = [...seconds].sort((a, b) => a - b);

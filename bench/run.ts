@@ -17,17 +17,14 @@ import { measureMemory, measureStartup } from './lib/lifecycle.js';
 import { socketReplicas } from './lib/socket-replicas.js';
 import { systemLine } from './lib/system.js';
 import { fmt, loadTable } from './lib/table.js';
+import { median, report } from './lib/report.js';
 
 const SECONDS = Number(process.env.SECONDS ?? 3);
 /** BENCH_ONLY=mlp,cnn,lifecycle runs those sections only (and then does not rewrite RESULTS.md). */
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const wanted = (section: string) => !ONLY || ONLY.includes(section);
 const CONCURRENCY = [1, 16, 64];
-const out: string[] = [];
-const say = (text: string) => {
-  out.push(text);
-  process.stdout.write(`${text}\n`);
-};
+const { say, lines: out } = report();
 
 const mlpInput = { name: 'x', shape: (b: number) => [b, 64] };
 
@@ -120,7 +117,6 @@ async function mlpSection(cluster: TestCluster, client: Cluster): Promise<void> 
 const WINDOWS = 5;
 
 /** The median of a few numbers. */
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> {
   say('\n## MobileNet-v2-shaped CNN (input [N,3,224,224])\n');

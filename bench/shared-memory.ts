@@ -15,6 +15,7 @@ import { closedLoop } from './lib/load.js';
 import { socketReplicas } from './lib/socket-replicas.js';
 import { systemLine } from './lib/system.js';
 import { fmt } from './lib/table.js';
+import { median, report } from './lib/report.js';
 
 // No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();
@@ -25,12 +26,7 @@ const CONCURRENCY = 16;
 const REPLICAS = 2;
 const ROW = [3, 224, 224];
 
-const out: string[] = [];
-const say = (text: string) => {
-  out.push(text);
-  process.stdout.write(`${text}\n`);
-};
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const { say, lines: out } = report();
 
 say('# Images through shared memory: the design change, measured\n');
 say(systemLine());

@@ -12,6 +12,7 @@ import { DIST_ROOT } from '../test/helpers/graphs.js';
 import { seededFloats } from '../test/helpers/tensors.js';
 import { systemLine } from './lib/system.js';
 import { fmt } from './lib/table.js';
+import { median } from './lib/report.js';
 
 const ITEMS = Number(process.env.ITEMS ?? 2000);
 const REPEAT = Number(process.env.REPEAT ?? 5);
@@ -21,8 +22,6 @@ interface Timing {
   firstMs: number;
   totalMs: number;
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** Reads `items` to the end, timing the first item and the whole; checks the count. */
 async function timed(open: () => AsyncIterable<Record<string, Tensor>>): Promise<Timing> {

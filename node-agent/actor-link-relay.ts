@@ -1,4 +1,4 @@
-import { MAX_RELAYED_FRAME_BYTES } from '../runtime/internal.js';
+import { MAX_RELAYED_FRAME_BYTES, RELAYED_ALONE_BYTES } from '../runtime/internal.js';
 import type { ActorToRelayIpc, AgentToHead, HeadToAgent, Logger, TroupeError } from '../runtime/internal.js';
 import type { ActorProcess } from './actor-process.js';
 
@@ -12,8 +12,6 @@ export interface HeadConnection {
 
 /** How long the head may take to accept a relayed link before the actor is told to try again. */
 const OPEN_TIMEOUT_MS = 10_000;
-/** Frames at least this large go in an agent frame of their own, so that joined frames never pass the limit. */
-const ALONE_BYTES = 1 << 20;
 
 interface Link {
   actor: ActorProcess;
@@ -59,7 +57,7 @@ export class ActorLinkRelay {
           return actor.toActor({ type: 'headClosed', seq: message.seq, code: 1009, reason: 'a frame over the limit' });
         }
         const frame = { type: 'actorFrame' as const, actorId, link: message.seq, frame: message.frame };
-        if (message.frame.byteLength >= ALONE_BYTES) link.head.sendAlone(frame);
+        if (message.frame.byteLength >= RELAYED_ALONE_BYTES) link.head.sendAlone(frame);
         else link.head.send(frame);
         return;
       }

@@ -47,6 +47,7 @@ export {
   HeadToAgentReplies,
   HeadToAgentSchema,
   MAX_RELAYED_FRAME_BYTES,
+  RELAYED_ALONE_BYTES,
 } from './protocol/agent.js';
 export type { AgentToHead, HeadToAgent } from './protocol/agent.js';
 export { ClientToHeadSchema, HeadToClientSchema, RunRefSchema } from './protocol/client.js';

@@ -1,11 +1,4 @@
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium } from 'playwright-core';
-
-/** Debian's Chromium, as test/e2e/status-page.test.ts finds it. */
-const CHROMIUM = '/usr/bin/chromium';
+import { CHROMIUM, chromiumMissing, openChromium } from '../../test/helpers/chromium.js';
 
 /**
  * Time to first paint of the status page in a real browser: from the navigation's start to the
@@ -14,17 +7,10 @@ const CHROMIUM = '/usr/bin/chromium';
  * cached. Null, with why, when there is no Chromium here.
  */
 export async function statusFirstPaintMs(url: string): Promise<{ ms: number | null; error: string | null }> {
-  if (!existsSync(CHROMIUM)) return { ms: null, error: `no Chromium at ${CHROMIUM}` };
-  const profile = await mkdtemp(join(tmpdir(), 'troupe-scale-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
-    viewport: { width: 1440, height: 900 },
-    timeout: 60_000,
-  });
+  if (chromiumMissing) return { ms: null, error: `no Chromium at ${CHROMIUM}` };
+  const browser = await openChromium({ width: 1440, height: 900 });
   try {
-    const page = context.pages()[0] ?? (await context.newPage());
+    const { page } = browser;
     const start = performance.now();
     await page.goto(url, { waitUntil: 'commit', timeout: 60_000 });
     await Promise.all(
@@ -34,7 +20,6 @@ export async function statusFirstPaintMs(url: string): Promise<{ ms: number | nu
   } catch (err) {
     return { ms: null, error: (err as Error).message.split('\n')[0]! };
   } finally {
-    await context.close();
-    await rm(profile, { recursive: true, force: true });
+    await browser.close();
   }
 }

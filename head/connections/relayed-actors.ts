@@ -1,4 +1,4 @@
-import { RelayedTransport, TroupeError } from '../../runtime/internal.js';
+import { RELAYED_ALONE_BYTES, RelayedTransport, TroupeError } from '../../runtime/internal.js';
 import type { FrameTransport } from '../../runtime/internal.js';
 import type { AgentChannel } from '../control/agent-link.js';
 import type { ActorRecord, NodeRecord } from '../state/records.js';
@@ -10,9 +10,6 @@ export interface ActorLinkServer {
   /** Serves the link as /v1/actor serves a connection; returns its channel. */
   serve(transport: FrameTransport, actor: ActorRecord): { whenClosed: Promise<unknown> };
 }
-
-/** Frames at least this large go in an agent frame of their own, so that joined frames never pass the limit. */
-const ALONE_BYTES = 1 << 20;
 
 /**
  * The actor links one agent's connection carries (`troupe agent --actor-links relay`): each is a
@@ -47,7 +44,7 @@ export class RelayedActors {
     const transport = new RelayedTransport({
       send: (frame) => {
         const message = { type: 'actorFrame' as const, actorId, link, frame };
-        if (frame.byteLength >= ALONE_BYTES) this.#channel.sendAlone(message);
+        if (frame.byteLength >= RELAYED_ALONE_BYTES) this.#channel.sendAlone(message);
         else this.#channel.send(message);
       },
       close: (code, reason) => this.#channel.send({ type: 'actorClose', actorId, link, code, reason: reason.slice(0, 256) }),

@@ -14,6 +14,8 @@ export const AGENT_LEAVING = 'agent leaving';
  * (Channel.sendAlone), under the same cap as every frame, less room for the envelope.
  */
 export const MAX_RELAYED_FRAME_BYTES = DEFAULT_MAX_FRAME_BYTES - 65_536;
+/** Relayed frames at least this large go in an agent frame of their own, so that frames joined in one turn never pass the limit. */
+export const RELAYED_ALONE_BYTES = 1 << 20;
 /** Which opening of an actor's link a message belongs to (the actor numbers them): a late message of an older one is dropped. */
 const LinkSchema = z.number().int().min(0);
 /** One frame of a relayed actor link, as the actor's own connection would carry it. */

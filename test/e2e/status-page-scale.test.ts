@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { chromium } from 'playwright-core';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { Fleet } from '../../bench/scale/fleet.js';
 import { connect } from '../../runtime/internal.js';
 import type { Cluster } from '../../runtime/internal.js';
+import { chromiumMissing, openChromium } from '../helpers/chromium.js';
+import type { OpenChromium } from '../helpers/chromium.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 
@@ -22,19 +19,7 @@ const DEPLOYMENTS = 20;
 const REPLICAS = 100;
 const TOTAL = DEPLOYMENTS * REPLICAS;
 
-/** Debian's Chromium, as in status-page.test.ts. */
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-sync',
-];
-const skip = existsSync(CHROMIUM)
-  ? false
-  : `Chromium is not installed at ${CHROMIUM}: apt-get install chromium (.ci/run does) to run the status page test`;
+const skip = chromiumMissing;
 
 /** Text of an element, polled until `check` accepts it; bounded. */
 function textOf(page: Page, selector: string, what: string, check: (text: string) => boolean, timeoutMs = 30_000): Promise<string> {
@@ -57,9 +42,8 @@ describe(`the status page in Chromium at ${NODES.toLocaleString('en-US')} simula
   let cluster: TestCluster;
   let fleet: Fleet;
   let client: Cluster;
-  let context: BrowserContext;
+  let browser: OpenChromium | undefined;
   let page: Page;
-  let profile: string;
 
   before(async () => {
     cluster = await startCluster({
@@ -73,15 +57,8 @@ describe(`the status page in Chromium at ${NODES.toLocaleString('en-US')} simula
     client = await connect(cluster.url);
     const names = Array.from({ length: DEPLOYMENTS }, (_, i) => `team-${i}`);
     await Promise.all(names.map((name) => client.deploy({ name, model: 'sim.onnx', replicas: REPLICAS, gpus: 1, cpus: 1 })));
-    profile = await mkdtemp(join(tmpdir(), 'troupe-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1440, height: 900 },
-      timeout: 60_000,
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await openChromium({ width: 1440, height: 900 });
+    page = browser.page;
     page.setDefaultTimeout(30_000);
     const errors: string[] = [];
     page.on('pageerror', (err) => errors.push(err.message));
@@ -89,8 +66,7 @@ describe(`the status page in Chromium at ${NODES.toLocaleString('en-US')} simula
   });
 
   after(async () => {
-    await context?.close();
-    if (profile) await rm(profile, { recursive: true, force: true });
+    await browser?.close();
     await client?.close();
     await cluster?.stop();
     fleet?.close();

@@ -6,37 +6,25 @@ import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { chromium } from 'playwright-core';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startHead } from '../../head/index.js';
 import { connect, ensemble, model, pipeline, tensor } from '../../runtime/internal.js';
 import type { Cluster } from '../../runtime/internal.js';
+import { chromiumMissing, openChromium } from '../helpers/chromium.js';
+import type { OpenChromium } from '../helpers/chromium.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { writeGraphModels } from '../helpers/graphs.js';
 import { seededFloats } from '../helpers/tensors.js';
 
 /** Debian's Chromium; `.ci/run` installs the package when it is missing. */
-const CHROMIUM = '/usr/bin/chromium';
 /**
  * Where the screenshot goes: a temporary folder (the suite writes nowhere else), or the path in
  * TROUPE_TEST_SCREENSHOT: `TROUPE_TEST_SCREENSHOT=$PWD/docs/status-page.png npm test` refreshes the
  * one docs/observability.md shows.
  */
 const SCREENSHOT = process.env.TROUPE_TEST_SCREENSHOT ?? join(tmpdir(), `troupe-status-page-${process.pid}.png`);
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const skip = existsSync(CHROMIUM)
-  ? false
-  : `Chromium is not installed at ${CHROMIUM}: apt-get install chromium (.ci/run does) to run the status page test`;
+const skip = chromiumMissing;
 
 /**
  * Polls a JS expression in the page until it is truthy; bounded. (Not page.waitForFunction: that
@@ -103,9 +91,8 @@ const colouredPixels = (chart: string) => `(() => {
 describe('the status page, in Chromium, against a real cluster', { timeout: 300_000, skip }, () => {
   let cluster: TestCluster;
   let client: Cluster;
-  let context: BrowserContext;
+  let browser: OpenChromium | undefined;
   let page: Page;
-  let profile: string;
   let proxy: Awaited<ReturnType<typeof startProxy>>;
   let traffic: Promise<void> | undefined;
   let stopTraffic = false;
@@ -144,15 +131,8 @@ describe('the status page, in Chromium, against a real cluster', { timeout: 300_
     // Wants more GPUs than any node has: PENDING, and the page says why.
     await client.deploy({ name: 'big', model: 'mlp.onnx', gpus: 4, threads: 1 }, { wait: false });
 
-    profile = await mkdtemp(join(tmpdir(), 'troupe-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1440, height: 900 },
-      timeout: 60_000,
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await openChromium({ width: 1440, height: 900 });
+    page = browser.page;
     page.setDefaultTimeout(30_000);
     const errors: string[] = [];
     page.on('pageerror', (err) => errors.push(err.message));
@@ -168,9 +148,8 @@ describe('the status page, in Chromium, against a real cluster', { timeout: 300_
   after(async () => {
     stopTraffic = true;
     await traffic;
-    await context?.close();
+    await browser?.close();
     await proxy?.close();
-    if (profile) await rm(profile, { recursive: true, force: true });
     await client?.close();
     await cluster?.stop();
   });
@@ -296,15 +275,9 @@ describe('the status page of a head beyond loopback, in Chromium', { timeout: 12
     // Beyond loopback (all interfaces), so the token is required; the browser still goes through 127.0.0.1.
     const dataDir = await mkdtemp(join(tmpdir(), 'troupe-head-data-'));
     const head = await startHead({ host: '0.0.0.0', port: 0, token: TOKEN, dataDir });
-    const profile = await mkdtemp(join(tmpdir(), 'troupe-chromium-'));
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      timeout: 60_000,
-    });
+    const browser = await openChromium();
     try {
-      const page = context.pages()[0] ?? (await context.newPage());
+      const { page } = browser;
       page.setDefaultTimeout(30_000);
       const url = `http://127.0.0.1:${new URL(head.url).port}/`;
       await page.goto(url, { waitUntil: 'load', timeout: 30_000 });
@@ -330,8 +303,7 @@ describe('the status page of a head beyond loopback, in Chromium', { timeout: 12
       await page.locator('#content').waitFor({ state: 'visible' });
       assert.equal(await page.locator('#login').isHidden(), true);
     } finally {
-      await context.close();
-      await rm(profile, { recursive: true, force: true });
+      await browser.close();
       await head.close();
       await rm(dataDir, { recursive: true, force: true });
     }
