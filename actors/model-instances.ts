@@ -1,17 +1,24 @@
 import type { ModelMetadata, Tensor } from '../runtime/internal.js';
+import { MainThreadInstance } from './main-thread-instance.js';
+import { OnnxModel } from './onnx-model.js';
 import type { LoadOptions } from './onnx-model.js';
 import { ThreadedModel } from './threaded-model.js';
 import type { OnThreadDeath } from './threaded-model.js';
 
+type Instance = ThreadedModel | MainThreadInstance;
+
 /**
- * Several instances of one model in one actor (Triton's instance_group count): each a session on
- * an inference thread of its own, so the replica runs that many batches at once. On a CPU, N
- * sessions of one intra-op thread each keep N cores busy with no barrier between them, where one
- * session of N threads meets at a barrier after every parallel section and waits there for any
- * thread the actor's I/O or another process delayed (docs/performance.md#model-instances).
+ * Several instances of one model in one actor (Triton's instance_group count): N sessions, so the
+ * replica runs that many batches at once. On a CPU, N sessions of one intra-op thread each keep N
+ * cores busy with no barrier between them, where one session of N threads meets at a barrier after
+ * every parallel section and waits there for any thread the actor's I/O or another process delayed
+ * (docs/performance.md#model-instances). N - 1 sessions run on inference threads of their own and
+ * the last on the main thread, between its reads (main-thread-instance.ts): N threads for N
+ * sessions, as N replicas of one would take.
  *
- * A run goes to the instance with the fewest runs sent to it, so an idle instance takes the next
- * batch at once; each instance may hold a second run waiting behind its first (see ThreadedModel).
+ * A run goes to an idle instance, an inference thread's first; with none idle, into the queue of
+ * the inference thread with the fewest runs (each holds a second run behind its first, see
+ * ThreadedModel), so those threads have work while the main thread is in a run of its own.
  * Any instance's thread dying ends the actor as one thread's does.
  */
 export class ModelInstances {
@@ -23,30 +30,37 @@ export class ModelInstances {
   readonly runners: number;
   /** Runs held at once: a running one and one waiting behind it on each instance. */
   readonly overlap: number;
-  readonly #instances: ThreadedModel[];
+  /** The inference threads' instances, then the main thread's. */
+  readonly #instances: Instance[];
 
-  private constructor(instances: ThreadedModel[]) {
-    const first = instances[0]!;
-    this.#instances = instances;
+  private constructor(threaded: ThreadedModel[], main: MainThreadInstance) {
+    const first = threaded[0]!;
+    this.#instances = [...threaded, main];
     this.metadata = first.metadata;
     this.provider = first.provider;
     this.runMs = first.runMs;
-    this.runners = instances.length;
-    this.overlap = instances.length * first.overlap;
+    this.runners = this.#instances.length;
+    this.overlap = this.#instances.reduce((sum, m) => sum + m.overlap, 0);
   }
 
-  /** Loads `count` sessions, one after another (each warms up on its thread); a failure releases those loaded. */
+  /** Loads `count` sessions (at least 2), one after another (each warms up where it runs); a failure releases those loaded. */
   static async load(path: string, options: LoadOptions, count: number, onDeath?: OnThreadDeath): Promise<ModelInstances> {
-    const instances: ThreadedModel[] = [];
+    const instances: Instance[] = [];
     try {
       // One at a time: loading is the phase most likely to run out of memory, and a second
       // session's warm-up would otherwise skew the first one's timed runs.
-      for (let i = 0; i < count; i++) instances.push(await ThreadedModel.load(path, options, onDeath));
+      const threaded: ThreadedModel[] = [];
+      for (let i = 0; i < count - 1; i++) {
+        threaded.push(await ThreadedModel.load(path, options, onDeath));
+        instances.push(threaded.at(-1)!);
+      }
+      const main = new MainThreadInstance(await OnnxModel.load(path, options));
+      instances.push(main);
+      return new ModelInstances(threaded, main);
     } catch (err) {
       await Promise.all(instances.map((m) => m.release()));
       throw err;
     }
-    return new ModelInstances(instances);
   }
 
   /** Runs sent to each instance and not yet answered, in instance order. */
@@ -55,9 +69,10 @@ export class ModelInstances {
   }
 
   run(inputs: Record<string, Tensor>, outputs?: readonly string[], notAfter?: number): Promise<Record<string, Tensor>> {
+    const idle = this.#instances.find((m) => m.pendingRuns === 0);
     let least = this.#instances[0]!;
-    for (const m of this.#instances) if (m.pendingRuns < least.pendingRuns) least = m;
-    return least.run(inputs, outputs, notAfter);
+    for (const m of this.#instances) if (m.pendingRuns - m.overlap < least.pendingRuns - least.overlap) least = m;
+    return (idle ?? least).run(inputs, outputs, notAfter);
   }
 
   runGoingOn(): Promise<unknown> | undefined {
