@@ -3,8 +3,8 @@
 // in the same run: the simplest Node HTTP server around an in-process session (MLP), and raw
 // onnxruntime-node at its best batch and layout (MobileNet), in alternating windows. The head is
 // measured with its front-door workers (the default) and serving HTTP itself (--http-workers 0);
-// gRPC (raw contents) beside them, through the workers and served by the head, its load from h2load
-// where installed (bench/lib/h2load-grpc.ts) or else the grpc-js client.
+// gRPC (raw contents) beside them, through the workers and served by the head. Images and gRPC are
+// loaded by h2load where installed (bench/lib/h2load.ts), else by autocannon and the grpc-js client.
 // Writes bench/RESULTS-front-door.md. Bounded: each load run lasts SECONDS (default 3).
 import { writeFile } from 'node:fs/promises';
 import { connect, tensor } from '../runtime/internal.js';
@@ -14,7 +14,7 @@ import { baselineServer } from './lib/baseline-server.js';
 import { LAYOUTS, bestLayoutFloor, cnnInput } from './lib/cnn-floor.js';
 import { measureFloor } from './lib/floor.js';
 import { GRPC_GENERATOR, grpcLoad } from './lib/grpc-load.js';
-import { httpLoad, oipRequest } from './lib/http-load.js';
+import { IMAGE_LOAD_GENERATOR, httpLoad, imageLoad, oipRequest } from './lib/http-load.js';
 import { closedLoop } from './lib/load.js';
 import { cpuPerRequest } from './lib/process-cpu.js';
 import { whenDoorsOpen } from './lib/doors.js';
@@ -233,7 +233,7 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
   );
   const request = (url: string) => oipRequest(`${url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true);
   say(
-    `Alternating windows (2 s each; batching maxSize ${floor.batch}), samples/s: floor's best layout at batch ${floor.batch} / Troupe HTTP at 16 in flight / at 64 in flight / served by the head (--http-workers 0) at 16 / gRPC raw contents (load: ${GRPC_GENERATOR}) through the front-door workers at 16 / served by the head at 16 / replicas serve HTTP (--http-handoff) at 16 / at 64 / bare socket replicas at 16, each image sent over a socket (the least any server that receives images over sockets pays on these cores):\n`,
+    `Alternating windows (2 s each; batching maxSize ${floor.batch}; HTTP load from ${IMAGE_LOAD_GENERATOR} unless named), samples/s: floor's best layout at batch ${floor.batch} / Troupe HTTP at 16 in flight / at 64 in flight / served by the head (--http-workers 0) at 16 / gRPC raw contents (load: ${GRPC_GENERATOR}) through the front-door workers at 16 / served by the head at 16 / replicas serve HTTP (--http-handoff) at 16 / at 64 / bare socket replicas at 16, each image sent over a socket from this process / replicas serve HTTP, load from autocannon (a Node client), at 16 / at 64:\n`,
   );
   // Beside the floor's two layouts, one replica holding two instances of one thread each.
   const layouts: { replicas: number; threads: number; instances?: number }[] = [...LAYOUTS, { replicas: 1, threads: 1, instances: 2 }];
@@ -261,6 +261,8 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       door16: [] as number[],
       door64: [] as number[],
       bare: [] as number[],
+      autocannon16: [] as number[],
+      autocannon64: [] as number[],
     };
     const windows: string[] = [];
     // Bare replicas have no instances: two processes stand for a replica's two sessions.
@@ -269,14 +271,16 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
     try {
       for (let i = 0; i < WINDOWS; i++) {
         const f = await bestLayoutFloor(cluster.models.mobilenet, floor.batch, 2);
-        const r16 = await httpLoad(request(cluster.url), 16, 2);
-        const r64 = await httpLoad(request(cluster.url), 64, 2);
-        const h16 = await httpLoad(request(headOnly.url), 16, 2);
+        const r16 = await imageLoad(request(cluster.url), 16, 2);
+        const r64 = await imageLoad(request(cluster.url), 64, 2);
+        const h16 = await imageLoad(request(headOnly.url), 16, 2);
         const g16 = await grpcLoad(cluster.grpcAddress, 'cnn', cluster.models.mobilenet, imageInput, 16, 2);
         const gh16 = await grpcLoad(headOnly.grpcAddress, 'cnn', headOnly.models.mobilenet, imageInput, 16, 2);
-        const d16 = await httpLoad(request(handoff.url), 16, 2);
-        const d64 = await httpLoad(request(handoff.url), 64, 2);
+        const d16 = await imageLoad(request(handoff.url), 16, 2);
+        const d64 = await imageLoad(request(handoff.url), 64, 2);
         const b16 = await closedLoop(() => bare.call(image), { concurrency: 16, seconds: 2 });
+        const a16 = IMAGE_LOAD_GENERATOR === 'autocannon' ? d16 : await httpLoad(request(handoff.url), 16, 2);
+        const a64 = IMAGE_LOAD_GENERATOR === 'autocannon' ? d64 : await httpLoad(request(handoff.url), 64, 2);
         ratios.c16.push(r16.rps / f.best);
         ratios.c64.push(r64.rps / f.best);
         ratios.head16.push(h16.rps / f.best);
@@ -285,9 +289,11 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
         ratios.door16.push(d16.rps / f.best);
         ratios.door64.push(d64.rps / f.best);
         ratios.bare.push(b16.rps / f.best);
-        const errors = r16.errors + r64.errors + h16.errors + g16.errors + gh16.errors + d16.errors + d64.errors;
+        ratios.autocannon16.push(a16.rps / f.best);
+        ratios.autocannon64.push(a64.rps / f.best);
+        const errors = r16.errors + r64.errors + h16.errors + g16.errors + gh16.errors + d16.errors + d64.errors + a16.errors + a64.errors;
         windows.push(
-          `${[f.best, r16.rps, r64.rps, h16.rps, g16.rps, gh16.rps, d16.rps, d64.rps, b16.rps].map((v) => fmt(v, 1)).join(' / ')}${errors > 0 ? ` (errors ${errors})` : ''}`,
+          `${[f.best, r16.rps, r64.rps, h16.rps, g16.rps, gh16.rps, d16.rps, d64.rps, b16.rps, a16.rps, a64.rps].map((v) => fmt(v, 1)).join(' / ')}${errors > 0 ? ` (errors ${errors})` : ''}`,
         );
       }
     } finally {
@@ -302,7 +308,7 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       `- ${layout.replicas} replica${layout.replicas > 1 ? 's' : ''}${instances} x ${layout.threads} thread${layout.threads > 1 ? 's' : ''}: ${windows.join('; ')}.`,
     );
     say(
-      `  Medians over the floor: HTTP, 16 in flight ${fmt(median(ratios.c16), 2)}x; 64 in flight ${fmt(median(ratios.c64), 2)}x; served by the head, 16 in flight ${fmt(median(ratios.head16), 2)}x; gRPC, 16 in flight ${fmt(median(ratios.grpc16), 2)}x, served by the head ${fmt(median(ratios.grpcHead16), 2)}x; replicas serve HTTP, 16 in flight ${fmt(median(ratios.door16), 2)}x, 64 in flight ${fmt(median(ratios.door64), 2)}x; bare socket replicas ${fmt(median(ratios.bare), 2)}x.`,
+      `  Medians over the floor: HTTP, 16 in flight ${fmt(median(ratios.c16), 2)}x; 64 in flight ${fmt(median(ratios.c64), 2)}x; served by the head, 16 in flight ${fmt(median(ratios.head16), 2)}x; gRPC, 16 in flight ${fmt(median(ratios.grpc16), 2)}x, served by the head ${fmt(median(ratios.grpcHead16), 2)}x; replicas serve HTTP, 16 in flight ${fmt(median(ratios.door16), 2)}x, 64 in flight ${fmt(median(ratios.door64), 2)}x; bare socket replicas ${fmt(median(ratios.bare), 2)}x; replicas serve HTTP, load from autocannon, 16 in flight ${fmt(median(ratios.autocannon16), 2)}x, 64 in flight ${fmt(median(ratios.autocannon64), 2)}x.`,
     );
   }
   // Where the CPU goes, 2 replicas x 1 thread, 16 in flight.
@@ -321,7 +327,7 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       cpuLine(
         'Troupe HTTP OIP binary, front-door workers',
         await cpuPerRequest(
-          () => httpLoad(request(cluster.url), 16, SECONDS),
+          () => imageLoad(request(cluster.url), 16, SECONDS),
           (r) => r.requests,
         ),
       ),
@@ -364,7 +370,7 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       cpuLine(
         'Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff)',
         await cpuPerRequest(
-          () => httpLoad(request(handoff.url), 16, SECONDS),
+          () => imageLoad(request(handoff.url), 16, SECONDS),
           (r) => r.requests,
         ),
       ),
@@ -397,7 +403,7 @@ try {
   say('# Front door: HTTP against its baselines\n');
   say(systemLine());
   say(
-    `- each load run: ${SECONDS} s closed loop after an unmeasured warm-up; load generator (HTTP: autocannon, undici at concurrency 1; gRPC: ${GRPC_GENERATOR}, one HTTP/2 connection, answers checked on a sample first) in the same machine, sharing its cores; three clusters up: front-door workers (default), none (--http-workers 0), and replicas serving HTTP (--http-handoff)`,
+    `- each load run: ${SECONDS} s closed loop after an unmeasured warm-up; load generator (HTTP: autocannon, undici at concurrency 1, images: ${IMAGE_LOAD_GENERATOR}; gRPC: ${GRPC_GENERATOR}, one HTTP/2 connection, answers checked on a sample first) in the same machine, sharing its cores; three clusters up: front-door workers (default), none (--http-workers 0), and replicas serving HTTP (--http-handoff)`,
   );
   if (wanted('mlp')) await mlpSection(cluster, headOnly, handoff);
   if (wanted('cnn')) await cnnSection(cluster, headOnly, handoff);

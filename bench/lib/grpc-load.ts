@@ -2,7 +2,8 @@ import type { ServiceDefinition } from '@grpc/grpc-js';
 import { tensor } from '../../runtime/internal.js';
 import { floatsOfRaw, grpcClient, rawFloats } from '../../test/helpers/grpc-client.js';
 import { runInProcess } from '../../test/helpers/tensors.js';
-import { grpcFrame, h2loadAvailable, h2loadGrpc, verifyGrpcAnswers } from './h2load-grpc.js';
+import { grpcFrame, h2loadGrpc, verifyGrpcAnswers } from './h2load-grpc.js';
+import { h2loadAvailable } from './h2load.js';
 import { closedLoop } from './load.js';
 import type { LoadResult } from './load.js';
 
@@ -10,7 +11,7 @@ import type { LoadResult } from './load.js';
  * Closed-loop load on a head's gRPC endpoint: ModelInfer with the input in raw_input_contents
  * (what tritonclient.grpc sends), `concurrency` calls in flight on one HTTP/2 connection (as a
  * gRPC client multiplexes its calls). The load generator is h2load where it is installed (see
- * h2load-grpc.ts; `apt-get install -y nghttp2-client`), sending the message a grpc-js client
+ * h2load.ts; `apt-get install -y nghttp2-client`), sending the message a grpc-js client
  * encodes, so the figure measures the server; else the grpc-js client itself. Before the first
  * timed run against an address and model, a sample of answers is checked: grpc-status 0 and the
  * output the model gives in this process (onnxruntime-node), within float tolerance.

@@ -1,5 +1,6 @@
 import autocannon from 'autocannon';
 import { Client } from 'undici';
+import { h2load, h2loadAvailable } from './h2load.js';
 import { closedLoop } from './load.js';
 import type { LoadResult } from './load.js';
 
@@ -87,4 +88,18 @@ export function oipRequest(url: string, input: string, shape: number[], data: Fl
     headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.byteLength) },
     body: Buffer.concat([header, Buffer.from(data.buffer, data.byteOffset, data.byteLength)]),
   };
+}
+
+/** What loads the image runs: h2load over HTTP/1.1 where installed, else the Node client of httpLoad. */
+export const IMAGE_LOAD_GENERATOR = h2loadAvailable() ? 'h2load --h1' : 'autocannon';
+
+/**
+ * Closed-loop load of large bodies (images): `concurrency` connections, one request in flight
+ * each. Sending a 588 KiB body costs a Node client about twice the CPU h2load takes
+ * (bench/RESULTS-front-door.md), CPU taken from the server it measures on these shared cores.
+ */
+export function imageLoad(request: HttpRequest, concurrency: number, seconds: number): Promise<LoadResult> {
+  if (IMAGE_LOAD_GENERATOR === 'autocannon') return httpLoad(request, concurrency, seconds);
+  const body = typeof request.body === 'string' ? Buffer.from(request.body) : request.body;
+  return h2load({ url: request.url, body, headers: request.headers, http1: true }, concurrency, seconds);
 }
