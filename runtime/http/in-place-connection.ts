@@ -11,6 +11,13 @@ import type { HttpAnswer, InferExchangeOptions, InferRoute } from './infer-excha
 
 /** Reads shorter than this go through the scratch buffer; longer ones land in the body itself. */
 const SCRATCH_BYTES = 64 * 1024;
+/**
+ * One scratch buffer for every connection of the process: a read into it is parsed, and whatever
+ * must outlive the read copied out, before the read callback returns, so the next read (on any
+ * connection) may overwrite it. One per connection kept 64 KB a connection in use, a different
+ * page for each read: with 256 connections, 16 MB the reads cycled through the caches.
+ */
+const scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
 const CONTENT_LENGTH = /^\d{1,15}$/;
 /** Answers up to this size are copied behind their head and written at once; larger ones are not copied. */
 const JOINED_ANSWER_BYTES = 16 * 1024;
@@ -86,9 +93,8 @@ class InPlaceConnection {
   readonly #options: InPlaceOptions;
   readonly #socket: Socket;
   readonly #parser = new HTTPParser(HTTPParser.REQUEST);
-  readonly #scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
   /** The chunk being parsed, its end, and where in it the request now being read began. */
-  #chunk: Buffer = this.#scratch;
+  #chunk: Buffer = scratch;
   #chunkEnd = 0;
   #requestStart = 0;
   /** Copies of the bytes of a request head that spans reads, kept to give back. */
@@ -132,14 +138,14 @@ class InPlaceConnection {
   #nextBuffer(): Uint8Array {
     const r = this.#request;
     if (r?.body && r.body.length - r.filled > SCRATCH_BYTES) return r.body.subarray(r.filled);
-    return this.#scratch;
+    return scratch;
   }
 
   #read(n: number, buffer: Uint8Array): boolean {
     // After a refusal the rest of what the client sends is read and dropped, so that it reads
     // the answer instead of a reset.
     if (this.#stopped) return !this.#paused;
-    if (buffer === this.#scratch) this.#parse(this.#scratch, n);
+    if (buffer === scratch) this.#parse(scratch, n);
     else {
       this.#inPlace = true;
       this.#parse(buffer as Buffer, n);
