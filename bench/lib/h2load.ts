@@ -29,7 +29,9 @@ export interface H2loadRequest {
 /** h2load's count of answers by status class, `status codes: N 2xx, N 3xx, N 4xx, N 5xx`, and its errored and timed-out requests. */
 function counts(output: string): { ok: number; failed: number } {
   const status = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(output);
-  const requests = /requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/.exec(output);
+  const requests = /requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/.exec(
+    output,
+  );
   if (!status || !requests) throw new Error(`h2load printed no summary:\n${output.slice(-2000)}`);
   const [ok, redirected, refused, broken] = status.slice(1, 5).map(Number) as [number, number, number, number];
   return { ok, failed: redirected + refused + broken + Number(requests[6]) + Number(requests[7]) };

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { RunNotStarted } from '../../actors/batcher.js';
 import { ModelInstances } from '../../actors/model-instances.js';
 import { OnnxModel } from '../../actors/onnx-model.js';
 import { writeExampleModels } from '../../models/index.js';
@@ -16,8 +17,8 @@ import { seededFloats } from '../helpers/tensors.js';
 
 /**
  * Model instances (`instances` in a deployment, Triton's instance_group count): sessions of one
- * model in one actor, each on a thread of its own. Real onnxruntime sessions on real threads, and
- * a real cluster whose replica holds two.
+ * model in one actor, all but one on a thread of its own and the last on the actor's main thread.
+ * Real onnxruntime sessions on real threads, and a real cluster whose replica holds two.
  */
 
 const bytes = (t: Tensor | undefined) =>
@@ -51,6 +52,29 @@ describe('model instances', { timeout: 150_000 }, () => {
       assert.equal(pool.runGoingOn(), undefined);
     } finally {
       await Promise.all([inThread.release(), pool.release()]);
+    }
+  });
+
+  test("the main thread's instance runs a turn later, after the thread's queue has its next run, and not past its deadline", async () => {
+    const pool = await ModelInstances.load(models.mlp, { device: 'cpu', threads: 1 }, 2);
+    try {
+      assert.equal(pool.overlap, 3, 'two runs on the thread (one waiting), one on the main thread');
+      const x = { x: tensor('float32', [1, 64], seededFloats(64, 5)) };
+      const runs = [pool.run(x), pool.run(x), pool.run(x)];
+      // The first went to the idle thread, the second to the idle main thread (not started yet:
+      // run() returned), the third, with none idle, into the thread's queue.
+      assert.deepEqual(pool.pendingRuns, [2, 1]);
+      const [a, b, c] = await Promise.all(runs);
+      assert.ok(bytes(a!.logits).equals(bytes(b!.logits)) && bytes(b!.logits).equals(bytes(c!.logits)), 'every instance answers alike');
+      assert.deepEqual(pool.pendingRuns, [0, 0]);
+      // A run whose deadline passes before its turn is not run.
+      const onThread = pool.run(x);
+      const late = pool.run(x, undefined, performance.timeOrigin + performance.now() - 1);
+      await assert.rejects(late, RunNotStarted);
+      await onThread;
+      assert.equal(pool.runGoingOn(), undefined);
+    } finally {
+      await pool.release();
     }
   });
 
