@@ -9,7 +9,7 @@ import type { ServedModel } from './load-model.js';
  */
 export function batchOptions(
   batchJson: string | undefined,
-  model: Pick<ServedModel, 'metadata' | 'batchable' | 'overlap' | 'runners'>,
+  model: Pick<ServedModel, 'metadata' | 'batchable' | 'overlap' | 'runners' | 'idleRunner'>,
 ): BatcherOptions {
   const spec = batchJson ? BatchSchema.safeParse(JSON.parse(batchJson)) : undefined;
   const batch = spec?.success ? spec.data : { maxSize: 1, maxDelayMs: 0 };
@@ -23,5 +23,6 @@ export function batchOptions(
     batchable,
     overlap: model.overlap ?? 1,
     runners: model.runners ?? 1,
+    idleRunner: model.idleRunner?.bind(model),
   };
 }

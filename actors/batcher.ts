@@ -31,6 +31,12 @@ export interface BatcherOptions {
    * model; with all of them busy, batches form from the calls that wait. At most `overlap` runs.
    */
   runners?: number | undefined;
+  /**
+   * Whether one of the model's sessions has no run now. Counting runs is not enough with
+   * instances of unequal queues: a batch sent ahead into one session's queue counts as a run while
+   * another session is idle. Absent: fewer runs than `runners`.
+   */
+  idleRunner?: (() => boolean) | undefined;
 }
 
 export interface BatcherStats {
@@ -184,7 +190,7 @@ export class Batcher {
       const arrival = new Promise<void>((resolve) => (this.#arrived = resolve));
       let timer: NodeJS.Timeout | undefined;
       const waitOver =
-        this.#options.waitWhenIdle && this.#queue.length > 0 && runs.size < (this.#options.runners ?? 1)
+        this.#options.waitWhenIdle && this.#queue.length > 0 && this.#anyRunnerIdle(runs.size)
           ? new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, this.#companyWaitLeftMs()))))
           : undefined;
       await Promise.race([...runs, arrival, ...(waitOver ? [waitOver] : [])]);
@@ -198,8 +204,12 @@ export class Batcher {
    * (with `waitWhenIdle`, once its first call has waited `maxDelayMs` for company; a full one at once).
    */
   #runnerIdle(running: number): boolean {
-    if (this.#queue.length === 0 || running >= (this.#options.runners ?? 1)) return false;
+    if (this.#queue.length === 0 || !this.#anyRunnerIdle(running)) return false;
     return !this.#options.waitWhenIdle || this.#companyWaitLeftMs() <= 0;
+  }
+
+  #anyRunnerIdle(running: number): boolean {
+    return this.#options.idleRunner ? this.#options.idleRunner() : running < (this.#options.runners ?? 1);
   }
 
   /** How long the oldest call may still wait for company (`waitWhenIdle`). */

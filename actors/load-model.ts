@@ -17,6 +17,8 @@ export interface ServedModel {
   readonly overlap?: number;
   /** Runs that go on at once, each on a session of its own (see BatcherOptions.runners); 1 when absent. */
   readonly runners?: number;
+  /** Whether one of its sessions has no run now (see BatcherOptions.idleRunner). */
+  idleRunner?(): boolean;
   /** `notAfter`: only for a model with `overlap` above 1 (see RunModel in actors/batcher.ts). */
   run(inputs: Record<string, Tensor>, outputs?: readonly string[], notAfter?: number): Promise<Record<string, Tensor>>;
   /** The end of the runs going on now, if any: a process told to stop lets them finish. */
@@ -50,7 +52,8 @@ export interface LoadedModel {
  * this thread), anything else ONNX. In `auto` mode the session is created on an inference thread
  * first, so a large model loads once, where it will run; one that runs faster than the hop is
  * worth is let go and loaded again in this thread (a small model loads in milliseconds). More than
- * one instance are sessions on threads of their own whatever the mode (model-instances.ts).
+ * one instance are sessions on threads of their own but the last, on this thread, whatever the mode
+ * (model-instances.ts).
  */
 export async function loadModel(
   path: string,

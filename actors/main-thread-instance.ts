@@ -14,10 +14,10 @@ import type { OnnxModel } from './onnx-model.js';
  */
 export class MainThreadInstance {
   readonly overlap = 1;
-  readonly #model: OnnxModel;
+  readonly #model: Pick<OnnxModel, 'metadata' | 'run' | 'release'>;
   #running: Promise<unknown> | undefined;
 
-  constructor(model: OnnxModel) {
+  constructor(model: Pick<OnnxModel, 'metadata' | 'run' | 'release'>) {
     this.#model = model;
   }
 

@@ -28,7 +28,7 @@ export class ModelInstances {
   readonly runMs: number;
   /** Batches that run at once: one per instance. */
   readonly runners: number;
-  /** Runs held at once: a running one and one waiting behind it on each instance. */
+  /** Runs held at once: on each inference thread a running one and one waiting behind it, one on the main thread. */
   readonly overlap: number;
   /** The inference threads' instances, then the main thread's. */
   readonly #instances: Instance[];
@@ -66,6 +66,11 @@ export class ModelInstances {
   /** Runs sent to each instance and not yet answered, in instance order. */
   get pendingRuns(): number[] {
     return this.#instances.map((m) => m.pendingRuns);
+  }
+
+  /** Whether an instance has no run: the batcher then starts the next batch at once, full or not. */
+  idleRunner(): boolean {
+    return this.#instances.some((m) => m.pendingRuns === 0);
   }
 
   run(inputs: Record<string, Tensor>, outputs?: readonly string[], notAfter?: number): Promise<Record<string, Tensor>> {

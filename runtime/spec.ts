@@ -185,7 +185,7 @@ export function classLabels(
 export const MIN_REPLICA_CPUS = 0.05;
 /** A model file that is a graph of models served by one actor (actors/graph-model.ts). */
 export const GRAPH_MODEL_FILE = /\.graph\.json$/i;
-/** Most model instances one replica holds (each a session and a thread). */
+/** Most model instances one replica holds (each a session and a thread: an inference thread, or the main thread for one). */
 export const MAX_INSTANCES = 16;
 
 /**
@@ -224,8 +224,9 @@ export const ModelDeploymentSchema = z
     threads: z.number().int().min(1).max(256).optional(),
     /**
      * Model instances per replica (Triton's instance_group count): sessions of the model in one actor
-     * process, each on an inference thread of its own with `threads` intra-op threads, so that a
-     * replica runs this many batches at once. Default 1.
+     * process, each with `threads` intra-op threads, all but one on an inference thread of its own
+     * and the last on the actor's main thread, so that a replica runs this many batches at once.
+     * Default 1.
      */
     instances: z.number().int().min(1).max(MAX_INSTANCES).optional(),
     /** Calls allowed to wait for a replica; past it new calls fail at once with TROUPE_ERR_OVERLOADED. */

@@ -9,7 +9,7 @@ import type { LoadResult } from './load.js';
  * Closed-loop load from h2load (Debian's nghttp2-client: `apt-get install -y nghttp2-client`), a C
  * load generator that sends one request body again and again. On this machine the load generator
  * shares the cores with what it measures: h2load takes a fraction of the CPU a JavaScript client
- * takes for the same requests (bench/RESULTS-front-door.md), so its figures measure the server,
+ * takes for the same requests (docs/front-door.md), so its figures measure the server,
  * as Triton's perf_analyzer (C++) does for Triton.
  */
 
@@ -26,7 +26,7 @@ export interface H2loadRequest {
   http1: boolean;
 }
 
-/** h2load's count of answers by status class, `status codes: N 2xx, N 3xx, N 4xx, N 5xx`, and its errored and timed-out requests. */
+/** h2load's count of answers by status class, `status codes: N 2xx, N 3xx, N 4xx, N 5xx`, and its errored requests (timed-out ones among them). */
 function counts(output: string): { ok: number; failed: number } {
   const status = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(output);
   const requests = /requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/.exec(
@@ -34,7 +34,7 @@ function counts(output: string): { ok: number; failed: number } {
   );
   if (!status || !requests) throw new Error(`h2load printed no summary:\n${output.slice(-2000)}`);
   const [ok, redirected, refused, broken] = status.slice(1, 5).map(Number) as [number, number, number, number];
-  return { ok, failed: redirected + refused + broken + Number(requests[6]) + Number(requests[7]) };
+  return { ok, failed: redirected + refused + broken + Number(requests[6]) };
 }
 
 /** `concurrency` requests in flight for `seconds` after 0.5 s of warm-up; latencies from h2load's per-request log (microseconds to the end of each answer). */

@@ -208,7 +208,7 @@ export const ActorEnvSchema = z.object({
   TROUPE_SHOWN_PATH: z.string().max(1000).optional(),
   TROUPE_DEVICE: z.enum(['cpu', 'cuda', 'simulated-gpu']),
   TROUPE_THREADS: z.coerce.number().int().min(1).max(256).optional(),
-  /** Model instances: sessions of the model, each on an inference thread of its own (actors/model-instances.ts). */
+  /** Model instances: sessions of the model, each on a thread of its own, the last on the main thread (actors/model-instances.ts). */
   TROUPE_INSTANCES: z.coerce.number().int().min(1).max(MAX_INSTANCES).optional(),
   /**
    * Where a model's session runs: on an inference thread of its own, so the actor reads and parses

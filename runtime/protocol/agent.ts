@@ -110,7 +110,7 @@ export const HeadToAgentSchema = z.discriminatedUnion('type', [
     /** Indices of the node's GPUs this actor may see (its CUDA_VISIBLE_DEVICES). */
     gpus: z.array(z.number().int().min(0)).max(64),
     threads: z.number().int().min(1).max(256).optional(),
-    /** Model instances in the actor (sessions, each on a thread of its own). */
+    /** Model instances in the actor (sessions, each on a thread of its own: the last on the main thread). */
     instances: z.number().int().min(2).max(MAX_INSTANCES).optional(),
     batch: BatchSchema.optional(),
     /** 'fn' starts a fn actor (actors/fn-host) for graph steps, 'class' a class actor (actors/class-host), instead of a model actor. */

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { RunNotStarted } from '../../actors/batcher.js';
+import { MainThreadInstance } from '../../actors/main-thread-instance.js';
 import { ModelInstances } from '../../actors/model-instances.js';
 import { OnnxModel } from '../../actors/onnx-model.js';
 import { writeExampleModels } from '../../models/index.js';
@@ -55,18 +56,43 @@ describe('model instances', { timeout: 150_000 }, () => {
     }
   });
 
-  test("the main thread's instance runs a turn later, after the thread's queue has its next run, and not past its deadline", async () => {
+  test("the main thread's instance starts a run in a later turn of the event loop, never inside run()", async () => {
+    const session = await OnnxModel.load(models.mlp, { device: 'cpu', threads: 1 });
+    let started = 0;
+    const instance = new MainThreadInstance({
+      metadata: session.metadata,
+      run: (inputs, outputs) => (started++, session.run(inputs, outputs)),
+      release: () => session.release(),
+    });
+    try {
+      const x = { x: tensor('float32', [1, 64], seededFloats(64, 6)) };
+      const ran = instance.run(x);
+      for (let i = 0; i < 20; i++) await Promise.resolve();
+      assert.equal(started, 0, 'not started by run() nor by the microtasks after it: the batcher sends its other runs first');
+      assert.equal(instance.pendingRuns, 1);
+      const expected = await session.run(x);
+      assert.ok(bytes((await ran).logits).equals(bytes(expected.logits)));
+      assert.equal(started, 1);
+      assert.equal(instance.pendingRuns, 0);
+    } finally {
+      await instance.release();
+    }
+  });
+
+  test("with no instance idle a run waits in the thread's queue, never the main thread's; past its deadline it is not run", async () => {
     const pool = await ModelInstances.load(models.mlp, { device: 'cpu', threads: 1 }, 2);
     try {
       assert.equal(pool.overlap, 3, 'two runs on the thread (one waiting), one on the main thread');
       const x = { x: tensor('float32', [1, 64], seededFloats(64, 5)) };
       const runs = [pool.run(x), pool.run(x), pool.run(x)];
-      // The first went to the idle thread, the second to the idle main thread (not started yet:
-      // run() returned), the third, with none idle, into the thread's queue.
+      // The first went to the idle thread, the second to the idle main thread, the third, with
+      // none idle, into the thread's queue.
       assert.deepEqual(pool.pendingRuns, [2, 1]);
+      assert.equal(pool.idleRunner(), false);
       const [a, b, c] = await Promise.all(runs);
       assert.ok(bytes(a!.logits).equals(bytes(b!.logits)) && bytes(b!.logits).equals(bytes(c!.logits)), 'every instance answers alike');
       assert.deepEqual(pool.pendingRuns, [0, 0]);
+      assert.equal(pool.idleRunner(), true);
       // A run whose deadline passes before its turn is not run.
       const onThread = pool.run(x);
       const late = pool.run(x, undefined, performance.timeOrigin + performance.now() - 1);

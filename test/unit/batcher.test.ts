@@ -227,6 +227,25 @@ describe('Batcher: a model of several instances (runners)', { timeout: 10_000 },
     await b.whenIdle();
     assert.deepEqual(b.stats, { ...b.stats, calls: 4, batches: 3, rows: 4 });
   });
+  test('a partial batch starts on the session the model says is idle, though the runs going on are as many as its sessions', async () => {
+    // Two runs on one instance (the second waiting in its queue), the other instance idle: what a
+    // replica whose main-thread instance ended its run first looks like (actors/model-instances.ts).
+    const model = fakeModel(true);
+    let idle = false;
+    const b = batcher(model.run, { maxSize: 4, overlap: 3, runners: 2, idleRunner: () => idle });
+    const calls = [1, 2, 3, 4, 5, 6, 7, 8].map((k) => b.submit(call(k)));
+    await until('a full batch running and the next sent ahead', () => model.runs.length === 2);
+    assert.deepEqual(model.runs, [4, 4]);
+    const lone = b.submit(call(9));
+    for (let i = 0; i < 3; i++) await nextTurn();
+    assert.deepEqual(model.runs, [4, 4], 'no session idle: the partial batch waits');
+    idle = true;
+    const woken = b.submit(call(10));
+    await until('the partial batch on the idle session', () => model.runs.length === 3);
+    assert.deepEqual(model.runs, [4, 4, 2], 'calls 9 and 10 started at once on the idle session');
+    for (let i = 0; i < 3; i++) model.release();
+    await Promise.all([...calls, lone, woken]);
+  });
   test('with waitWhenIdle, a partial batch beside a run waits for company, up to maxDelayMs, then starts on the idle instance', async () => {
     const model = fakeModel(true);
     const b = batcher(model.run, { maxSize: 2, overlap: 4, runners: 2, waitWhenIdle: true, maxDelayMs: 60_000 });
