@@ -117,14 +117,15 @@ describe('model instances', { timeout: 150_000 }, () => {
     });
 
     test("a replica of 2 instances holds two sessions, serves calls, and Triton's config counts its instances", async () => {
-      await client.deploy({ name: 'two', model: 'mlp.onnx', cpus: 2, instances: 2, batch: { maxSize: 8 } });
+      // Batches of at most 2 rows: 16 calls at once keep both sessions, the main thread's too, busy.
+      await client.deploy({ name: 'two', model: 'mlp.onnx', cpus: 2, instances: 2, batch: { maxSize: 2 } });
       // The actor reports the sessions it loaded, not the spec's wish.
       const actor = (await client.describe()).deployments.find((d) => d.name === 'two')!.actors[0]!;
       assert.equal(actor.state, 'READY');
       assert.equal(actor.instances, 2, 'two sessions loaded');
       const reference = await OnnxModel.load(path.join(cluster.modelDir, 'mlp.onnx'), { device: 'cpu', threads: 1 });
       try {
-        const xs = [5, 6, 7, 8].map((seed) => tensor('float32', [1, 64], seededFloats(64, seed)));
+        const xs = Array.from({ length: 16 }, (_, seed) => tensor('float32', [1, 64], seededFloats(64, seed + 5)));
         const answers = await Promise.all(xs.map((x) => client.run('two', { x })));
         for (const [i, x] of xs.entries()) {
           const expected = await reference.run({ x });
