@@ -52,8 +52,8 @@ export interface LoadedModel {
  * this thread), anything else ONNX. In `auto` mode the session is created on an inference thread
  * first, so a large model loads once, where it will run; one that runs faster than the hop is
  * worth is let go and loaded again in this thread (a small model loads in milliseconds). More than
- * one instance are sessions on threads of their own but the last, on this thread, whatever the mode
- * (model-instances.ts).
+ * one instance are sessions on threads of their own but the last, on this thread; in `always` mode
+ * every one on a thread (model-instances.ts).
  */
 export async function loadModel(
   path: string,
@@ -64,7 +64,7 @@ export async function loadModel(
 ): Promise<LoadedModel> {
   if (GRAPH_FILE.test(path)) return { model: await GraphModel.load(path, options), threaded: false };
   if (instances > 1) {
-    const pool = await ModelInstances.load(path, options, instances, onDeath);
+    const pool = await ModelInstances.load(path, options, instances, onDeath, mode !== 'always');
     return { model: pool, threaded: true, runMs: pool.runMs };
   }
   if (mode === 'never') return { model: await OnnxModel.load(path, options), threaded: false };

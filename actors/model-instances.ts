@@ -33,9 +33,9 @@ export class ModelInstances {
   /** The inference threads' instances, then the main thread's. */
   readonly #instances: Instance[];
 
-  private constructor(threaded: ThreadedModel[], main: MainThreadInstance) {
+  private constructor(threaded: ThreadedModel[], main: MainThreadInstance | undefined) {
     const first = threaded[0]!;
-    this.#instances = [...threaded, main];
+    this.#instances = main ? [...threaded, main] : threaded;
     this.metadata = first.metadata;
     this.provider = first.provider;
     this.runMs = first.runMs;
@@ -43,19 +43,29 @@ export class ModelInstances {
     this.overlap = this.#instances.reduce((sum, m) => sum + m.overlap, 0);
   }
 
-  /** Loads `count` sessions (at least 2), one after another (each warms up where it runs); a failure releases those loaded. */
-  static async load(path: string, options: LoadOptions, count: number, onDeath?: OnThreadDeath): Promise<ModelInstances> {
+  /**
+   * Loads `count` sessions (at least 2), one after another (each warms up where it runs); a failure
+   * releases those loaded. `mainThread: false` (TROUPE_INFERENCE_THREAD=always) keeps every one on
+   * an inference thread, the main thread free for I/O.
+   */
+  static async load(
+    path: string,
+    options: LoadOptions,
+    count: number,
+    onDeath?: OnThreadDeath,
+    mainThread = true,
+  ): Promise<ModelInstances> {
     const instances: Instance[] = [];
     try {
       // One at a time: loading is the phase most likely to run out of memory, and a second
       // session's warm-up would otherwise skew the first one's timed runs.
       const threaded: ThreadedModel[] = [];
-      for (let i = 0; i < count - 1; i++) {
+      for (let i = 0; i < (mainThread ? count - 1 : count); i++) {
         threaded.push(await ThreadedModel.load(path, options, onDeath));
         instances.push(threaded.at(-1)!);
       }
-      const main = new MainThreadInstance(await OnnxModel.load(path, options));
-      instances.push(main);
+      const main = mainThread ? new MainThreadInstance(await OnnxModel.load(path, options)) : undefined;
+      if (main) instances.push(main);
       return new ModelInstances(threaded, main);
     } catch (err) {
       await Promise.all(instances.map((m) => m.release()));

@@ -104,6 +104,19 @@ describe('model instances', { timeout: 150_000 }, () => {
     }
   });
 
+  test('with mainThread false (TROUPE_INFERENCE_THREAD=always) every instance is on an inference thread', async () => {
+    const pool = await ModelInstances.load(models.mlp, { device: 'cpu', threads: 1 }, 2, undefined, false);
+    try {
+      assert.equal(pool.overlap, 4, 'two runs on each of two threads');
+      const x = { x: tensor('float32', [1, 64], seededFloats(64, 7)) };
+      const runs = [pool.run(x), pool.run(x), pool.run(x)];
+      assert.deepEqual(pool.pendingRuns, [2, 1], 'one idle thread each, then the queue with the most room');
+      await Promise.all(runs);
+    } finally {
+      await pool.release();
+    }
+  });
+
   describe('in a cluster', () => {
     let cluster: TestCluster;
     let client: Cluster;
