@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import {
-  GRAPH_MODEL_FILE,
   GraphDocumentSchema,
   TroupeError,
   compileGraph,
@@ -17,9 +16,6 @@ import {
 import type { GraphDocument, LeafInfo, ModelMetadata, PlanNode, StepCaller, Tensor } from '../runtime/internal.js';
 import { OnnxModel } from './onnx-model.js';
 import type { LoadOptions } from './onnx-model.js';
-
-/** Model files an actor serves as a graph of models in its own process (see {@link GraphModel}). */
-export const GRAPH_FILE = GRAPH_MODEL_FILE;
 
 /**
  * Whether some ensemble of the plan joins its members' outputs along axis 0: then a run's output

@@ -1,5 +1,6 @@
 import type { ModelMetadata, Tensor } from '../runtime/internal.js';
-import { GRAPH_FILE, GraphModel } from './graph-model.js';
+import { GRAPH_MODEL_FILE } from '../runtime/internal.js';
+import { GraphModel } from './graph-model.js';
 import { OnnxModel } from './onnx-model.js';
 import type { LoadOptions } from './onnx-model.js';
 import { ModelInstances } from './model-instances.js';
@@ -62,7 +63,7 @@ export async function loadModel(
   onDeath?: OnThreadDeath,
   instances = 1,
 ): Promise<LoadedModel> {
-  if (GRAPH_FILE.test(path)) return { model: await GraphModel.load(path, options), threaded: false };
+  if (GRAPH_MODEL_FILE.test(path)) return { model: await GraphModel.load(path, options), threaded: false };
   if (instances > 1) {
     const pool = await ModelInstances.load(path, options, instances, onDeath, mode !== 'always');
     return { model: pool, threaded: true, runMs: pool.runMs };

@@ -85,9 +85,11 @@ export class ModelInstances {
 
   run(inputs: Record<string, Tensor>, outputs?: readonly string[], notAfter?: number): Promise<Record<string, Tensor>> {
     const idle = this.#instances.find((m) => m.pendingRuns === 0);
-    let least = this.#instances[0]!;
-    for (const m of this.#instances) if (m.pendingRuns - m.overlap < least.pendingRuns - least.overlap) least = m;
-    return (idle ?? least).run(inputs, outputs, notAfter);
+    if (idle) return idle.run(inputs, outputs, notAfter);
+    // None idle: the queue with the most room (only inference threads have a queue).
+    let roomiest = this.#instances[0]!;
+    for (const m of this.#instances) if (m.overlap - m.pendingRuns > roomiest.overlap - roomiest.pendingRuns) roomiest = m;
+    return roomiest.run(inputs, outputs, notAfter);
   }
 
   runGoingOn(): Promise<unknown> | undefined {

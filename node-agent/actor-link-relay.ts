@@ -1,4 +1,4 @@
-import { MAX_RELAYED_FRAME_BYTES, RELAYED_ALONE_BYTES } from '../runtime/internal.js';
+import { MAX_RELAYED_FRAME_BYTES, sendRelayedFrame } from '../runtime/internal.js';
 import type { ActorToRelayIpc, AgentToHead, HeadToAgent, Logger, TroupeError } from '../runtime/internal.js';
 import type { ActorProcess } from './actor-process.js';
 
@@ -56,10 +56,7 @@ export class ActorLinkRelay {
           this.#drop(actorId, 1009, 'a frame over the limit');
           return actor.toActor({ type: 'headClosed', seq: message.seq, code: 1009, reason: 'a frame over the limit' });
         }
-        const frame = { type: 'actorFrame' as const, actorId, link: message.seq, frame: message.frame };
-        if (message.frame.byteLength >= RELAYED_ALONE_BYTES) link.head.sendAlone(frame);
-        else link.head.send(frame);
-        return;
+        return sendRelayedFrame(link.head, { type: 'actorFrame', actorId, link: message.seq, frame: message.frame });
       }
       case 'headClose':
         if (this.#open.get(actorId)?.seq === message.seq) this.#drop(actorId, message.code, message.reason);

@@ -47,7 +47,7 @@ export {
   HeadToAgentReplies,
   HeadToAgentSchema,
   MAX_RELAYED_FRAME_BYTES,
-  RELAYED_ALONE_BYTES,
+  sendRelayedFrame,
 } from './protocol/agent.js';
 export type { AgentToHead, HeadToAgent } from './protocol/agent.js';
 export { ClientToHeadSchema, HeadToClientSchema, RunRefSchema } from './protocol/client.js';
@@ -228,7 +228,7 @@ export type { HttpAnswer, InferBody, InferExchangeOptions, InferRoute } from './
 export { checkedBy, firstLine, parseJson } from './http/parse-json.js';
 export { relayToHead } from './http/relay.js';
 export { ShutdownGate } from './http/shutdown-gate.js';
-export { assembleBinaryBody, BinaryReader, decodeBytesElements, encodeBytesElements, HEADER_LENGTH, splitInferBody } from './oip/binary.js';
+export { binaryBody, BinaryReader, decodeBytesElements, encodeBytesElements, HEADER_LENGTH, splitInferBody } from './oip/binary.js';
 export type { SplitBody } from './oip/binary.js';
 export { classCounts, classify, classifyOutputs, printfFixed6 } from './oip/classification.js';
 export {

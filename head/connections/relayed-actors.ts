@@ -1,4 +1,4 @@
-import { RELAYED_ALONE_BYTES, RelayedTransport, TroupeError } from '../../runtime/internal.js';
+import { RelayedTransport, TroupeError, sendRelayedFrame } from '../../runtime/internal.js';
 import type { FrameTransport } from '../../runtime/internal.js';
 import type { AgentChannel } from '../control/agent-link.js';
 import type { ActorRecord, NodeRecord } from '../state/records.js';
@@ -42,11 +42,7 @@ export class RelayedActors {
     // A reopened link replaces the one before it, as a reconnecting actor's connection does.
     this.#links.get(actorId)?.transport.ended(1006, 'the actor opened another link');
     const transport = new RelayedTransport({
-      send: (frame) => {
-        const message = { type: 'actorFrame' as const, actorId, link, frame };
-        if (frame.byteLength >= RELAYED_ALONE_BYTES) this.#channel.sendAlone(message);
-        else this.#channel.send(message);
-      },
+      send: (frame) => sendRelayedFrame(this.#channel, { type: 'actorFrame', actorId, link, frame }),
       close: (code, reason) => this.#channel.send({ type: 'actorClose', actorId, link, code, reason: reason.slice(0, 256) }),
       bufferedBytes: () => this.#channel.bufferedBytes,
     });

@@ -108,8 +108,7 @@ export function encodeBytesElements(strings: readonly string[]): Buffer {
   return Buffer.concat(parts);
 }
 
-/** A response body: the JSON text, then the binary outputs; `headerLength` goes in the header. */
-export function assembleBinaryBody(jsonText: string, parts: readonly Uint8Array[]): { body: Buffer; headerLength: number } {
-  const json = Buffer.from(jsonText, 'utf8');
-  return { body: Buffer.concat([json, ...parts]), headerLength: json.length };
+/** A response body: the JSON part's bytes, then the binary outputs; `headerLength` goes in the Inference-Header-Content-Length header. */
+export function binaryBody(header: Buffer, parts: readonly Uint8Array[]): { body: Buffer; headerLength: number } {
+  return { body: Buffer.concat([header, ...parts]), headerLength: header.length };
 }

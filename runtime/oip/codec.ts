@@ -3,7 +3,7 @@ import { TroupeError } from '../errors.js';
 import { checkWire } from '../tensor/wire.js';
 import type { WireTensor, WireTensorMap } from '../tensor/wire.js';
 import { MAX_RANK, checkShape, elementCount } from '../tensor/tensor.js';
-import { BinaryReader, decodeBytesElements, encodeBytesElements } from './binary.js';
+import { BinaryReader, binaryBody, decodeBytesElements, encodeBytesElements } from './binary.js';
 import { datatypeOfDtype, dtypeOfDatatype, oipDtype } from './datatypes.js';
 import { jsonTextOfWire, wireFromJson } from './json.js';
 import { keepResponseHeader, keptResponseHeader } from './response-header-memo.js';
@@ -149,5 +149,5 @@ export function encodeInferResponse(
 }
 
 function binaryResponse(header: Buffer, parts: readonly Uint8Array[]): EncodedResponse {
-  return { body: Buffer.concat([header, ...parts]), contentType: 'application/octet-stream', headerLength: header.length };
+  return { ...binaryBody(header, parts), contentType: 'application/octet-stream' };
 }

@@ -16,6 +16,13 @@ export const AGENT_LEAVING = 'agent leaving';
 export const MAX_RELAYED_FRAME_BYTES = DEFAULT_MAX_FRAME_BYTES - 65_536;
 /** Relayed frames at least this large go in an agent frame of their own, so that frames joined in one turn never pass the limit. */
 export const RELAYED_ALONE_BYTES = 1 << 20;
+
+/** Sends a relayed frame's message on the agent's connection, in an agent frame of its own when the frame is large (RELAYED_ALONE_BYTES). */
+export function sendRelayedFrame<M>(channel: { send(m: M): void; sendAlone(m: M): void }, message: M & { frame: Uint8Array }): void {
+  if (message.frame.byteLength >= RELAYED_ALONE_BYTES) channel.sendAlone(message);
+  else channel.send(message);
+}
+
 /** Which opening of an actor's link a message belongs to (the actor numbers them): a late message of an older one is dropped. */
 const LinkSchema = z.number().int().min(0);
 /** One frame of a relayed actor link, as the actor's own connection would carry it. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fromHalfBits, toHalfBits } from '../../runtime/oip/float16.js';
-import { BinaryReader, assembleBinaryBody, decodeBytesElements, encodeBytesElements, splitInferBody } from '../../runtime/oip/binary.js';
+import { BinaryReader, binaryBody, decodeBytesElements, encodeBytesElements, splitInferBody } from '../../runtime/oip/binary.js';
 import { InferRequestSchema, decodeInferRequest, encodeInferResponse, wantsBinary } from '../../runtime/oip/codec.js';
 import { OIP_DATATYPES, datatypeOfDtype, dtypeOfDatatype, oipShape } from '../../runtime/oip/datatypes.js';
 import { flattenData, jsonTextOfWire, wireFromJson } from '../../runtime/oip/json.js';
@@ -163,7 +163,7 @@ describe('binary tensor data', () => {
   });
 
   test('a response body is the JSON then the binary parts', () => {
-    const { body, headerLength } = assembleBinaryBody('{"x":1}', [new Uint8Array([9, 8])]);
+    const { body, headerLength } = binaryBody(Buffer.from('{"x":1}'), [new Uint8Array([9, 8])]);
     assert.equal(headerLength, 7);
     assert.deepEqual([...body.subarray(7)], [9, 8]);
   });
