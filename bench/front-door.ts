@@ -5,12 +5,17 @@
 // measured with its front-door workers (the default) and serving HTTP itself (--http-workers 0);
 // gRPC (raw contents) beside them, through the workers and served by the head. Images and gRPC are
 // loaded by h2load where installed (bench/lib/h2load.ts), else by autocannon and the grpc-js client.
+// Two parts of their own: more in flight as more connections or as pipelined requests
+// (front-door-connections.ts), and what receiving a request costs each protocol stack before any
+// model (front-door-receive.ts). BENCH_ONLY=mlp,cnn,receive picks sections (and writes no file).
 // Writes bench/RESULTS-front-door.md. Bounded: each load run lasts SECONDS (default 3).
 import { writeFile } from 'node:fs/promises';
 import { connect, tensor } from '../runtime/internal.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import type { TestCluster } from '../test/helpers/cluster.js';
 import { baselineServer } from './lib/baseline-server.js';
+import { connectionsSection } from './front-door-connections.js';
+import { receiveCostSection } from './front-door-receive.js';
 import { LAYOUTS, bestLayoutFloor, cnnInput } from './lib/cnn-floor.js';
 import { measureFloor } from './lib/floor.js';
 import { GRPC_GENERATOR, grpcLoad } from './lib/grpc-load.js';
@@ -221,6 +226,8 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
   say(
     `\nConcurrency 1, p50: batching maxSize 64 ${fmt(p50('front-door workers, batching maxSize 64'), 3)} ms, batching off ${fmt(p50('front-door workers, batching off'), 3)} ms (difference ${fmt(p50('front-door workers, batching maxSize 64') - p50('front-door workers, batching off'), 3)} ms).`,
   );
+  await deployMlp(handoff, { maxSize: 64 }, 1);
+  await connectionsSection({ handoffUrl: handoff.url, mlpPath: cluster.models.mlp, mlpX, seconds: SECONDS, say });
 }
 
 async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: TestCluster): Promise<void> {
@@ -408,6 +415,7 @@ try {
   );
   if (wanted('mlp')) await mlpSection(cluster, headOnly, handoff);
   if (wanted('cnn')) await cnnSection(cluster, headOnly, handoff);
+  if (wanted('receive')) await receiveCostSection(mlpX, image, SECONDS, say);
 } finally {
   await cluster.stop();
   await headOnly.stop();

@@ -24,6 +24,13 @@ export interface H2loadRequest {
   headers: Record<string, string>;
   /** HTTP/1.1 (`--h1`): one connection per request in flight; else HTTP/2, every stream on one connection. */
   http1: boolean;
+  /** HTTP/1.1 only: requests in flight on each connection (pipelined), so `concurrency / pipelined` connections. Default 1. */
+  pipelined?: number;
+  /**
+   * Whether to time each request (h2load's per-request log, for the percentiles). Writing that log
+   * costs h2load CPU for every request; without it the percentiles are NaN. Default true.
+   */
+  latencies?: boolean;
 }
 
 /** h2load's count of answers by status class, `status codes: N 2xx, N 3xx, N 4xx, N 5xx`, and its errored requests (timed-out ones among them). */
@@ -37,17 +44,21 @@ function counts(output: string): { ok: number; failed: number } {
   return { ok, failed: redirected + refused + broken + Number(requests[6]) };
 }
 
-/** `concurrency` requests in flight for `seconds` after 0.5 s of warm-up; latencies from h2load's per-request log (microseconds to the end of each answer). */
+/** `concurrency` requests in flight for `seconds` after 0.5 s of warm-up; latencies (unless `latencies: false`) from h2load's per-request log (microseconds to the end of each answer). */
 export async function h2load(request: H2loadRequest, concurrency: number, seconds: number): Promise<LoadResult> {
   const dir = await mkdtemp(join(tmpdir(), 'troupe-h2load-'));
   try {
     const body = join(dir, 'request.bin');
     const log = join(dir, 'requests.tsv');
     await writeFile(body, request.body);
-    const layout = request.http1 ? ['--h1', '-c', String(concurrency), '-m', '1'] : ['-c', '1', '-m', String(concurrency)];
+    const pipelined = request.http1 ? (request.pipelined ?? 1) : concurrency;
+    if (!Number.isInteger(concurrency / pipelined))
+      throw new Error(`${concurrency} in flight is not a whole number of connections of ${pipelined}`);
+    const layout = [...(request.http1 ? ['--h1'] : []), '-c', String(concurrency / pipelined), '-m', String(pipelined)];
+    const latencies = request.latencies ?? true;
     const args = [
       ...layout,
-      ...['-t', '1', '-D', String(seconds), '--warm-up-time', '500ms', '-d', body, '--log-file', log],
+      ...['-t', '1', '-D', String(seconds), '--warm-up-time', '500ms', '-d', body, ...(latencies ? ['--log-file', log] : [])],
       ...Object.entries(request.headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]),
       request.url,
     ];
@@ -66,7 +77,7 @@ export async function h2load(request: H2loadRequest, concurrency: number, second
       });
     });
     const { ok, failed } = counts(output);
-    const lines = (await readFile(log, 'utf8')).split('\n').filter(Boolean);
+    const lines = latencies ? (await readFile(log, 'utf8')).split('\n').filter(Boolean) : [];
     const micros = Float64Array.from(lines, (line) => Number(line.split('\t')[2]));
     micros.sort();
     return {
