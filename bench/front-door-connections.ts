@@ -33,7 +33,7 @@ export async function connectionsSection({ handoffUrl, mlpPath, mlpX, seconds, s
   if (!h2loadAvailable()) return say('Skipped: h2load is not installed (`apt-get install -y nghttp2-client`).');
   const oip = oipRequest(`${handoffUrl}/v2/models/mlp/infer`, 'x', [1, 64], mlpX, 'logits', true);
   await whenDoorsOpen(handoffUrl, 'mlp', 1, oip);
-  const troupe: H2loadRequest = { url: oip.url, body: oip.body as Buffer, headers: oip.headers, http1: true, latencies: false };
+  const troupe: H2loadRequest = { url: oip.url, body: Buffer.from(oip.body), headers: oip.headers, http1: true, latencies: false };
   const plain = await baselineServer(mlpPath, 'plain-http-server');
   const rps = new Map<string, number[]>();
   const measure = async (key: string, request: H2loadRequest, inFlight: number, pipelined: number) => {

@@ -130,7 +130,8 @@ describe('model instances', { timeout: 150_000 }, () => {
     });
 
     test("a replica of 2 instances holds two sessions, serves calls, and Triton's config counts its instances", async () => {
-      // Batches of at most 2 rows: 16 calls at once keep both sessions, the main thread's too, busy.
+      // 16 calls at once in batches of at most 2 rows: more runs than one session holds at a time, so
+      // both sessions run; which session takes which run is asserted above, on a pool of its own.
       await client.deploy({ name: 'two', model: 'mlp.onnx', cpus: 2, instances: 2, batch: { maxSize: 2 } });
       // The actor reports the sessions it loaded, not the spec's wish.
       const actor = (await client.describe()).deployments.find((d) => d.name === 'two')!.actors[0]!;
