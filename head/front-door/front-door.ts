@@ -100,9 +100,13 @@ export class FrontDoor {
     socket: Socket,
   ): boolean {
     if (!worker) return false;
-    worker.child.send(message, socket, { keepOpen: false }, (err) => {
-      if (err) socket.destroy();
-    });
+    // Node tracks a server's socket sent to a child (net.Server#_setupWorker) and asks that child
+    // for its count on server.close(); once every such child has exited (the head stops its workers
+    // before its HTTP server), close() never calls back. A socket without its `server` is sent
+    // untracked, and destroying it once sent (the descriptor has gone with the message) ends the
+    // server's count of it.
+    (socket as Socket & { server: unknown }).server = null;
+    worker.child.send(message, socket, { keepOpen: false }, () => socket.destroy());
     return true;
   }
 

@@ -394,4 +394,23 @@ describe('front door: shutting down', { timeout: 60_000 }, () => {
       await cluster.stop();
     }
   });
+
+  test('a head that handed connections to its workers exits on SIGTERM without waiting out the drain', async () => {
+    // A drain bound far beyond the wait below: only a shutdown that finishes by itself passes.
+    const cluster = await startCluster({ headArgs: ['--http-workers', '1', '--drain-ms', '600000'] });
+    try {
+      // Answered by the worker the connection was handed to; the client has closed it by the time the head stops.
+      assertError(await postFresh(cluster.url, '/v2/models/nope/infer', '{}'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /nope/);
+      const exited = cluster.head.exited;
+      cluster.head.process.kill('SIGTERM');
+      const outcome = await Promise.race([
+        exited.then(() => 'exited'),
+        new Promise((resolve) => setTimeout(() => resolve('still running'), 20_000)),
+      ]);
+      assert.equal(outcome, 'exited');
+      assert.equal(cluster.head.process.exitCode, 0);
+    } finally {
+      await cluster.stop();
+    }
+  });
 });
