@@ -1,15 +1,10 @@
 import ort from 'onnxruntime-node';
 import { DTYPES, TroupeError, byteLengthOf, disableOrtTelemetryByDefault, isDType } from '../runtime/internal.js';
 import type { ModelMetadata, NumericDType, Tensor, TensorInfo } from '../runtime/internal.js';
+import { cudaProviderHint } from './cuda-provider-hint.js';
 
 // No telemetry from onnxruntime in this process (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();
-
-/** onnxruntime's words when the CUDA provider's libraries are not beside it (seen on an H200 host with the CPU-only install). */
-const CUDA_PROVIDER_MISSING = /Failed to load (shared )?library|providers_(shared|cuda)\.so/;
-const CUDA_PROVIDER_HINT =
-  " (this host has a GPU but onnxruntime-node has no CUDA provider installed: on the agent's machine run " +
-  '`ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js`, see docs/operations.md#gpu-hosts)';
 
 /** Where an actor runs its model. `simulated-gpu` holds a pretend GPU but runs on the CPU provider. */
 export type Device = 'cpu' | 'cuda' | 'simulated-gpu';
@@ -78,7 +73,7 @@ export class OnnxModel {
     try {
       model = new OnnxModel(await ort.InferenceSession.create(path, sessionOptions), provider);
     } catch (err) {
-      const hint = provider === 'cuda' && CUDA_PROVIDER_MISSING.test((err as Error).message) ? CUDA_PROVIDER_HINT : '';
+      const hint = provider === 'cuda' ? cudaProviderHint((err as Error).message) : '';
       throw new TroupeError(
         'TROUPE_ERR_MODEL_LOAD',
         `cannot load '${path}' with the ${provider} provider: ${(err as Error).message}${hint}`,

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { ortBinaryDir } from '../../actors/cuda-provider-hint.js';
 import { connect, tensor } from '../../runtime/internal.js';
 import type { Cluster } from '../../runtime/internal.js';
 import { startCluster } from '../helpers/cluster.js';
@@ -16,12 +16,9 @@ import { seededFloats } from '../helpers/tensors.js';
 // What nvidia-smi printed on a real H200 host (test/fixtures/nvidia-smi/captured/), read from the source tree.
 const CAPTURED = fileURLToPath(new URL('../../../test/fixtures/nvidia-smi/captured/', import.meta.url));
 
-// Where this checkout's onnxruntime-node keeps its libraries: with the CUDA provider installed, a
-// GPU deploy would load (or fail for want of a GPU) instead of failing for want of the provider.
-const ortBinaries = dirname(createRequire(import.meta.url).resolve('onnxruntime-node'));
-const providerInstalled = ['linux/x64', 'linux/arm64'].some((arch) =>
-  existsSync(join(ortBinaries, '..', 'bin', 'napi-v6', arch, 'libonnxruntime_providers_cuda.so')),
-);
+// With the CUDA provider installed, a GPU deploy would load (or fail for want of a GPU) instead of
+// failing for want of the provider.
+const providerInstalled = existsSync(join(ortBinaryDir(), 'libonnxruntime_providers_cuda.so'));
 
 describe('a GPU host whose onnxruntime-node has no CUDA provider (the default install)', { timeout: 120_000 }, () => {
   let dir = '';
