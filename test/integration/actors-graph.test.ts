@@ -55,6 +55,15 @@ describe('class methods as graph steps', { timeout: 180_000 }, () => {
     assert.deepEqual(Array.from(label!.data as BigInt64Array), expected);
     await client.run('scaled', { x });
     assert.equal(await scaler.call('rowsSeen'), before + 6);
+    // Inputs that do not fit the graph's signature are refused before any step runs: the
+    // method step would take them, and count their rows.
+    await rejectsWith(
+      client.run('scaled', { x: tensor('float32', [5, 63], seededFloats(5 * 63, 6)) }),
+      'TROUPE_ERR_BAD_INPUT',
+      /^input 'x': expected float32\[N,64\], got float32\[5,63\]$/,
+    );
+    await rejectsWith(client.run('scaled', { y: x }), 'TROUPE_ERR_BAD_INPUT', /unknown input 'y'/);
+    assert.equal(await scaler.call('rowsSeen'), before + 6);
   });
 
   test('deploy-time checks: a missing method, a type that does not fit, an actor that is not a class, a bare method graph', async () => {
