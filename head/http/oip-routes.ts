@@ -3,6 +3,7 @@ import type { Params } from '../../runtime/internal.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { readinessBody, serverReadiness } from '../control/readiness.js';
+import { ReadinessBodySchema } from './probe-routes.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { EXTENSIONS, modelMetadata, modelReadiness } from './oip-models.js';
@@ -11,12 +12,12 @@ import { stateBackend } from './state-backend.js';
 
 /**
  * The Open Inference Protocol (KServe v2) endpoints, where every deployment is a "model" with one
- * version, "1". Health answers carry no body, as the protocol asks: 200 is true, 4xx false; only a
- * server that is not ready says why, in a small JSON body the protocol leaves room for.
+ * version, "1". Health is in the status code, as the protocol asks (200 is true, 4xx false); the
+ * server's live and ready answers also carry the small JSON body KServe's server sends and its
+ * REST client reads, and a server that is not ready says why in it. A model's ready has no body.
  */
 
-/** The one health answer with a body: a person reading it learns what to fix. */
-const NotReadySchema = z.object({ status: z.literal('not ready'), ready: z.literal(false), nodes: z.number(), reason: z.string() });
+const LiveSchema = z.object({ live: z.literal(true) });
 const TensorMetadataSchema = z.object({ name: z.string(), datatype: z.string(), shape: z.array(z.number()) });
 const ServerMetadataSchema = z.object({ name: z.string(), version: z.string(), extensions: z.array(z.string()) });
 const ModelMetadataSchema = z.object({
@@ -56,9 +57,11 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
       tag,
       auth: 'read',
       summary: 'Server live',
-      responses: { 200: { description: 'live (no body)' } },
+      responses: { 200: { description: 'live', schema: LiveSchema } },
     },
-    async (_req, reply) => reply.code(200).send(),
+    // The protocol words health in status codes (Triton's clients read only those); KServe's own
+    // server also answers {"live": true}, and KServe's REST client reads that body.
+    async () => ({ live: true }),
   );
 
   docs.route(
@@ -69,14 +72,16 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
       tag,
       auth: 'read',
       summary: 'Server ready: a node is alive and the head is not shutting down (each model says its own at /v2/models/{name}/ready)',
-      responses: { 200: { description: 'ready (no body)' }, 400: { description: 'not ready, and why', schema: NotReadySchema } },
+      responses: {
+        200: { description: 'ready', schema: ReadinessBodySchema },
+        400: { description: 'not ready, and why', schema: ReadinessBodySchema },
+      },
     },
     async (_req, reply) => {
       const readiness = serverReadiness(state, ctx.draining());
-      // Ready: no body, as the protocol asks. Not ready: the same body as /readyz, so a person
-      // (or a Triton client's log) sees why.
-      if (readiness.ready) return reply.code(200).send();
-      return reply.code(400).send(readinessBody(readiness));
+      // The same body as /readyz, with the protocol's status codes: KServe's REST client reads
+      // its "ready"; a person (or a Triton client's log) sees why not.
+      return reply.code(readiness.ready ? 200 : 400).send(readinessBody(readiness));
     },
   );
 
