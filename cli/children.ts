@@ -16,9 +16,21 @@ export interface Child {
 /**
  * Starts `troupe <args>` as a child with an IPC channel: if this process dies, even by SIGKILL,
  * the channel closes and the child shuts down (see onShutdown), so nothing is orphaned.
+ * `ownGroup`: the child (and what it starts) leaves this process group, so a terminal's Ctrl-C
+ * reaches this process and not it: this process then stops it when it chooses.
  */
-export function startChild(args: string[], pattern: RegExp, timeoutMs: number, env: NodeJS.ProcessEnv = process.env): Child {
-  const child = spawn(process.execPath, [...childNodeArgs(), CLI_ENTRY, ...args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'], env });
+export function startChild(
+  args: string[],
+  pattern: RegExp,
+  timeoutMs: number,
+  env: NodeJS.ProcessEnv = process.env,
+  { ownGroup = false }: { ownGroup?: boolean } = {},
+): Child {
+  const child = spawn(process.execPath, [...childNodeArgs(), CLI_ENTRY, ...args], {
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    env,
+    detached: ownGroup,
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const line = new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`troupe ${args[0]} did not start within ${timeoutMs} ms`)), timeoutMs);

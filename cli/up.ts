@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { DEFAULT_DRAIN_MS } from '../head/index.js';
 import { writeExampleModels } from '../models/index.js';
 import { connect, tensor } from '../runtime/internal.js';
 import type { Tensor } from '../runtime/internal.js';
@@ -69,8 +70,11 @@ export async function upCommand(argv: string[]): Promise<void> {
   let stopping = false;
   const stopAll = async () => {
     stopping = true;
-    // Agent first, so it stops its actors while the head can still see them go.
-    for (const child of children.slice().reverse()) await stopChild(child, 10_000);
+    // The head first: it refuses new calls and finishes those it accepted (within its drain, 10 s)
+    // while the agent's actors still run them; then the agent, which stops its actors. Stopped the
+    // other way round, the calls in flight had no replica left and waited out the whole drain.
+    await stopChild(head, DEFAULT_DRAIN_MS + 5_000);
+    for (const child of children.slice(1)) await stopChild(child, 10_000);
   };
   onShutdown(stopAll);
   for (const c of children) void c.exited.then(() => !stopping && process.kill(process.pid, 'SIGTERM'));
@@ -79,7 +83,9 @@ export async function upCommand(argv: string[]): Promise<void> {
   // fn steps are opt-in code: the embedded agent offers the examples' steps and nothing else.
   const agentArgs = ['agent', '--head', url, '--name', 'local', '--model-dir', modelDir, '--module-dir', EXAMPLES_DIR];
   if (flags.simulateGpus > 0) agentArgs.push('--simulate-gpus', String(flags.simulateGpus));
-  const agent = startChild(agentArgs, /joined/, 30_000);
+  // In a process group of its own (its actors with it): a terminal's Ctrl-C reaches up, the head
+  // and the head's workers, and the agent is stopped once the head has drained.
+  const agent = startChild(agentArgs, /joined/, 30_000, process.env, { ownGroup: true });
   children.push(agent);
   void agent.exited.then(() => !stopping && process.kill(process.pid, 'SIGTERM'));
   await agent.line;

@@ -87,6 +87,9 @@ export class FrontDoor {
   }
 
   #nextReady(): Worker | undefined {
+    // A stopping head keeps new connections: its workers are about to go, and a socket queued to
+    // one that exits before taking it would never be answered (nor released).
+    if (this.#closing) return undefined;
     for (let tried = 0; tried < this.#workers.length; tried++) {
       const worker = this.#workers[this.#next++ % this.#workers.length];
       if (worker?.ready && worker.child.connected) return worker;
@@ -112,6 +115,8 @@ export class FrontDoor {
 
   /** Tells every worker to finish its accepted requests and refuse new ones; resolves when all did or `timeoutMs` passed. */
   async drain(timeoutMs: number): Promise<void> {
+    // A worker that ends while the head stops is not replaced.
+    this.#closing = true;
     const waits = this.#workers.map(
       (worker) =>
         new Promise<void>((resolve) => {

@@ -103,6 +103,10 @@ let workerGrpc: WorkerGrpc | undefined;
 
 onParentGone(() => process.exit(0));
 process.on('SIGTERM', () => process.exit(0));
+// A terminal's Ctrl-C reaches the head's whole process group: the head drains (this worker
+// finishes the requests it holds) and then stops its workers. A worker that ended at the signal
+// dropped its clients' connections mid-request.
+process.on('SIGINT', () => {});
 process.on('message', (raw: unknown, socket?: Socket) => {
   const parsed = HeadToWorkerSchema.safeParse(raw);
   if (!parsed.success) return void log.warn({ issue: parsed.error.issues[0]?.message }, 'dropped a malformed message from the head');

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { waitFor } from '../helpers/cluster.js';
 import { childEnv } from '../helpers/env.js';
-import { groupMembers } from '../helpers/processes.js';
+import { groupMembers, processTree, stillRunning } from '../helpers/processes.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
@@ -43,10 +43,15 @@ describe('CLI', { timeout: 120_000 }, () => {
     }
   });
 
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    test(`troupe up serves a sample inference, and ${signal} to its process group leaves no troupe process behind`, async () => {
+  // To the group, as a terminal's Ctrl-C sends it (every process gets the signal), or to up alone, as a supervisor does.
+  for (const [signal, to] of [
+    ['SIGINT', 'its process group'],
+    ['SIGTERM', 'its process group'],
+    ['SIGTERM', 'up alone'],
+  ] as const) {
+    test(`troupe up serves a sample inference, and ${signal} to ${to} under load answers what it accepted and leaves no troupe process behind`, async () => {
       const cwd = await mkdtemp(join(tmpdir(), 'troupe-up-'));
-      // detached: a process group of its own, as a shell gives a foreground job.
+      // detached: a process group of its own, as a shell gives a foreground job (Ctrl-C signals the group).
       const up = spawn(process.execPath, [CLI, 'up', '--port', '0'], {
         cwd,
         detached: true,
@@ -54,21 +59,53 @@ describe('CLI', { timeout: 120_000 }, () => {
         env: childEnv(),
       });
       let stdout = '';
+      let stderr = '';
       up.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      up.stderr.resume();
-      const exited = new Promise<number | null>((resolve) => up.once('exit', (code) => resolve(code)));
-      const pgid = up.pid!;
+      up.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      let done = false;
+      const exited = new Promise<number | null>((resolve) =>
+        up.once('exit', (code) => {
+          done = true;
+          resolve(code);
+        }),
+      );
+      let tree: number[] = [];
       try {
         await waitFor('troupe up to print where the cluster is', () => /Troupe is up at http:\/\/127\.0\.0\.1:\d+/.test(stdout), 60_000);
         assert.match(stdout, /sample inference: logits float32\[1,10\] = \[.+\], argmax \d/);
-        const members = await groupMembers(pgid);
-        // up, head, agent and the mlp actor.
-        assert.ok(members.length >= 4, `expected at least 4 processes in the group, got ${members.length}`);
-        process.kill(-pgid, signal);
-        assert.equal(await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 20_000))]), 0);
-        await waitFor('every process of the group to exit', async () => (await groupMembers(pgid)).length === 0, 20_000);
+        const url = /Troupe is up at (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)![1]!;
+        tree = await processTree(up.pid!);
+        // up, head, its front-door workers, agent and the mlp actor.
+        assert.ok(tree.length >= 5, `expected at least 5 processes under up, got ${tree.length}`);
+        // Four clients calling the model without pause while the signal comes.
+        const answers = new Map<string, number>();
+        const body = JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: new Array(64).fill(0.5) }] });
+        const clients = Array.from({ length: 4 }, async () => {
+          while (!done) {
+            const answer = await fetch(`${url}/v2/models/mlp/infer`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body,
+            }).then(
+              async (r) => `${r.status}${r.status === 200 ? '' : ` ${/TROUPE_ERR_\w+/.exec(await r.text())?.[0]}`}`,
+              // The connection itself may close under a request as the head goes (or be refused after).
+              () => 'no answer',
+            );
+            answers.set(answer, (answers.get(answer) ?? 0) + 1);
+          }
+        });
+        await waitFor('answers before the signal', () => (answers.get('200') ?? 0) >= 20, 30_000);
+        process.kill(to === 'up alone' ? up.pid! : -up.pid!, signal);
+        assert.equal(await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 30_000))]), 0);
+        await Promise.all(clients);
+        // What the cluster took was answered: the model's result, or the drain's retryable refusal.
+        for (const answer of answers.keys())
+          assert.match(answer, /^(200|503 TROUPE_ERR_SHUTTING_DOWN|no answer)$/, JSON.stringify([...answers]));
+        assert.doesNotMatch(stderr, /calls still unfinished after the drain period/);
+        await waitFor('every process under up to exit', async () => (await stillRunning(tree)).length === 0, 20_000);
       } finally {
-        for (const pid of await groupMembers(pgid)) process.kill(pid, 'SIGKILL');
+        for (const pid of await stillRunning(tree)) process.kill(pid, 'SIGKILL');
+        for (const pid of await groupMembers(up.pid!)) process.kill(pid, 'SIGKILL');
         await rm(cwd, { recursive: true, force: true });
       }
     });
