@@ -71,6 +71,8 @@ function atActorCap(node: NodeRecord, usage: NodeUsage): boolean {
 }
 
 function describeShortage(node: NodeRecord, usage: NodeUsage, req: ResourceRequest): string {
+  // First what no wait can change: a node without GPUs never takes a GPU actor, however many CPUs free up.
+  if (req.gpus > 0 && node.resources.gpus.length === 0) return `${node.name} has no GPU`;
   if (atActorCap(node, usage)) return `node ${node.name} holds its ${maxActorsOf(node.resources)} actors (--max-actors)`;
   const cpusFree = node.resources.cpus - usage.cpusUsed;
   if (cpusFree + EPSILON < req.cpus) return `${node.name} has ${cpusFree} of ${node.resources.cpus} CPUs free`;
@@ -78,7 +80,6 @@ function describeShortage(node: NodeRecord, usage: NodeUsage, req: ResourceReque
   if (memFree < (req.memoryBytes ?? 0)) {
     return `${node.name} has ${mib(memFree)} MiB of ${mib(node.resources.memoryBytes)} MiB memory free, a replica reserves ${mib(req.memoryBytes ?? 0)} MiB`;
   }
-  if (node.resources.gpus.length === 0) return `${node.name} has no GPU`;
   const holders = [...new Set([...usage.gpuHolders.values()].flat())];
   const freeWhole = node.resources.gpus.filter((g) => (usage.gpuUsed.get(g.index) ?? 0) < EPSILON).length;
   const held = holders.length > 0 ? ` (held by ${holders.join(', ')})` : '';

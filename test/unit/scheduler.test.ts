@@ -139,4 +139,15 @@ describe('scheduler: what does not fit', () => {
     assert.equal(placed.ok, false);
     assert.equal(placed.ok ? '' : placed.reason, 'needs 0.5 GPUs and 1 CPU; a has 0 of 1 GPUs free (held by mlp#0, mlp#1); c has no GPU');
   });
+
+  test('a node without GPUs says so first, whatever else it lacks: no freed CPU would place a GPU actor there', () => {
+    const nodes = [node('cpu-only', 0, 2)];
+    const actors: ActorRecord[] = [];
+    deploy(nodes, actors, 'busy', 2, { cpus: 1, gpus: 0 }, 'spread');
+    const placed = place({ cpus: 1, gpus: 1 }, 'on-gpu', nodes, actors, 'spread');
+    assert.equal(placed.ok ? '' : placed.reason, 'needs 1 GPU and 1 CPU; cpu-only has no GPU');
+    // Without a GPU asked for, the CPUs are what is missing.
+    const cpu = place({ cpus: 1, gpus: 0 }, 'on-cpu', nodes, actors, 'spread');
+    assert.equal(cpu.ok ? '' : cpu.reason, 'needs 1 CPU; cpu-only has 0 of 2 CPUs free');
+  });
 });
