@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { parse as parseYaml } from 'yaml';
 import { TroupeError } from '../../runtime/internal.js';
-import { firstLine, parseJson } from '../../runtime/internal.js';
+import { decodeBody, firstLine, parseJson, unsupportedCoding } from '../../runtime/internal.js';
 
 /**
  * How the API reads bodies. Each route group runs in its own fastify scope and parses every
@@ -27,13 +27,20 @@ function specTooLarge(what: string): TroupeError {
 
 /**
  * Every body arrives as one Buffer of at most SPEC_BODY_LIMIT bytes, refused with its own code so a
- * client sees the spec bound rather than --max-body-mib (which is sized for tensors).
+ * client sees the spec bound rather than --max-body-mib (which is sized for tensors). A gzip or
+ * deflate body is decoded (the bound applies to what it decodes to), any other coding refused with
+ * 415, as inference bodies are: read as it came, a gzip spec failed as bad JSON.
  */
 export function acceptSpecBuffers(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (request, payload, done) => {
     const tooLarge = () => specTooLarge(`larger than ${SPEC_BODY_LIMIT / 2 ** 10} KiB`);
     if (Number(request.headers['content-length']) > SPEC_BODY_LIMIT) return done(tooLarge());
+    const refused = unsupportedCoding(request.headers);
+    if (refused) {
+      payload.resume();
+      return done(new TroupeError(refused.code, refused.message));
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     let finished = false;
@@ -49,7 +56,12 @@ export function acceptSpecBuffers(app: FastifyInstance): void {
       if (size > SPEC_BODY_LIMIT) return finish(tooLarge());
       chunks.push(chunk);
     });
-    payload.on('end', () => finish(null, Buffer.concat(chunks, size)));
+    payload.on('end', () =>
+      decodeBody(Buffer.concat(chunks, size), request.headers, SPEC_BODY_LIMIT).then(
+        (body) => finish(null, body),
+        (err: unknown) => finish(err as Error),
+      ),
+    );
     payload.on('error', (err) => finish(err));
   });
 }

@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { deflateSync, gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import type { ClusterView, DeploymentView } from '../../runtime/internal.js';
 import { isAlive, startCluster, waitFor } from '../helpers/cluster.js';
@@ -78,6 +79,26 @@ describe('HTTP: deployments, cluster, docs, and the deploy/status CLI', { timeou
       list.deployments.map((d) => d.name),
       ['mlp'],
     );
+  });
+
+  test('a gzip or deflate spec is decoded as inference bodies are; another coding is 415', async () => {
+    const spec = Buffer.from('model: mlp.onnx\nthreads: 1\nreplicas: 2\n');
+    for (const [coding, body] of [
+      ['gzip', gzipSync(spec)],
+      ['deflate', deflateSync(spec)],
+    ] as const) {
+      const answer = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', {
+        body,
+        headers: { 'content-type': 'application/yaml', 'content-encoding': coding },
+      });
+      assert.equal(answer.status, 200, `${coding}: ${answer.body.toString()}`);
+      assert.equal((await get('mlp')).replicas, 2);
+    }
+    const refused = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', {
+      body: spec,
+      headers: { 'content-type': 'application/yaml', 'content-encoding': 'br' },
+    });
+    assertError(refused, 415, 'TROUPE_ERR_UNSUPPORTED_ENCODING', /Content-Encoding 'br' is not supported/);
   });
 
   test('?wait=false answers 202 at once; the deployment becomes READY on its own', async () => {
