@@ -25,7 +25,8 @@ const INT_RANGES: Partial<Record<OipDType, readonly [number, number]>> = {
 };
 
 function describe(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
+  // JSON.stringify writes infinities as null; a number past every range was parsed as one.
+  const text = typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? String(value));
   return text.length > 40 ? `${text.slice(0, 37)}...` : text;
 }
 
@@ -64,11 +65,19 @@ function badElement(label: string, i: number, value: unknown, want: string, dtyp
   );
 }
 
+/** What a float datatype holds: JSON has no infinity, so a value beyond it (1e400, or 1e39 for FP32) is refused, not turned into one. */
+const FLOAT_RANGE: Partial<Record<OipDType, string>> = {
+  float16: 'a number within ±65504',
+  float32: 'a number within ±3.4028235e38',
+  float64: 'a finite number',
+};
+
 function fillNumbers(values: unknown[], into: Float32Array | Float64Array, label: string, dtype: OipDType): void {
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
     if (typeof v !== 'number') throw badElement(label, i, v, 'a number', dtype);
     into[i] = v;
+    if (!Number.isFinite(into[i])) throw badElement(label, i, v, FLOAT_RANGE[dtype]!, dtype);
   }
 }
 
@@ -90,6 +99,8 @@ export function wireFromJson(dtype: OipDType, shape: number[], data: unknown, la
     const half = new Uint16Array(count);
     values.forEach((v, i) => {
       if (typeof v !== 'number') throw badElement(label, i, v, 'a number', dtype);
+      // Values from 65520 up round to infinity in half precision.
+      if (!(Math.abs(v) < 65520)) throw badElement(label, i, v, FLOAT_RANGE.float16!, dtype);
       half[i] = toHalfBits(v);
     });
     typed = half;

@@ -43,6 +43,9 @@ export function formatShape(dtype: string, shape: readonly (number | string)[]):
   return `${dtype}[${shape.join(',')}]`;
 }
 
+/** A dim as it was sent: a string quoted, so "1" does not read as the number 1. */
+const showDim = (dim: unknown) => (typeof dim === 'string' ? JSON.stringify(dim.slice(0, 32)) : String(dim));
+
 /** Throws TROUPE_ERR_BAD_TENSOR unless every dim is a non-negative safe integer. */
 export function checkShape(shape: readonly unknown[], label: string): asserts shape is number[] {
   if (shape.length > MAX_RANK) {
@@ -54,7 +57,7 @@ export function checkShape(shape: readonly unknown[], label: string): asserts sh
       const tooLarge = typeof dim === 'number' && Number.isInteger(dim) && dim > Number.MAX_SAFE_INTEGER;
       throw new TroupeError(
         'TROUPE_ERR_BAD_TENSOR',
-        `${label}: shape [${shape.join(',')}] has ${String(dim)}, dims must be integers >= 0${tooLarge ? ' and at most 2^53 - 1' : ''}`,
+        `${label}: shape [${shape.map(showDim).join(',')}] has ${showDim(dim)}, dims must be integers >= 0${tooLarge ? ' and at most 2^53 - 1' : ''}`,
       );
     }
   }

@@ -92,6 +92,17 @@ describe('JSON tensor data', () => {
     throwsCode(() => wireFromJson('bool', [1], [1], "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /expected true or false/);
     throwsCode(() => wireFromJson('int64', [1], [2 ** 60], "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /send larger values as binary data/);
     throwsCode(() => wireFromJson('string', [1], [3], "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /expected a string for datatype BYTES/);
+    // JSON has no infinity: a number past the datatype's range is refused, not stored as one (1e400 parses as Infinity).
+    throwsCode(
+      () => wireFromJson('float32', [2], [1, JSON.parse('1e400') as number], "input 'x'"),
+      'TROUPE_ERR_BAD_TENSOR',
+      /^input 'x': data\[1\] is Infinity, expected a number within ±3\.4028235e38 for datatype FP32$/,
+    );
+    throwsCode(() => wireFromJson('float32', [1], [1e39], "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /±3\.4028235e38/);
+    throwsCode(() => wireFromJson('float64', [1], [-Infinity], "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /a finite number for datatype FP64/);
+    throwsCode(() => wireFromJson('float16', [1], [70000], "input 'x'"), 'TROUPE_ERR_BAD_TENSOR', /±65504 for datatype FP16/);
+    assert.equal(wireFromJson('float32', [1], [3.4e38], "input 'x'").shape[0], 1);
+    assert.equal(wireFromJson('float16', [1], [65504], "input 'x'").shape[0], 1);
   });
 
   test('every datatype round trips through JSON', () => {

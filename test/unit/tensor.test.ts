@@ -71,6 +71,10 @@ test('data length against shape is checked with a message naming the tensor', ()
   assert.throws(() => checkWire({ dtype: 'string', shape: [3], data: ['a'] }, 's'), /needs 3 strings, got 1 strings/);
   assert.throws(() => checkWire({ dtype: 'int4', shape: [3], data: new Uint8Array(1) }, 'q'), /needs 2 bytes, got 1/);
   assert.throws(() => checkWire({ dtype: 'float32', shape: [Number.NaN], data: new Uint8Array(0) }, 'n'), /dims must be integers >= 0/);
+  // A dim sent as a string is shown as one: "1" is not the number 1 the message would otherwise print.
+  assert.throws(() => checkWire({ dtype: 'float32', shape: ['1', 64] as unknown as number[], data: new Uint8Array(256) }, "input 'x'"), {
+    message: `input 'x': shape ["1",64] has "1", dims must be integers >= 0`,
+  });
   assert.throws(() => checkWire({ dtype: 'float32', shape: new Array(17).fill(1), data: new Uint8Array(4) }, 'r'), /rank 17 exceeds/);
   assert.throws(() => tensor('float32', [2], new Int32Array(2)), /float32 data must be Float32Array, got Int32Array/);
 });
