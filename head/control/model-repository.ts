@@ -5,10 +5,11 @@ import { boundDeploy } from './deploy-bound.js';
 import { MODEL_VERSION as VERSION } from '../../runtime/oip/infer-backend.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
+import type { GraphView } from '../../runtime/internal.js';
 
 /**
  * Triton's model repository extension mapped onto deployments: the index lists every deployment
- * with its state; unload stops a deployment's replicas and keeps its spec; load starts them again.
+ * (and graph) with its state; unload stops a deployment's replicas and keeps its spec; load starts them again.
  * Shared by every protocol that offers it (HTTP now, gRPC later).
  */
 
@@ -36,9 +37,21 @@ function entryOf(state: ClusterState, d: DeploymentRecord): RepositoryEntry {
   return { name, version: VERSION, state: 'LOADING', reason: waiting.join('; ') };
 }
 
-/** Every deployment, or only those READY, sorted by name. */
-export function repositoryIndex(state: ClusterState, onlyReady: boolean): RepositoryEntry[] {
-  const entries = [...state.deployments.values()].map((d) => entryOf(state, d)).sort((a, b) => a.name.localeCompare(b.name));
+/** A graph is READY when every deployment its steps run on is (as a Triton ensemble is when its models are). */
+function graphEntryOf(state: ClusterState, graph: GraphView): RepositoryEntry {
+  const waiting = graph.deployments.filter((name) => {
+    const d = state.deployments.get(name);
+    return !d || state.deploymentView(d).state !== 'READY';
+  });
+  if (waiting.length === 0) return { name: graph.name, version: VERSION, state: 'READY', reason: '' };
+  return { name: graph.name, version: VERSION, state: 'UNAVAILABLE', reason: `steps' deployments not READY: ${waiting.join(', ')}` };
+}
+
+/** Every deployment and graph, or only those READY, sorted by name. */
+export function repositoryIndex(state: ClusterState, graphs: readonly GraphView[], onlyReady: boolean): RepositoryEntry[] {
+  const entries = [...[...state.deployments.values()].map((d) => entryOf(state, d)), ...graphs.map((g) => graphEntryOf(state, g))].sort(
+    (a, b) => a.name.localeCompare(b.name),
+  );
   return onlyReady ? entries.filter((e) => e.state === 'READY') : entries;
 }
 

@@ -4,7 +4,7 @@ import { repositoryIndex } from '../control/model-repository.js';
 import { serverReadiness } from '../control/readiness.js';
 import { EXTENSIONS, modelMetadata, modelReadiness } from '../http/oip-models.js';
 import { TROUPE_VERSION } from '../http/openapi.js';
-import { tritonDeployment, tritonModelConfig } from '../http/triton-config.js';
+import { tritonConfigOf, tritonDeployment } from '../http/triton-config.js';
 import type { GrpcContext } from './context.js';
 import { ModelRequestSchema, RepositoryIndexRequestSchema } from './messages.js';
 import { parseMessage } from './status.js';
@@ -28,7 +28,7 @@ export function modelHandlers(ctx: GrpcContext): Record<string, (request: unknow
     ServerMetadata: () => ({ name: 'troupe', version: TROUPE_VERSION, extensions: EXTENSIONS }),
     ModelReady: (request) => ({ ready: modelReadiness(state, graphs, paramsOf(request, 'ModelReadyRequest')) === 'ready' }),
     ModelMetadata: (request) => modelMetadata(state, graphs, paramsOf(request, 'ModelMetadataRequest')),
-    ModelConfig: (request) => ({ config: tritonModelConfig(tritonDeployment(state, paramsOf(request, 'ModelConfigRequest'))) }),
+    ModelConfig: (request) => ({ config: tritonConfigOf(state, graphs, paramsOf(request, 'ModelConfigRequest')) }),
     ModelStatistics: (request) => {
       const params = paramsOf(request, 'ModelStatisticsRequest');
       // No name: every model (as Triton answers), sorted as the HTTP route sorts them.
@@ -46,7 +46,7 @@ export function modelHandlers(ctx: GrpcContext): Record<string, (request: unknow
     },
     RepositoryIndex: (request) => {
       const { ready } = parseMessage(RepositoryIndexRequestSchema, request, 'RepositoryIndexRequest');
-      return { models: repositoryIndex(state, ready) };
+      return { models: repositoryIndex(state, graphs.views(), ready) };
     },
   };
 }

@@ -1,5 +1,6 @@
 import { EVERY_OUTPUT, MODEL_VERSION, TroupeError, labelFilesOf } from '../../runtime/internal.js';
-import type { DType, Params, TensorInfo } from '../../runtime/internal.js';
+import type { DType, Params, Signature, TensorInfo } from '../../runtime/internal.js';
+import type { RunGateway } from '../graph/run-gateway.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
 
@@ -133,6 +134,49 @@ export function tritonModelConfig(d: DeploymentRecord): TritonModelConfig {
       : {}),
     parameters: {},
   };
+}
+
+/**
+ * A graph as Triton describes an ensemble: platform "ensemble", its inputs and outputs as its
+ * steps' signatures give them (full shapes, variable dims -1, no batch axis of its own), and no
+ * instances (its steps' deployments hold them, each with a configuration of its own).
+ */
+export function tritonGraphConfig(name: string, signature: Signature): TritonModelConfig {
+  if (!signature.inputs || !signature.outputs)
+    throw new TroupeError(
+      'TROUPE_ERR_NOT_READY',
+      `graph '${name}' has a step that declares no tensors (a fn without a signature), so its inputs and outputs are not known`,
+    );
+  const tensorConfig = (t: TensorInfo): TritonTensorConfig => ({ name: t.name, data_type: tritonDataType(t.dtype), dims: dims(t.shape) });
+  return {
+    name,
+    platform: 'ensemble',
+    backend: '',
+    version_policy: { latest: { num_versions: 1 } },
+    max_batch_size: 0,
+    input: signature.inputs.map((t) => ({
+      ...tensorConfig(t),
+      format: 'FORMAT_NONE',
+      is_shape_tensor: false,
+      allow_ragged_batch: false,
+      optional: false,
+    })),
+    output: signature.outputs.map((t) => ({ ...tensorConfig(t), label_filename: '', is_shape_tensor: false })),
+    instance_group: [],
+    parameters: {},
+  };
+}
+
+/** The configuration of what a request names: a deployment, or a graph (as an ensemble). */
+export function tritonConfigOf(state: ClusterState, graphs: RunGateway, params: Params): TritonModelConfig {
+  const signature = state.deployments.has(params.name) ? undefined : graphs.signature(params.name);
+  if (!signature) return tritonModelConfig(tritonDeployment(state, params));
+  if (params.version !== undefined && params.version !== MODEL_VERSION)
+    throw new TroupeError(
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      `model '${params.name}' has no version '${params.version.slice(0, 40)}' (versions: ${MODEL_VERSION})`,
+    );
+  return tritonGraphConfig(params.name, signature);
 }
 
 /** The deployment and version a request names (TROUPE_ERR_UNKNOWN_DEPLOYMENT otherwise, naming only what was asked for). */

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { TroupeError } from '../../runtime/internal.js';
 import { loadModel, repositoryIndex, unloadModel } from '../control/model-repository.js';
 import type { DeploymentRecord } from '../state/records.js';
-import { tritonDeployment, tritonModelConfig } from './triton-config.js';
+import { tritonConfigOf, tritonDeployment } from './triton-config.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 
@@ -102,7 +102,7 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
           "max_batch_size is the deployment's batch.maxSize when it batches (dims then leave the batch axis out), else 0; instance_group counts its replicas.",
         responses: { 200: { description: 'the configuration', schema: ModelConfigSchema } },
       },
-      async (request) => tritonModelConfig(named(request)),
+      async (request) => tritonConfigOf(state, ctx.graphs, request.params as Params),
     );
     docs.route(
       app,
@@ -153,7 +153,7 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       },
       responses: { 200: { description: 'the index', schema: RepositoryIndexSchema } },
     },
-    async (request) => repositoryIndex(state, jsonBody(request, IndexRequestSchema, 'repository index').ready === true),
+    async (request) => repositoryIndex(state, ctx.graphs.views(), jsonBody(request, IndexRequestSchema, 'repository index').ready === true),
   );
 
   docs.route(

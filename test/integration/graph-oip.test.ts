@@ -67,6 +67,40 @@ for (const workers of [0, 2]) {
         outputs: [{ name: 'logits', datatype: 'FP32', shape: [-1, 10] }],
       });
       assert.equal((await call(cluster.url, 'GET', '/v2/models/pair/ready')).status, 200);
+      // Triton's tools read the configuration first (perf_analyzer, model-analyzer): an ensemble's.
+      const config = await call(cluster.url, 'GET', '/v2/models/pair/config');
+      assert.equal(config.status, 200, config.body.toString());
+      assert.deepEqual(config.json, {
+        name: 'pair',
+        platform: 'ensemble',
+        backend: '',
+        version_policy: { latest: { num_versions: 1 } },
+        max_batch_size: 0,
+        input: [
+          {
+            name: 'x',
+            data_type: 'TYPE_FP32',
+            dims: [-1, 64],
+            format: 'FORMAT_NONE',
+            is_shape_tensor: false,
+            allow_ragged_batch: false,
+            optional: false,
+          },
+        ],
+        output: [{ name: 'logits', data_type: 'TYPE_FP32', dims: [-1, 10], label_filename: '', is_shape_tensor: false }],
+        instance_group: [],
+        parameters: {},
+      });
+      assert.equal((await call(cluster.url, 'GET', '/v2/models/pair/versions/2/config')).status, 404);
+      const index = (await call(cluster.url, 'POST', '/v2/repository/index', { body: '{}' })).json as { name: string; state: string }[];
+      assert.deepEqual(
+        index.filter((e) => ['left', 'pair', 'right'].includes(e.name)).map((e) => [e.name, e.state]),
+        [
+          ['left', 'READY'],
+          ['pair', 'READY'],
+          ['right', 'READY'],
+        ],
+      );
       const read = (await call(cluster.url, 'GET', '/api/v1/deployments/pair')).json as {
         name: string;
         kind: string;
@@ -118,6 +152,12 @@ for (const workers of [0, 2]) {
         503,
         'TROUPE_ERR_NOT_READY',
         /'doubled'.*a fn that declares no signature/,
+      );
+      assertError(
+        await call(cluster.url, 'GET', '/v2/models/doubled/config'),
+        503,
+        'TROUPE_ERR_NOT_READY',
+        /graph 'doubled'.*declares no tensors/,
       );
       const answer = await postFresh(cluster.url, '/v2/models/doubled/infer', inferBody([ROW]));
       assert.equal(answer.status, 200, answer.body.toString());

@@ -104,6 +104,10 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
       outputs: [{ name: 'logits', datatype: 'FP32', shape: ['-1', '10'] }],
     });
     assert.equal((await grpc.call<{ platform: string }>('ModelMetadata', { name: 'pair' })).platform, 'ensemble');
+    // A graph's configuration is an ensemble's (the repository lists it too, below).
+    const ensembleConfig = (await grpc.call<{ config: { platform: string; input: { name: string }[] } }>('ModelConfig', { name: 'pair' }))
+      .config;
+    assert.deepEqual([ensembleConfig.platform, ensembleConfig.input.map((t) => t.name)], ['ensemble', ['x']]);
 
     // The same configuration as GET /v2/models/mlp/config, field for field (int64s come as strings
     // here, and this client's decoder names each oneof's chosen field in a `*_choice` key).
@@ -146,6 +150,7 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
     assert.deepEqual(index.models.map((m) => [m.name, m.state]).sort(), [
       ['left', 'READY'],
       ['mlp', 'READY'],
+      ['pair', 'READY'],
       ['right', 'READY'],
       ['slow', 'READY'],
     ]);
