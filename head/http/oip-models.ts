@@ -34,6 +34,13 @@ function tensorMetadata(t: TensorInfo): OipTensorMetadata {
 }
 
 /**
+ * What serves each kind of target, as the protocol's platform names it: an ONNX model, a graph
+ * (Triton's ensemble), and Troupe's own code: a fn step, a class actor (which takes method calls,
+ * not tensors). The model configuration's backend says the same (triton-config.ts).
+ */
+export const PLATFORMS = { model: 'onnx_onnxv1', graph: 'ensemble', fn: 'troupe_fn', class: 'troupe_class' } as const;
+
+/**
  * A deployment's or graph's metadata. A graph is a model here too, as Triton's ensembles are:
  * platform "ensemble", its inputs and outputs inferred from its nodes' signatures.
  */
@@ -47,7 +54,7 @@ export function modelMetadata(state: ClusterState, graphs: RunGateway, params: P
   return {
     name: whole.name,
     versions: whole.versions ? Object.keys(whole.versions) : [MODEL_VERSION],
-    platform: target.kind === 'graph' ? 'ensemble' : 'onnx_onnxv1',
+    platform: PLATFORMS[target.kind],
     inputs: target.metadata.inputs.map(tensorMetadata),
     outputs: target.metadata.outputs.map(tensorMetadata),
   };

@@ -1,6 +1,7 @@
 import { EVERY_OUTPUT, MODEL_VERSION, TroupeError, labelFilesOf } from '../../runtime/internal.js';
 import type { DType, Params, Signature, TensorInfo } from '../../runtime/internal.js';
 import type { RunGateway } from '../graph/run-gateway.js';
+import { PLATFORMS } from './oip-models.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
 
@@ -83,13 +84,13 @@ export function tritonModelConfig(d: DeploymentRecord): TritonModelConfig {
     throw new TroupeError('TROUPE_ERR_NOT_READY', `model '${spec.name}' has no READY replica yet, so its inputs and outputs are not known`);
   const batching = batches(d, metadata.inputs, metadata.outputs);
   const shapeOf = (t: TensorInfo) => dims(batching ? t.shape.slice(1) : t.shape);
-  const fn = (spec.kind ?? 'model') === 'fn';
+  const kind = spec.kind ?? 'model';
   const gpus = [...new Set(d.actors.flatMap((a) => a.gpus))].sort((a, b) => a - b);
   return {
     name: spec.name,
-    // A fn step is code of ours, not a model file: no Triton platform fits it.
-    platform: fn ? '' : 'onnxruntime_onnx',
-    backend: fn ? 'troupe_fn' : 'onnxruntime',
+    // A fn step or a class actor is code of ours, not a model file: no Triton platform fits it.
+    platform: kind === 'model' ? 'onnxruntime_onnx' : '',
+    backend: kind === 'model' ? 'onnxruntime' : PLATFORMS[kind],
     version_policy: { latest: { num_versions: 1 } },
     max_batch_size: batching ? spec.batch.maxSize : 0,
     input: metadata.inputs.map((t) => ({

@@ -89,6 +89,13 @@ describe('class actors: instances of a class, their methods called by name', { t
       'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
       /no actor named 'ghost' \(class actors: 'counter'\)/,
     );
+    // Triton's clients see what it is: code of Troupe's taking no tensors, not an ONNX model.
+    const meta = (await (await fetch(`${cluster.url}/v2/models/counter`)).json()) as { platform: string; inputs: unknown[] };
+    assert.deepEqual([meta.platform, meta.inputs], ['troupe_class', []]);
+    const config = (await (await fetch(`${cluster.url}/v2/models/counter/config`)).json()) as { platform: string; backend: string };
+    assert.deepEqual([config.platform, config.backend], ['', 'troupe_class']);
+    const model = (await (await fetch(`${cluster.url}/v2/models/mlp/config`)).json()) as { platform: string; backend: string };
+    assert.deepEqual([model.platform, model.backend], ['onnxruntime_onnx', 'onnxruntime']);
   });
 
   test('classes that cannot be built, and args that are not JSON, are refused at deploy', async () => {
