@@ -257,7 +257,7 @@ export type { OipDatatype, OipDType } from './oip/datatypes.js';
 export { fromHalfBits, toHalfBits } from './oip/float16.js';
 export { checkInferRequest, findTarget, MODEL_VERSION, notTensorTarget, splitModelName, takesAnything } from './oip/infer-backend.js';
 export type { InferenceBackend, InferenceRequest, InferTarget, Params } from './oip/infer-backend.js';
-export { inferResponse, outputOrder } from './oip/infer-response.js';
+export { answeredAs, inferResponse, outputOrder } from './oip/infer-response.js';
 export { checkInferJson, MAX_JSON_VALUES, MAX_REQUEST_ELEMENTS, tooMany } from './oip/json-scan.js';
 export { flattenData, jsonTextOfWire, wireFromJson } from './oip/json.js';
 export {

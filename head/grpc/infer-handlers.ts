@@ -1,5 +1,5 @@
 import type { ServerDuplexStream } from '@grpc/grpc-js';
-import { classCounts, classifyOutputs, drainingError, outputOrder } from '../../runtime/internal.js';
+import { answeredAs, classCounts, classifyOutputs, drainingError, outputOrder } from '../../runtime/internal.js';
 import type { HttpError } from '../../runtime/internal.js';
 import type { GrpcInferContext } from './context.js';
 import { decodeGrpcRequest } from './infer-request.js';
@@ -23,10 +23,8 @@ function remainingMs(deadline: Date | number): number | undefined {
 /** One inference, from the request message as decoded off the wire to the response message. */
 export async function inferOnce(ctx: GrpcInferContext, message: unknown, deadline: Date | number): Promise<ModelInferResponse> {
   const request = checkModelInferRequest(message);
-  const target = await ctx.backend.target({
-    name: request.model_name,
-    ...(request.model_version ? { version: request.model_version } : {}),
-  });
+  const params = { name: request.model_name, ...(request.model_version ? { version: request.model_version } : {}) };
+  const target = await ctx.backend.target(params);
   const decoded = decodeGrpcRequest(request, remainingMs(deadline));
   // Checked before the run: a bad class count costs no inference.
   const counts = classCounts(decoded.oip);
@@ -38,13 +36,14 @@ export async function inferOnce(ctx: GrpcInferContext, message: unknown, deadlin
     ...(target.model !== undefined ? { model: target.model } : {}),
   });
   const order = outputOrder(target, decoded.outputs, outputs);
+  const { model, version } = answeredAs(target, params);
   return grpcInferResponse(
-    request.model_name,
+    model,
     request.id || undefined,
     classifyOutputs(outputs, counts, target.labels),
     order,
     decoded.rawOutputs,
-    request.model_version || undefined,
+    version,
   );
 }
 

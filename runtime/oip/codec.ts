@@ -6,6 +6,7 @@ import { MAX_RANK, checkShape, elementCount } from '../tensor/tensor.js';
 import { BinaryReader, binaryBody, decodeBytesElements, encodeBytesElements } from './binary.js';
 import { datatypeOfDtype, dtypeOfDatatype, oipDtype } from './datatypes.js';
 import { jsonTextOfWire, wireFromJson } from './json.js';
+import { MODEL_VERSION } from './infer-backend.js';
 import { keepResponseHeader, keptResponseHeader } from './response-header-memo.js';
 
 /**
@@ -117,8 +118,9 @@ export function encodeInferResponse(
   request: InferRequest,
   outputs: WireTensorMap,
   order: readonly string[],
+  version: string = MODEL_VERSION,
 ): EncodedResponse {
-  const header = keptResponseHeader(request, model, outputs, order);
+  const header = keptResponseHeader(request, model, version, outputs, order);
   if (header)
     return binaryResponse(
       header,
@@ -140,11 +142,11 @@ export function encodeInferResponse(
       texts.push(`${JSON.stringify(head).slice(0, -1)},"data":${jsonTextOfWire(w, label)}}`);
     }
   }
-  const envelope = JSON.stringify({ model_name: model, model_version: '1', ...(request.id !== undefined ? { id: request.id } : {}) });
+  const envelope = JSON.stringify({ model_name: model, model_version: version, ...(request.id !== undefined ? { id: request.id } : {}) });
   const json = `${envelope.slice(0, -1)},"outputs":[${texts.join(',')}]}`;
   if (parts.length === 0) return { body: json, contentType: 'application/json; charset=utf-8', headerLength: undefined };
   const written = Buffer.from(json, 'utf8');
-  keepResponseHeader(request, model, outputs, order, (name) => wantsBinary(request, name), written);
+  keepResponseHeader(request, model, version, outputs, order, (name) => wantsBinary(request, name), written);
   return binaryResponse(written, parts);
 }
 

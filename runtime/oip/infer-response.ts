@@ -1,3 +1,4 @@
+import { MODEL_VERSION } from './infer-backend.js';
 import type { InferenceBackend, InferTarget, Params } from './infer-backend.js';
 import type { WireTensorMap } from '../tensor/wire.js';
 import { splitInferBody } from './binary.js';
@@ -33,12 +34,24 @@ export async function inferResponse(
     ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
     ...(target.model !== undefined ? { model: target.model } : {}),
   });
+  const { model, version } = answeredAs(target, params);
   return encodeInferResponse(
-    target.model === undefined ? target.name : `${target.name}:${target.model}`,
+    model,
     request,
     classifyOutputs(outputs, counts, target.labels),
     outputOrder(target, decoded.outputs, outputs),
+    version,
   );
+}
+
+/**
+ * The name and version a response gives: those the request named, as Triton answers. A deployment
+ * split between versions answers version '' unless the request pinned one (the split chose which
+ * ran); any other target has the one version, "1".
+ */
+export function answeredAs(target: InferTarget, params: Params): { model: string; version: string } {
+  if (params.version !== undefined || target.versions) return { model: params.name, version: params.version ?? '' };
+  return { model: target.model === undefined ? target.name : `${target.name}:${target.model}`, version: MODEL_VERSION };
 }
 
 /** The order outputs are answered in: as asked, else as the target declares them, then any others it returned. */

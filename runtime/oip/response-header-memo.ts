@@ -17,6 +17,7 @@ interface KeptOutput {
 
 interface KeptHeader {
   model: string;
+  version: string;
   order: readonly string[];
   outputs: readonly KeptOutput[];
   header: Buffer;
@@ -35,11 +36,12 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
 export function keptResponseHeader(
   request: InferRequest,
   model: string,
+  version: string,
   outputs: WireTensorMap,
   order: readonly string[],
 ): Buffer | undefined {
   const k = kept.get(request);
-  if (!k || k.model !== model || k.order.length !== order.length) return undefined;
+  if (!k || k.model !== model || k.version !== version || k.order.length !== order.length) return undefined;
   for (let i = 0; i < order.length; i++) {
     const name = order[i]!;
     const w = outputs[name];
@@ -56,6 +58,7 @@ export function keptResponseHeader(
 export function keepResponseHeader(
   request: InferRequest,
   model: string,
+  version: string,
   outputs: WireTensorMap,
   order: readonly string[],
   binary: (name: string) => boolean,
@@ -68,5 +71,5 @@ export function keepResponseHeader(
     if (!w || w.dtype === 'string' || !binary(name)) return;
     described.push({ dtype: w.dtype, shape: [...w.shape], bytes: w.data.length });
   }
-  kept.set(request, { model, order: [...order], outputs: described, header });
+  kept.set(request, { model, version, order: [...order], outputs: described, header });
 }

@@ -113,11 +113,21 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
           body: JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(x) }] }),
         });
         assert.equal(res.status, 200);
-        const body = (await res.json()) as { model_name: string; outputs: { data: number[] }[] };
+        const body = (await res.json()) as { model_name: string; model_version: string; outputs: { data: number[] }[] };
         assert.equal(whichVersion(body.outputs[0]!.data), version);
+        // Answered as asked, as gRPC answers (not as the deployment that runs the version).
+        assert.deepEqual([body.model_name, body.model_version], ['ab', version]);
       }
       assert.equal((await fetch(`${cluster.url}/v2/models/ab/versions/${version}/ready`)).status, 200);
     }
+    // Not pinned: the split chose the version, and the answer names none.
+    const split = await fetch(`${cluster.url}/v2/models/ab/infer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(x) }] }),
+    });
+    const chosen = (await split.json()) as { model_name: string; model_version: string };
+    assert.deepEqual([chosen.model_name, chosen.model_version], ['ab', '']);
     const unknown = await fetch(`${cluster.url}/v2/models/ab/versions/v3/infer`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
