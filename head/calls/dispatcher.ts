@@ -29,7 +29,7 @@ function targetOf(d: DeploymentRecord): QueueTarget {
       return d.actors.some((a) => a.state === 'READY' || a.state === 'STARTING' || a.state === 'PENDING' || a.state === 'RESTARTING');
     },
     describeReplicas() {
-      return d.actors.map((a) => `${a.name} ${a.state}`).join(', ') || 'no replicas';
+      return d.actors.map((a) => `${a.name} ${a.state}${a.reason ? `: ${a.reason}` : ''}`).join(', ') || 'no replicas';
     },
   };
 }

@@ -274,8 +274,11 @@ export class CallQueue {
   #expire(call: Pending): void {
     if (call.settled) return;
     const waited = Date.now() - call.enqueued;
+    // Why none took it, in the replicas' own words (PENDING: no node is ALIVE, say).
     const why =
-      call.options.deadline === undefined ? `no replica had room within ${MAX_QUEUE_WAIT_MS} ms` : `deadline passed after ${waited} ms`;
+      call.options.deadline === undefined
+        ? `no replica took it within ${MAX_QUEUE_WAIT_MS} ms (${this.#target.describeReplicas()})`
+        : `deadline passed after ${waited} ms`;
     this.#settle(call, new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `deployment '${this.#target.name}': ${why}`));
   }
 

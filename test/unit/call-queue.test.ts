@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CallQueue, replicaCallLimit } from '../../runtime/dispatch/call-queue.js';
+import { CallQueue, MAX_QUEUE_WAIT_MS, replicaCallLimit } from '../../runtime/dispatch/call-queue.js';
 import type { QueueTarget, Replica } from '../../runtime/dispatch/call-queue.js';
 import { TroupeError } from '../../runtime/errors.js';
 import type { CallReply } from '../../runtime/protocol/actor.js';
@@ -324,6 +324,21 @@ describe('CallQueue: deadlines and replicas that cannot serve', { timeout: 10_00
     assert.deepEqual(a.seen, [1, 3], 'call 2 never reached the replica');
     a.answerOldest();
     await Promise.all([first, patient]);
+  });
+
+  test('a call no replica takes within the queue bound fails naming the replicas and why they do not serve', async (t) => {
+    // Mocked timers: the bound is a minute.
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const waiting = target([]);
+    waiting.describeReplicas = () => 'mlp#0 PENDING: no node is ALIVE (1 known)';
+    const q = new CallQueue(waiting);
+    const call = q.submit(input(1));
+    t.mock.timers.tick(MAX_QUEUE_WAIT_MS);
+    await assert.rejects(call, {
+      code: 'TROUPE_ERR_DEADLINE_EXCEEDED',
+      message: `deployment 'mlp': no replica took it within ${MAX_QUEUE_WAIT_MS} ms (mlp#0 PENDING: no node is ALIVE (1 known))`,
+    });
+    assert.equal(q.queued, 0);
   });
 
   test('waiting calls fail with NOT_READY, naming the replicas, once none could ever serve', async () => {
