@@ -330,6 +330,13 @@ describe('queryGpus / queryComputeApps with a fake nvidia-smi', () => {
         return true;
       });
     }
+    // The agent's discovery says so and names the way out; --nvidia-smi none runs nothing and offers no GPUs.
+    await assert.rejects(discoverGpus({ command: failing, timeoutMs: FAST }), {
+      code: 'TROUPE_ERR_INTERNAL',
+      message:
+        /^cannot list this host's GPUs: .*exited with code 1.* \(fix the NVIDIA driver, or start the agent with --nvidia-smi none to offer no GPUs\)$/s,
+    });
+    assert.deepEqual(await discoverGpus({ command: 'none' }), []);
   });
 
   test('output the parser cannot read rejects', { ...BOUND, skip }, async () => {
