@@ -32,6 +32,11 @@ export const ERRORS = {
   TROUPE_ERR_DEADLINE_EXCEEDED: { status: 504, retryable: true, what: 'The call did not finish before its deadline.' },
   TROUPE_ERR_ACTOR_DIED: { status: 503, retryable: true, what: 'The actor running the call exited before answering.' },
   TROUPE_ERR_CONNECTION_CLOSED: { status: 503, retryable: true, what: 'The connection closed before the answer arrived.' },
+  TROUPE_ERR_CLIENT_CLOSED: {
+    status: 400,
+    retryable: false,
+    what: 'The SDK client was closed (close()): calls made with it after that fail; connect() again.',
+  },
   TROUPE_ERR_SHUTTING_DOWN: { status: 503, retryable: true, what: 'The process is shutting down and takes no new work.' },
   TROUPE_ERR_INFERENCE: { status: 500, retryable: false, what: 'onnxruntime failed while running the model.' },
   TROUPE_ERR_INTERNAL: { status: 500, retryable: false, what: 'An unexpected internal error; the message says where.' },

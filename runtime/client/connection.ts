@@ -68,7 +68,7 @@ export class HeadConnection {
     timeoutMs?: number,
   ): Promise<z.output<(typeof ClientToHeadReplies)[M['type']]>> {
     if (this.#closed)
-      return Promise.reject(new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', 'the connection to the head was closed by this client'));
+      return Promise.reject(new TroupeError('TROUPE_ERR_CLIENT_CLOSED', 'this client was closed (close()): connect() again to make calls'));
     const channel = this.#channel;
     if (!channel || channel.closed) {
       const why = this.#lastError ? `: ${this.#lastError}` : '';

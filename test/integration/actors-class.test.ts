@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { connect, tensor } from '../../runtime/internal.js';
+import { TroupeError, connect, tensor } from '../../runtime/internal.js';
 import type { ActorHandle, Cluster } from '../../runtime/internal.js';
 import { isAlive, startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
@@ -96,6 +96,24 @@ describe('class actors: instances of a class, their methods called by name', { t
     assert.deepEqual([config.platform, config.backend], ['', 'troupe_class']);
     const model = (await (await fetch(`${cluster.url}/v2/models/mlp/config`)).json()) as { platform: string; backend: string };
     assert.deepEqual([model.platform, model.backend], ['onnxruntime_onnx', 'onnxruntime']);
+  });
+
+  test('a client closed with close() refuses its later calls as closed, not as a retryable lost connection', async () => {
+    const second = await connect(cluster.url);
+    assert.equal(typeof (await second.actorHandle('counter').call('total')), 'number');
+    await second.close();
+    for (const late of [() => second.actorHandle('counter').call('total'), () => second.run('counter', {})]) {
+      await assert.rejects(
+        async () => await late(),
+        (err: unknown) => {
+          assert.ok(err instanceof TroupeError, String(err));
+          assert.equal(err.code, 'TROUPE_ERR_CLIENT_CLOSED');
+          assert.equal(err.retryable, false);
+          assert.match(err.message, /this client was closed \(close\(\)\): connect\(\) again/);
+          return true;
+        },
+      );
+    }
   });
 
   test('classes that cannot be built, and args that are not JSON, are refused at deploy', async () => {
