@@ -22,7 +22,7 @@ export const DELETE_HELP = helpOf(
 );
 
 export const DeleteFlagsSchema = z.object({
-  head: HeadUrlSchema.default(DEFAULT_HEAD),
+  head: HeadUrlSchema.prefault(DEFAULT_HEAD),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
   force: z.boolean().default(false),
 });

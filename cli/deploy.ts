@@ -42,7 +42,7 @@ const SecondsSchema = z.coerce.number().positive('must be seconds above 0').max(
 
 /** The flags as parsed, before the checks between them. */
 export const DeployFlagsObject = z.object({
-  head: HeadUrlSchema.default(DEFAULT_HEAD),
+  head: HeadUrlSchema.prefault(DEFAULT_HEAD),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
   wait: z.boolean().optional(),
   noWait: z.boolean().optional(),

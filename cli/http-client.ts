@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { TroupeError, isErrorCode } from '../runtime/internal.js';
@@ -5,14 +7,16 @@ import type { FlagSpec } from './flags.js';
 
 /**
  * What `troupe deploy` and `troupe status` share: they are thin clients of the head's HTTP API
- * (global fetch), so they work against any head a person can reach with curl.
+ * (node:http, not fetch: fetch refuses ports browsers block, 6000 or 10080, that a head may
+ * listen on), so they work against any head a person can reach with curl.
  */
 
 export const DEFAULT_HEAD = process.env.TROUPE_HEAD ?? `http://127.0.0.1:${process.env.TROUPE_PORT ?? 8470}`;
 
 export const HeadUrlSchema = z
   .string()
-  .regex(/^(https?|wss?):\/\/[^\s/]+(\/\S*)?$/, 'must be an http:// (or ws://) URL such as http://127.0.0.1:8470');
+  .regex(/^(https?|wss?):\/\/[^\s/]+(\/\S*)?$/, 'must be an http:// (or ws://) URL such as http://127.0.0.1:8470')
+  .refine((url) => URL.canParse(url), 'must be an http:// (or ws://) URL with a numeric port, such as http://127.0.0.1:8470');
 
 /** The head's HTTP base URL; the ws:// form the SDK and agents use is accepted too. */
 export function httpBase(head: string): string {
@@ -43,32 +47,56 @@ export function headClient(head: string, token: string | undefined): HeadClient 
   const base = httpBase(head);
   return {
     async request(method, path, body) {
-      let response: Response;
+      let response: { status: number; text: string };
       try {
-        response = await fetch(`${base}${path}`, {
+        response = await send(
+          `${base}${path}`,
           method,
-          headers: {
+          {
             ...(token ? { authorization: `Bearer ${token}` } : {}),
             ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
           },
-          ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        });
+          body !== undefined ? JSON.stringify(body) : undefined,
+        );
       } catch (err) {
-        const cause = (err as { cause?: { message?: string } }).cause?.message ?? (err as Error).message;
-        throw new TroupeError('TROUPE_ERR_CONNECTION_CLOSED', `cannot reach the head at ${base}: ${cause} (is it running? see --head)`);
+        throw new TroupeError(
+          'TROUPE_ERR_CONNECTION_CLOSED',
+          `cannot reach the head at ${base}: ${(err as Error).message} (is it running? see --head)`,
+        );
       }
-      const text = await response.text();
+      const { text } = response;
+      const ok = response.status >= 200 && response.status < 300;
       let parsed: unknown = text;
       try {
         parsed = text ? JSON.parse(text) : undefined;
       } catch {
         // Not JSON: keep the text for the error message.
       }
-      if (response.ok) return { status: response.status, body: parsed };
+      if (ok) return { status: response.status, body: parsed };
       const error = parsed as { error?: unknown; code?: unknown } | undefined;
       const message =
         typeof error?.error === 'string' ? error.error : `HTTP ${response.status} from ${method} ${path}: ${text.slice(0, 200)}`;
       throw new TroupeError(isErrorCode(error?.code) ? error.code : 'TROUPE_ERR_INTERNAL', message);
     },
   };
+}
+
+/** One request, its answer read whole. */
+function send(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const req = (target.protocol === 'https:' ? httpsRequest : httpRequest)(target, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }

@@ -26,7 +26,7 @@ export const INFER_HELP = helpOf(
 );
 
 export const InferFlagsSchema = z.object({
-  head: HeadUrlSchema.default(DEFAULT_HEAD),
+  head: HeadUrlSchema.prefault(DEFAULT_HEAD),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
   json: z.boolean().default(false),
 });

@@ -14,7 +14,7 @@ export const STATUS_FLAGS: readonly FlagDef[] = [
 export const STATUS_HELP = helpOf("troupe status: nodes, deployments and actors, and graphs, from the head's HTTP API", [], STATUS_FLAGS);
 
 export const StatusFlagsSchema = z.object({
-  head: HeadUrlSchema.default(DEFAULT_HEAD),
+  head: HeadUrlSchema.prefault(DEFAULT_HEAD),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
   json: z.boolean().default(false),
 });
