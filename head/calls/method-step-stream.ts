@@ -1,7 +1,7 @@
 import { ActorStream, TroupeError, WireTensorMapSchema, newId } from '../../runtime/internal.js';
 import type { LinkStream, WireTensorMap } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
-import { classActor, split } from './method-steps.js';
+import { checkMethodInputs, classActor, split } from './method-steps.js';
 
 /**
  * Opens the stream of one streaming graph step (a generator method, `actor#method`): the step's
@@ -20,6 +20,7 @@ export function openMethodStepStream(
 ): AsyncIterableIterator<WireTensorMap> {
   const { actor, method } = split(key);
   const d = classActor(state, actor, method);
+  checkMethodInputs(d, method, inputs);
   let started: Omit<LinkStream, 'done'> | undefined;
   let pendingCredit = 0;
   let cancelled = false;

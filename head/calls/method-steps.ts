@@ -1,4 +1,4 @@
-import { TroupeError, WireTensorMapSchema } from '../../runtime/internal.js';
+import { TroupeError, WireTensorMapSchema, validateInputs } from '../../runtime/internal.js';
 import type { LeafInfo, LeafResult, WireTensorMap } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
@@ -27,6 +27,17 @@ export function classActor(state: ClusterState, actor: string, method: string): 
   if (d.spec.kind !== 'class' || !(d.dispatcher instanceof Dispatcher))
     throw new TroupeError('TROUPE_ERR_NOT_A_CLASS_ACTOR', `method step ${actor}.${method}(): '${actor}' is not a class actor`);
   return d as DeploymentRecord & { dispatcher: Dispatcher };
+}
+
+/**
+ * A method step's tensors against the signature its class declares, before the method runs, as a
+ * model step's are against its metadata: a method checks nothing itself, so a tensor of the wrong
+ * shape would run it (and change its instance's state) and answer wrong numbers. A method that
+ * declares no signature takes whatever it is given.
+ */
+export function checkMethodInputs(d: DeploymentRecord, method: string, inputs: WireTensorMap): void {
+  const declared = d.actors.find((a) => a.classMethods)?.classMethods?.[method];
+  if (declared && declared.inputs.length > 0) validateInputs(`${d.spec.name}.${method}()`, declared, inputs);
 }
 
 /**
@@ -71,6 +82,7 @@ export async function callMethodStep(
 ): Promise<LeafResult> {
   const { actor, method } = split(key);
   const d = classActor(state, actor, method);
+  checkMethodInputs(d, method, inputs);
   const reply = await d.dispatcher.methods.submit(method, [inputs], { deadline, tensors: true });
   const outputs = WireTensorMapSchema.safeParse(reply.value);
   if (!outputs.success)

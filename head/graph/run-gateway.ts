@@ -12,7 +12,6 @@ import {
   formatIssues,
   inferSignature,
   isDynamic,
-  validateInputs,
 } from '../../runtime/internal.js';
 import type {
   ClientToHead,
@@ -65,16 +64,6 @@ export interface GraphDeployOptions {
   onDeployed?: (view: GraphDeploymentView) => void;
   /** Sees the model and fn specs the graph defines before any is deployed; throws to refuse the graph. */
   check?: (specs: readonly ModelDeployment[]) => void;
-}
-
-/**
- * A graph's inputs against its signature before any step runs, as a model's are against its
- * metadata: a method step (a class actor's) checks nothing of what it is given, so a tensor of the
- * wrong shape would otherwise run it, change its instance's state, and answer wrong numbers.
- */
-function checkGraphInputs(name: string, graph: RegisteredGraph, inputs: WireTensorMap): void {
-  const { inputs: declared, outputs } = graph.signature;
-  if (declared) validateInputs(name, { inputs: declared, outputs: outputs ?? [] }, inputs);
 }
 
 /** Rejects with TROUPE_ERR_DEADLINE_EXCEEDED at `deadline`, whatever `work` is doing. */
@@ -354,7 +343,6 @@ export class RunGateway {
       }
       return trace ? { outputs, trace } : { outputs };
     }
-    checkGraphInputs(message.deployment, graph, inputs);
     const all = await byDeadline(
       execute(graph.plan, inputs, this.#caller, { ...(deadline !== undefined ? { deadline } : {}), ...(trace ? { trace } : {}) }),
       deadline,
@@ -385,7 +373,6 @@ export class RunGateway {
       return;
     }
     const inputs = request.refs ? await this.#inputs(request, deadline) : request.inputs;
-    checkGraphInputs(request.deployment, graph, inputs);
     for await (const out of streamPlan(graph.plan, inputs, this.#caller, { signal, ...(deadline !== undefined ? { deadline } : {}) }))
       yield pick(out);
   }

@@ -147,7 +147,13 @@ class StreamRun {
     // A streaming leaf (checkStreamable keeps streams out of ensembles and data-parallel steps).
     if (plan.kind !== 'model' && plan.kind !== 'fn' && plan.kind !== 'method')
       throw atStep(path, new TroupeError('TROUPE_ERR_BAD_SPEC', `a ${plan.kind} cannot stream`));
-    const items = this.#caller.open(leafKey(plan), inputs, STEP_STREAM_WINDOW, this.#options.signal);
+    let items: AsyncIterableIterator<WireTensorMap>;
+    try {
+      // Opening refuses what the step would not take (its inputs against its signature) at once.
+      items = this.#caller.open(leafKey(plan), inputs, STEP_STREAM_WINDOW, this.#options.signal);
+    } catch (err) {
+      throw atStep(path, err);
+    }
     try {
       for (;;) {
         let next: IteratorResult<WireTensorMap>;

@@ -55,14 +55,14 @@ describe('class methods as graph steps', { timeout: 180_000 }, () => {
     assert.deepEqual(Array.from(label!.data as BigInt64Array), expected);
     await client.run('scaled', { x });
     assert.equal(await scaler.call('rowsSeen'), before + 6);
-    // Inputs that do not fit the graph's signature are refused before any step runs: the
-    // method step would take them, and count their rows.
+    // Inputs that do not fit a method step's declared signature are refused before it runs, as a
+    // model step's are: the method would take them, and count their rows.
     await rejectsWith(
       client.run('scaled', { x: tensor('float32', [5, 63], seededFloats(5 * 63, 6)) }),
       'TROUPE_ERR_BAD_INPUT',
-      /^input 'x': expected float32\[N,64\], got float32\[5,63\]$/,
+      /^step 'scaled > prep': input 'x': expected float32\[N,64\], got float32\[5,63\]$/,
     );
-    await rejectsWith(client.run('scaled', { y: x }), 'TROUPE_ERR_BAD_INPUT', /unknown input 'y'/);
+    await rejectsWith(client.run('scaled', { y: x, z: x }), 'TROUPE_ERR_BAD_INPUT', /step 'scaled > prep': .*'y'/);
     assert.equal(await scaler.call('rowsSeen'), before + 6);
   });
 

@@ -56,12 +56,12 @@ describe('streams through a pipeline: generator method steps pass each item on a
     assert.deepEqual(await labels(client.stream('by-row', { x }, { window: 1 })), expected.max);
     // A streaming graph is read as a stream; run() says so.
     await rejectsWith(client.run('by-row', { x }), 'TROUPE_ERR_BAD_REQUEST', /graph 'by-row' streams .*cluster\.stream\(\)/);
-    // A stream's inputs are checked against the graph's signature before the generator starts:
+    // A generator step's inputs are checked against its declared signature before it starts:
     // [1,192] would have been read as one row of 64 and the rest dropped.
     await rejectsWith(
       labels(client.stream('by-row', { x: tensor('float32', [1, 192], seededFloats(192, 8)) })),
       'TROUPE_ERR_BAD_INPUT',
-      /^input 'x': expected float32\[N,64\], got float32\[1,192\]$/,
+      /^step 'by-row > \w+': input 'x': expected float32\[N,64\], got float32\[1,192\]$/,
     );
   });
 
