@@ -98,6 +98,11 @@ export async function headCommand(argv: string[]): Promise<void> {
   const token = flags.token ?? process.env.TROUPE_TOKEN;
   if (flags.noGrpc && flags.grpcPort !== undefined)
     throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --grpc-port and --no-grpc contradict each other; give one');
+  if (flags.httpHandoff && flags.httpWorkers === 0)
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_FLAG',
+      'head: --http-handoff needs --http-workers above 0 (the workers take the connections a replica cannot); give one',
+    );
   const grpcPort = flags.noGrpc ? undefined : grpcPortOf(flags.grpcPort, flags.port);
   const head = await startHead({
     host: flags.host,

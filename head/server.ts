@@ -354,11 +354,13 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           // Its connections go to the front-door workers once they are up, as HTTP ones do.
           (socket) => frontDoor?.takeGrpc(socket) ?? false,
         );
+  const wantedPort = options.port ?? 8470;
   try {
-    await app.listen({ host, port: options.port ?? 8470 });
+    await app.listen({ host, port: wantedPort });
   } catch (err) {
     await grpc?.close(0);
-    throw err;
+    // A port in use or not ours to take is the operator's to change, as the gRPC port's is.
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `cannot listen on ${host}:${wantedPort}: ${(err as Error).message} (see --port)`);
   }
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : options.port;

@@ -3,6 +3,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { waitFor } from '../helpers/cluster.js';
@@ -22,6 +23,27 @@ describe('CLI', { timeout: 120_000 }, () => {
     for (const command of ['up', 'head', 'agent']) assert.match(out.stdout, new RegExp(`^  ${command}\\s+\\S.*$`, 'm'));
     const agentHelp = troupe(['agent', '--help']);
     assert.match(agentHelp.stdout, /--simulate-gpus N/);
+  });
+
+  test('a head port in use, and --http-handoff without workers, are bad flags (exit 2), as a gRPC port in use is', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'troupe-head-flags-'));
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = String((taken.address() as { port: number }).port);
+      const busy = troupe(['head', '--port', port, '--no-grpc', '--data-dir', join(dir, 'a')]);
+      assert.equal(busy.status, 2, busy.stderr);
+      assert.match(
+        busy.stderr,
+        new RegExp(`TROUPE_ERR_BAD_FLAG: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE.* \\(see --port\\)`),
+      );
+      const handoff = troupe(['head', '--port', '0', '--http-handoff', '--http-workers', '0', '--data-dir', join(dir, 'b')]);
+      assert.equal(handoff.status, 2, handoff.stderr);
+      assert.match(handoff.stderr, /TROUPE_ERR_BAD_FLAG: head: --http-handoff needs --http-workers above 0/);
+    } finally {
+      taken.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   test('bad flags and commands exit 2 with TROUPE_ERR_BAD_FLAG naming the problem', () => {
