@@ -1,8 +1,15 @@
+import { statSync } from 'node:fs';
 import { z } from 'zod';
 import { NodeAgent } from '../node-agent/index.js';
 import { NameSchema } from '../runtime/internal.js';
 import { helpOf, onShutdown, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
+
+/** A directory that is there: a mistyped one would only show at the first deploy that names a file in it. */
+const ExistingDirSchema = z
+  .string()
+  .min(1)
+  .refine((dir) => statSync(dir, { throwIfNoEntry: false })?.isDirectory() === true, 'no such directory');
 
 export const AGENT_FLAGS: readonly FlagDef[] = [
   { name: 'head', value: 'URL', help: 'the head, e.g. ws://127.0.0.1:8470 (required)', required: true },
@@ -47,8 +54,8 @@ export const AgentFlagsSchema = z.object({
     .max(253)
     .regex(/^[A-Za-z0-9.:_-]+$/, 'must be a host name or an IP address, without a scheme or port')
     .optional(),
-  modelDir: z.string().min(1).default(process.cwd()),
-  moduleDir: z.string().min(1).optional(),
+  modelDir: ExistingDirSchema.default(process.cwd()),
+  moduleDir: ExistingDirSchema.optional(),
   cpus: z.coerce.number().positive('must be above 0').max(4096).optional(),
   maxActors: z.coerce.number().int('must be a whole number').min(1).max(100_000).optional(),
   memoryMib: z.coerce

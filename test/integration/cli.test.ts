@@ -57,6 +57,10 @@ describe('CLI', { timeout: 120_000 }, () => {
       [['agent', '--head', 'ftp://x'], /--head: must be a ws:\/\/ or http:\/\/ URL/],
       [['status', '--head', 'http://127.0.0.1:abc'], /--head: must be an http:\/\/ \(or ws:\/\/\) URL with a numeric port/],
       [['agent', '--head', 'ws://127.0.0.1:1', '--simulate-gpus', '1.5'], /--simulate-gpus: must be a whole number/],
+      [
+        ['agent', '--head', 'ws://127.0.0.1:1', '--model-dir', join(tmpdir(), 'troupe-no-such-model-dir')],
+        /--model-dir: no such directory/,
+      ],
     ];
     for (const [args, message] of cases) {
       const out = troupe(args);
