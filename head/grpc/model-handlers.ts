@@ -4,7 +4,7 @@ import { repositoryIndex } from '../control/model-repository.js';
 import { serverReadiness } from '../control/readiness.js';
 import { EXTENSIONS, modelMetadata, modelReadiness } from '../http/oip-models.js';
 import { TROUPE_VERSION } from '../http/openapi.js';
-import { tritonConfigOf, tritonDeployment } from '../http/triton-config.js';
+import { tritonConfigOf, tritonStatsOf } from '../http/triton-config.js';
 import type { GrpcContext } from './context.js';
 import { ModelRequestSchema, RepositoryIndexRequestSchema } from './messages.js';
 import { parseMessage } from './status.js';
@@ -41,8 +41,7 @@ export function modelHandlers(ctx: GrpcContext): Record<string, (request: unknow
         const all = [...state.deployments.values()].sort((a, b) => a.spec.name.localeCompare(b.spec.name));
         return { model_stats: all.map((d) => d.stats.triton(d.spec.name)) };
       }
-      const d = tritonDeployment(state, params);
-      return { model_stats: [d.stats.triton(d.spec.name)] };
+      return { model_stats: tritonStatsOf(state, params) };
     },
     RepositoryIndex: (request) => {
       const { ready } = parseMessage(RepositoryIndexRequestSchema, request, 'RepositoryIndexRequest');

@@ -4,6 +4,8 @@ import type { RunGateway } from '../graph/run-gateway.js';
 import { PLATFORMS } from './oip-models.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
+import type { TritonModelStat } from '../state/inference-statistics.js';
+import { versionMap } from '../control/versions.js';
 
 /**
  * A deployment as Triton's model configuration (model_config.proto, in the JSON shape Triton's
@@ -178,6 +180,29 @@ export function tritonConfigOf(state: ClusterState, graphs: RunGateway, params: 
       `model '${params.name}' has no version '${params.version.slice(0, 40)}' (versions: ${MODEL_VERSION})`,
     );
   return tritonGraphConfig(params.name, signature);
+}
+
+/**
+ * Triton's statistics of what a request names: a deployment's, or, for one split between versions,
+ * each version's (the deployment running it counts its calls) under the name and version asked for.
+ */
+export function tritonStatsOf(state: ClusterState, params: Params): TritonModelStat[] {
+  const d = state.deployments.get(params.name);
+  const versions = d ? versionMap(d.spec) : undefined;
+  if (!versions) {
+    const one = tritonDeployment(state, params);
+    return [one.stats.triton(one.spec.name)];
+  }
+  if (params.version !== undefined && !Object.hasOwn(versions, params.version))
+    throw new TroupeError(
+      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+      `model '${params.name}' has no version '${params.version.slice(0, 40)}' (versions: ${Object.keys(versions).join(', ')})`,
+    );
+  const asked = params.version === undefined ? Object.keys(versions) : [params.version];
+  return asked.flatMap((version) => {
+    const running = state.deployments.get(versions[version]!);
+    return running ? [{ ...running.stats.triton(params.name), version }] : [];
+  });
 }
 
 /** The deployment and version a request names (TROUPE_ERR_UNKNOWN_DEPLOYMENT otherwise, naming only what was asked for). */

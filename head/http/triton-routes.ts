@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { TroupeError } from '../../runtime/internal.js';
 import { loadModel, repositoryIndex, unloadModel } from '../control/model-repository.js';
 import type { DeploymentRecord } from '../state/records.js';
-import { tritonConfigOf, tritonDeployment } from './triton-config.js';
+import { tritonConfigOf, tritonDeployment, tritonStatsOf } from './triton-config.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 
@@ -117,7 +117,7 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
           'Times run from arrival in the replica; inference_count counts rows, execution_count model executions (batches).',
         responses: { 200: { description: 'statistics', schema: StatsResponseSchema } },
       },
-      async (request) => ({ model_stats: [named(request).stats.triton(named(request).spec.name)] }),
+      async (request) => ({ model_stats: tritonStatsOf(state, request.params as Params) }),
     );
   }
 

@@ -128,6 +128,28 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
     });
     const chosen = (await split.json()) as { model_name: string; model_version: string };
     assert.deepEqual([chosen.model_name, chosen.model_version], ['ab', '']);
+    // Statistics by version, under the name asked for (each version's deployment counts its calls; actors report about once a second).
+    type Stats = { model_stats: { name: string; version: string; inference_stats: { success: { count: number } } }[] };
+    const stats = async (path: string) => (await (await fetch(`${cluster.url}/v2/models/ab${path}/stats`)).json()) as Stats;
+    await waitFor(
+      'v2 to report its pinned calls',
+      async () => ((await stats('/versions/v2')).model_stats[0]?.inference_stats.success.count ?? 0) >= 5,
+      20_000,
+    );
+    assert.deepEqual(
+      (await stats('/versions/v2')).model_stats.map((m) => [m.name, m.version]),
+      [['ab', 'v2']],
+    );
+    assert.deepEqual(
+      (await stats('')).model_stats.map((m) => [m.name, m.version]),
+      [
+        ['ab', 'v1'],
+        ['ab', 'v2'],
+      ],
+    );
+    const noStats = await fetch(`${cluster.url}/v2/models/ab/versions/v3/stats`);
+    assert.equal(noStats.status, 404);
+    assert.match(((await noStats.json()) as { error: string }).error, /no version 'v3' \(versions: v1, v2\)/);
     const unknown = await fetch(`${cluster.url}/v2/models/ab/versions/v3/infer`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
