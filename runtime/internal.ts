@@ -255,7 +255,15 @@ export type { ContentCoding } from './oip/content-coding.js';
 export { datatypeOfDtype, dtypeOfDatatype, OIP_DATATYPES, OIP_TO_DTYPE, oipDtype, oipShape } from './oip/datatypes.js';
 export type { OipDatatype, OipDType } from './oip/datatypes.js';
 export { fromHalfBits, toHalfBits } from './oip/float16.js';
-export { checkInferRequest, findTarget, MODEL_VERSION, notTensorTarget, splitModelName, takesAnything } from './oip/infer-backend.js';
+export {
+  checkInferRequest,
+  findTarget,
+  MODEL_VERSION,
+  notTensorTarget,
+  splitModelName,
+  takesAnything,
+  unknownVersion,
+} from './oip/infer-backend.js';
 export type { InferenceBackend, InferenceRequest, InferTarget, Params } from './oip/infer-backend.js';
 export { answeredAs, inferResponse, outputOrder } from './oip/infer-response.js';
 export { checkInferJson, MAX_JSON_VALUES, MAX_REQUEST_ELEMENTS, tooMany } from './oip/json-scan.js';

@@ -59,7 +59,8 @@ export function acceptSpecBuffers(app: FastifyInstance): void {
     payload.on('end', () =>
       decodeBody(Buffer.concat(chunks, size), request.headers, SPEC_BODY_LIMIT).then(
         (body) => finish(null, body),
-        (err: unknown) => finish(err as Error),
+        // Past the bound once decoded: the spec's own bound, not --max-body-mib's, is what was passed.
+        (err: unknown) => finish(err instanceof TroupeError && err.code === 'TROUPE_ERR_BODY_TOO_LARGE' ? tooLarge() : (err as Error)),
       ),
     );
     payload.on('error', (err) => finish(err));

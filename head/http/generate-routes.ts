@@ -14,6 +14,7 @@ import {
   parseJson,
   toWireError,
   TroupeError,
+  unknownVersion,
 } from '../../runtime/internal.js';
 import type { GenerateRequest, TensorInfo, WireTensorMap } from '../../runtime/internal.js';
 import { methodStepStreams } from '../calls/method-steps.js';
@@ -92,11 +93,7 @@ function named(ctx: ApiContext, request: FastifyRequest): Named {
   const spec = ctx.state.deployments.get(name)?.spec;
   const versions = spec?.kind !== 'class' && spec && 'versions' in spec && spec.versions ? versionMap(spec) : undefined;
   const deployment = versions ? versions[version] : version === MODEL_VERSION ? name : undefined;
-  if (deployment === undefined)
-    throw new TroupeError(
-      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
-      `model '${name}' has no version '${version.slice(0, 40)}' (versions: ${versions ? Object.keys(versions).join(', ') : MODEL_VERSION})`,
-    );
+  if (deployment === undefined) throw unknownVersion(name, version, versions ? Object.keys(versions) : [MODEL_VERSION]);
   return { model: name, version, deployment };
 }
 

@@ -1,4 +1,4 @@
-import { EVERY_OUTPUT, MODEL_VERSION, TroupeError, labelFilesOf } from '../../runtime/internal.js';
+import { EVERY_OUTPUT, MODEL_VERSION, TroupeError, labelFilesOf, unknownVersion } from '../../runtime/internal.js';
 import type { DType, Params, Signature, TensorInfo } from '../../runtime/internal.js';
 import type { RunGateway } from '../graph/run-gateway.js';
 import { PLATFORMS } from './oip-models.js';
@@ -80,6 +80,15 @@ function batches(d: DeploymentRecord, inputs: readonly TensorInfo[], outputs: re
   return d.spec.batch.maxSize > 1 && [...inputs, ...outputs].every((t) => typeof t.shape[0] === 'string');
 }
 
+function inputConfig(t: TensorInfo, tensorDims: number[]): TritonModelConfig['input'][number] {
+  const base = { name: t.name, data_type: tritonDataType(t.dtype), format: 'FORMAT_NONE', dims: tensorDims };
+  return { ...base, is_shape_tensor: false, allow_ragged_batch: false, optional: false };
+}
+
+function outputConfig(t: TensorInfo, tensorDims: number[], labelFile: string): TritonModelConfig['output'][number] {
+  return { name: t.name, data_type: tritonDataType(t.dtype), dims: tensorDims, label_filename: labelFile, is_shape_tensor: false };
+}
+
 export function tritonModelConfig(d: DeploymentRecord): TritonModelConfig {
   const { spec, metadata } = d;
   if (!metadata)
@@ -95,22 +104,10 @@ export function tritonModelConfig(d: DeploymentRecord): TritonModelConfig {
     backend: kind === 'model' ? 'onnxruntime' : PLATFORMS[kind],
     version_policy: { latest: { num_versions: 1 } },
     max_batch_size: batching ? spec.batch.maxSize : 0,
-    input: metadata.inputs.map((t) => ({
-      name: t.name,
-      data_type: tritonDataType(t.dtype),
-      format: 'FORMAT_NONE',
-      dims: shapeOf(t),
-      is_shape_tensor: false,
-      allow_ragged_batch: false,
-      optional: false,
-    })),
-    output: metadata.outputs.map((t) => ({
-      name: t.name,
-      data_type: tritonDataType(t.dtype),
-      dims: shapeOf(t),
-      label_filename: labelFilesOf(spec.labels)?.[t.name] ?? labelFilesOf(spec.labels)?.[EVERY_OUTPUT] ?? '',
-      is_shape_tensor: false,
-    })),
+    input: metadata.inputs.map((t) => inputConfig(t, shapeOf(t))),
+    output: metadata.outputs.map((t) =>
+      outputConfig(t, shapeOf(t), labelFilesOf(spec.labels)?.[t.name] ?? labelFilesOf(spec.labels)?.[EVERY_OUTPUT] ?? ''),
+    ),
     instance_group: [
       {
         name: spec.name,
@@ -150,21 +147,14 @@ export function tritonGraphConfig(name: string, signature: Signature): TritonMod
       'TROUPE_ERR_NOT_READY',
       `graph '${name}' has a step that declares no tensors (a fn without a signature), so its inputs and outputs are not known`,
     );
-  const tensorConfig = (t: TensorInfo): TritonTensorConfig => ({ name: t.name, data_type: tritonDataType(t.dtype), dims: dims(t.shape) });
   return {
     name,
     platform: 'ensemble',
     backend: '',
     version_policy: { latest: { num_versions: 1 } },
     max_batch_size: 0,
-    input: signature.inputs.map((t) => ({
-      ...tensorConfig(t),
-      format: 'FORMAT_NONE',
-      is_shape_tensor: false,
-      allow_ragged_batch: false,
-      optional: false,
-    })),
-    output: signature.outputs.map((t) => ({ ...tensorConfig(t), label_filename: '', is_shape_tensor: false })),
+    input: signature.inputs.map((t) => inputConfig(t, dims(t.shape))),
+    output: signature.outputs.map((t) => outputConfig(t, dims(t.shape), '')),
     instance_group: [],
     parameters: {},
   };
@@ -174,11 +164,7 @@ export function tritonGraphConfig(name: string, signature: Signature): TritonMod
 export function tritonConfigOf(state: ClusterState, graphs: RunGateway, params: Params): TritonModelConfig {
   const signature = state.deployments.has(params.name) ? undefined : graphs.signature(params.name);
   if (!signature) return tritonModelConfig(tritonDeployment(state, params));
-  if (params.version !== undefined && params.version !== MODEL_VERSION)
-    throw new TroupeError(
-      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
-      `model '${params.name}' has no version '${params.version.slice(0, 40)}' (versions: ${MODEL_VERSION})`,
-    );
+  if (params.version !== undefined && params.version !== MODEL_VERSION) throw unknownVersion(params.name, params.version, [MODEL_VERSION]);
   return tritonGraphConfig(params.name, signature);
 }
 
@@ -194,10 +180,7 @@ export function tritonStatsOf(state: ClusterState, params: Params): TritonModelS
     return [one.stats.triton(one.spec.name)];
   }
   if (params.version !== undefined && !Object.hasOwn(versions, params.version))
-    throw new TroupeError(
-      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
-      `model '${params.name}' has no version '${params.version.slice(0, 40)}' (versions: ${Object.keys(versions).join(', ')})`,
-    );
+    throw unknownVersion(params.name, params.version, Object.keys(versions));
   const asked = params.version === undefined ? Object.keys(versions) : [params.version];
   return asked.flatMap((version) => {
     const running = state.deployments.get(versions[version]!);
@@ -210,10 +193,6 @@ export function tritonDeployment(state: ClusterState, params: Params): Deploymen
   const { name, version } = params;
   const d = state.deployments.get(name);
   if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `unknown model '${name.slice(0, 100)}'`);
-  if (version !== undefined && version !== MODEL_VERSION)
-    throw new TroupeError(
-      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
-      `model '${d.spec.name}' has no version '${version.slice(0, 40)}' (versions: ${MODEL_VERSION})`,
-    );
+  if (version !== undefined && version !== MODEL_VERSION) throw unknownVersion(d.spec.name, version, [MODEL_VERSION]);
   return d;
 }

@@ -110,12 +110,14 @@ export function findTarget(params: Params, lookup: (name: string) => InferTarget
   if (params.version === undefined) return target;
   const pinned = target.versions ? target.versions[params.version] : params.version === MODEL_VERSION ? target.name : undefined;
   const version = pinned === undefined ? undefined : pinned === target.name ? target : lookup(pinned);
-  if (!version) {
-    const versions = target.versions ? Object.keys(target.versions).join(', ') : MODEL_VERSION;
-    throw new TroupeError(
-      'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
-      `model '${params.name}' has no version '${params.version.slice(0, 40)}' (versions: ${versions})`,
-    );
-  }
+  if (!version) throw unknownVersion(params.name, params.version, target.versions ? Object.keys(target.versions) : [MODEL_VERSION]);
   return version;
+}
+
+/** The 404 for a version a model does not have, naming those it has. */
+export function unknownVersion(name: string, version: string, versions: readonly string[]): TroupeError {
+  return new TroupeError(
+    'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
+    `model '${name}' has no version '${version.slice(0, 40)}' (versions: ${versions.join(', ')})`,
+  );
 }

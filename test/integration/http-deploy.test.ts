@@ -99,6 +99,12 @@ describe('HTTP: deployments, cluster, docs, and the deploy/status CLI', { timeou
       headers: { 'content-type': 'application/yaml', 'content-encoding': 'br' },
     });
     assertError(refused, 415, 'TROUPE_ERR_UNSUPPORTED_ENCODING', /Content-Encoding 'br' is not supported/);
+    // The spec's bound holds for what a body decodes to: 300 KiB of YAML sent as a few hundred bytes of gzip.
+    const bomb = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', {
+      body: gzipSync(Buffer.concat([spec, Buffer.alloc(300 * 1024, ' ')])),
+      headers: { 'content-type': 'application/yaml', 'content-encoding': 'gzip' },
+    });
+    assertError(bomb, 413, 'TROUPE_ERR_SPEC_TOO_LARGE', /the deployment body is larger than 256 KiB/);
   });
 
   test('?wait=false answers 202 at once; the deployment becomes READY on its own', async () => {

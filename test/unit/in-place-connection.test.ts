@@ -8,7 +8,7 @@ import { createLogger } from '../../runtime/log.js';
 
 // Bounds of the connection under test: long enough that a busy machine's pauses do not reach them
 // between the requests a test sends, short enough to wait out.
-const KEEP_ALIVE_MS = 2000;
+const KEEP_ALIVE_MS = 3000;
 const HEADERS_MS = 1500;
 const HEALTH = 'GET /v2/health/live HTTP/1.1\r\nhost: x\r\n\r\n';
 
@@ -67,20 +67,19 @@ describe('a connection served in place: its idle and header bounds', { timeout: 
 
   test('a connection that keeps asking stays open past its idle bound, and is dropped once quiet for it', async () => {
     const c = client(port);
-    // Requests for three idle bounds' worth of time, each sent once the one before is answered and
-    // a fifth of the bound has passed: each must push the connection's deadline on.
+    // Requests for two idle bounds' worth of time, each sent once the one before is answered and
+    // a tenth of the bound has passed: each must push the connection's deadline on.
     const started = Date.now();
     let sent = 0;
     let answeredAt = 0;
-    while (Date.now() - started < 3 * KEEP_ALIVE_MS) {
+    while (Date.now() - started < 2 * KEEP_ALIVE_MS) {
       c.socket.write(HEALTH);
       sent++;
       await until(`answer ${sent}`, () => answers(c.text()) === sent || c.isClosed());
       assert.equal(c.isClosed(), false, `dropped after ${sent} answers, ${Date.now() - started} ms in`);
       answeredAt = Date.now();
-      await new Promise((resolve) => setTimeout(resolve, KEEP_ALIVE_MS / 5));
+      await new Promise((resolve) => setTimeout(resolve, KEEP_ALIVE_MS / 10));
     }
-    assert.ok(sent >= 10, `only ${sent} requests`);
     await c.closed;
     assert.ok(Date.now() - answeredAt >= KEEP_ALIVE_MS - 50, `dropped ${Date.now() - answeredAt} ms after the last answer`);
   });
