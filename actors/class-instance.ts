@@ -9,6 +9,7 @@ import {
   encodeFrame,
   mapFromWire,
   mapToWire,
+  toWireValue,
 } from '../runtime/internal.js';
 import type { ClassMethods, InvokeReply } from '../runtime/internal.js';
 import { checkTensorOutputs } from './tensor-outputs.js';
@@ -92,16 +93,29 @@ function wireInputs(who: string, value: unknown): z.output<typeof WireTensorMapS
   return parsed.data;
 }
 
-/** Fails unless `value` can cross the wire in one frame; the error says what is wrong with it. */
-function checkSendable(what: string, value: unknown, code: 'TROUPE_ERR_METHOD_FAILED' | 'TROUPE_ERR_CHECKPOINT_FAILED'): void {
+/**
+ * `value` in the form the encoder takes (runtime/protocol/values.ts), once it is known to cross in
+ * one frame; otherwise the error says what is wrong with it and where: a type that cannot cross
+ * (TROUPE_ERR_UNSENDABLE_VALUE, or `code` for a checkpoint) or the size.
+ */
+function sendable(
+  what: string,
+  value: unknown,
+  code: 'TROUPE_ERR_UNSENDABLE_VALUE' | 'TROUPE_ERR_CHECKPOINT_FAILED' = 'TROUPE_ERR_UNSENDABLE_VALUE',
+  madeByRuntime = false,
+): unknown {
+  let wire: unknown;
   let bytes: number;
   try {
-    bytes = encodeFrame([value]).byteLength;
+    // A graph step's map of wire tensors is the runtime's: its bytes travel as they are, as views.
+    wire = madeByRuntime ? value : toWireValue(value, 'value');
+    bytes = encodeFrame([wire]).byteLength;
   } catch (err) {
     throw new TroupeError(code, `${what} cannot be sent: ${(err as Error).message}`);
   }
   // Leave room for the envelope and the other messages of the frame.
   if (bytes > DEFAULT_MAX_FRAME_BYTES - 1024 * 1024) throw new TroupeError(code, `${what} takes ${bytes} bytes, more than a frame holds`);
+  return wire;
 }
 
 /**
@@ -237,8 +251,8 @@ export class ClassInstance {
             const item = tensors
               ? mapToWire(checkTensorOutputs(`item ${items} of ${who}`, next.value, 'TROUPE_ERR_METHOD_FAILED'))
               : next.value;
-            checkSendable(`item ${items} of ${who}`, item, 'TROUPE_ERR_METHOD_FAILED');
-            send(items++, item);
+            send(items, sendable(`item ${items} of ${who}`, item, 'TROUPE_ERR_UNSENDABLE_VALUE', tensors));
+            items++;
           }
         } finally {
           // A cancelled stream (or one whose item could not be sent) ends the generator, so its `finally` blocks run now.
@@ -296,7 +310,7 @@ export class ClassInstance {
     try {
       if (!tensors && asyncIterator(value))
         throw new TroupeError('TROUPE_ERR_METHOD_FAILED', `${who} returns a stream: read it with handle.stream('${method}', …)`);
-      checkSendable(`the value ${who} returned`, value, 'TROUPE_ERR_METHOD_FAILED');
+      value = sendable(`the value ${who} returned`, value, 'TROUPE_ERR_UNSENDABLE_VALUE', tensors);
     } catch (err) {
       this.#failed++;
       throw err;
@@ -317,8 +331,7 @@ export class ClassInstance {
           `${this.className}.${method}() ran, but checkpoint() threw: ${(err as Error)?.message ?? String(err)}`,
         );
       }
-      checkSendable(`the checkpoint after ${this.className}.${method}()`, state, 'TROUPE_ERR_CHECKPOINT_FAILED');
-      reply.checkpoint = { state };
+      reply.checkpoint = { state: sendable(`the checkpoint after ${this.className}.${method}()`, state, 'TROUPE_ERR_CHECKPOINT_FAILED') };
     }
     await this.#measure();
     return reply;

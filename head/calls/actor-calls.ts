@@ -1,4 +1,4 @@
-import { TroupeError } from '../../runtime/internal.js';
+import { TroupeError, replaceCallReferences, toWireValue } from '../../runtime/internal.js';
 import type { LinkStream, MethodCall } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
@@ -11,6 +11,20 @@ interface StreamControl {
   cancelled: boolean;
   pendingCredit: number;
   started?: Omit<LinkStream, 'done'>;
+}
+
+/**
+ * The arguments as every entry point gave them, checked as a sender checks them (bounded depth,
+ * only what can cross): JSON from HTTP may hold what no process could decode, a frame from a
+ * client that is not the SDK anything msgpack can say.
+ */
+function checkedArgs(request: MethodCallRequest): unknown[] {
+  try {
+    return request.args.map((arg, i) => toWireValue(arg, `args[${i}]`));
+  } catch (err) {
+    if (err instanceof TroupeError) throw new TroupeError(err.code, `${request.actor}.${request.method}(): ${err.message}`);
+    throw err;
+  }
 }
 
 /** A method call as every entry point gives it (SDK frames, HTTP): the SDK's message without its type. */
@@ -139,7 +153,7 @@ export class ActorCalls {
 
   /** The arguments, with those that name earlier calls (Futures) replaced by their values. */
   async #resolveRefs(request: MethodCallRequest): Promise<unknown[]> {
-    const args = [...request.args];
+    const args = checkedArgs(request);
     const refs = Object.entries(request.refs ?? {});
     await Promise.all(
       refs.map(async ([index, ref]) => {
@@ -158,6 +172,32 @@ export class ActorCalls {
     );
     // Arguments past the end that only refs filled must leave no holes.
     for (let i = 0; i < args.length; i++) if (!(i in args)) args[i] = null;
+    if (request.nestedRefs?.length) return this.#resolveNested(request, args);
     return args;
+  }
+
+  /** The arguments with the Futures nested inside them (CallReferences) replaced by their calls' values. */
+  async #resolveNested(request: MethodCallRequest, args: unknown[]): Promise<unknown[]> {
+    const values = new Map<string, unknown>();
+    await Promise.all(
+      (request.nestedRefs ?? []).map(async (call) => {
+        try {
+          values.set(call, await this.#results.get(call));
+        } catch (err) {
+          const cause = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
+          throw new TroupeError(
+            cause.code,
+            `a Future inside the arguments of ${request.actor}.${request.method}() is call ${call}, which failed with ${cause.code}: ${cause.message}`,
+          );
+        }
+      }),
+    );
+    return args.map((arg) =>
+      replaceCallReferences(arg, (call) => {
+        if (!values.has(call))
+          throw new TroupeError('TROUPE_ERR_BAD_MESSAGE', `the arguments refer to call ${call}, which nestedRefs does not list`);
+        return values.get(call);
+      }),
+    );
   }
 }

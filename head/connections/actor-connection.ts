@@ -25,6 +25,8 @@ export function serveActor(
   >(ws, {
     replies: HeadToActorReplies,
     schema: ActorToHeadSchema,
+    // The head passes users' values on as they came (protocol/value-types.ts).
+    forwardsValues: true,
     onMessage: (message) => {
       switch (message.type) {
         case 'ready': {

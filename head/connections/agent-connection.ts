@@ -32,6 +32,8 @@ export function serveAgent(
   const channel: AgentChannel = new Channel<AgentToHead, HeadToAgent, typeof HeadToAgentReplies>(ws, {
     replies: HeadToAgentReplies,
     schema: AgentToHeadSchema,
+    // The head passes users' values on as they came (protocol/value-types.ts).
+    forwardsValues: true,
     onMessage: (message) => {
       bound.heard();
       switch (message.type) {

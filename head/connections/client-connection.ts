@@ -46,6 +46,8 @@ export function serveClient(
   const bound = new FirstMessageBound(timeoutMs, () => log.info({ timeoutMs }, 'closing a client connection that said nothing'));
   const channel: Channel<ClientToHead, HeadToClient> = new Channel<ClientToHead, HeadToClient>(ws, {
     schema: ClientToHeadSchema,
+    // The head passes users' values on as they came (protocol/value-types.ts).
+    forwardsValues: true,
     onMessage: (message, release) => {
       bound.heard();
       const answer = (work: Promise<unknown>) =>

@@ -14,6 +14,7 @@ import {
 import { acceptBuffers, bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { streamOverSse } from './actor-stream-route.js';
+import { jsonText } from './json-value.js';
 
 /**
  * Method calls on class actors over HTTP: `POST /api/v1/actors/{name}/{method}` with the
@@ -122,11 +123,12 @@ export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void
       },
       responses: { 200: { description: "the method's value", schema: CallAnswerSchema } },
     },
-    async (request) => {
+    async (request, reply) => {
       const id = newId();
       const { value } = await ctx.actors.call({ id, ...methodCall(request) });
       // A method that returns nothing answers null: JSON has no undefined.
-      return { id, value: value === undefined ? null : value };
+      const text = `{"id":${JSON.stringify(id)},"value":${jsonText(value === undefined ? null : value)}}`;
+      return reply.type('application/json; charset=utf-8').send(text);
     },
   );
 }

@@ -1,6 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import { MAX_STREAM_WINDOW, toWireError } from '../../runtime/internal.js';
 import type { ActorCalls, MethodCallRequest } from '../calls/actor-calls.js';
+import { jsonText } from './json-value.js';
 import { pumpSse } from './sse.js';
 
 /**
@@ -26,11 +27,7 @@ export function streamOverSse(actors: ActorCalls, reply: FastifyReply, call: Omi
   );
 }
 
-/** An item as JSON text: BigInts as strings (JSON has none); anything else JSON cannot say becomes null. */
+/** An item as JSON text (json-value.ts): BigInts as strings; what JSON cannot say is refused, never answered as null. */
 export function itemJson(value: unknown): string {
-  try {
-    return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? String(v) : v)) ?? 'null';
-  } catch {
-    return 'null';
-  }
+  return jsonText(value, 'item');
 }

@@ -54,7 +54,18 @@ export async function pumpSse(reply: FastifyReply, source: SseSource, format: Ss
   const event = (text: string) => (open ? res.write(text) : false);
   try {
     const { items } = await source.start(caller, id, SSE_WINDOW, (seq, value) => {
-      const taken = event(format.item(seq, value));
+      let text: string;
+      try {
+        text = format.item(seq, value);
+      } catch (err) {
+        // An item HTTP cannot carry ends the stream with an error event that says why.
+        event(format.error(err));
+        open = false;
+        res.end();
+        source.closed(caller);
+        return;
+      }
+      const taken = event(text);
       owed++;
       if (!taken) draining = true;
       // Half a window at a time while the socket keeps up; nothing while it is full.

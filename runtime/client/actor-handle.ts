@@ -1,4 +1,6 @@
 import { TroupeError } from '../errors.js';
+import { CallReference } from '../protocol/value-types.js';
+import { toWireValue } from '../protocol/values.js';
 import { newId } from '../ids.js';
 import type { ClientToHead } from '../protocol/client.js';
 import type { CallRef } from '../protocol/method-call.js';
@@ -63,6 +65,13 @@ export interface ActorTransport {
 export interface ActorStreamOptions {
   /** Items the instance may run ahead of the reader (default 16, at most 1024). */
   window?: number;
+}
+
+function runFutureRefused(where: string): TroupeError {
+  return new TroupeError(
+    'TROUPE_ERR_BAD_INPUT',
+    `${where} is the Future of a run: only Futures of actor calls may be arguments (await the run first)`,
+  );
 }
 
 /** How long past a call's deadline the SDK waits for the head's own deadline error. */
@@ -146,22 +155,33 @@ export class ActorHandle {
 
   #message(method: string, args: unknown[]): CallMessage {
     const id = newId();
-    const wire: unknown[] = [];
     const refs: Record<string, CallRef> = {};
-    args.forEach((arg, i) => {
+    const nested = new Set<string>();
+    const wire = args.map((arg, i) => {
       if (arg instanceof CallFuture) {
         refs[String(i)] = { call: arg.id };
-        wire.push(null);
-      } else if (arg instanceof Future) {
-        throw new TroupeError(
-          'TROUPE_ERR_BAD_INPUT',
-          `argument ${i} of ${this.name}.${method}() is the Future of a run: only Futures of actor calls may be arguments (await the run first)`,
-        );
-      } else wire.push(arg);
+        return null;
+      }
+      if (arg instanceof Future) throw runFutureRefused(`argument ${i} of ${this.name}.${method}()`);
+      // Checked here, before anything is sent: a value that cannot cross fails this call alone.
+      try {
+        return toWireValue(arg, `args[${i}]`, (value, path) => {
+          if (value instanceof CallFuture) {
+            nested.add(value.id);
+            return new CallReference(value.id);
+          }
+          if (value instanceof Future) throw runFutureRefused(path);
+          return undefined;
+        });
+      } catch (err) {
+        if (err instanceof TroupeError) throw new TroupeError(err.code, `${this.name}.${method}(): ${err.message}`);
+        throw err;
+      }
     });
     const { sessionKey, timeoutMs } = this.#options;
     const message: CallMessage = { type: 'invoke', id, actor: this.name, method, args: wire };
     if (Object.keys(refs).length > 0) message.refs = refs;
+    if (nested.size > 0) message.nestedRefs = [...nested];
     if (sessionKey !== undefined) message.sessionKey = sessionKey;
     if (timeoutMs !== undefined) message.timeoutMs = timeoutMs;
     return message;

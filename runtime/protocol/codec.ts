@@ -1,9 +1,21 @@
 import { Packr, addExtension } from 'msgpackr';
 import { TroupeError } from '../errors.js';
+import {
+  EXT_BINARY,
+  EXT_BINARY_EXTERNAL,
+  TYPED_ARRAY_CLASSES,
+  UserBytes,
+  binaryFromBytes,
+  binaryKind,
+  bytesOfBinary,
+  decodingForForwarding,
+} from './value-types.js';
 
 // Plain maps, no msgpackr records: every peer (and any future non-Node client) reads plain
 // msgpack. Binary payloads decode as views into the frame, so tensor bytes are not copied.
-const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+// BigInts past 64 bits travel as msgpackr's BigInt extension (within 64 bits, as msgpack int64/uint64,
+// which decode as BigInt again); values.ts says what else can cross.
+const packr = new Packr({ useRecords: false, mapsAsObjects: true, useBigIntExtension: true });
 
 /** Default cap on one frame; a frame over it closes the socket (ws `maxPayload`). */
 export const DEFAULT_MAX_FRAME_BYTES = 256 * 1024 * 1024;
@@ -34,51 +46,109 @@ let collecting: { parts: Uint8Array[]; bytes: number } | null = null;
 /** The bytes after the body of the frame being decoded. */
 let decodingPayload: Uint8Array | null = null;
 
+type Allocate = (size: number) => { target: Uint8Array; position: number };
+
+/** Moves `bytes` after the frame's body, returning where they will be (the body is written meanwhile). */
+function collectExternal(bytes: Uint8Array): number {
+  const gathered = collecting!;
+  const pad = aligned(gathered.bytes) - gathered.bytes;
+  if (pad > 0) {
+    gathered.parts.push(ZEROS.subarray(0, pad));
+    gathered.bytes += pad;
+  }
+  const offset = gathered.bytes;
+  gathered.parts.push(bytes);
+  gathered.bytes += bytes.byteLength;
+  return offset;
+}
+
+/** The bytes after the body at `data` (u32 offset, u32 length), checked against the frame. */
+function externalBytes(data: Uint8Array, at: number): Uint8Array {
+  if (!decodingPayload) throw new Error('external bytes outside a split frame');
+  const view = new DataView(data.buffer, data.byteOffset + at, 8);
+  const offset = view.getUint32(0);
+  const length = view.getUint32(4);
+  if (offset + length > decodingPayload.byteLength) throw new Error(`external bytes ${offset}+${length} beyond the frame`);
+  return decodingPayload.subarray(offset, offset + length);
+}
+
+/** Writes a msgpack header of `type` for `n` bytes of data: bin (type null) or ext. */
+function writeHeader(allocate: Allocate, type: number | null, n: number): { target: Uint8Array; position: number } {
+  const head = (n < 0x100 ? 2 : n < 0x10000 ? 3 : 5) + (type === null ? 0 : 1);
+  const { target, position } = allocate(head + n);
+  const view = new DataView(target.buffer, target.byteOffset + position, head);
+  const code = type === null ? [0xc4, 0xc5, 0xc6] : [0xc7, 0xc8, 0xc9];
+  if (n < 0x100) {
+    view.setUint8(0, code[0]!);
+    view.setUint8(1, n);
+  } else if (n < 0x10000) {
+    view.setUint8(0, code[1]!);
+    view.setUint16(1, n);
+  } else {
+    view.setUint8(0, code[2]!);
+    view.setUint32(1, n);
+  }
+  if (type !== null) view.setInt8(head - 1, type);
+  return { target, position: position + head };
+}
+
 // msgpackr calls pack(value, allocateForWrite) at run time; its type declares a narrower signature.
 addExtension({
   Class: Uint8Array,
   type: EXT_EXTERNAL,
-  pack(value: Uint8Array, allocateForWrite: (size: number) => { target: Uint8Array; position: number }) {
+  pack(value: Uint8Array, allocateForWrite: Allocate) {
     if (collecting && value.byteLength >= EXTERNAL_BYTES_THRESHOLD) {
-      const pad = aligned(collecting.bytes) - collecting.bytes;
-      if (pad > 0) {
-        collecting.parts.push(ZEROS.subarray(0, pad));
-        collecting.bytes += pad;
-      }
+      const offset = collectExternal(value);
       const { target, position } = allocateForWrite(10);
       const view = new DataView(target.buffer, target.byteOffset + position, 10);
       view.setUint8(0, 0xd7); // fixext 8
       view.setInt8(1, EXT_EXTERNAL);
-      view.setUint32(2, collecting.bytes);
+      view.setUint32(2, offset);
       view.setUint32(6, value.byteLength);
-      collecting.parts.push(value);
-      collecting.bytes += value.byteLength;
       return;
     }
     // Small arrays stay inline as plain msgpack bin.
-    const n = value.byteLength;
-    const head = n < 0x100 ? 2 : n < 0x10000 ? 3 : 5;
-    const { target, position } = allocateForWrite(head + n);
-    const view = new DataView(target.buffer, target.byteOffset + position, head);
-    if (head === 2) {
-      view.setUint8(0, 0xc4);
-      view.setUint8(1, n);
-    } else if (head === 3) {
-      view.setUint8(0, 0xc5);
-      view.setUint16(1, n);
-    } else {
-      view.setUint8(0, 0xc6);
-      view.setUint32(1, n);
-    }
-    target.set(value, position + head);
+    const { target, position } = writeHeader(allocateForWrite, null, value.byteLength);
+    target.set(value, position);
   },
-  unpack(data: Uint8Array) {
-    if (!decodingPayload || data.byteLength !== 8) throw new Error('external bytes outside a split frame');
-    const view = new DataView(data.buffer, data.byteOffset, 8);
-    const offset = view.getUint32(0);
-    const length = view.getUint32(4);
-    if (offset + length > decodingPayload.byteLength) throw new Error(`external bytes ${offset}+${length} beyond the frame`);
-    return decodingPayload.subarray(offset, offset + length);
+  unpack: (data: Uint8Array) => {
+    if (data.byteLength !== 8) throw new Error('external bytes reference must be 8 bytes');
+    return externalBytes(data, 0);
+  },
+} as unknown as Parameters<typeof addExtension>[0]);
+
+// Every other typed array, ArrayBuffer and DataView: a kind byte and its bytes (value-types.ts).
+for (const Class of [...TYPED_ARRAY_CLASSES, ArrayBuffer, DataView, UserBytes]) {
+  addExtension({
+    Class,
+    type: EXT_BINARY,
+    pack(value: ArrayBufferView | ArrayBuffer, allocateForWrite: Allocate) {
+      const kind = binaryKind(value as Parameters<typeof binaryKind>[0]);
+      const bytes = bytesOfBinary(value as Parameters<typeof bytesOfBinary>[0]);
+      if (collecting && bytes.byteLength >= EXTERNAL_BYTES_THRESHOLD) {
+        const offset = collectExternal(bytes);
+        const { target, position } = writeHeader(allocateForWrite, EXT_BINARY_EXTERNAL, 9);
+        const view = new DataView(target.buffer, target.byteOffset + position, 9);
+        view.setUint8(0, kind);
+        view.setUint32(1, offset);
+        view.setUint32(5, bytes.byteLength);
+        return;
+      }
+      const { target, position } = writeHeader(allocateForWrite, EXT_BINARY, bytes.byteLength + 1);
+      target[position] = kind;
+      target.set(bytes, position + 1);
+    },
+    unpack: (data: Uint8Array) => {
+      if (data.byteLength < 1) throw new Error('binary value without its kind');
+      return binaryFromBytes(data[0]!, data.subarray(1));
+    },
+  } as unknown as Parameters<typeof addExtension>[0]);
+}
+addExtension({
+  type: EXT_BINARY_EXTERNAL,
+  unpack: (data: Uint8Array) => {
+    if (data.byteLength !== 9) throw new Error('external binary reference must be 9 bytes');
+    return binaryFromBytes(data[0]!, externalBytes(data, 1));
   },
 } as unknown as Parameters<typeof addExtension>[0]);
 
@@ -95,6 +165,10 @@ export function encodeFrameParts(messages: readonly unknown[]): Uint8Array[] {
   let body: Buffer;
   try {
     body = packr.pack(messages);
+  } catch (err) {
+    // Senders check users' values first (values.ts); this is the last line, so that a value that
+    // slipped past fails its message instead of the process (a stack overflow, say).
+    throw new TroupeError('TROUPE_ERR_UNSENDABLE_VALUE', `a message could not be encoded: ${(err as Error).message}`);
   } finally {
     collecting = null;
   }
@@ -111,8 +185,11 @@ export function encodeFrame(messages: readonly unknown[]): Buffer {
   return Buffer.concat(encodeFrameParts(messages));
 }
 
-/** Decodes a frame into its messages; anything else is TROUPE_ERR_BAD_FRAME. */
-export function decodeFrame(bytes: Uint8Array): unknown[] {
+/**
+ * Decodes a frame into its messages; anything else is TROUPE_ERR_BAD_FRAME. `forward`: the
+ * messages' values will be sent on as they are (value-types.ts decodingForForwarding).
+ */
+export function decodeFrame(bytes: Uint8Array, forward = false): unknown[] {
   let value: unknown;
   try {
     if (bytes[0] === SPLIT_FRAME) {
@@ -120,8 +197,8 @@ export function decodeFrame(bytes: Uint8Array): unknown[] {
       const bodyLength = new DataView(bytes.buffer, bytes.byteOffset, 5).getUint32(1);
       if (aligned(5 + bodyLength) > bytes.byteLength) throw new Error(`body of ${bodyLength} bytes beyond the frame`);
       decodingPayload = bytes.subarray(aligned(5 + bodyLength));
-      value = packr.unpack(bytes.subarray(5, 5 + bodyLength));
-    } else value = packr.unpack(bytes);
+      value = decodingForForwarding(forward, () => packr.unpack(bytes.subarray(5, 5 + bodyLength)));
+    } else value = decodingForForwarding(forward, () => packr.unpack(bytes));
   } catch (err) {
     throw new TroupeError('TROUPE_ERR_BAD_FRAME', `frame is not valid msgpack: ${(err as Error).message}`);
   } finally {

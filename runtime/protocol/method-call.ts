@@ -6,6 +6,9 @@ import { MAX_METHOD_ARGS, MethodNameSchema } from './class-actor.js';
 export const CallRefSchema = z.object({ call: IdSchema });
 export type CallRef = z.infer<typeof CallRefSchema>;
 
+/** The most Futures one call may hold inside its arguments. */
+export const MAX_NESTED_REFS = 1024;
+
 /** The longest session key: keys are user or conversation ids, not payloads. */
 export const MAX_SESSION_KEY = 256;
 
@@ -25,6 +28,11 @@ export const MethodCallSchema = z.object({
     .record(z.string().regex(/^\d{1,3}$/), CallRefSchema)
     .refine((r) => Object.keys(r).every((k) => Number(k) < MAX_METHOD_ARGS), `argument indexes are below ${MAX_METHOD_ARGS}`)
     .optional(),
+  /**
+   * Calls whose values fill the references (value-types.ts CallReference) inside the arguments:
+   * Futures of earlier calls nested in arrays, objects, Maps or Sets.
+   */
+  nestedRefs: z.array(IdSchema).max(MAX_NESTED_REFS).optional(),
   /** Calls with the same key go to the same instance while it lives (sticky sessions). */
   sessionKey: z.string().min(1).max(MAX_SESSION_KEY).optional(),
   timeoutMs: z

@@ -28,6 +28,11 @@ export interface ChannelOptions<In, R extends ReplySchemas> {
   onClose?: (code: number, reason: string) => void;
   /** A frame or message the peer sent was refused; it has already been answered. */
   onRefused?: (error: TroupeError) => void;
+  /**
+   * This side sends on the users' values it receives, untouched (the head): they are decoded in
+   * the form that encodes back to the same bytes (protocol/value-types.ts).
+   */
+  forwardsValues?: boolean;
 }
 
 interface Pending {
@@ -121,7 +126,7 @@ export class Channel<In extends { type: string }, Out extends { type: string }, 
   sendAlone(message: Out): void {
     if (this.#closed) return;
     this.#flush();
-    this.#transport.send(encodeFrameParts([message]));
+    this.#sendEach([message]);
   }
 
   /** Sends a request and resolves with the peer's `reply` value, checked against its schema (or rejects with its `fail`). */
@@ -177,13 +182,45 @@ export class Channel<In extends { type: string }, Out extends { type: string }, 
     if (this.#outbox.length === 0 || this.#closed) return;
     const batch = this.#outbox;
     this.#outbox = [];
-    this.#transport.send(encodeFrameParts(batch));
+    let parts: Uint8Array[];
+    try {
+      parts = encodeFrameParts(batch);
+    } catch {
+      // One message that cannot be encoded must not take the others of its turn with it.
+      this.#sendEach(batch);
+      return;
+    }
+    this.#transport.send(parts);
+  }
+
+  /**
+   * Sends each message in a frame of its own. One that cannot be encoded fails where someone waits
+   * for it: a reply becomes a `fail` of its request, a request of ours rejects; anything else is
+   * reported as refused.
+   */
+  #sendEach(messages: readonly unknown[]): void {
+    for (const message of messages) {
+      try {
+        this.#transport.send(encodeFrameParts([message]));
+      } catch (err) {
+        const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_UNSENDABLE_VALUE', String(err));
+        const { type, id } = message as { type?: unknown; id?: unknown };
+        const pending = typeof id === 'string' ? this.#pending.get(id) : undefined;
+        if (type === 'reply' && typeof id === 'string')
+          this.#transport.send(encodeFrameParts([{ type: 'fail', id, error: toWireError(error) }]));
+        else if (pending && typeof id === 'string') {
+          this.#pending.delete(id);
+          clearTimeout(pending.timer);
+          pending.reject(error);
+        } else this.#options.onRefused?.(error);
+      }
+    }
   }
 
   #onFrame(data: Buffer, release: (() => void) | undefined): void {
     let messages: unknown[];
     try {
-      messages = decodeFrame(data);
+      messages = decodeFrame(data, this.#options.forwardsValues);
     } catch (err) {
       release?.();
       this.#refuse(null, err as TroupeError);
