@@ -162,7 +162,7 @@ export const ERRORS = {
   TROUPE_ERR_UNSENDABLE_VALUE: {
     status: 400,
     retryable: false,
-    what: 'A value cannot cross between processes (a function, symbol, class instance, Error, Promise, an array with holes, a string with an unpaired surrogate, or nesting past 64 levels); the message names where it is and what it is. Nothing was sent.',
+    what: 'A value cannot cross between processes (a function, symbol, class instance, Error, Promise, an array with holes, a key named __proto__, a string with an unpaired surrogate, or nesting past 64 levels); the message names where it is and what it is. Nothing was sent.',
   },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 

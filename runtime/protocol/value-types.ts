@@ -69,8 +69,8 @@ export function bytesOfBinary(value: BinaryValue | UserBytes): Uint8Array {
  * pooled frame's buffer is reused for later messages.
  */
 export function binaryFromBytes(kind: number, bytes: Uint8Array): unknown {
-  // Uint8Array.prototype.slice copies; a Buffer's own slice (msgpackr hands over Buffers) is a view.
-  const own = Uint8Array.prototype.slice.call(bytes);
+  // A plain Uint8Array copy: msgpackr hands over Buffers, whose slice is a view and whose species is Buffer.
+  const own = new Uint8Array(bytes);
   if (kind === KIND_UINT8_ARRAY) return forwarding ? new UserBytes(own) : own;
   if (kind === KIND_BUFFER) {
     const buffer = Buffer.from(own.buffer, 0, own.byteLength);

@@ -13,7 +13,7 @@ import { CallReference, MapEntries, NEGATIVE_ZERO, UserBytes, binaryKind } from 
  *
  * Anything else is refused with TROUPE_ERR_UNSENDABLE_VALUE naming its path and type, never
  * changed on the way: functions, symbols, Promises, Errors, instances of other classes, arrays
- * with holes, strings with an unpaired surrogate (UTF-8 cannot carry one), and nesting deeper than
+ * with holes, a key named `__proto__`, strings with an unpaired surrogate (UTF-8 cannot carry one), and nesting deeper than
  * {@link MAX_VALUE_DEPTH} (the encoder and every decoder recurse once a level).
  */
 export const MAX_VALUE_DEPTH = 64;
@@ -145,19 +145,15 @@ function walkObject(
   const keys = Object.keys(object);
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]!;
+    // msgpackr renames it on the way in (a guard against prototype pollution): refused, not changed.
+    if (key === '__proto__') refuse(path, "a key named '__proto__' cannot be sent");
     const item = object[key];
     const wire = walk(item, child(path, key), depth + 1, substitute);
     if (wire !== item && out === null) {
       out = {};
-      for (let j = 0; j < i; j++) defineKey(out, keys[j]!, object[keys[j]!]);
+      for (let j = 0; j < i; j++) out[keys[j]!] = object[keys[j]!];
     }
-    if (out !== null) defineKey(out, key, wire);
+    if (out !== null) out[key] = wire;
   }
   return out ?? object;
-}
-
-/** Sets `key` as an own property, even `__proto__` (an assignment would set the prototype). */
-function defineKey(target: Record<string, unknown>, key: string, value: unknown): void {
-  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-  else target[key] = value;
 }
