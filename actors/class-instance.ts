@@ -114,7 +114,9 @@ function sendable(
     throw new TroupeError(code, `${what} cannot be sent: ${(err as Error).message}`);
   }
   // Leave room for the envelope and the other messages of the frame.
-  if (bytes > DEFAULT_MAX_FRAME_BYTES - 1024 * 1024) throw new TroupeError(code, `${what} takes ${bytes} bytes, more than a frame holds`);
+  const limit = DEFAULT_MAX_FRAME_BYTES - 1024 * 1024;
+  if (bytes > limit)
+    throw new TroupeError('TROUPE_ERR_TOO_LARGE', `${what} takes ${bytes} bytes, over the ${limit} bytes a frame holds for one value`);
   return wire;
 }
 

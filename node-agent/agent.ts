@@ -11,6 +11,7 @@ import {
   Reconnect,
   resolveModelPath,
   TroupeError,
+  DEFAULT_MAX_FRAME_BYTES,
 } from '../runtime/internal.js';
 import type { ActorToRelayIpc, AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/internal.js';
 import { join } from 'node:path';
@@ -183,6 +184,8 @@ export class NodeAgent {
     const channel: HeadChannel = new Channel<HeadToAgent, AgentToHead, typeof AgentToHeadReplies>(ws, {
       replies: AgentToHeadReplies,
       schema: HeadToAgentSchema,
+      // It carries actors' frames whole, each within the relay's own bound, inside its envelope.
+      maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
       onMessage: (message) => this.#onMessage(message),
       onClose: () => this.#onDisconnect(),
     });

@@ -164,6 +164,11 @@ export const ERRORS = {
     retryable: false,
     what: 'A value cannot cross between processes (a function, symbol, class instance, Error, Promise, an array with holes, a key named __proto__, a string with an unpaired surrogate, or nesting past 64 levels); the message names where it is and what it is. Nothing was sent.',
   },
+  TROUPE_ERR_TOO_LARGE: {
+    status: 413,
+    retryable: false,
+    what: 'A message (a call, its answer, a stream item) is larger than one frame may be; the message names its size and the limit. Nothing was sent: split the work (smaller inputs, a data-parallel graph) or send it in parts.',
+  },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -1,4 +1,4 @@
-import { AGENT_LEAVING, AgentToHeadSchema, Channel, HeadToAgentReplies } from '../../runtime/internal.js';
+import { AGENT_LEAVING, AgentToHeadSchema, Channel, DEFAULT_MAX_FRAME_BYTES, HeadToAgentReplies } from '../../runtime/internal.js';
 import type { AgentToHead, HeadToAgent, Logger } from '../../runtime/internal.js';
 import type { WebSocket } from 'ws';
 import { channelAgentLink } from '../control/agent-link.js';
@@ -34,6 +34,8 @@ export function serveAgent(
     schema: AgentToHeadSchema,
     // The head passes users' values on as they came (protocol/value-types.ts).
     forwardsValues: true,
+    // It carries actors' frames whole, each within the relay's own bound, inside its envelope.
+    maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
     onMessage: (message) => {
       bound.heard();
       switch (message.type) {

@@ -1,6 +1,7 @@
 import type { WebSocket } from 'ws';
 import type { z } from 'zod';
 import { TroupeError, fromWireError, isErrorCode, toWireError } from '../errors.js';
+import { MAX_RELAYED_FRAME_BYTES } from '../protocol/agent.js';
 import { decodeFrame, encodeFrameParts } from '../protocol/codec.js';
 import type { Fail } from '../protocol/common.js';
 import { asFrameTransport } from './frame-transport.js';
@@ -33,6 +34,12 @@ export interface ChannelOptions<In, R extends ReplySchemas> {
    * the form that encodes back to the same bytes (protocol/value-types.ts).
    */
   forwardsValues?: boolean;
+  /**
+   * The largest frame this side sends (default: what every receiver takes, less room for an
+   * agent's relay envelope). A message over it fails at once with TROUPE_ERR_TOO_LARGE where
+   * someone waits for it: sent, the receiver would drop the connection and every call on it.
+   */
+  maxFrameBytes?: number;
 }
 
 interface Pending {
@@ -45,6 +52,8 @@ interface Pending {
 }
 
 let nextRequestId = 0;
+
+const sizeOf = (parts: Uint8Array[]) => parts.reduce((sum, part) => sum + part.byteLength, 0);
 
 /** `fn`, callable any number of times, run at most once. */
 function once(fn: () => void): () => void {
@@ -190,31 +199,56 @@ export class Channel<In extends { type: string }, Out extends { type: string }, 
       this.#sendEach(batch);
       return;
     }
-    this.#transport.send(parts);
+    if (batch.length > 1 && sizeOf(parts) > this.#maxFrameBytes) this.#sendEach(batch);
+    else this.#sendFrame(parts, batch[0]);
   }
 
-  /**
-   * Sends each message in a frame of its own. One that cannot be encoded fails where someone waits
-   * for it: a reply becomes a `fail` of its request, a request of ours rejects; anything else is
-   * reported as refused.
-   */
+  get #maxFrameBytes(): number {
+    return this.#options.maxFrameBytes ?? MAX_RELAYED_FRAME_BYTES;
+  }
+
+  /** Sends one encoded frame, unless it is over the limit (then its one message fails where it is awaited). */
+  #sendFrame(parts: Uint8Array[], message: unknown): void {
+    const bytes = sizeOf(parts);
+    if (bytes <= this.#maxFrameBytes) {
+      this.#transport.send(parts);
+      return;
+    }
+    const { type } = message as { type?: unknown };
+    this.#undeliverable(
+      message,
+      new TroupeError(
+        'TROUPE_ERR_TOO_LARGE',
+        `a '${String(type)}' message of ${bytes} bytes is over the ${this.#maxFrameBytes} bytes one frame may carry (256 MiB less room for an agent's relay): nothing was sent`,
+      ),
+    );
+  }
+
+  /** Sends each message in a frame of its own, so that one that cannot go fails alone. */
   #sendEach(messages: readonly unknown[]): void {
     for (const message of messages) {
+      let parts: Uint8Array[];
       try {
-        this.#transport.send(encodeFrameParts([message]));
+        parts = encodeFrameParts([message]);
       } catch (err) {
-        const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_UNSENDABLE_VALUE', String(err));
-        const { type, id } = message as { type?: unknown; id?: unknown };
-        const pending = typeof id === 'string' ? this.#pending.get(id) : undefined;
-        if (type === 'reply' && typeof id === 'string')
-          this.#transport.send(encodeFrameParts([{ type: 'fail', id, error: toWireError(error) }]));
-        else if (pending && typeof id === 'string') {
-          this.#pending.delete(id);
-          clearTimeout(pending.timer);
-          pending.reject(error);
-        } else this.#options.onRefused?.(error);
+        this.#undeliverable(message, err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_UNSENDABLE_VALUE', String(err)));
+        continue;
       }
+      this.#sendFrame(parts, message);
     }
+  }
+
+  /** A message that cannot be sent fails where it is awaited: a reply as a `fail` of its request, a request of ours as a rejection. */
+  #undeliverable(message: unknown, error: TroupeError): void {
+    const { type, id } = message as { type?: unknown; id?: unknown };
+    const pending = typeof id === 'string' ? this.#pending.get(id) : undefined;
+    if (type === 'reply' && typeof id === 'string')
+      this.#transport.send(encodeFrameParts([{ type: 'fail', id, error: toWireError(error) }]));
+    else if (pending && typeof id === 'string') {
+      this.#pending.delete(id);
+      clearTimeout(pending.timer);
+      pending.reject(error);
+    } else this.#options.onRefused?.(error);
   }
 
   #onFrame(data: Buffer, release: (() => void) | undefined): void {

@@ -67,7 +67,11 @@ describe('class actors: instances of a class, their methods called by name', { t
     );
     await rejectsWith(counter.call('_private'), 'TROUPE_ERR_BAD_MESSAGE', /method/);
     await rejectsWith(counter.call('fail', 'bad day'), 'TROUPE_ERR_METHOD_FAILED', /Counter.fail\(\) threw: bad day/);
-    await rejectsWith(counter.call('unsendable'), 'TROUPE_ERR_METHOD_FAILED', /the value Counter.unsendable\(\) returned cannot be sent/);
+    await rejectsWith(
+      counter.call('unsendable'),
+      'TROUPE_ERR_UNSENDABLE_VALUE',
+      /^the value Counter.unsendable\(\) returned cannot be sent: value\.format: a function cannot be sent$/,
+    );
     // The instance is unharmed by its failed calls.
     assert.equal(typeof (await counter.call('total')), 'number');
   });
