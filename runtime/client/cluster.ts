@@ -19,7 +19,7 @@ import { DEFAULT_POOL_BYTES, SharedTensorPool } from '../shm/tensor-pool.js';
 import { DirectRouter } from './router.js';
 import { asTensor } from './run-input.js';
 import { Future, FutureOutput } from './future.js';
-import { ActorHandle, actorDeployment } from './actor-handle.js';
+import { ActorHandle, CallFuture, actorDeployment } from './actor-handle.js';
 import { StreamRegistry } from './actor-stream.js';
 import type { ActorStream } from './actor-stream.js';
 import { openRunStream } from './run-stream.js';
@@ -28,6 +28,7 @@ import type { ActorSpec } from './actor-handle.js';
 import type { Outputs } from './future.js';
 
 /** Run inputs: tensors, or outputs of earlier runs (a whole Future, or `future.output(name)`). */
+/** A run's inputs: tensors, Futures of earlier runs (or one output of one), or Futures of actor calls whose value is a tensor. */
 export type RunInputs = Record<string, Tensor | Future | FutureOutput>;
 
 export interface ConnectOptions {
@@ -229,7 +230,13 @@ export class Cluster {
     const tensors: Record<string, Tensor> = {};
     const refs: Record<string, RunRef> = {};
     const local: [string, RunRef, Future][] = [];
+    const called: [string, CallFuture][] = [];
     for (const [name, value] of Object.entries(inputs)) {
+      // An actor call's value is held by the head's call record, not its runs: fetched here.
+      if (value instanceof CallFuture) {
+        called.push([name, value]);
+        continue;
+      }
       const ref =
         value instanceof Future ? { run: value.id } : value instanceof FutureOutput ? { run: value.run, output: value.output } : undefined;
       const source = value instanceof Future ? value : value instanceof FutureOutput ? value.source : undefined;
@@ -237,7 +244,7 @@ export class Cluster {
       else if (source?.resolvedHere) local.push([name, ref, source]);
       else refs[name] = ref;
     }
-    if (local.length === 0) {
+    if (local.length === 0 && called.length === 0) {
       const { answer, resolvedHere } = this.#send(id, deployment, tensors, refs, options);
       return new Future(
         id,
@@ -246,9 +253,9 @@ export class Cluster {
         resolvedHere,
       );
     }
-    // Futures of runs sent to replicas directly are awaited here and their tensors sent along.
-    const answer = Promise.all(
-      local.map(async ([name, ref, source]) => {
+    // Futures of runs sent to replicas directly, and of actor calls, are awaited here and their tensors sent along.
+    const answer = Promise.all([
+      ...local.map(async ([name, ref, source]) => {
         let outputs: Outputs;
         try {
           outputs = await source;
@@ -257,7 +264,8 @@ export class Cluster {
         }
         return [name, pickReferenced(name, ref, outputs)] as const;
       }),
-    ).then((resolved) => this.#send(id, deployment, { ...tensors, ...Object.fromEntries(resolved) }, refs, options).answer);
+      ...called.map(async ([name, future]) => [name, asTensor(name, await future)] as const),
+    ]).then((resolved) => this.#send(id, deployment, { ...tensors, ...Object.fromEntries(resolved) }, refs, options).answer);
     return new Future(
       id,
       answer.then((a) => a.outputs),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { TroupeError, connect } from '../../runtime/internal.js';
+import { TroupeError, connect, tensor } from '../../runtime/internal.js';
 import type { ActorHandle, Cluster } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
@@ -131,6 +131,15 @@ describe('values cross exactly: checkpoints and HTTP', { timeout: 170_000 }, () 
       },
       4,
     );
+  });
+
+  test("an actor call's Future is a model run's input: its tensor arrives exactly", async () => {
+    await client.deploy({ name: 'mlp', model: 'mlp.onnx', cpus: 0.1, threads: 1 });
+    const x = tensor('float32', [1, 64], Float32Array.from({ length: 64 }, (_, i) => Math.cos(i)));
+    const direct = await client.run('mlp', { x });
+    const viaActor = await client.run('mlp', { x: echo.call('give', x) });
+    assert.deepStrictEqual([...viaActor.logits!.data], [...direct.logits!.data]);
+    await rejectsWith(client.run('mlp', { x: echo.call('give', [1, 2]) }), 'TROUPE_ERR_BAD_INPUT', /input 'x' is not a tensor/);
   });
 
   test('JSON over HTTP arrives and comes back as sent; what JSON cannot say is refused, not answered as null', async () => {
