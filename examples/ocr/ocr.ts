@@ -1,7 +1,8 @@
 /**
- * Text recognition as a five-step pipeline on PaddleOCR's PP-OCRv4 models:
+ * Text recognition as a pipeline on PaddleOCR's PP-OCRv4 models:
  *
- *   image -> prepare (fn) -> ocr-det (DB detector) -> crop (fn) -> ocr-rec (CRNN/SVTR recogniser) -> decode (fn) -> text
+ *   image -> prepare (fn) -> ocr-det (DB detector) -> crop (fn)
+ *         -> [ocr-rec (CRNN/SVTR recogniser) -> decode (fn)], a few lines at a time -> keep (fn) -> text
  *
  * Pre- and post-processing are fn steps, so a client sends pixels and gets text back in one call;
  * the probability map and the batch of crops never leave the cluster. The direction classifier
@@ -10,7 +11,7 @@
  */
 import { copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fn, model, pipeline } from '../../runtime/index.js';
+import { dataParallel, fn, model, pipeline } from '../../runtime/index.js';
 import type { Cluster, RunTrace, Tensor } from '../../runtime/index.js';
 import { imageTensor } from './image.js';
 import type { RgbImage } from './image.js';
@@ -33,6 +34,9 @@ export async function writeOcrModels(dir: string): Promise<{ det: string; rec: s
 
 const STEPS = 'examples/ocr/steps.js';
 
+/** Lines the recogniser reads in one run: its answer for 4 lines of a page's width stays well within a frame. */
+export const REC_LINES_PER_CHUNK = 4;
+
 /**
  * The graph. Steps find their inputs by name: 'x' from prepare to the detector and from crop to
  * the recogniser, the models' own output names into crop and decode, and crop's 'image' and
@@ -44,8 +48,18 @@ export function ocrGraph() {
     fn('ocr-prepare', `${STEPS}#prepare`, { cpus: 0.25 }),
     model('ocr-det', { path: DET_FILE, cpus: 0.25, threads: 1 }),
     fn('ocr-crop', `${STEPS}#crop`, { cpus: 0.25 }),
-    model('ocr-rec', { path: REC_FILE, cpus: 0.25, threads: 1 }),
-    fn('ocr-decode', `${STEPS}#decode`, { cpus: 0.25 }),
+    // The recogniser's output holds 6,625 scores per character slot: for a page with many lines,
+    // one batch of every crop is larger than a frame may be (484 MB for a 1400x1000 screenshot).
+    // Recognised and decoded a few lines at a time, only text crosses back.
+    dataParallel(
+      'ocr-lines',
+      pipeline('ocr-read', [
+        model('ocr-rec', { path: REC_FILE, cpus: 0.25, threads: 1 }),
+        fn('ocr-decode', `${STEPS}#decode`, { cpus: 0.25 }),
+      ]),
+      { chunk: REC_LINES_PER_CHUNK },
+    ),
+    fn('ocr-keep', `${STEPS}#keepLegible`, { cpus: 0.25 }),
   ]);
 }
 

@@ -87,20 +87,18 @@ const MIN_SCORE = 0.5;
 
 /**
  * CTC greedy decoding: the most likely class at each time step, repeats merged, blanks (class 0)
- * dropped. The score is the mean probability of the characters kept, as PaddleOCR reports it.
- * Outputs text string [B'], scores float32 [B'] and boxes int32 [B',4] of the lines kept.
+ * dropped. The score is the mean probability of the characters kept, as PaddleOCR reports it (0
+ * for a line with none). Outputs text string [B] and scores float32 [B], a line per row: it runs
+ * on a few lines at a time (ocr.ts), and {@link keepLegible} drops the unreadable ones after.
  */
 export const decode: StepFn = (inputs) => {
   charset ??= loadCharset();
   const probs = inputs['softmax_11.tmp_0']!;
-  const boxes = inputs.boxes!;
-  const [, steps, classes] = probs.shape as [number, number, number];
+  const [count, steps, classes] = probs.shape as [number, number, number];
   if (classes !== charset.length) throw new Error(`the recogniser has ${classes} classes but the dictionary gives ${charset.length}`);
   const data = probs.data as Float32Array;
-  const count = boxes.shape[0]!;
   const text: string[] = [];
-  const scores: number[] = [];
-  const kept: number[] = [];
+  const scores = new Float32Array(count);
   for (let b = 0; b < count; b++) {
     let line = '';
     let sum = 0;
@@ -117,22 +115,42 @@ export const decode: StepFn = (inputs) => {
       }
       last = best;
     }
-    // A box the detector found but nothing legible in it (a smudge, a line) is not text.
-    if (chars === 0 || sum / chars < MIN_SCORE) continue;
     text.push(line);
-    scores.push(sum / chars);
-    kept.push(b);
+    scores[b] = chars === 0 ? 0 : sum / chars;
   }
-  const box = boxes.data as Int32Array;
+  return { text: tensor('string', [count], text), scores: tensor('float32', [count], scores) };
+};
+decode.signature = {
+  inputs: [{ name: 'softmax_11.tmp_0', dtype: 'float32', shape: ['B', 'T', 6625] }],
+  outputs: [
+    { name: 'text', dtype: 'string', shape: ['B'] },
+    { name: 'scores', dtype: 'float32', shape: ['B'] },
+  ],
+};
+
+/**
+ * The lines read with enough confidence, with their boxes: a box the detector found but nothing
+ * legible in it (a smudge, a line) is not text. Outputs text [B'], scores [B'] and boxes [B',4].
+ */
+export const keepLegible: StepFn = (inputs) => {
+  const text = inputs.text!.data as string[];
+  const scores = inputs.scores!.data as Float32Array;
+  const box = inputs.boxes!.data as Int32Array;
+  const kept = text.map((_, b) => b).filter((b) => scores[b]! >= MIN_SCORE);
   return {
-    text: tensor('string', [kept.length], text),
-    scores: tensor('float32', [kept.length], Float32Array.from(scores)),
+    text: tensor(
+      'string',
+      [kept.length],
+      kept.map((b) => text[b]!),
+    ),
+    scores: tensor('float32', [kept.length], Float32Array.from(kept.map((b) => scores[b]!))),
     boxes: tensor('int32', [kept.length, 4], Int32Array.from(kept.flatMap((b) => [...box.subarray(b * 4, b * 4 + 4)]))),
   };
 };
-decode.signature = {
+keepLegible.signature = {
   inputs: [
-    { name: 'softmax_11.tmp_0', dtype: 'float32', shape: ['B', 'T', 6625] },
+    { name: 'text', dtype: 'string', shape: ['B'] },
+    { name: 'scores', dtype: 'float32', shape: ['B'] },
     { name: 'boxes', dtype: 'int32', shape: ['B', 4] },
   ],
   outputs: [
