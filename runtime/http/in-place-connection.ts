@@ -219,7 +219,9 @@ class InPlaceConnection {
       route,
       url: info.url,
       headers,
-      keepAlive: info.shouldKeepAlive || (!chunked && cl === undefined && info.versionMinor > 0),
+      // The parser's verdict, `Connection: close` included: forcing keep-alive on a body-less
+      // HTTP/1.1 request held open a connection its client had asked to close.
+      keepAlive: info.shouldKeepAlive,
       body,
       filled: 0,
       pieces: chunked ? [] : null,
