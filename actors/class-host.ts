@@ -18,6 +18,22 @@ const log = createLogger('class-actor');
 // A user's class may run onnxruntime itself: no telemetry from it either (see runtime/ort-telemetry.ts).
 disableOrtTelemetryByDefault();
 
+/**
+ * `work`, or a rejection once `timeoutMs` passed: a restore() that never settles would otherwise
+ * hold the instance STARTING forever, since its process stays alive and answers the agent's pings.
+ */
+function withDeadline(work: Promise<void>, timeoutMs: number | undefined, who: string): Promise<void> {
+  if (timeoutMs === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new TroupeError('TROUPE_ERR_MODEL_LOAD', `${who} did not settle within ${timeoutMs / 1000} s (restoreTimeoutS)`)),
+      timeoutMs,
+    );
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
 /** The constructor's arguments from the environment (the head checked them as part of the spec; checked again here). */
 function readArgs(env: ClassActorEnv): unknown[] {
   let raw: unknown;
@@ -122,10 +138,11 @@ async function main(): Promise<void> {
           streams.get(message.stream)?.cancel();
           return;
         case 'restore':
-          it.restore(message.state).then(
+          withDeadline(it.restore(message.state), message.timeoutMs, `${it.className}.restore()`).then(
             () => channel.reply(message.id, {}),
             (err: unknown) => {
-              const why = `${it.className}.restore() threw: ${(err as Error)?.message ?? String(err)}`;
+              const why =
+                err instanceof TroupeError ? err.message : `${it.className}.restore() threw: ${(err as Error)?.message ?? String(err)}`;
               channel.fail(message.id, new TroupeError('TROUPE_ERR_MODEL_LOAD', why));
               process.stderr.write(`${why}\n`);
               // A half-restored instance must take no calls: exit, and the restart says why.

@@ -1,5 +1,5 @@
-import { Socket } from 'node:net';
-import { TroupeError, handoffAddon } from '../runtime/internal.js';
+import type { Socket } from 'node:net';
+import { TroupeError, descriptorOf, handoffAddon, socketOverDescriptor } from '../runtime/internal.js';
 import type { ActorToHead, HandoffAddon, HeadToActor, Logger } from '../runtime/internal.js';
 
 /** What the head tells an actor when it opens the handoff: how to serve the connections it hands over. */
@@ -13,9 +13,6 @@ export type ServeConnection = (socket: Socket, head: Buffer, settings: HandoffSe
 
 /** Sends a message to the head on the actor's current connection (dropped while there is none). */
 type TellHead = (message: ActorToHead) => void;
-
-/** The descriptor under a socket, or undefined once it is closed (Linux: libuv's stream handle). */
-const fdOf = (socket: Socket) => (socket as unknown as { _handle?: { fd?: number } | null })._handle?.fd;
 
 /**
  * A model actor's HTTP door: client connections the head hands over on this host (runtime/handoff/)
@@ -85,7 +82,7 @@ export class HttpDoor {
     }
     if (fd < 0) return void this.#log.warn('the head said a connection was handed over, and none was');
     // Not reading yet: the server takes the handle and reads into its own buffers.
-    const socket = new Socket({ fd, readable: true, writable: true, manualStart: true } as ConstructorParameters<typeof Socket>[0]);
+    const socket = socketOverDescriptor(fd);
     const served = this.#serve(socket, head, settings);
     this.#open.add(served);
     served.once('close', () => {
@@ -96,7 +93,7 @@ export class HttpDoor {
 
   /** Sends a connection back to the head with `bytes`, what was read of a request this actor does not serve. */
   giveBack(socket: Socket, bytes: Buffer): void {
-    const fd = fdOf(socket);
+    const fd = descriptorOf(socket);
     let sent = false;
     try {
       sent = fd !== undefined && this.#link >= 0 && this.#addon.send(this.#link, fd);

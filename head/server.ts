@@ -292,11 +292,12 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   };
   const firstMessageTimeoutMs = options.firstMessageTimeoutMs ?? FIRST_MESSAGE_TIMEOUT_MS;
   const clientOptions = { gate, firstMessageTimeoutMs, actors, graphStreams };
+  const restoreTimeoutS = (actor: ActorRecord) => state.deployments.get(actor.deployment)?.spec.restoreTimeoutS;
   // Actor links an agent relays over its own connection are served as /v1/actor serves a connection.
   const actorLinks = {
     join: (actorId: string, secret: string) => joiningActor(state, actorId, secret),
     serve: (transport: FrameTransport, actor: ActorRecord) => {
-      const channel = countLink(serveActor(transport, actor, controller, log, doors), 'agent');
+      const channel = countLink(serveActor(transport, actor, controller, log, doors, restoreTimeoutS(actor)), 'agent');
       track(channel);
       return channel;
     },
@@ -312,8 +313,10 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       const actor = joiningActor(state, String(req.headers[ACTOR_ID_HEADER] ?? ''), String(req.headers[ACTOR_SECRET_HEADER] ?? ''));
       if (!actor) return refuse(socket, 401, 'Unauthorized', 'unknown actor or wrong actor secret');
       if (!wantsFrames(req))
-        return accept(req, socket, head, (ws) => countLink(serveActor(ws, actor, controller, log, doors), 'connection'));
-      return track(countLink(serveActor(frames(socket, head, false), actor, controller, log, doors), 'connection'));
+        return accept(req, socket, head, (ws) =>
+          countLink(serveActor(ws, actor, controller, log, doors, restoreTimeoutS(actor)), 'connection'),
+        );
+      return track(countLink(serveActor(frames(socket, head, false), actor, controller, log, doors, restoreTimeoutS(actor)), 'connection'));
     }
     if (path !== '/v1/agent' && path !== '/v1/client') return refuse(socket, 404, 'Not Found', `no connection endpoint at ${path}`);
     if (!checkBearer(req.headers, options.token)) {

@@ -11,7 +11,8 @@
 //   accept(fd, pid) -> fd | -1: the pending connection when the peer is process `pid`; -1: none yet
 //   connect(name) -> fd: connected to the abstract address `name` on this host
 //   send(fd, socketFd) -> boolean: queues a duplicate of socketFd; false when the queue is full
-//   receive(fd) -> fd | -1: the next descriptor queued; -1: none
+//   receive(fd) -> fd | -1: the next descriptor queued; -1: none. A message that carries no
+//     descriptor, more than one, or more than fit (MSG_CTRUNC) is refused, its descriptors closed.
 //   close(fd)
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +23,18 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+// Room for more descriptors than the one a handoff carries: a message with extra ones (a confused
+// or hostile peer) is read whole and its descriptors closed, instead of left open in this process.
+// One with more than even this holds is cut short by the kernel (MSG_CTRUNC), which drops the rest.
+#define MAX_RECEIVED_FDS 8
+
+// Control buffers aligned for the cmsghdr read and written in them.
+#define CONTROL_BUFFER(name, fds)          \
+  union {                                  \
+    char bytes[CMSG_SPACE(sizeof(int) * (fds))]; \
+    struct cmsghdr align;                  \
+  } name
 
 static napi_value Throw(napi_env env, const char* what) {
   char message[256];
@@ -127,13 +140,13 @@ static napi_value Send(napi_env env, napi_callback_info info) {
   }
   char byte = 'c';
   struct iovec iov = {&byte, 1};
-  char control[CMSG_SPACE(sizeof(int))];
-  memset(control, 0, sizeof control);
+  CONTROL_BUFFER(control, 1);
+  memset(&control, 0, sizeof control);
   struct msghdr message = {0};
   message.msg_iov = &iov;
   message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
+  message.msg_control = control.bytes;
+  message.msg_controllen = sizeof control.bytes;
   struct cmsghdr* header = CMSG_FIRSTHDR(&message);
   header->cmsg_level = SOL_SOCKET;
   header->cmsg_type = SCM_RIGHTS;
@@ -153,6 +166,10 @@ static napi_value Send(napi_env env, napi_callback_info info) {
   return Throw(env, "send");
 }
 
+static void CloseAll(const int* fds, size_t count) {
+  for (size_t i = 0; i < count; i++) close(fds[i]);
+}
+
 static napi_value Receive(napi_env env, napi_callback_info info) {
   int32_t args[1];
   if (!Ints(env, info, 1, args)) {
@@ -161,26 +178,39 @@ static napi_value Receive(napi_env env, napi_callback_info info) {
   }
   char byte;
   struct iovec iov = {&byte, 1};
-  char control[CMSG_SPACE(sizeof(int))];
+  CONTROL_BUFFER(control, MAX_RECEIVED_FDS);
   struct msghdr message = {0};
   message.msg_iov = &iov;
   message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
+  message.msg_control = control.bytes;
+  message.msg_controllen = sizeof control.bytes;
   ssize_t got = recvmsg(args[0], &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
   if (got < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? Int(env, -1) : Throw(env, "receive");
   if (got == 0) {
     napi_throw_error(env, NULL, "receive: the peer closed the handoff socket");
     return NULL;
   }
-  struct cmsghdr* header = CMSG_FIRSTHDR(&message);
-  if (!header || header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS || header->cmsg_len != CMSG_LEN(sizeof(int))) {
-    napi_throw_error(env, NULL, "receive: a message without a descriptor");
-    return NULL;
+  // Every descriptor the message brought is now open here: each is either returned or closed.
+  int fds[MAX_RECEIVED_FDS];
+  size_t count = 0;
+  for (struct cmsghdr* header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+    if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS || header->cmsg_len < CMSG_LEN(0)) continue;
+    size_t carried = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < carried && count < MAX_RECEIVED_FDS; i++) memcpy(&fds[count++], CMSG_DATA(header) + i * sizeof(int), sizeof(int));
   }
-  int fd;
-  memcpy(&fd, CMSG_DATA(header), sizeof fd);
-  return Int(env, fd);
+  char refused[160];
+  if (message.msg_flags & MSG_CTRUNC) {
+    snprintf(refused, sizeof refused, "receive: a message with more than %d descriptors (MSG_CTRUNC); closed the %zu received", MAX_RECEIVED_FDS, count);
+  } else if (count == 0) {
+    snprintf(refused, sizeof refused, "receive: a message without a descriptor");
+  } else if (count > 1) {
+    snprintf(refused, sizeof refused, "receive: a message with %zu descriptors, not one; closed them", count);
+  } else {
+    return Int(env, fds[0]);
+  }
+  CloseAll(fds, count);
+  napi_throw_error(env, NULL, refused);
+  return NULL;
 }
 
 static napi_value Close(napi_env env, napi_callback_info info) {

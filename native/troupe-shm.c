@@ -7,7 +7,9 @@
 // /proc/<pid>/fd/<fd> and checks that seal first, so a peer cannot truncate memory under it (with
 // a plain shm_open file that is a SIGBUS, and a crash, on the next read).
 //   create(bytes) -> { buffer, fd }: a new sealed region, mapped; the fd stays open while mapped
-//   open(pid, fd, bytes) -> ArrayBuffer: another process's region, mapped; throws why it cannot
+//   open(pid, fd, bytes) -> ArrayBuffer: another process's region, mapped read-only (its reader
+//     only reads inputs from it; a stray write faults here instead of changing the client's tensor);
+//     throws why it cannot
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +63,9 @@ static napi_value ArrayBufferOver(napi_env env, void* address, size_t bytes, int
 
 static int ReadSize(napi_env env, napi_value value, size_t* out) {
   double number = 0;
-  if (napi_get_value_double(env, value, &number) != napi_ok || number < 1 || number > (double)(1ull << 40)) return 0;
+  // Written so that NaN fails too (converting it to size_t is undefined), as does a fraction.
+  if (napi_get_value_double(env, value, &number) != napi_ok || !(number >= 1 && number <= (double)(1ull << 40))) return 0;
+  if (number != (double)(size_t)number) return 0;
   *out = (size_t)number;
   return 1;
 }
@@ -120,7 +124,7 @@ static napi_value Open(napi_env env, napi_callback_info info) {
     napi_throw_error(env, NULL, message);
     return NULL;
   }
-  int fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return Throw(env, path);
   int seals = fcntl(fd, F_GET_SEALS);
   const char* refused = NULL;
@@ -134,7 +138,7 @@ static napi_value Open(napi_env env, napi_callback_info info) {
     napi_throw_error(env, NULL, message);
     return NULL;
   }
-  void* address = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* address = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   if (address == MAP_FAILED) return Throw(env, "mmap");
   return ArrayBufferOver(env, address, bytes, -1);

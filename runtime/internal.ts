@@ -97,6 +97,17 @@ export { bytesOf, checkShape, elementCount, formatShape, tensor, viewBytes } fro
 export { sharesMemory } from './tensor/shares-memory.js';
 export { sharedMemoryAddon } from './shm/addon.js';
 export { handoffAddon } from './handoff/addon.js';
+export {
+  NODE_INTERNALS,
+  descriptorOf,
+  onInjectedHttp2Sessions,
+  internalOff,
+  moveHandle,
+  responseStarted,
+  socketOverDescriptor,
+  stopReading,
+} from './node-internals.js';
+export type { NodeInternal } from './node-internals.js';
 export type { HandoffAddon } from './handoff/addon.js';
 export type { SharedMemoryAddon } from './shm/addon.js';
 export { MappedRegions } from './shm/mapped-regions.js';

@@ -205,6 +205,11 @@ export const ModelDeploymentSchema = z
     kind: z.enum(['model', 'fn', 'class']).optional(),
     /** For kind 'class': the constructor's arguments, JSON values (at most 64 KiB as JSON). */
     args: ClassArgsSchema.optional(),
+    /**
+     * For kind 'class': how long a restarted instance's `restore()` may take before the process is
+     * ended and restarted (default 60 s); one that never settled left the instance STARTING forever.
+     */
+    restoreTimeoutS: z.number().min(0.1).max(3600).optional(),
     replicas: z.number().int().min(0).max(256).default(1),
     gpus: z.number().min(0).max(64).default(0),
     /**
@@ -269,6 +274,10 @@ export const ModelDeploymentSchema = z
     path: ['model'],
   })
   .refine((d) => d.args === undefined || d.kind === 'class', { message: "only a class actor (kind 'class') takes args", path: ['args'] })
+  .refine((d) => d.restoreTimeoutS === undefined || d.kind === 'class', {
+    message: "only a class actor (kind 'class') restores checkpoints",
+    path: ['restoreTimeoutS'],
+  })
   .refine((d) => (d.instances ?? 1) === 1 || ((d.kind ?? 'model') === 'model' && !d.multiplex && !GRAPH_MODEL_FILE.test(d.model ?? '')), {
     message: 'only a model deployment of one ONNX file has instances (a graph file runs its sessions in one thread)',
     path: ['instances'],

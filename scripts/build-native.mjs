@@ -19,6 +19,10 @@ const ADDONS = [
   { source: 'troupe-handoff.c', name: 'troupe_handoff', without: 'front-door workers will serve every HTTP connection' },
 ];
 
+// Every warning is an error: the addons handle descriptors and raw memory of other processes.
+// test/unit/native-addons.test.ts builds the same sources with these flags and the sanitizers.
+export const WARNINGS = ['-Wall', '-Wextra', '-Werror'];
+
 // What an addon was last built from (compiler, flags, Node-API headers); with the source's time,
 // it decides whether a build is needed at all: an unchanged tree compiles nothing.
 function upToDate(source, output, recipe) {
@@ -36,7 +40,7 @@ function build(source, output, name) {
   if (process.platform !== 'linux') return `these addons are Linux-only (this is ${process.platform})`;
   const headers = createRequire(import.meta.url)('node-api-headers').include_dir;
   const compiler = process.env.CC ?? 'cc';
-  const args = ['-O2', '-Wall', '-shared', '-fPIC', `-DNODE_GYP_MODULE_NAME=${name}`, `-I${headers}`];
+  const args = ['-O2', ...WARNINGS, '-shared', '-fPIC', `-DNODE_GYP_MODULE_NAME=${name}`, `-I${headers}`];
   const recipe = JSON.stringify([compiler, ...args]);
   if (upToDate(source, output, recipe)) return undefined;
   mkdirSync(dirname(output), { recursive: true });
@@ -46,7 +50,9 @@ function build(source, output, name) {
     execFileSync(compiler, [...args, '-o', partial, source], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 60_000 });
   } catch (err) {
     rmSync(partial, { force: true });
-    const stderr = err.stderr?.toString().trim().split('\n')[0];
+    // The line that says what failed (gcc opens with 'In function …', which does not).
+    const lines = err.stderr?.toString().trim().split('\n') ?? [];
+    const stderr = lines.find((line) => /error/.test(line)) ?? lines[0];
     return `${compiler} failed: ${stderr || err.message.split('\n')[0]}`;
   }
   renameSync(partial, output);
@@ -54,12 +60,15 @@ function build(source, output, name) {
   return undefined;
 }
 
-for (const addon of ADDONS) {
-  const output = join(root, 'dist', 'native', `${addon.name}.node`);
-  const skipped = build(join(root, 'native', addon.source), output, addon.name);
-  if (skipped) {
-    rmSync(output, { force: true });
-    rmSync(`${output}.recipe`, { force: true });
-    process.stdout.write(`troupe: ${addon.name} addon not built (${skipped}); ${addon.without}\n`);
+// Imported by the addons' test for WARNINGS; run as a script, it builds.
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  for (const addon of ADDONS) {
+    const output = join(root, 'dist', 'native', `${addon.name}.node`);
+    const skipped = build(join(root, 'native', addon.source), output, addon.name);
+    if (skipped) {
+      rmSync(output, { force: true });
+      rmSync(`${output}.recipe`, { force: true });
+      process.stdout.write(`troupe: ${addon.name} addon not built (${skipped}); ${addon.without}\n`);
+    }
   }
 }

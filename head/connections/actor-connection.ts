@@ -1,9 +1,14 @@
-import { ActorToHeadSchema, Channel, HeadToActorReplies, ReplicaLink } from '../../runtime/internal.js';
+import { ActorToHeadSchema, Channel, HeadToActorReplies, ReplicaLink, TroupeError } from '../../runtime/internal.js';
 import type { ActorToHead, FrameTransport, HeadToActor, Logger } from '../../runtime/internal.js';
 import type { WebSocket } from 'ws';
 import type { Controller } from '../control/controller.js';
 import type { HandoffDoors } from '../front-door/handoff-doors.js';
 import type { ActorRecord } from '../state/records.js';
+
+/** How long a restarted class actor's restore() may take unless its spec says (restoreTimeoutS). */
+export const DEFAULT_RESTORE_TIMEOUT_S = 60;
+/** Time past the actor's own restore deadline before the head stops waiting for its answer. */
+const RESTORE_ANSWER_SLACK_MS = 5000;
 
 /**
  * Serves one actor's data-plane connection (a frame stream, or a WebSocket through a TLS proxy),
@@ -17,6 +22,7 @@ export function serveActor(
   controller: Controller,
   log: Logger,
   doors?: HandoffDoors,
+  restoreTimeoutS?: number,
 ): Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies> {
   const channel: Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies> = new Channel<
     ActorToHead,
@@ -48,14 +54,19 @@ export function serveActor(
           };
           // A class actor restarted in place of an instance that kept checkpoints gets the latest
           // before it takes a call (it ignores it if it has run calls: a rejoin keeps its state).
-          // If restore() throws, the process exits and the restart that follows says why.
+          // If restore() throws or outlives its deadline, the process exits and the restart that
+          // follows says why. The head waits a little longer than the actor does; an actor that
+          // still has not answered then (an older build, a lost reply) loses this connection, and
+          // the restore starts over on its next one, so the instance never stays STARTING unasked.
           const checkpoint = actor.checkpoint;
           if (!checkpoint || actor.state !== 'STARTING') return ready();
+          const timeoutMs = Math.round((restoreTimeoutS ?? DEFAULT_RESTORE_TIMEOUT_S) * 1000);
           channel
-            .request({ type: 'restore', state: checkpoint.state })
-            .then(ready, (err: unknown) =>
-              log.warn({ actor: actor.name, err: (err as Error).message }, 'a class actor could not restore its checkpoint'),
-            );
+            .request({ type: 'restore', state: checkpoint.state, timeoutMs }, timeoutMs + RESTORE_ANSWER_SLACK_MS)
+            .then(ready, (err: unknown) => {
+              log.warn({ actor: actor.name, err: (err as Error).message }, 'a class actor could not restore its checkpoint');
+              if (err instanceof TroupeError && err.code === 'TROUPE_ERR_DEADLINE_EXCEEDED') channel.terminate();
+            });
           return;
         }
         case 'loadFailed':

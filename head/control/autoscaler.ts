@@ -26,7 +26,7 @@ function loadOf(state: ClusterState, d: DeploymentRecord): { queued: number; inF
  * replicas, where a waiting call has nothing else to run on, so the first replica starts at once
  * (the head also asks as soon as such a call arrives, {@link ClusterState.autoscaleNow}). New
  * replicas are placed by the scheduler like any other; every decision is logged and recorded as
- * an event.
+ * an event, and so is a decision that failed ('scale-failed').
  */
 export function startAutoscaler(state: ClusterState, controller: Controller, log: Logger, everyMs = 250): () => void {
   const trends = new Map<string, Trend>();
@@ -55,7 +55,17 @@ export function startAutoscaler(state: ClusterState, controller: Controller, log
     const why = `load ${load} (${queued} queued + ${inFlight} in flight) on ${current} replica(s), target ${auto.targetPerReplica} per replica`;
     log.info({ deployment: d.spec.name, from: current, to: wanted, load }, 'autoscaling');
     state.events.add('scaled', `${d.spec.name}: ${current} -> ${wanted} replicas (${why})`);
-    controller.deploy({ ...d.spec, replicas: wanted }).catch(() => {});
+    const name = d.spec.name;
+    // A scale that fails (a new replica that cannot load: the deploy is undone) is said, not swallowed:
+    // the 'scaled' event above would otherwise stand for replicas that never came.
+    controller.deploy({ ...d.spec, replicas: wanted }).catch((err: unknown) => {
+      const message = err instanceof Error ? err.message : String(err);
+      const code = (err as { code?: unknown } | null)?.code;
+      // Removed meanwhile: there is nothing left to scale, and the removal was the event.
+      if (code === 'TROUPE_ERR_UNKNOWN_DEPLOYMENT' && !state.deployments.has(name)) return;
+      log.warn({ deployment: name, from: current, to: wanted, code, err: message }, 'autoscaling failed');
+      state.events.add('scale-failed', `${name}: ${current} -> ${wanted} replicas failed: ${message}`);
+    });
   };
   state.autoscaleNow = (d) => consider(d, Date.now());
   const timer = setInterval(() => {

@@ -1,14 +1,9 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { stopReading } from '../../runtime/internal.js';
 
 /** Connections whose first request is in the inference protocol (an inference, or a read of health or metadata) go to a worker. */
 const FRONT_DOOR_REQUEST = /^(?:POST \/v2\/models\/|GET \/v2(?:\/| |\?))/;
-
-/** The part of libuv's stream handle that stops reading (Node's own `net` uses the same fields). */
-interface StreamHandle {
-  reading: boolean;
-  readStop(): number;
-}
 
 export type HandOff = (socket: Socket, head: Buffer) => boolean;
 
@@ -48,7 +43,10 @@ export function splitConnections(server: Server, handOff: HandOff, firstBytesTim
       socket.removeListener('error', dropped);
       socket.pause();
       if (FRONT_DOOR_REQUEST.test(chunk.toString('latin1', 0, 16))) {
+        // Where Node's reading cannot be stopped (runtime/node-internals.ts), the bytes after this
+        // chunk would be read here and lost to the process the descriptor went to: served here.
         const head = stopReading(socket, chunk);
+        if (!head) return serveHere(socket, chunk);
         if (handOff(socket, head)) return;
         return serveHere(socket, head);
       }
@@ -61,24 +59,4 @@ export function splitConnections(server: Server, handOff: HandOff, firstBytesTim
       for (const socket of waiting) socket.destroy();
     },
   };
-}
-
-/**
- * Stops the socket reading, so the bytes after `chunk` stay in the kernel and travel with the
- * file descriptor (a handle sent to another process drops what it reads meanwhile), and returns
- * `chunk` with anything the stream had buffered behind it. Resuming the socket reads again.
- */
-function stopReading(socket: Socket, chunk: Buffer): Buffer {
-  const handle = (socket as unknown as { _handle?: StreamHandle })._handle;
-  if (handle) {
-    handle.reading = false;
-    handle.readStop();
-  }
-  const parts = [chunk];
-  const read = socket._read;
-  // Draining the buffer must not start a new read from the handle.
-  socket._read = () => {};
-  for (let part: Buffer | null; (part = socket.read() as Buffer | null) !== null;) parts.push(part);
-  socket._read = read;
-  return parts.length === 1 ? chunk : Buffer.concat(parts);
 }

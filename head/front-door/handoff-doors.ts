@@ -1,5 +1,5 @@
-import { Socket } from 'node:net';
-import { handoffAddon } from '../../runtime/internal.js';
+import type { Socket } from 'node:net';
+import { descriptorOf, handoffAddon, socketOverDescriptor } from '../../runtime/internal.js';
 import type { ActorToHead, Channel, ClassLabels, HandoffAddon, HeadToActor, HeadToActorReplies, Logger } from '../../runtime/internal.js';
 import type { ActorRecord } from '../state/records.js';
 
@@ -107,8 +107,8 @@ export class HandoffDoors {
       if (door.actor.deployment !== name || door.actor.state !== 'READY') continue;
       if (!best || door.connections < best.connections) best = door;
     }
-    const fd = (socket as unknown as { _handle?: { fd?: number } | null })._handle?.fd;
-    if (!best || fd === undefined || fd < 0) return false;
+    const fd = best ? descriptorOf(socket) : undefined;
+    if (!best || fd === undefined) return false;
     let sent: boolean;
     try {
       sent = this.#addon.send(best.fd, fd);
@@ -140,8 +140,7 @@ export class HandoffDoors {
       this.#options.log.warn({ actor: door.actor.name, err: (err as Error).message }, 'cannot take back a connection');
     }
     if (fd < 0) return;
-    const socket = new Socket({ fd, readable: true, writable: true, manualStart: true } as ConstructorParameters<typeof Socket>[0]);
-    this.#options.serveHere(socket, Buffer.from(head));
+    this.#options.serveHere(socketOverDescriptor(fd), Buffer.from(head));
   }
 
   connectionClosed(actorId: string): void {

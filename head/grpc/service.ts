@@ -1,6 +1,7 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { Metadata, ServerDuplexStream, ServerUnaryCall, UntypedServiceImplementation, sendUnaryData } from '@grpc/grpc-js';
 import type { Socket } from 'node:net';
+import { onInjectedHttp2Sessions } from '../../runtime/internal.js';
 import type { AuthPolicy, HttpError } from '../../runtime/internal.js';
 import { grpcAuthError } from './auth.js';
 import type { GrpcInferContext } from './context.js';
@@ -104,21 +105,21 @@ export function grpcServer(maxBodyBytes: number): Server {
 const CONNECTION_WINDOW_BYTES = 16 * 2 ** 20;
 const STREAM_WINDOW_BYTES = 4 * 2 ** 20;
 
-/** The HTTP/2 session Node made of `socket` (Node's http2 keeps it under a symbol named `session`). */
-function sessionOf(socket: Socket): { setLocalWindowSize(n: number): void; settings(s: { initialWindowSize: number }): void } | undefined {
-  const key = Object.getOwnPropertySymbols(socket).find((symbol) => symbol.description === 'session');
-  return key ? (socket as unknown as Record<symbol, ReturnType<typeof sessionOf>>)[key] : undefined;
-}
-
 /** Serves connections on `server` that another listener accepted: each injected, with wide windows, and read. */
 export function connectionInjector(server: Server): (socket: Socket) => void {
   const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+  // Where grpc-js keeps its HTTP/2 servers elsewhere, connections keep the default windows (runtime/node-internals.ts).
+  onInjectedHttp2Sessions(server, (session) => {
+    try {
+      session.setLocalWindowSize(CONNECTION_WINDOW_BYTES);
+      session.settings({ initialWindowSize: STREAM_WINDOW_BYTES });
+    } catch {
+      // A session already closing: nothing to widen.
+    }
+  });
   return (socket) => {
     socket.setNoDelay(true);
     injector.injectConnection(socket);
-    const session = sessionOf(socket);
-    session?.setLocalWindowSize(CONNECTION_WINDOW_BYTES);
-    session?.settings({ initialWindowSize: STREAM_WINDOW_BYTES });
     socket.resume();
   };
 }

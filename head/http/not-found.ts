@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { errorResponse } from '../../runtime/internal.js';
+import { errorResponse, responseStarted } from '../../runtime/internal.js';
 import type { HttpError } from '../../runtime/internal.js';
 import { sendError } from './errors.js';
 
@@ -54,8 +54,7 @@ export function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
         ? { status: 431, code: 'TROUPE_ERR_BAD_REQUEST', message: 'the request head (line and headers) is larger than this server reads' }
         : { status: 400, code: 'TROUPE_ERR_BAD_REQUEST', message: `malformed HTTP request: ${err.message.slice(0, 200)}` };
   const { headers, body } = errorResponse(error);
-  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (socket.writable && !inFlight?.headersSent) {
+  if (socket.writable && !responseStarted(socket)) {
     let head = `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n`;
     for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
     socket.write(`${head}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);

@@ -12,7 +12,8 @@ export type EventKind =
   | 'deployment-changed'
   | 'deployment-removed'
   | 'deployment-refused'
-  | 'scaled';
+  | 'scaled'
+  | 'scale-failed';
 
 export interface ClusterEvent {
   /** Milliseconds since the epoch. */

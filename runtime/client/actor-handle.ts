@@ -22,6 +22,8 @@ export interface ActorSpec {
   export: string;
   /** The constructor's arguments: JSON values, at most 64 KiB as JSON. */
   args?: unknown[];
+  /** How long a restarted instance's `restore()` may take before its process is restarted (default 60). */
+  restoreTimeoutS?: number;
   /** Instances (default 1); each keeps its own state. */
   replicas?: number;
   /** CPUs each instance reserves (default 1). */

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
-import { Socket } from 'node:net';
-import type { SocketConstructorOpts } from 'node:net';
+import type { Socket } from 'node:net';
+import { moveHandle } from '../node-internals.js';
 import { HTTPParser } from 'http-parser-js';
 import type { HeaderInfo } from 'http-parser-js';
 import { sharedBufferPool } from '../transport/buffer-pool.js';
@@ -78,15 +78,12 @@ function headersOf(raw: readonly string[]): IncomingHttpHeaders {
  * what follows on that connection, with Node's own HTTP server.
  */
 export function serveInPlace(accepted: Socket, head: Buffer, options: InPlaceOptions): Socket {
-  const internals = accepted as unknown as { _handle?: object | null };
-  const handle = internals._handle;
-  if (!handle) {
-    accepted.destroy();
-    return accepted;
-  }
-  internals._handle = null;
-  accepted.destroy();
-  return new InPlaceConnection(handle, head, options).socket;
+  const socket = InPlaceConnection.serve(accepted, head, options);
+  if (socket) return socket;
+  // Its handle could not be moved to a socket that reads in place (runtime/node-internals.ts): the
+  // head's own HTTP server serves the connection instead, from its first byte.
+  options.giveBack(accepted, head);
+  return accepted;
 }
 
 class InPlaceConnection {
@@ -114,15 +111,25 @@ class InPlaceConnection {
   #inHead = false;
   #timer: NodeJS.Timeout | undefined;
 
-  /** The socket this connection is served on. */
-  get socket(): Socket {
-    return this.#socket;
+  /**
+   * Serves `accepted` on a socket that reads in place, made with its handle; returns that socket, or
+   * undefined, `accepted` untouched, when the handle could not be moved (runtime/node-internals.ts).
+   */
+  static serve(accepted: Socket, head: Buffer, options: InPlaceOptions): Socket | undefined {
+    // Reads begin only after the connection below exists.
+    let connection: InPlaceConnection | undefined;
+    const onread = {
+      buffer: () => connection!.#nextBuffer(),
+      callback: (n: number, buffer: Uint8Array) => connection!.#read(n, buffer),
+    };
+    const socket = moveHandle(accepted, { onread, readable: true, writable: true, allowHalfOpen: true });
+    if (socket) connection = new InPlaceConnection(socket, head, options);
+    return socket;
   }
 
-  constructor(handle: object, head: Buffer, options: InPlaceOptions) {
+  private constructor(socket: Socket, head: Buffer, options: InPlaceOptions) {
     this.#options = options;
-    const onread = { buffer: () => this.#nextBuffer(), callback: (n: number, buffer: Uint8Array) => this.#read(n, buffer) };
-    this.#socket = new Socket({ handle, onread, readable: true, writable: true, allowHalfOpen: true } as SocketConstructorOpts);
+    this.#socket = socket;
     this.#socket.setNoDelay(true);
     this.#socket.on('error', () => this.#socket.destroy());
     this.#socket.on('close', () => clearTimeout(this.#timer));
@@ -219,7 +226,9 @@ class InPlaceConnection {
       route,
       url: info.url,
       headers,
-      keepAlive: info.shouldKeepAlive || (!chunked && cl === undefined && info.versionMinor > 0),
+      // The parser's verdict, `Connection: close` included: forcing keep-alive on a body-less
+      // HTTP/1.1 request held open a connection its client had asked to close.
+      keepAlive: info.shouldKeepAlive,
       body,
       filled: 0,
       pieces: chunked ? [] : null,

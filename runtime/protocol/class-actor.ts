@@ -80,7 +80,13 @@ export const ClassMethodsSchema = z
 export type ClassMethods = z.infer<typeof ClassMethodsSchema>;
 
 /** The last checkpoint of the instance this process replaces, sent before it takes calls. */
-export const RestoreSchema = z.object({ type: z.literal('restore'), id: IdSchema, state: z.unknown() });
+export const RestoreSchema = z.object({
+  type: z.literal('restore'),
+  id: IdSchema,
+  state: z.unknown(),
+  /** How long `restore()` may take; past it the actor exits as if it had thrown (the restart says why). */
+  timeoutMs: z.number().int().min(1).max(3_600_000).optional(),
+});
 
 /**
  * A method's answer: its return value and, when the class defines `checkpoint()`, the state it

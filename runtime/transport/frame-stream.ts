@@ -1,6 +1,7 @@
-import { Socket, connect as connectSocket } from 'node:net';
-import type { SocketConstructorOpts } from 'node:net';
+import { connect as connectSocket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { TroupeError } from '../errors.js';
+import { moveHandle } from '../node-internals.js';
 import { sharedBufferPool } from './buffer-pool.js';
 import { FrameReader, LENGTH_PREFIX_BYTES } from './frame-reader.js';
 import type { FrameSink, FrameTransport } from './frame-transport.js';
@@ -98,23 +99,18 @@ export class FrameStream implements FrameTransport {
    * has read nothing yet), or one just upgraded from HTTP (`leftover`: the bytes its parser read
    * past the headers). Node offers `onread`, the option that reads in place, only to sockets
    * it connects itself; an accepted socket's handle is moved to a socket made with it, as Node
-   * does when it accepts. Where the handle is not there to move, Node's chunks are copied in.
+   * does when it accepts (runtime/node-internals.ts). Where it cannot be, Node's chunks are copied in.
    */
   static adopt(accepted: Socket, options: FrameStreamOptions, leftover?: Uint8Array): FrameStream {
     const reader = FrameStream.#newReader(options);
-    const internals = accepted as unknown as { _handle?: { readStart?: unknown } | null };
-    const handle = internals._handle;
-    if (!handle || typeof handle.readStart !== 'function') {
+    const socket = moveHandle(accepted, { onread: readInPlace(reader), readable: true, writable: true });
+    if (!socket) {
       const stream = new FrameStream(accepted, reader, false);
       if (leftover?.length) reader.consume(leftover);
       accepted.on('data', (chunk: Buffer) => reader.consume(chunk));
       accepted.resume();
       return stream;
     }
-    internals._handle = null;
-    // The handle-less shell closes nothing and lets its server count the connection as gone.
-    accepted.destroy();
-    const socket = new Socket({ handle, onread: readInPlace(reader), readable: true, writable: true } as SocketConstructorOpts);
     socket.setKeepAlive(true);
     const stream = new FrameStream(socket, reader, true);
     // Bytes read before the hand-over come first; the new socket's first read is still to come.

@@ -70,6 +70,36 @@ describe('class actors restart with back-off, restoring their checkpoint', { tim
     await rejectsWith(bad.call('bump'), 'TROUPE_ERR_NOT_READY', /actor 'bad-restore' has no instance that can take calls/);
   });
 
+  test('an instance whose restore() never settles is restarted at its restoreTimeoutS, and ends DEAD saying so', async () => {
+    const hanging = await client.actor({
+      name: 'hanging-restore',
+      module: CLASSES,
+      export: 'HangingRestore',
+      cpus: 0.1,
+      restoreTimeoutS: 0.5,
+    });
+    assert.equal(await hanging.call('bump'), 1);
+    await rejectsWith(hanging.call('crash'), 'TROUPE_ERR_ACTOR_DIED', /before answering/);
+    const dead = await waitFor(
+      'hanging-restore DEAD',
+      async () => {
+        const a = await instance('hanging-restore');
+        return a.state === 'DEAD' && a;
+      },
+      90_000,
+    );
+    assert.match(dead.reason ?? '', /HangingRestore.restore\(\) did not settle within 0.5 s \(restoreTimeoutS\)/);
+    assert.match(dead.reason ?? '', /gave up after 5 restarts/);
+  });
+
+  test('restoreTimeoutS belongs to class actors only', async () => {
+    await rejectsWith(
+      client.deploy({ name: 'not-a-class', model: 'mlp.onnx', restoreTimeoutS: 5 }),
+      'TROUPE_ERR_BAD_SPEC',
+      /only a class actor \(kind 'class'\) restores checkpoints/,
+    );
+  });
+
   test('a head restart keeps every instance and its state: the processes rejoin the new head', async () => {
     const notebook = client.actorHandle('notebook');
     await notebook.call('write', 'before the head restart');

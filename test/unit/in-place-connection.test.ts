@@ -104,4 +104,23 @@ describe('a connection served in place: its idle and header bounds', { timeout: 
     assert.ok(Date.now() - from >= KEEP_ALIVE_MS - 50, `dropped ${Date.now() - from} ms after the body stopped`);
     assert.equal(c.text(), '');
   });
+
+  test('a body-less request that says Connection: close is answered with close, and the connection ends', async () => {
+    const c = client(port);
+    c.socket.write('POST /v2/models/m/infer HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
+    await c.closed;
+    assert.match(c.text(), /^HTTP\/1\.1 \d{3} /);
+    assert.match(c.text(), /\r\nconnection: close\r\n/);
+  });
+
+  test('a body-less HTTP/1.1 request without Connection: close keeps its connection', async () => {
+    const c = client(port);
+    c.socket.write('POST /v2/models/m/infer HTTP/1.1\r\nhost: x\r\n\r\n');
+    await until('the answer', () => c.text().includes('\r\n\r\n'));
+    assert.match(c.text(), /\r\nconnection: keep-alive\r\n/);
+    c.socket.write(HEALTH);
+    await until('a second answer on the same connection', () => answers(c.text()) === 1);
+    assert.equal(c.isClosed(), false);
+    c.socket.destroy();
+  });
 });
