@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { z } from 'zod';
 import { NodeAgent } from '../node-agent/index.js';
-import { NameSchema } from '../runtime/internal.js';
+import { NameSchema, isMilliAmount } from '../runtime/internal.js';
 import { helpOf, onShutdown, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
 
@@ -56,7 +56,7 @@ export const AgentFlagsSchema = z.object({
     .optional(),
   modelDir: ExistingDirSchema.default(process.cwd()),
   moduleDir: ExistingDirSchema.optional(),
-  cpus: z.coerce.number().positive('must be above 0').max(4096).optional(),
+  cpus: z.coerce.number().positive('must be above 0').max(4096).refine(isMilliAmount, 'must have at most 3 decimals (CPUs are counted in thousandths)').optional(),
   maxActors: z.coerce.number().int('must be a whole number').min(1).max(100_000).optional(),
   memoryMib: z.coerce
     .number()

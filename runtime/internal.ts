@@ -59,7 +59,18 @@ export type { ActorToAgentIpc, ActorToRelayIpc, AgentToActorIpc, RelayToActorIpc
 export { DEFAULT_MAX_FRAME_BYTES, decodeFrame, encodeFrame, encodeFrameParts } from './protocol/codec.js';
 export { ModelMetadataSchema, NameSchema } from './protocol/common.js';
 export type { ModelMetadata, TensorInfo } from './protocol/common.js';
-export { GpuProcessSchema, GpuSchema, NodeResourcesSchema, defaultMaxActors, maxActorsOf } from './resources.js';
+export {
+  GpuProcessSchema,
+  GpuSchema,
+  MILLI_PER_UNIT,
+  NodeResourcesSchema,
+  defaultMaxActors,
+  fromMilli,
+  isMilliAmount,
+  maxActorsOf,
+  sumAmounts,
+  toMilli,
+} from './resources.js';
 export type { Gpu, GpuProcess, NodeResources } from './resources.js';
 export {
   AutoscaleSchema,

@@ -1,4 +1,5 @@
 import type { GraphView, PlanNode } from '../../runtime/internal.js';
+import { fromMilli, sumAmounts, toMilli } from '../../runtime/internal.js';
 import { headLoopDelay } from '../state/event-loop.js';
 import { readinessBody, serverReadiness } from '../control/readiness.js';
 import type { ClusterState } from '../state/cluster-state.js';
@@ -45,7 +46,7 @@ function nodeOf(n: NodeRecord, placed: readonly ActorRecord[], gpuUtil: (node: s
       memoryTotalMiB: g.memoryTotalMiB,
       memoryUsedMiB: g.simulated ? null : g.memoryUsedMiB,
       utilizationPct: g.simulated ? gpuUtil(n.name, g.index) : g.utilizationPct,
-      allocated: holders.reduce((sum, h) => sum + h.share, 0),
+      allocated: sumAmounts(holders.map((h) => h.share)),
       holders,
     };
   });
@@ -56,7 +57,7 @@ function nodeOf(n: NodeRecord, placed: readonly ActorRecord[], gpuUtil: (node: s
     state: n.state,
     address: n.address,
     cpus: n.resources.cpus,
-    cpusAllocated: placed.reduce((sum, a) => sum + a.cpus, 0),
+    cpusAllocated: sumAmounts(placed.map((a) => a.cpus)),
     memoryBytes: n.resources.memoryBytes,
     memoryAllocatedBytes: placed.reduce((sum, a) => sum + a.memoryBytes, 0),
     actors: placed.length,
@@ -164,18 +165,21 @@ export class StatusFrame {
   #summary(): StatusSummary {
     const nodes = { total: this.nodes.length, ALIVE: 0, SUSPECT: 0, DEAD: 0 };
     const gpus = { total: 0, simulated: 0, allocated: 0 };
-    const cpus = { total: 0, allocated: 0 };
+    // Counted in thousandths (runtime/resources.ts), so the header reads 0.35, not 0.35000000000000003.
+    const milli = { cpus: 0, cpusAllocated: 0, gpusAllocated: 0 };
     for (const n of this.nodes) {
       nodes[n.state]++;
       if (n.state === 'DEAD') continue;
-      cpus.total += n.resources.cpus;
+      milli.cpus += toMilli(n.resources.cpus);
       gpus.total += n.resources.gpus.length;
       gpus.simulated += n.resources.gpus.filter((g) => g.simulated).length;
       for (const a of this.#placed.get(n.id) ?? []) {
-        cpus.allocated += a.cpus;
-        gpus.allocated += a.gpus.length * a.gpuShare;
+        milli.cpusAllocated += toMilli(a.cpus);
+        milli.gpusAllocated += a.gpus.length * toMilli(a.gpuShare);
       }
     }
+    gpus.allocated = fromMilli(milli.gpusAllocated);
+    const cpus = { total: fromMilli(milli.cpus), allocated: fromMilli(milli.cpusAllocated) };
     const actors = { total: this.actors.length, PENDING: 0, STARTING: 0, READY: 0, DRAINING: 0, RESTARTING: 0, DEAD: 0 };
     for (const a of this.actors) actors[a.state]++;
     return { nodes, actors, gpus, cpus, deployments: this.deployments.length, graphs: this.graphs.length };

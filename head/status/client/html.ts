@@ -56,6 +56,11 @@ export function fmtNumber(n: number | null, digits = 1): string {
   return Math.abs(n) < 10 ? n.toFixed(digits) : Math.round(n).toLocaleString('en-US');
 }
 
+/** CPUs or GPUs as a person writes them: exact to the thousandth the head counts in (0.35, 1,024). */
+export function fmtAmount(n: number): string {
+  return n.toLocaleString('en-US', { maximumFractionDigits: 3 });
+}
+
 export function fmtBytes(bytes: number): string {
   if (bytes === 0) return '0';
   if (bytes >= 2 ** 30) return `${(bytes / 2 ** 30).toFixed(1)} GiB`;
