@@ -44,7 +44,8 @@ export function startChild(
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      reject(new Error(`troupe ${args[0]} exited (${signal ?? `code ${code}`}) before it was ready`));
+      // Its own error is on the terminal already (stderr is shared): point there, not at a mystery.
+      reject(new Error(`troupe ${args[0]} exited (${signal ?? `code ${code}`}) before it was ready: its error is above`));
     });
   });
   line.catch(() => {});

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_GRPC_PORT, startHead } from '../head/index.js';
+import { startHead } from '../head/index.js';
 import { TroupeError } from '../runtime/internal.js';
 import { PortSchema, helpOf, onShutdown, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
@@ -10,7 +10,7 @@ export const HEAD_FLAGS: readonly FlagDef[] = [
   {
     name: 'grpc-port',
     value: 'PORT',
-    help: "port of the gRPC inference service (Triton's GRPCInferenceService), on\nthe same host; 0 for any (default 8471, or TROUPE_GRPC_PORT; 0 when\n--port is 0)",
+    help: "port of the gRPC inference service (Triton's GRPCInferenceService), on\nthe same host; 0 for any (default: beside the HTTP port, PORT+1, so\n8471; or TROUPE_GRPC_PORT; 0 when --port is 0)",
   },
   { name: 'no-grpc', help: 'serve no gRPC endpoint' },
   {
@@ -79,18 +79,21 @@ export const HeadFlagsSchema = z.object({
 });
 
 /**
- * The gRPC port: the flag, else TROUPE_GRPC_PORT, else 8471; a head asked for any HTTP port
- * (--port 0) takes any gRPC port too, so heads started side by side (tests, scripts) never collide.
+ * The gRPC port: the flag, else TROUPE_GRPC_PORT, else beside the HTTP port (8470 → 8471), so one
+ * --port or TROUPE_PORT moves both; a head asked for any HTTP port (--port 0) takes any gRPC port
+ * too, so heads started side by side (tests, scripts) never collide.
  */
-function grpcPortOf(flag: number | undefined, httpPort: number): number {
+export function grpcPortOf(flag: number | undefined, httpPort: number, env = process.env.TROUPE_GRPC_PORT): number {
   if (flag !== undefined) return flag;
-  const env = process.env.TROUPE_GRPC_PORT;
   if (env !== undefined) {
     const parsed = PortSchema.safeParse(env);
     if (!parsed.success) throw new TroupeError('TROUPE_ERR_BAD_FLAG', `head: TROUPE_GRPC_PORT: ${parsed.error.issues[0]!.message}`);
     return parsed.data;
   }
-  return httpPort === 0 ? 0 : DEFAULT_GRPC_PORT;
+  if (httpPort === 0) return 0;
+  if (httpPort === 65_535)
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --port 65535 leaves no port beside it for gRPC; give --grpc-port or --no-grpc');
+  return httpPort + 1;
 }
 
 export async function headCommand(argv: string[]): Promise<void> {

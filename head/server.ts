@@ -40,6 +40,7 @@ import { HandoffDoors } from './front-door/handoff-doors.js';
 import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
 import { startGrpcEndpoint } from './grpc/server.js';
+import { httpRefusal, listenRefusal, portsRefused } from './busy-ports.js';
 import { labelsOf, stateBackend } from './http/state-backend.js';
 import { RunGateway } from './graph/run-gateway.js';
 import { GraphStreams } from './graph/graph-streams.js';
@@ -334,7 +335,9 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       'TROUPE_ERR_INTERNAL',
       `routes missing from the OpenAPI document (head/http/openapi.ts): ${undocumented.join(', ')}`,
     );
-  // Before HTTP listens: a gRPC port that is taken fails the start with nothing left listening.
+  const wantedPort = options.port ?? 8470;
+  // Before HTTP listens: a gRPC port that is taken fails the start with nothing left listening,
+  // and the message names the HTTP port too when it is taken as well.
   const grpc =
     options.grpcPort === undefined
       ? undefined
@@ -353,14 +356,17 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           options.grpcPort,
           // Its connections go to the front-door workers once they are up, as HTTP ones do.
           (socket) => frontDoor?.takeGrpc(socket) ?? false,
-        );
-  const wantedPort = options.port ?? 8470;
+        ).catch(async (err: unknown) => {
+          if (!(err instanceof TroupeError) || err.code !== 'TROUPE_ERR_BAD_FLAG') throw err;
+          const http = await listenRefusal(host, wantedPort);
+          throw portsRefused([err.message, ...(http ? [httpRefusal(host, wantedPort, http)] : [])]);
+        });
   try {
     await app.listen({ host, port: wantedPort });
   } catch (err) {
     await grpc?.close(0);
     // A port in use or not ours to take is the operator's to change, as the gRPC port's is.
-    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `cannot listen on ${host}:${wantedPort}: ${(err as Error).message} (see --port)`);
+    throw portsRefused([httpRefusal(host, wantedPort, (err as Error).message)]);
   }
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : options.port;
