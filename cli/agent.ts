@@ -36,7 +36,11 @@ export const AGENT_FLAGS: readonly FlagDef[] = [
     value: 'direct|relay',
     help: "how this node's actors reach the head: a connection each (direct,\nthe default) or relayed over this agent's (relay: one socket per node)",
   },
-  { name: 'state-dir', value: 'DIR', help: 'where the agent records the actors it runs, to kill orphans on restart' },
+  {
+    name: 'state-dir',
+    value: 'DIR',
+    help: 'where the agent records the actors it runs (DIR/actors.json), to kill\norphans on restart (default: troupe-agent-NAME in the system temp\nfolder; troupe up uses its --data-dir/agent)',
+  },
   { name: 'nvidia-smi', value: 'PATH', help: 'nvidia-smi to run (default: from PATH); none: offer no GPUs' },
   { name: 'heartbeat-ms', value: 'MS', help: 'heartbeat interval (default 1000)' },
   { name: 'health-interval-ms', value: 'MS', help: 'actor health-check interval (default 1000)' },

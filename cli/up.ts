@@ -81,7 +81,21 @@ export async function upCommand(argv: string[]): Promise<void> {
 
   const [url = '', grpcAddress] = (await head.line).split(' and gRPC on ');
   // fn steps are opt-in code: the embedded agent offers the examples' steps and nothing else.
-  const agentArgs = ['agent', '--head', url, '--name', 'local', '--model-dir', modelDir, '--module-dir', EXAMPLES_DIR];
+  // Its list of running actors under --data-dir too: the temp folder default is shared by every
+  // `troupe up` on the host, and one's list is no other's business.
+  const agentArgs = [
+    'agent',
+    '--head',
+    url,
+    '--name',
+    'local',
+    '--model-dir',
+    modelDir,
+    '--module-dir',
+    EXAMPLES_DIR,
+    '--state-dir',
+    resolve(flags.dataDir, 'agent'),
+  ];
   if (flags.simulateGpus > 0) agentArgs.push('--simulate-gpus', String(flags.simulateGpus));
   // In a process group of its own (its actors with it): a terminal's Ctrl-C reaches up, the head
   // and the head's workers, and the agent is stopped once the head has drained.

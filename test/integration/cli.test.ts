@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
@@ -175,6 +175,11 @@ describe('CLI', { timeout: 120_000 }, () => {
           assert.match(answer, /^(200|503 TROUPE_ERR_SHUTTING_DOWN|no answer)$/, JSON.stringify([...answers]));
         assert.doesNotMatch(stderr, /calls still unfinished after the drain period/);
         await waitFor('every process under up to exit', async () => (await stillRunning(tree)).length === 0, 20_000);
+        // The agent's list of actors is under --data-dir (not the temp folder every `troupe up` shares),
+        // says none runs, and no temp file of a write is left beside it.
+        const agentDir = join(cwd, '.troupe', 'agent');
+        assert.deepEqual(JSON.parse(await readFile(join(agentDir, 'actors.json'), 'utf8')), []);
+        assert.deepEqual(await readdir(agentDir), ['actors.json']);
       } finally {
         for (const pid of await stillRunning(tree)) process.kill(pid, 'SIGKILL');
         for (const pid of await groupMembers(up.pid!)) process.kill(pid, 'SIGKILL');
