@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { startHead } from '../head/index.js';
-import { TroupeError } from '../runtime/internal.js';
+import type { Head } from '../head/index.js';
+import { TroupeError, plural } from '../runtime/internal.js';
 import { PortSchema, helpOf, onShutdown, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
 
@@ -96,6 +97,23 @@ export function grpcPortOf(flag: number | undefined, httpPort: number, env = pro
   return httpPort + 1;
 }
 
+/** Names shown of each kind; the rest are counted. */
+const RESTORED_SHOWN = 12;
+
+function namesOf(kind: string, names: readonly string[]): string {
+  const shown = names.slice(0, RESTORED_SHOWN).join(', ');
+  const more = names.length > RESTORED_SHOWN ? ` and ${names.length - RESTORED_SHOWN} more` : '';
+  return `${plural(names.length, kind)}${names.length > 0 ? ` (${shown}${more})` : ''}`;
+}
+
+/**
+ * What a head brought back from its data directory, said at start: deployments and graphs of an
+ * earlier session return unasked (the state file is the point of --data-dir), so name them.
+ */
+export function restoredLine(restored: NonNullable<Head['restored']>): string {
+  return `restored from ${restored.file}: ${namesOf('deployment', restored.deployments)}, ${namesOf('graph', restored.graphs)} (troupe delete NAME removes one; another --data-dir starts empty)`;
+}
+
 export async function headCommand(argv: string[]): Promise<void> {
   const flags = parseFlags('head', argv, specOf(HEAD_FLAGS), HeadFlagsSchema);
   const token = flags.token ?? process.env.TROUPE_TOKEN;
@@ -132,6 +150,8 @@ export async function headCommand(argv: string[]): Promise<void> {
       ...(flags.jobConcurrency !== undefined ? { concurrency: flags.jobConcurrency } : {}),
     },
   });
+  // Before the line that says the head is ready, so troupe up (which echoes it) shows it first.
+  if (head.restored) process.stdout.write(`${restoredLine(head.restored)}\n`);
   // One line on stdout that people and scripts (troupe up, the tests) read to find the head.
   process.stdout.write(`troupe head listening on ${head.url}${head.grpcAddress ? ` and gRPC on ${head.grpcAddress}` : ''}\n`);
   onShutdown(() => head.close());

@@ -65,6 +65,9 @@ export async function upCommand(argv: string[]): Promise<void> {
     ],
     /listening on (\S+(?: and gRPC on \S+)?)/,
     30_000,
+    process.env,
+    // What an earlier session left in the data directory comes back: say so (cli/head.ts).
+    { echo: /^restored from / },
   );
   const children = [head];
   let stopping = false;

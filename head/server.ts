@@ -125,6 +125,12 @@ export interface Head {
   readonly grpcAddress: string | undefined;
   readonly state: ClusterState;
   /**
+   * What came back from the data directory's state file at start (deployments and graphs by
+   * name, a version split's own versions left out): the CLI prints it, since a restart that
+   * restores a dozen deployments nobody asked for again should say so. Undefined: nothing saved.
+   */
+  readonly restored: { file: string; deployments: string[]; graphs: string[] } | undefined;
+  /**
    * Drains, then stops: new work is refused with TROUPE_ERR_SHUTTING_DOWN (retryable) while the
    * accepted calls finish, for at most `drainMs`; then every socket is dropped. Agents and actors
    * keep running and reconnect to the next head started on the same data directory.
@@ -400,10 +406,19 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   }
 
   let closing: Promise<void> | undefined;
+  const restored =
+    store && saved && (saved.deployments.length > 0 || saved.graphs.size > 0)
+      ? {
+          file: store.file,
+          deployments: saved.deployments.filter((d) => !d.versionOf).map((d) => d.name),
+          graphs: [...saved.graphs.keys()],
+        }
+      : undefined;
   return {
     url,
     grpcAddress: grpc?.address,
     state,
+    restored,
     close() {
       closing ??= (async () => {
         const drainMs = options.drainMs ?? DEFAULT_DRAIN_MS;

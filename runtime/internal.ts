@@ -15,6 +15,7 @@ export { disableOrtTelemetryByDefault } from './ort-telemetry.js';
 export { childNodeArgs } from './profiling.js';
 export { LOG_FORMATS, createLogger } from './log.js';
 export type { LogFormat, Logger } from './log.js';
+export { plural } from './plural.js';
 export {
   ActorEnvSchema,
   ActorStatsSchema,

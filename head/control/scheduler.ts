@@ -1,4 +1,4 @@
-import { MILLI_PER_UNIT, fromMilli, maxActorsOf, toMilli } from '../../runtime/internal.js';
+import { MILLI_PER_UNIT, fromMilli, maxActorsOf, plural, toMilli } from '../../runtime/internal.js';
 import type { ActorRecord, NodeRecord } from '../state/records.js';
 import { ActorsByNode } from './actors-by-node.js';
 import { usageOn } from './usage.js';
@@ -71,7 +71,7 @@ function atActorCap(node: NodeRecord, usage: NodeUsage): boolean {
 function describeShortage(node: NodeRecord, usage: NodeUsage, req: ResourceRequest): string {
   // First what no wait can change: a node without GPUs never takes a GPU actor, however many CPUs free up.
   if (req.gpus > 0 && node.resources.gpus.length === 0) return `${node.name} has no GPU`;
-  if (atActorCap(node, usage)) return `node ${node.name} holds its ${maxActorsOf(node.resources)} actors (--max-actors)`;
+  if (atActorCap(node, usage)) return `node ${node.name} holds its ${plural(maxActorsOf(node.resources), 'actor')} (--max-actors)`;
   const cpusFree = toMilli(node.resources.cpus) - usage.cpusUsedMilli;
   if (cpusFree < toMilli(req.cpus)) return `${node.name} has ${fromMilli(cpusFree)} of ${node.resources.cpus} CPUs free`;
   const memFree = node.resources.memoryBytes - usage.memoryUsed;

@@ -1,6 +1,7 @@
 import type { GraphView, PlanNode } from '../../runtime/internal.js';
 import { fromMilli, sumAmounts, toMilli } from '../../runtime/internal.js';
 import { headLoopDelay } from '../state/event-loop.js';
+import { versionDeploymentName } from '../control/versions.js';
 import { readinessBody, serverReadiness } from '../control/readiness.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { ActorRecord, NodeRecord } from '../state/records.js';
@@ -113,6 +114,7 @@ export class StatusFrame {
   readonly #nodeRows = new Map<string, StatusNode>();
   readonly #actorRows = new Map<string, StatusActor>();
   readonly #memo = new Map<string, unknown>();
+  readonly #graphCount: number;
 
   constructor(state: ClusterState, graphs: GraphSource, sampler: ClusterSampler, feed: EventFeed, draining: boolean) {
     this.#state = state;
@@ -134,12 +136,19 @@ export class StatusFrame {
       const requests = d.stats.snapshot();
       const failed = Object.values(requests.failed).reduce((a, b) => a + b, 0);
       const states: Partial<Record<ActorStateName, number>> = {};
-      for (const a of d.actors) states[a.state] = (states[a.state] ?? 0) + 1;
+      // A split runs no replica itself: its row counts its versions' replicas and actors (each
+      // version also has a row of its own), not "0/1" of a deployment that never starts one.
+      const versions = d.spec.versions?.map((v) => ({ ...v, runs: state.deployments.get(versionDeploymentName(name, v.version)) }));
+      const actors = versions ? versions.flatMap((v) => v.runs?.actors ?? []) : d.actors;
+      for (const a of actors) states[a.state] = (states[a.state] ?? 0) + 1;
       return {
         name,
         model: d.spec.model,
         kind: d.spec.kind ?? 'model',
-        replicas: d.spec.replicas,
+        replicas: versions ? versions.reduce((sum, v) => sum + (v.runs?.spec.replicas ?? 0), 0) : d.spec.replicas,
+        ...(versions
+          ? { versions: versions.map((v) => ({ version: v.version, weight: v.weight, deployment: versionDeploymentName(name, v.version) })) }
+          : {}),
         state: state.deploymentState(d),
         unhealthy: d.unhealthy,
         queued: d.dispatcher.queued,
@@ -154,6 +163,9 @@ export class StatusFrame {
       };
     });
     this.graphs = topLevel(graphs);
+    // Every graph, as `troupe status` and GET /api/v1/cluster count them: a named sub-graph is
+    // drawn inside its parent on the page, but it is a graph deployed (and callable) all the same.
+    this.#graphCount = graphs.views().length;
     this.shared = {
       time: Date.now(),
       summary: this.#summary(),
@@ -182,7 +194,7 @@ export class StatusFrame {
     const cpus = { total: fromMilli(milli.cpus), allocated: fromMilli(milli.cpusAllocated) };
     const actors = { total: this.actors.length, PENDING: 0, STARTING: 0, READY: 0, DRAINING: 0, RESTARTING: 0, DEAD: 0 };
     for (const a of this.actors) actors[a.state]++;
-    return { nodes, actors, gpus, cpus, deployments: this.deployments.length, graphs: this.graphs.length };
+    return { nodes, actors, gpus, cpus, deployments: this.deployments.length, graphs: this.#graphCount };
   }
 
   /** The name of the node an actor is on (or, restored after a head restart, was on). */

@@ -127,7 +127,7 @@ describe('place: reasons a person can act on, node by node', () => {
     const reason = reasonOf(place(cpu(1, 150), 'y', [small, tight, capped], actors));
     assert.equal(
       reason,
-      'needs 1 CPU; small has 0 of 1 CPUs free; tight has 100 MiB of 300 MiB memory free, a replica reserves 150 MiB; node capped holds its 1 actors (--max-actors)',
+      'needs 1 CPU; small has 0 of 1 CPUs free; tight has 100 MiB of 300 MiB memory free, a replica reserves 150 MiB; node capped holds its 1 actor (--max-actors)',
     );
   });
 
