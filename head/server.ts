@@ -323,14 +323,18 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       return track(countLink(serveActor(frames(socket, head, false), actor, controller, log, doors), 'connection'));
     }
     if (path !== '/v1/agent' && path !== '/v1/client') return refuse(socket, 404, 'Not Found', `no connection endpoint at ${path}`);
-    if (!checkBearer(req.headers, options.token)) {
+    // On loopback an SDK client without the token may run inference, as HTTP and gRPC callers
+    // may there (docs/security.md); a wrong token is still refused, so a mistake is said at once.
+    const tokenless = path === '/v1/client' && isLoopback(host) && req.headers.authorization === undefined;
+    if (!checkBearer(req.headers, options.token) && !tokenless) {
       log.warn({ path, address }, 'refused a connection with a missing or wrong token');
       return refuse(socket, 401, 'Unauthorized', 'missing or wrong cluster token');
     }
     if (path === '/v1/agent')
       return accept(req, socket, head, (ws) => serveAgent(ws, address, controller, log, actorLinks, firstMessageTimeoutMs));
-    if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveClient(ws, state, deployments, log, graphs, clientOptions));
-    return track(serveClient(frames(socket, head, true), state, deployments, log, graphs, clientOptions));
+    const serving = { ...clientOptions, withoutToken: options.token !== undefined && !checkBearer(req.headers, options.token) };
+    if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveClient(ws, state, deployments, log, graphs, serving));
+    return track(serveClient(frames(socket, head, true), state, deployments, log, graphs, serving));
   });
 
   await app.ready();

@@ -31,7 +31,11 @@ import type { Outputs } from './future.js';
 export type RunInputs = Record<string, Tensor | Future | FutureOutput>;
 
 export interface ConnectOptions {
-  /** The cluster token; required when the head listens beyond loopback. */
+  /**
+   * The cluster token (default: TROUPE_TOKEN). Required when the head listens beyond loopback; on
+   * loopback a client without it may run inference and futures and describe, not deploy, undeploy
+   * or call class actors' methods (TROUPE_ERR_UNAUTHORIZED).
+   */
   token?: string;
   /** Give up connecting after this long (default 10 s). */
   connectTimeoutMs?: number;
