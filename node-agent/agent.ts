@@ -274,7 +274,7 @@ export class NodeAgent {
       );
       throw err;
     };
-    const fn = code ? await resolveFnRef(this.#options.moduleDir, named).catch(refused) : undefined;
+    const fn = code ? await resolveFnRef(this.#options.moduleDir, named, message.kind === 'class' ? 'class' : 'fn').catch(refused) : undefined;
     const modelPath = fn
       ? undefined
       : message.multiplex
