@@ -152,6 +152,11 @@ function refuse(socket: Duplex, status: number, text: string, why: string): void
  * reach the head over plain HTTP; both carry the same messages.
  */
 export async function startHead(options: HeadOptions = {}): Promise<Head> {
+  const host = options.host ?? '127.0.0.1';
+  // Before the data directory is made: a refused start leaves nothing behind.
+  if (!isLoopback(host) && !options.token) {
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `refusing to listen on ${host} without a cluster token: set TROUPE_TOKEN or --token`);
+  }
   const dataDir = resolve(options.dataDir ?? join('.troupe', 'head'));
   // Only a head that keeps its state in the directory needs it to itself (head/state/data-dir-lock.ts).
   const lock = (options.persistState ?? options.dataDir !== undefined) ? await lockDataDir(dataDir) : undefined;
@@ -165,9 +170,6 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
 
 async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock | undefined): Promise<Head> {
   const host = options.host ?? '127.0.0.1';
-  if (!isLoopback(host) && !options.token) {
-    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `refusing to listen on ${host} without a cluster token: set TROUPE_TOKEN or --token`);
-  }
   const log = createLogger('head');
   const state = new ClusterState();
   let store: DurableStore | undefined;

@@ -91,6 +91,18 @@ describe('CLI', { timeout: 120_000 }, () => {
     }
   });
 
+  test('a head refused for listening beyond loopback without a token makes no data directory', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'troupe-head-refused-'));
+    try {
+      const out = troupe(['head', '--host', '0.0.0.0', '--port', '0', '--data-dir', join(dir, 'x', 'head')]);
+      assert.equal(out.status, 2, out.stderr);
+      assert.match(out.stderr, /refusing to listen on 0\.0\.0\.0 without a cluster token/);
+      assert.deepEqual(await readdir(dir), []);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   test('bad flags and commands exit 2 with TROUPE_ERR_BAD_FLAG naming the problem', () => {
     const cases: [string[], RegExp][] = [
       [['launch'], /unknown command 'launch'/],
