@@ -28,6 +28,16 @@ test('the SDK exports exactly its public values', () => {
   assert.deepEqual(Object.keys(sdk).sort(), [...PUBLIC_VALUES].sort());
 });
 
+test("docs/sdk.md's 'whole public surface' names every public value", () => {
+  const page = readFileSync(new URL('../../../docs/sdk.md', import.meta.url), 'utf8');
+  const surface = /\*\*The whole public surface\*\*([\s\S]*?)Everything else/.exec(page)?.[1];
+  assert.ok(surface, "docs/sdk.md has its 'whole public surface' paragraph");
+  assert.deepEqual(
+    PUBLIC_VALUES.filter((name) => !surface.includes(`\`${name}\``)),
+    [],
+  );
+});
+
 test("users reach the SDK as 'troupe' and cannot import the internal entry", async () => {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
     name: string;
