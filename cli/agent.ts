@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { z } from 'zod';
 import { NodeAgent } from '../node-agent/index.js';
-import { NameSchema } from '../runtime/internal.js';
+import { NameSchema, isMilliAmount } from '../runtime/internal.js';
 import { helpOf, onShutdown, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
 
@@ -36,7 +36,11 @@ export const AGENT_FLAGS: readonly FlagDef[] = [
     value: 'direct|relay',
     help: "how this node's actors reach the head: a connection each (direct,\nthe default) or relayed over this agent's (relay: one socket per node)",
   },
-  { name: 'state-dir', value: 'DIR', help: 'where the agent records the actors it runs, to kill orphans on restart' },
+  {
+    name: 'state-dir',
+    value: 'DIR',
+    help: 'where the agent records the actors it runs (DIR/actors.json), to kill\norphans on restart (default: troupe-agent-NAME in the system temp\nfolder; troupe up uses its --data-dir/agent)',
+  },
   { name: 'nvidia-smi', value: 'PATH', help: 'nvidia-smi to run (default: from PATH); none: offer no GPUs' },
   { name: 'heartbeat-ms', value: 'MS', help: 'heartbeat interval (default 1000)' },
   { name: 'health-interval-ms', value: 'MS', help: 'actor health-check interval (default 1000)' },
@@ -56,7 +60,7 @@ export const AgentFlagsSchema = z.object({
     .optional(),
   modelDir: ExistingDirSchema.default(process.cwd()),
   moduleDir: ExistingDirSchema.optional(),
-  cpus: z.coerce.number().positive('must be above 0').max(4096).optional(),
+  cpus: z.coerce.number().positive('must be above 0').max(4096).refine(isMilliAmount, 'must have at most 3 decimals (CPUs are counted in thousandths)').optional(),
   maxActors: z.coerce.number().int('must be a whole number').min(1).max(100_000).optional(),
   memoryMib: z.coerce
     .number()

@@ -18,13 +18,15 @@ export interface Child {
  * the channel closes and the child shuts down (see onShutdown), so nothing is orphaned.
  * `ownGroup`: the child (and what it starts) leaves this process group, so a terminal's Ctrl-C
  * reaches this process and not it: this process then stops it when it chooses.
+ * `echo`: the child's stdout lines that match are this process's to print too (the rest are its
+ * own business: this process prints what it has to say in its own words).
  */
 export function startChild(
   args: string[],
   pattern: RegExp,
   timeoutMs: number,
   env: NodeJS.ProcessEnv = process.env,
-  { ownGroup = false }: { ownGroup?: boolean } = {},
+  { ownGroup = false, echo }: { ownGroup?: boolean; echo?: RegExp } = {},
 ): Child {
   const child = spawn(process.execPath, [...childNodeArgs(), CLI_ENTRY, ...args], {
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
@@ -36,6 +38,7 @@ export function startChild(
     const timer = setTimeout(() => reject(new Error(`troupe ${args[0]} did not start within ${timeoutMs} ms`)), timeoutMs);
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (text) => {
+      if (echo?.test(text)) process.stdout.write(`${text}\n`);
       const match = pattern.exec(text);
       if (match) {
         clearTimeout(timer);
@@ -44,7 +47,8 @@ export function startChild(
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      reject(new Error(`troupe ${args[0]} exited (${signal ?? `code ${code}`}) before it was ready`));
+      // Its own error is on the terminal already (stderr is shared): point there, not at a mystery.
+      reject(new Error(`troupe ${args[0]} exited (${signal ?? `code ${code}`}) before it was ready: its error is above`));
     });
   });
   line.catch(() => {});

@@ -7,6 +7,8 @@ import type { DeploymentView } from '../runtime/internal.js';
 import { DEFAULT_DEPLOY_TIMEOUT_S, deployTimeoutMessage, pendingActors } from '../runtime/deploy-timeout.js';
 import { helpOf, parseFlags, specOf } from './flags.js';
 import type { ArgDef, FlagDef } from './flags.js';
+import { isSplit, replicaCounts, versionsLine } from './split-view.js';
+import type { ViewsByName } from './split-view.js';
 import { DEFAULT_HEAD, HeadUrlSchema, headClient, splitPositionals } from './http-client.js';
 import type { HeadClient } from './http-client.js';
 
@@ -118,21 +120,35 @@ async function readSpec(file: string): Promise<Record<string, unknown>> {
 }
 
 /** `2/3 READY · mlp#0 READY on local (pid 41), mlp#1 STARTING on local, mlp#2 PENDING: needs 1 GPU…` */
-export function progressLine(view: DeploymentView): string {
-  const ready = view.actors.filter((a) => a.state === 'READY').length;
+export function progressLine(view: DeploymentView, byName: ViewsByName = new Map()): string {
+  const { ready, replicas } = replicaCounts(view, byName);
+  // A split runs nothing itself: its versions' deployments hold the replicas.
+  if (isSplit(view)) return `${view.name}: ${ready}/${replicas} READY across its versions · ${versionsLine(view, byName)}`;
   const actors = view.actors.map((a) => {
     const where = a.node ? ` on ${a.node}${a.pid ? ` (pid ${a.pid})` : ''}` : '';
     return `${a.name} ${a.state}${where}${a.reason && a.state !== 'READY' ? `: ${a.reason}` : ''}`;
   });
-  return `${view.name}: ${ready}/${view.replicas} READY · ${actors.join(', ') || 'no actors yet'}`;
+  return `${view.name}: ${ready}/${replicas} READY · ${actors.join(', ') || 'no actors yet'}`;
+}
+
+function versionProgress(deployment: string, versions: ViewsByName): string {
+  const runs = versions.get(deployment);
+  return runs ? progressLine(runs) : `${deployment}: not created yet`;
 }
 
 async function current(client: HeadClient, name: string): Promise<DeploymentView | undefined> {
   try {
-    return DeploymentViewSchema.parse((await client.request('GET', `/api/v1/deployments/${name}`)).body);
+    return DeploymentViewSchema.parse((await client.request('GET', `/api/v1/deployments/${encodeURIComponent(name)}`)).body);
   } catch {
     return undefined;
   }
+}
+
+/** The deployments that run a split's versions, by name (none for a deployment that is not split). */
+async function versionViews(client: HeadClient, view: DeploymentView): Promise<ViewsByName> {
+  if (!isSplit(view)) return new Map();
+  const views = await Promise.all(view.versions.map((v) => current(client, v.deployment)));
+  return new Map(views.flatMap((v) => (v ? [[v.name, v] as const] : [])));
 }
 
 export async function deployCommand(argv: string[]): Promise<void> {
@@ -174,27 +190,30 @@ export async function deployCommand(argv: string[]): Promise<void> {
   while (wait && !settled) {
     await Promise.race([put.catch(() => undefined), new Promise((r) => setTimeout(r, 250))]);
     if (settled) break;
-    const now = await current(client, name);
-    if (now) show(progressLine(now));
+    const now = await current(client, spec.name as string);
+    if (now) show(progressLine(now, await versionViews(client, now)));
   }
   const status = await put;
   if (tty && shown) process.stdout.write('\n');
   if (!view) return;
+  const versions = await versionViews(client, view);
   if (replaced) process.stdout.write(`${replaced}\n`);
   if (!wait) {
-    process.stdout.write(`deployment '${view.name}' accepted: ${progressLine(view)}\n`);
+    process.stdout.write(`deployment '${view.name}' accepted: ${progressLine(view, versions)}\n`);
     return;
   }
   if (status === 202) {
     // Each actor on its own line, then the error (stderr, exit 1) naming them all in one message.
-    for (const p of pendingActors(view))
+    for (const p of [view, ...versions.values()].flatMap((v) => pendingActors(v)))
       process.stdout.write(`  ${p.actor} ${p.state}${p.node ? ` on ${p.node}` : ''}${p.reason ? `: ${p.reason}` : ''}\n`);
     throw new TroupeError(
       'TROUPE_ERR_DEPLOY_TIMEOUT',
       deployTimeoutMessage({ kind: 'deployment', name: view.name }, [view], flags.timeoutS * 1000),
     );
   }
-  process.stdout.write(`deployment '${view.name}' is READY: ${progressLine(view)}\n`);
+  process.stdout.write(`deployment '${view.name}' is READY: ${progressLine(view, versions)}\n`);
   for (const v of view.versions ?? [])
-    process.stdout.write(`  version ${v.version}: ${v.weight}% of calls, ${v.model}, ${v.state} (deployment ${v.deployment})\n`);
+    process.stdout.write(
+      `  version ${v.version}: ${v.weight}% of calls, ${v.model}, ${v.state} (${versionProgress(v.deployment, versions)})\n`,
+    );
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { DEFAULT_GRPC_PORT, startHead } from '../head/index.js';
-import { TroupeError } from '../runtime/internal.js';
+import { startHead } from '../head/index.js';
+import type { Head } from '../head/index.js';
+import { TroupeError, plural } from '../runtime/internal.js';
 import { PortSchema, helpOf, onShutdown, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
 
@@ -10,7 +11,7 @@ export const HEAD_FLAGS: readonly FlagDef[] = [
   {
     name: 'grpc-port',
     value: 'PORT',
-    help: "port of the gRPC inference service (Triton's GRPCInferenceService), on\nthe same host; 0 for any (default 8471, or TROUPE_GRPC_PORT; 0 when\n--port is 0)",
+    help: "port of the gRPC inference service (Triton's GRPCInferenceService), on\nthe same host; 0 for any (default: beside the HTTP port, PORT+1, so\n8471; or TROUPE_GRPC_PORT; 0 when --port is 0)",
   },
   { name: 'no-grpc', help: 'serve no gRPC endpoint' },
   {
@@ -79,18 +80,38 @@ export const HeadFlagsSchema = z.object({
 });
 
 /**
- * The gRPC port: the flag, else TROUPE_GRPC_PORT, else 8471; a head asked for any HTTP port
- * (--port 0) takes any gRPC port too, so heads started side by side (tests, scripts) never collide.
+ * The gRPC port: the flag, else TROUPE_GRPC_PORT, else beside the HTTP port (8470 → 8471), so one
+ * --port or TROUPE_PORT moves both; a head asked for any HTTP port (--port 0) takes any gRPC port
+ * too, so heads started side by side (tests, scripts) never collide.
  */
-function grpcPortOf(flag: number | undefined, httpPort: number): number {
+export function grpcPortOf(flag: number | undefined, httpPort: number, env = process.env.TROUPE_GRPC_PORT): number {
   if (flag !== undefined) return flag;
-  const env = process.env.TROUPE_GRPC_PORT;
   if (env !== undefined) {
     const parsed = PortSchema.safeParse(env);
     if (!parsed.success) throw new TroupeError('TROUPE_ERR_BAD_FLAG', `head: TROUPE_GRPC_PORT: ${parsed.error.issues[0]!.message}`);
     return parsed.data;
   }
-  return httpPort === 0 ? 0 : DEFAULT_GRPC_PORT;
+  if (httpPort === 0) return 0;
+  if (httpPort === 65_535)
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --port 65535 leaves no port beside it for gRPC; give --grpc-port or --no-grpc');
+  return httpPort + 1;
+}
+
+/** Names shown of each kind; the rest are counted. */
+const RESTORED_SHOWN = 12;
+
+function namesOf(kind: string, names: readonly string[]): string {
+  const shown = names.slice(0, RESTORED_SHOWN).join(', ');
+  const more = names.length > RESTORED_SHOWN ? ` and ${names.length - RESTORED_SHOWN} more` : '';
+  return `${plural(names.length, kind)}${names.length > 0 ? ` (${shown}${more})` : ''}`;
+}
+
+/**
+ * What a head brought back from its data directory, said at start: deployments and graphs of an
+ * earlier session return unasked (the state file is the point of --data-dir), so name them.
+ */
+export function restoredLine(restored: NonNullable<Head['restored']>): string {
+  return `restored from ${restored.file}: ${namesOf('deployment', restored.deployments)}, ${namesOf('graph', restored.graphs)} (troupe delete NAME removes one; another --data-dir starts empty)`;
 }
 
 export async function headCommand(argv: string[]): Promise<void> {
@@ -129,6 +150,8 @@ export async function headCommand(argv: string[]): Promise<void> {
       ...(flags.jobConcurrency !== undefined ? { concurrency: flags.jobConcurrency } : {}),
     },
   });
+  // Before the line that says the head is ready, so troupe up (which echoes it) shows it first.
+  if (head.restored) process.stdout.write(`${restoredLine(head.restored)}\n`);
   // One line on stdout that people and scripts (troupe up, the tests) read to find the head.
   process.stdout.write(`troupe head listening on ${head.url}${head.grpcAddress ? ` and gRPC on ${head.grpcAddress}` : ''}\n`);
   onShutdown(() => head.close());

@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { ClusterViewSchema } from '../runtime/internal.js';
+import { ClusterViewSchema, plural } from '../runtime/internal.js';
 import type { ClusterView } from '../runtime/internal.js';
 import { helpOf, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
 import { DEFAULT_HEAD, HeadUrlSchema, headClient } from './http-client.js';
+import { isSplit, replicaCounts, versionsLine } from './split-view.js';
 
 export const STATUS_FLAGS: readonly FlagDef[] = [
   { name: 'head', value: 'URL', help: `the head (default ${DEFAULT_HEAD}, or TROUPE_HEAD)` },
@@ -30,9 +31,12 @@ export function formatCluster(view: ClusterView): string {
     lines.push(`  ${n.name.padEnd(16)} ${n.state.padEnd(8)} ${n.resources.cpus} CPUs, ${gpus}, ${n.address}`);
   }
   lines.push(`deployments (${view.deployments.length}):`);
+  const byName = new Map(view.deployments.map((d) => [d.name, d]));
   for (const d of view.deployments) {
-    const ready = d.actors.filter((a) => a.state === 'READY').length;
-    lines.push(`  ${d.name.padEnd(16)} ${d.state.padEnd(10)} ${ready}/${d.replicas} READY  model ${d.model}`);
+    const { ready, replicas } = replicaCounts(d, byName);
+    // A split's replicas are its versions' (listed as deployments of their own below it).
+    const what = isSplit(d) ? `split: ${versionsLine(d, byName)}` : `model ${d.model}`;
+    lines.push(`  ${d.name.padEnd(16)} ${d.state.padEnd(10)} ${ready}/${replicas} READY  ${what}`);
     for (const a of d.actors) {
       const where = [a.node ? `node ${a.node}` : 'no node', a.device, a.pid ? `pid ${a.pid}` : null, `restarts ${a.restarts}`]
         .filter(Boolean)
@@ -42,7 +46,7 @@ export function formatCluster(view: ClusterView): string {
   }
   const graphs = view.graphs ?? [];
   if (graphs.length > 0) lines.push(`graphs (${graphs.length}):`);
-  for (const g of graphs) lines.push(`  ${g.name.padEnd(16)} ${g.kind.padEnd(12)} ${g.steps} step(s)  calls ${g.deployments.join(', ')}`);
+  for (const g of graphs) lines.push(`  ${g.name.padEnd(16)} ${g.kind.padEnd(12)} ${plural(g.steps, 'step').padEnd(8)}  calls ${g.deployments.join(', ')}`);
   return `${lines.join('\n')}\n`;
 }
 

@@ -11,7 +11,7 @@ import type { FlagDef } from './flags.js';
 
 export const UP_FLAGS: readonly FlagDef[] = [
   { name: 'port', value: 'PORT', help: 'head port, 0 for any (default 8470, or TROUPE_PORT)' },
-  { name: 'grpc-port', value: 'PORT', help: 'gRPC inference port, 0 for any (default 8471, or TROUPE_GRPC_PORT; 0\nwhen --port is 0)' },
+  { name: 'grpc-port', value: 'PORT', help: 'gRPC inference port, 0 for any (default: PORT+1, so 8471; or\nTROUPE_GRPC_PORT; 0 when --port is 0)' },
   { name: 'no-grpc', help: 'serve no gRPC endpoint' },
   { name: 'data-dir', value: 'DIR', help: 'where example models (DIR/models) and uploads (DIR/head) go (default ./.troupe)' },
   { name: 'simulate-gpus', value: 'N', help: 'give the local agent N simulated GPUs (default 0)' },
@@ -65,6 +65,9 @@ export async function upCommand(argv: string[]): Promise<void> {
     ],
     /listening on (\S+(?: and gRPC on \S+)?)/,
     30_000,
+    process.env,
+    // What an earlier session left in the data directory comes back: say so (cli/head.ts).
+    { echo: /^restored from / },
   );
   const children = [head];
   let stopping = false;
@@ -81,7 +84,21 @@ export async function upCommand(argv: string[]): Promise<void> {
 
   const [url = '', grpcAddress] = (await head.line).split(' and gRPC on ');
   // fn steps are opt-in code: the embedded agent offers the examples' steps and nothing else.
-  const agentArgs = ['agent', '--head', url, '--name', 'local', '--model-dir', modelDir, '--module-dir', EXAMPLES_DIR];
+  // Its list of running actors under --data-dir too: the temp folder default is shared by every
+  // `troupe up` on the host, and one's list is no other's business.
+  const agentArgs = [
+    'agent',
+    '--head',
+    url,
+    '--name',
+    'local',
+    '--model-dir',
+    modelDir,
+    '--module-dir',
+    EXAMPLES_DIR,
+    '--state-dir',
+    resolve(flags.dataDir, 'agent'),
+  ];
   if (flags.simulateGpus > 0) agentArgs.push('--simulate-gpus', String(flags.simulateGpus));
   // In a process group of its own (its actors with it): a terminal's Ctrl-C reaches up, the head
   // and the head's workers, and the agent is stopped once the head has drained.

@@ -40,6 +40,7 @@ import { HandoffDoors } from './front-door/handoff-doors.js';
 import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
 import { startGrpcEndpoint } from './grpc/server.js';
+import { httpRefusal, listenRefusal, portsRefused } from './busy-ports.js';
 import { labelsOf, stateBackend } from './http/state-backend.js';
 import { RunGateway } from './graph/run-gateway.js';
 import { GraphStreams } from './graph/graph-streams.js';
@@ -124,6 +125,12 @@ export interface Head {
   readonly grpcAddress: string | undefined;
   readonly state: ClusterState;
   /**
+   * What came back from the data directory's state file at start (deployments and graphs by
+   * name, a version split's own versions left out): the CLI prints it, since a restart that
+   * restores a dozen deployments nobody asked for again should say so. Undefined: nothing saved.
+   */
+  readonly restored: { file: string; deployments: string[]; graphs: string[] } | undefined;
+  /**
    * Drains, then stops: new work is refused with TROUPE_ERR_SHUTTING_DOWN (retryable) while the
    * accepted calls finish, for at most `drainMs`; then every socket is dropped. Agents and actors
    * keep running and reconnect to the next head started on the same data directory.
@@ -145,6 +152,11 @@ function refuse(socket: Duplex, status: number, text: string, why: string): void
  * reach the head over plain HTTP; both carry the same messages.
  */
 export async function startHead(options: HeadOptions = {}): Promise<Head> {
+  const host = options.host ?? '127.0.0.1';
+  // Before the data directory is made: a refused start leaves nothing behind.
+  if (!isLoopback(host) && !options.token) {
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `refusing to listen on ${host} without a cluster token: set TROUPE_TOKEN or --token`);
+  }
   const dataDir = resolve(options.dataDir ?? join('.troupe', 'head'));
   // Only a head that keeps its state in the directory needs it to itself (head/state/data-dir-lock.ts).
   const lock = (options.persistState ?? options.dataDir !== undefined) ? await lockDataDir(dataDir) : undefined;
@@ -158,9 +170,6 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
 
 async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock | undefined): Promise<Head> {
   const host = options.host ?? '127.0.0.1';
-  if (!isLoopback(host) && !options.token) {
-    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `refusing to listen on ${host} without a cluster token: set TROUPE_TOKEN or --token`);
-  }
   const log = createLogger('head');
   const state = new ClusterState();
   let store: DurableStore | undefined;
@@ -319,14 +328,18 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       return track(countLink(serveActor(frames(socket, head, false), actor, controller, log, doors, restoreTimeoutS(actor)), 'connection'));
     }
     if (path !== '/v1/agent' && path !== '/v1/client') return refuse(socket, 404, 'Not Found', `no connection endpoint at ${path}`);
-    if (!checkBearer(req.headers, options.token)) {
+    // On loopback an SDK client without the token may run inference, as HTTP and gRPC callers
+    // may there (docs/security.md); a wrong token is still refused, so a mistake is said at once.
+    const tokenless = path === '/v1/client' && isLoopback(host) && req.headers.authorization === undefined;
+    if (!checkBearer(req.headers, options.token) && !tokenless) {
       log.warn({ path, address }, 'refused a connection with a missing or wrong token');
       return refuse(socket, 401, 'Unauthorized', 'missing or wrong cluster token');
     }
     if (path === '/v1/agent')
       return accept(req, socket, head, (ws) => serveAgent(ws, address, controller, log, actorLinks, firstMessageTimeoutMs));
-    if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveClient(ws, state, deployments, log, graphs, clientOptions));
-    return track(serveClient(frames(socket, head, true), state, deployments, log, graphs, clientOptions));
+    const serving = { ...clientOptions, withoutToken: options.token !== undefined && !checkBearer(req.headers, options.token) };
+    if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveClient(ws, state, deployments, log, graphs, serving));
+    return track(serveClient(frames(socket, head, true), state, deployments, log, graphs, serving));
   });
 
   await app.ready();
@@ -337,7 +350,9 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       'TROUPE_ERR_INTERNAL',
       `routes missing from the OpenAPI document (head/http/openapi.ts): ${undocumented.join(', ')}`,
     );
-  // Before HTTP listens: a gRPC port that is taken fails the start with nothing left listening.
+  const wantedPort = options.port ?? 8470;
+  // Before HTTP listens: a gRPC port that is taken fails the start with nothing left listening,
+  // and the message names the HTTP port too when it is taken as well.
   const grpc =
     options.grpcPort === undefined
       ? undefined
@@ -356,14 +371,17 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           options.grpcPort,
           // Its connections go to the front-door workers once they are up, as HTTP ones do.
           (socket) => frontDoor?.takeGrpc(socket) ?? false,
-        );
-  const wantedPort = options.port ?? 8470;
+        ).catch(async (err: unknown) => {
+          if (!(err instanceof TroupeError) || err.code !== 'TROUPE_ERR_BAD_FLAG') throw err;
+          const http = await listenRefusal(host, wantedPort);
+          throw portsRefused([err.message, ...(http ? [httpRefusal(host, wantedPort, http)] : [])]);
+        });
   try {
     await app.listen({ host, port: wantedPort });
   } catch (err) {
     await grpc?.close(0);
     // A port in use or not ours to take is the operator's to change, as the gRPC port's is.
-    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `cannot listen on ${host}:${wantedPort}: ${(err as Error).message} (see --port)`);
+    throw portsRefused([httpRefusal(host, wantedPort, (err as Error).message)]);
   }
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : options.port;
@@ -397,10 +415,19 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   }
 
   let closing: Promise<void> | undefined;
+  const restored =
+    store && saved && (saved.deployments.length > 0 || saved.graphs.size > 0)
+      ? {
+          file: store.file,
+          deployments: saved.deployments.filter((d) => !d.versionOf).map((d) => d.name),
+          graphs: [...saved.graphs.keys()],
+        }
+      : undefined;
   return {
     url,
     grpcAddress: grpc?.address,
     state,
+    restored,
     close() {
       closing ??= (async () => {
         const drainMs = options.drainMs ?? DEFAULT_DRAIN_MS;

@@ -8,6 +8,20 @@ import type { onnx as OnnxTypes } from 'onnx-proto';
 // onnx-proto is CommonJS; under NodeNext only its default export is reliably importable.
 const { onnx } = onnxProto;
 
+declare global {
+  /**
+   * onnx-proto's types (protobufjs 6) name `Long` as a global, which @types/long declares only for
+   * scripts (a UMD global): a project that type-checks its libraries (`skipLibCheck: false`) got
+   * 24 x "Cannot find name 'Long'" from importing `troupe/models`. This is the int64 value those
+   * types carry, as protobufjs decodes it; an interface, so it merges with any other `Long`.
+   */
+  interface Long {
+    low: number;
+    high: number;
+    unsigned: boolean;
+  }
+}
+
 /** Element types the builder can declare (inputs, outputs); initializers store the first three. */
 export type DType = 'float32' | 'int64' | 'int32' | 'float16' | 'string';
 

@@ -145,6 +145,9 @@ export class NodeAgent {
     // Leave first: the head then reschedules our actors at once instead of counting crashes.
     this.#channel?.close(1000, AGENT_LEAVING);
     await Promise.all([...this.#actors.values()].map((a) => a.stop(graceMs)));
+    // None runs now: the list says so, and its last write is done before the process exits (an
+    // exit mid-write left a 0-byte temp file and the list of dead pids behind).
+    await this.#ledger?.record([]);
   }
 
   #resources(): NodeResources {
@@ -274,7 +277,7 @@ export class NodeAgent {
       );
       throw err;
     };
-    const fn = code ? await resolveFnRef(this.#options.moduleDir, named).catch(refused) : undefined;
+    const fn = code ? await resolveFnRef(this.#options.moduleDir, named, message.kind === 'class' ? 'class' : 'fn').catch(refused) : undefined;
     const modelPath = fn
       ? undefined
       : message.multiplex

@@ -35,45 +35,47 @@ async function isFile(path: string): Promise<boolean> {
  * beside it when only that exists, since Node runs JavaScript. Messages name the path as the
  * caller gave it, never the agent's directory: callers need not learn the agent's filesystem.
  */
-export async function resolveFnRef(moduleDir: string | undefined, ref: string): Promise<FnModule> {
+export async function resolveFnRef(moduleDir: string | undefined, ref: string, kind: 'fn' | 'class' = 'fn'): Promise<FnModule> {
+  // A class actor's module is resolved by the same rules; its messages say which it is.
+  const [what, users] = kind === 'class' ? ['class module', 'class actors'] : ['fn module', 'fn steps'];
   if (!moduleDir) {
     throw new TroupeError(
       'TROUPE_ERR_NO_MODULE_DIR',
-      `fn '${ref.slice(0, 200)}' refused: this agent has no module directory, so it runs no fn steps (start it with --module-dir DIR to offer the modules in DIR)`,
+      `${kind} '${ref.slice(0, 200)}' refused: this agent has no module directory, so it runs no ${users} (start it with --module-dir DIR to offer the modules in DIR)`,
     );
   }
   const hash = ref.lastIndexOf('#');
   const file = hash > 0 ? ref.slice(0, hash) : '';
   const exportName = hash > 0 ? ref.slice(hash + 1) : '';
   if (!file || !/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(exportName)) {
-    throw new TroupeError('TROUPE_ERR_MODEL_PATH', `fn reference '${ref.slice(0, 200)}' is not 'path/to/module.js#exportName'`);
+    throw new TroupeError('TROUPE_ERR_MODEL_PATH', `${kind} reference '${ref.slice(0, 200)}' is not 'path/to/module.js#exportName'`);
   }
   const shown = file.slice(0, 200);
   const root = await realpath(resolve(moduleDir)).catch(() => resolve(moduleDir));
   let full = resolve(root, file);
   const rel = inside(root, full);
-  if (rel === undefined) throw new TroupeError('TROUPE_ERR_MODEL_PATH', `fn module '${shown}' is outside the agent's module directory`);
+  if (rel === undefined) throw new TroupeError('TROUPE_ERR_MODEL_PATH', `${what} '${shown}' is outside the agent's module directory`);
   const hidden = hiddenPart(rel);
   if (hidden)
     throw new TroupeError(
       'TROUPE_ERR_MODEL_PATH',
-      `fn module '${shown}' is in '${hidden}', which fn steps may not use (node_modules/ and dot-folders are refused)`,
+      `${what} '${shown}' is in '${hidden}', which ${users} may not use (node_modules/ and dot-folders are refused)`,
     );
   if (!(await isFile(full)) && /\.[mc]?ts$/.test(full)) {
     const compiled = full.replace(/\.([mc]?)ts$/, '.$1js');
     if (await isFile(compiled)) full = compiled;
   }
   if (!(await isFile(full)))
-    throw new TroupeError('TROUPE_ERR_MODEL_PATH', `fn module '${shown}' not found in the agent's module directory`);
+    throw new TroupeError('TROUPE_ERR_MODEL_PATH', `${what} '${shown}' not found in the agent's module directory`);
   // A symlink inside the directory must not lead outside it, nor into a place refused above.
   const real = await realpath(full);
   const realRel = inside(root, real);
   if (realRel === undefined)
-    throw new TroupeError('TROUPE_ERR_MODEL_PATH', `fn module '${shown}' links outside the agent's module directory`);
+    throw new TroupeError('TROUPE_ERR_MODEL_PATH', `${what} '${shown}' links outside the agent's module directory`);
   if (hiddenPart(realRel))
     throw new TroupeError(
       'TROUPE_ERR_MODEL_PATH',
-      `fn module '${shown}' links into node_modules/ or a dot-folder, which fn steps may not use`,
+      `${what} '${shown}' links into node_modules/ or a dot-folder, which ${users} may not use`,
     );
   return { path: real, exportName };
 }

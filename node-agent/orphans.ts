@@ -1,9 +1,19 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { mkdir, readFile, readdir, rename, unlink, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 
 export interface RunningActor {
   actorId: string;
   pid: number;
+}
+
+/** Whether a process with this pid exists (EPERM: it does, and is another user's). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 async function environOf(pid: number): Promise<string> {
@@ -52,6 +62,7 @@ export class ActorLedger {
 
   /** Kills live actors left by an earlier run; returns their pids. */
   async killOrphans(): Promise<number[]> {
+    await this.#removeStaleTemps();
     let listed: RunningActor[];
     try {
       listed = JSON.parse(await readFile(this.#file, 'utf8')) as RunningActor[];
@@ -72,5 +83,17 @@ export class ActorLedger {
     }
     await this.record([]);
     return killed;
+  }
+
+  /** Temp files of writes that an earlier run, killed mid-write, never renamed into place. */
+  async #removeStaleTemps(): Promise<void> {
+    const dir = dirname(this.#file);
+    const prefix = `${basename(this.#file)}.`;
+    const names = await readdir(dir).catch(() => [] as string[]);
+    for (const name of names) {
+      const pid = Number(name.slice(prefix.length, -'.tmp'.length));
+      if (!name.startsWith(prefix) || !name.endsWith('.tmp') || !Number.isInteger(pid) || isRunning(pid)) continue;
+      await unlink(join(dir, name)).catch(() => {});
+    }
   }
 }

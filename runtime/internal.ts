@@ -15,6 +15,7 @@ export { disableOrtTelemetryByDefault } from './ort-telemetry.js';
 export { childNodeArgs } from './profiling.js';
 export { LOG_FORMATS, createLogger } from './log.js';
 export type { LogFormat, Logger } from './log.js';
+export { plural } from './plural.js';
 export {
   ActorEnvSchema,
   ActorStatsSchema,
@@ -62,7 +63,18 @@ export { CallReference, MapEntries, NEGATIVE_ZERO, UserBytes } from './protocol/
 export { replaceCallReferences } from './protocol/call-references.js';
 export { ModelMetadataSchema, NameSchema } from './protocol/common.js';
 export type { ModelMetadata, TensorInfo } from './protocol/common.js';
-export { GpuProcessSchema, GpuSchema, NodeResourcesSchema, defaultMaxActors, maxActorsOf } from './resources.js';
+export {
+  GpuProcessSchema,
+  GpuSchema,
+  MILLI_PER_UNIT,
+  NodeResourcesSchema,
+  defaultMaxActors,
+  fromMilli,
+  isMilliAmount,
+  maxActorsOf,
+  sumAmounts,
+  toMilli,
+} from './resources.js';
 export type { Gpu, GpuProcess, NodeResources } from './resources.js';
 export {
   AutoscaleSchema,

@@ -45,3 +45,32 @@ export function defaultMaxActors(cpus: number): number {
 export function maxActorsOf(resources: NodeResources): number {
   return resources.maxActors ?? defaultMaxActors(resources.cpus);
 }
+
+/**
+ * CPUs and GPU shares are counted in thousandths (milli-CPUs, as Kubernetes counts them): a sum
+ * of 0.1s and 0.25s in floating point drifts (0.34999999999999987 CPUs free), and a comparison
+ * against it needs an epsilon. Specs name at most three decimals, so these conversions are exact.
+ */
+export const MILLI_PER_UNIT = 1000;
+
+/** `amount` (CPUs, a GPU share) in whole thousandths. */
+export function toMilli(amount: number): number {
+  return Math.round(amount * MILLI_PER_UNIT);
+}
+
+/** Whole thousandths back as the number a person writes (350 → 0.35). */
+export function fromMilli(milli: number): number {
+  return milli / MILLI_PER_UNIT;
+}
+
+/** A sum of amounts counted exactly (0.1 + 0.25 is 0.35, not 0.35000000000000003). */
+export function sumAmounts(amounts: Iterable<number>): number {
+  let milli = 0;
+  for (const a of amounts) milli += toMilli(a);
+  return fromMilli(milli);
+}
+
+/** True when `amount` has at most three decimals, the precision resources are counted in. */
+export function isMilliAmount(amount: number): boolean {
+  return Math.abs(amount * MILLI_PER_UNIT - toMilli(amount)) < 1e-6;
+}

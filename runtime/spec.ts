@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { NameSchema } from './protocol/common.js';
+import { isMilliAmount } from './resources.js';
 
 const UNITS: Record<string, number> = { '': 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12, ki: 2 ** 10, mi: 2 ** 20, gi: 2 ** 30, ti: 2 ** 40 };
 
@@ -181,6 +182,9 @@ export function classLabels(
   return Object.fromEntries(lists);
 }
 
+/** CPUs and GPUs are counted in thousandths (runtime/resources.ts), so a spec names no finer share. */
+const MILLI_MESSAGE = 'must have at most 3 decimals (resources are counted in thousandths)';
+
 /** The smallest `cpus` a replica may ask for: a twentieth of a core, so 20 replicas per CPU at most. */
 export const MIN_REPLICA_CPUS = 0.05;
 /** A model file that is a graph of models served by one actor (actors/graph-model.ts). */
@@ -211,7 +215,7 @@ export const ModelDeploymentSchema = z
      */
     restoreTimeoutS: z.number().min(0.1).max(3600).optional(),
     replicas: z.number().int().min(0).max(256).default(1),
-    gpus: z.number().min(0).max(64).default(0),
+    gpus: z.number().min(0).max(64).refine(isMilliAmount, MILLI_MESSAGE).default(0),
     /**
      * CPUs each replica holds. At least MIN_REPLICA_CPUS: a tiny share (0.01, or 1e-300) let one
      * 2-CPU node start hundreds of actor processes of ~100 MB each.
@@ -220,6 +224,7 @@ export const ModelDeploymentSchema = z
       .number()
       .min(MIN_REPLICA_CPUS, `must be at least ${MIN_REPLICA_CPUS} (the smallest CPU share a replica may hold)`)
       .max(1024)
+      .refine(isMilliAmount, MILLI_MESSAGE)
       .default(1),
     /** Host memory each replica needs, in bytes or with a unit ('512Mi', '2Gi', '1.5GB'). */
     memory: z.union([z.number().int().nonnegative(), z.string()]).transform(toBytes).optional(),

@@ -1,4 +1,4 @@
-import { MAX_QUEUE_WAIT_MS, TroupeError } from '../../runtime/internal.js';
+import { MAX_QUEUE_WAIT_MS, TroupeError, plural } from '../../runtime/internal.js';
 import type { InvokeReply, LinkStream } from '../../runtime/internal.js';
 import type { ActorRecord, DeploymentRecord } from '../state/records.js';
 
@@ -68,7 +68,7 @@ export class MethodQueue {
       return Promise.reject(
         new TroupeError(
           'TROUPE_ERR_OVERLOADED',
-          `actor '${name}' has ${this.#waiting.length} calls waiting (maxQueue ${this.#d.spec.maxQueue}); retry later`,
+          `actor '${name}' has ${plural(this.#waiting.length, 'call')} waiting (maxQueue ${this.#d.spec.maxQueue}); retry later`,
         ),
       );
     }

@@ -6,6 +6,7 @@ import type { WebSocket } from 'ws';
 import { DEFAULT_DEPLOY_TIMEOUT_S } from '../../runtime/deploy-timeout.js';
 import type { DeployStarted, Deployments } from '../control/deployments.js';
 import { FIRST_MESSAGE_TIMEOUT_MS, FirstMessageBound } from './first-message.js';
+import { tokenlessRefusal } from './tokenless-client.js';
 import type { RunGateway } from '../graph/run-gateway.js';
 import type { GraphStreams } from '../graph/graph-streams.js';
 import type { ClusterState } from '../state/cluster-state.js';
@@ -26,6 +27,11 @@ export interface ClientServiceOptions {
   actors?: ActorCalls;
   /** Runs read as streams (`runStream`); without it such runs are refused. */
   graphStreams?: GraphStreams;
+  /**
+   * The client connected without the cluster token to a head that has one, on loopback: it may
+   * run inference and read, not change the cluster (tokenless-client.ts).
+   */
+  withoutToken?: boolean;
 }
 
 /**
@@ -64,6 +70,12 @@ export function serveClient(
         );
       // A stream's arguments are never handed back: the frame is left to the collector.
       if (message.type !== 'run' && message.type !== 'invoke' && message.type !== 'stream' && message.type !== 'runStream') release?.();
+      const refused = options.withoutToken ? tokenlessRefusal(message) : undefined;
+      if (refused) {
+        release?.();
+        channel.fail(message.id, refused);
+        return;
+      }
       switch (message.type) {
         case 'run': {
           // Through the graph service, so every run can be named by a later run's future.

@@ -1,4 +1,4 @@
-import { maxActorsOf } from '../../runtime/internal.js';
+import { MILLI_PER_UNIT, fromMilli, maxActorsOf, plural, toMilli } from '../../runtime/internal.js';
 import type { ActorRecord, NodeRecord } from '../state/records.js';
 import { ActorsByNode } from './actors-by-node.js';
 import { usageOn } from './usage.js';
@@ -18,8 +18,6 @@ export type Strategy = 'spread' | 'pack';
 
 export type Placement = { ok: true; node: NodeRecord; gpus: number[]; gpuShare: number } | { ok: false; reason: string };
 
-const EPSILON = 1e-9;
-
 /**
  * Nodes a refusal names one by one. Every PENDING actor carries its reason into describe, the status
  * page and deploy errors: at 3,000 nodes, naming them all made each reason about 150 KB.
@@ -38,7 +36,7 @@ interface GpuChoice {
   indices: number[];
   /** Replicas of the same deployment already on the chosen GPUs: spread wants 0. */
   shared: number;
-  /** What the chosen GPUs have free before this actor: pack wants the least. */
+  /** What the chosen GPUs have free before this actor, in thousandths of a GPU: pack wants the least. */
   free: number;
 }
 
@@ -51,18 +49,18 @@ interface GpuChoice {
 function pickGpus(node: NodeRecord, usage: NodeUsage, gpus: number, strategy: Strategy): GpuChoice | null {
   const all = node.resources.gpus.map((g) => ({
     index: g.index,
-    free: 1 - (usage.gpuUsed.get(g.index) ?? 0),
+    free: MILLI_PER_UNIT - (usage.gpuUsedMilli.get(g.index) ?? 0),
     shared: usage.sameDeploymentOnGpu.get(g.index) ?? 0,
   }));
   if (gpus < 1) {
     const fits = all
-      .filter((g) => g.free + EPSILON >= gpus)
+      .filter((g) => g.free >= toMilli(gpus))
       .sort((a, b) => (strategy === 'spread' ? a.shared - b.shared : 0) || a.free - b.free || a.index - b.index);
     const best = fits[0];
     return best ? { indices: [best.index], shared: best.shared, free: best.free } : null;
   }
-  const whole = all.filter((g) => g.free >= 1 - EPSILON).slice(0, gpus);
-  return whole.length >= gpus ? { indices: whole.map((g) => g.index), shared: 0, free: whole.length } : null;
+  const whole = all.filter((g) => g.free === MILLI_PER_UNIT).slice(0, gpus);
+  return whole.length >= gpus ? { indices: whole.map((g) => g.index), shared: 0, free: whole.length * MILLI_PER_UNIT } : null;
 }
 
 /** The node's actor cap is reached: a process more would exceed what its --max-actors allows. */
@@ -73,15 +71,15 @@ function atActorCap(node: NodeRecord, usage: NodeUsage): boolean {
 function describeShortage(node: NodeRecord, usage: NodeUsage, req: ResourceRequest): string {
   // First what no wait can change: a node without GPUs never takes a GPU actor, however many CPUs free up.
   if (req.gpus > 0 && node.resources.gpus.length === 0) return `${node.name} has no GPU`;
-  if (atActorCap(node, usage)) return `node ${node.name} holds its ${maxActorsOf(node.resources)} actors (--max-actors)`;
-  const cpusFree = node.resources.cpus - usage.cpusUsed;
-  if (cpusFree + EPSILON < req.cpus) return `${node.name} has ${cpusFree} of ${node.resources.cpus} CPUs free`;
+  if (atActorCap(node, usage)) return `node ${node.name} holds its ${plural(maxActorsOf(node.resources), 'actor')} (--max-actors)`;
+  const cpusFree = toMilli(node.resources.cpus) - usage.cpusUsedMilli;
+  if (cpusFree < toMilli(req.cpus)) return `${node.name} has ${fromMilli(cpusFree)} of ${node.resources.cpus} CPUs free`;
   const memFree = node.resources.memoryBytes - usage.memoryUsed;
   if (memFree < (req.memoryBytes ?? 0)) {
     return `${node.name} has ${mib(memFree)} MiB of ${mib(node.resources.memoryBytes)} MiB memory free, a replica reserves ${mib(req.memoryBytes ?? 0)} MiB`;
   }
   const holders = [...new Set([...usage.gpuHolders.values()].flat())];
-  const freeWhole = node.resources.gpus.filter((g) => (usage.gpuUsed.get(g.index) ?? 0) < EPSILON).length;
+  const freeWhole = node.resources.gpus.filter((g) => (usage.gpuUsedMilli.get(g.index) ?? 0) === 0).length;
   const held = holders.length > 0 ? ` (held by ${holders.join(', ')})` : '';
   return `${node.name} has ${freeWhole} of ${node.resources.gpus.length} GPUs free${held}`;
 }
@@ -96,14 +94,14 @@ interface Candidate {
 function candidateOf(node: NodeRecord, usage: NodeUsage, req: ResourceRequest, strategy: Strategy): Candidate | null {
   const cpusOk =
     !atActorCap(node, usage) &&
-    node.resources.cpus - usage.cpusUsed + EPSILON >= req.cpus &&
+    toMilli(node.resources.cpus) - usage.cpusUsedMilli >= toMilli(req.cpus) &&
     node.resources.memoryBytes - usage.memoryUsed >= (req.memoryBytes ?? 0);
   if (!cpusOk) return null;
   const gpus = req.gpus > 0 ? pickGpus(node, usage, req.gpus, strategy) : null;
   return req.gpus === 0 || gpus ? { node, gpus, usage } : null;
 }
 
-const load = (c: Candidate) => c.usage.cpusUsed / c.node.resources.cpus;
+const load = (c: Candidate) => c.usage.cpusUsedMilli / toMilli(c.node.resources.cpus);
 const shared = (c: Candidate) => c.gpus?.shared ?? 0;
 const gpuFree = (c: Candidate) => c.gpus?.free ?? 0;
 /** Node names break ties, so the choice does not depend on the order nodes joined in. */

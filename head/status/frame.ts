@@ -1,5 +1,7 @@
 import type { GraphView, PlanNode } from '../../runtime/internal.js';
+import { fromMilli, sumAmounts, toMilli } from '../../runtime/internal.js';
 import { headLoopDelay } from '../state/event-loop.js';
+import { versionDeploymentName } from '../control/versions.js';
 import { readinessBody, serverReadiness } from '../control/readiness.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { ActorRecord, NodeRecord } from '../state/records.js';
@@ -45,7 +47,7 @@ function nodeOf(n: NodeRecord, placed: readonly ActorRecord[], gpuUtil: (node: s
       memoryTotalMiB: g.memoryTotalMiB,
       memoryUsedMiB: g.simulated ? null : g.memoryUsedMiB,
       utilizationPct: g.simulated ? gpuUtil(n.name, g.index) : g.utilizationPct,
-      allocated: holders.reduce((sum, h) => sum + h.share, 0),
+      allocated: sumAmounts(holders.map((h) => h.share)),
       holders,
     };
   });
@@ -56,7 +58,7 @@ function nodeOf(n: NodeRecord, placed: readonly ActorRecord[], gpuUtil: (node: s
     state: n.state,
     address: n.address,
     cpus: n.resources.cpus,
-    cpusAllocated: placed.reduce((sum, a) => sum + a.cpus, 0),
+    cpusAllocated: sumAmounts(placed.map((a) => a.cpus)),
     memoryBytes: n.resources.memoryBytes,
     memoryAllocatedBytes: placed.reduce((sum, a) => sum + a.memoryBytes, 0),
     actors: placed.length,
@@ -112,6 +114,7 @@ export class StatusFrame {
   readonly #nodeRows = new Map<string, StatusNode>();
   readonly #actorRows = new Map<string, StatusActor>();
   readonly #memo = new Map<string, unknown>();
+  readonly #graphCount: number;
 
   constructor(state: ClusterState, graphs: GraphSource, sampler: ClusterSampler, feed: EventFeed, draining: boolean) {
     this.#state = state;
@@ -133,12 +136,19 @@ export class StatusFrame {
       const requests = d.stats.snapshot();
       const failed = Object.values(requests.failed).reduce((a, b) => a + b, 0);
       const states: Partial<Record<ActorStateName, number>> = {};
-      for (const a of d.actors) states[a.state] = (states[a.state] ?? 0) + 1;
+      // A split runs no replica itself: its row counts its versions' replicas and actors (each
+      // version also has a row of its own), not "0/1" of a deployment that never starts one.
+      const versions = d.spec.versions?.map((v) => ({ ...v, runs: state.deployments.get(versionDeploymentName(name, v.version)) }));
+      const actors = versions ? versions.flatMap((v) => v.runs?.actors ?? []) : d.actors;
+      for (const a of actors) states[a.state] = (states[a.state] ?? 0) + 1;
       return {
         name,
         model: d.spec.model,
         kind: d.spec.kind ?? 'model',
-        replicas: d.spec.replicas,
+        replicas: versions ? versions.reduce((sum, v) => sum + (v.runs?.spec.replicas ?? 0), 0) : d.spec.replicas,
+        ...(versions
+          ? { versions: versions.map((v) => ({ version: v.version, weight: v.weight, deployment: versionDeploymentName(name, v.version) })) }
+          : {}),
         state: state.deploymentState(d),
         unhealthy: d.unhealthy,
         queued: d.dispatcher.queued,
@@ -153,6 +163,9 @@ export class StatusFrame {
       };
     });
     this.graphs = topLevel(graphs);
+    // Every graph, as `troupe status` and GET /api/v1/cluster count them: a named sub-graph is
+    // drawn inside its parent on the page, but it is a graph deployed (and callable) all the same.
+    this.#graphCount = graphs.views().length;
     this.shared = {
       time: Date.now(),
       summary: this.#summary(),
@@ -164,21 +177,24 @@ export class StatusFrame {
   #summary(): StatusSummary {
     const nodes = { total: this.nodes.length, ALIVE: 0, SUSPECT: 0, DEAD: 0 };
     const gpus = { total: 0, simulated: 0, allocated: 0 };
-    const cpus = { total: 0, allocated: 0 };
+    // Counted in thousandths (runtime/resources.ts), so the header reads 0.35, not 0.35000000000000003.
+    const milli = { cpus: 0, cpusAllocated: 0, gpusAllocated: 0 };
     for (const n of this.nodes) {
       nodes[n.state]++;
       if (n.state === 'DEAD') continue;
-      cpus.total += n.resources.cpus;
+      milli.cpus += toMilli(n.resources.cpus);
       gpus.total += n.resources.gpus.length;
       gpus.simulated += n.resources.gpus.filter((g) => g.simulated).length;
       for (const a of this.#placed.get(n.id) ?? []) {
-        cpus.allocated += a.cpus;
-        gpus.allocated += a.gpus.length * a.gpuShare;
+        milli.cpusAllocated += toMilli(a.cpus);
+        milli.gpusAllocated += a.gpus.length * toMilli(a.gpuShare);
       }
     }
+    gpus.allocated = fromMilli(milli.gpusAllocated);
+    const cpus = { total: fromMilli(milli.cpus), allocated: fromMilli(milli.cpusAllocated) };
     const actors = { total: this.actors.length, PENDING: 0, STARTING: 0, READY: 0, DRAINING: 0, RESTARTING: 0, DEAD: 0 };
     for (const a of this.actors) actors[a.state]++;
-    return { nodes, actors, gpus, cpus, deployments: this.deployments.length, graphs: this.graphs.length };
+    return { nodes, actors, gpus, cpus, deployments: this.deployments.length, graphs: this.#graphCount };
   }
 
   /** The name of the node an actor is on (or, restored after a head restart, was on). */

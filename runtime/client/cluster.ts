@@ -32,7 +32,11 @@ import type { Outputs } from './future.js';
 export type RunInputs = Record<string, Tensor | Future | FutureOutput>;
 
 export interface ConnectOptions {
-  /** The cluster token; required when the head listens beyond loopback. */
+  /**
+   * The cluster token (default: TROUPE_TOKEN). Required when the head listens beyond loopback; on
+   * loopback a client without it may run inference and futures and describe, not deploy, undeploy
+   * or call class actors' methods (TROUPE_ERR_UNAUTHORIZED).
+   */
   token?: string;
   /** Give up connecting after this long (default 10 s). */
   connectTimeoutMs?: number;
@@ -365,6 +369,13 @@ export class Cluster {
    * console.log(await counter.call('add', 5)); // 15
    */
   async actor(spec: ActorSpec, options?: DeployOptions): Promise<ActorHandle> {
+    // A name here is the likeliest slip (a handle on a deployed actor is actorHandle's): say so,
+    // rather than a spec error listing the string's characters as unknown keys.
+    if (typeof spec === 'string')
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_SPEC',
+        `cluster.actor(spec) deploys a class actor and takes its spec; for a handle on the deployed actor '${String(spec).slice(0, 64)}' use cluster.actorHandle('${String(spec).slice(0, 64)}')`,
+      );
     await this.deploy(actorDeployment(spec), options);
     return this.actorHandle(spec.name);
   }

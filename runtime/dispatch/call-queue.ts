@@ -1,4 +1,5 @@
 import { TroupeError } from '../errors.js';
+import { plural } from '../plural.js';
 import type { CallReply, CallTiming } from '../protocol/actor.js';
 import type { WireTensorMap } from '../tensor/wire.js';
 
@@ -111,7 +112,7 @@ export class CallQueue {
       return Promise.reject(
         new TroupeError(
           'TROUPE_ERR_OVERLOADED',
-          `deployment '${this.#target.name}' has ${this.queued} calls waiting (maxQueue ${this.#target.maxQueue}); retry later`,
+          `deployment '${this.#target.name}' has ${plural(this.queued, 'call')} waiting (maxQueue ${this.#target.maxQueue}); retry later`,
         ),
       );
     }

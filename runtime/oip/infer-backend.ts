@@ -59,7 +59,7 @@ export function takesAnything(target: InferTarget): boolean {
 export function notTensorTarget(name: string): TroupeError {
   return new TroupeError(
     'TROUPE_ERR_BAD_REQUEST',
-    `'${name.slice(0, 64)}' is a class actor: it takes method calls (cluster.actor('${name.slice(0, 64)}').call(method, ...args), POST /api/v1/actors/${name.slice(0, 64)}/{method}), not tensors`,
+    `'${name.slice(0, 64)}' is a class actor: it takes method calls (cluster.actorHandle('${name.slice(0, 64)}').call(method, ...args), POST /api/v1/actors/${name.slice(0, 64)}/{method}), not tensors`,
   );
 }
 

@@ -86,8 +86,16 @@ describe('class actors: instances of a class, their methods called by name', { t
     await rejectsWith(
       client.run('counter', { x: tensor('float32', [1, 64], new Float32Array(64)) }),
       'TROUPE_ERR_BAD_REQUEST',
-      /'counter' is a class actor: it takes method calls/,
+      /'counter' is a class actor: it takes method calls \(cluster\.actorHandle\('counter'\)\.call\(method, \.\.\.args\)/,
     );
+    // A class actor's module is a class module in what goes wrong (it was called an fn module).
+    await rejectsWith(
+      client.actor({ name: 'absent', module: 'test/fixtures/nope.js', export: 'Nope', cpus: 0.1 }),
+      'TROUPE_ERR_MODEL_PATH',
+      /class module 'test\/fixtures\/nope.js' not found in the agent's module directory/,
+    );
+    // The slip that hint once led to: a name where actor() takes a spec, answered with the call that works.
+    await rejectsWith(client.actor('counter' as never), 'TROUPE_ERR_BAD_SPEC', /use cluster\.actorHandle\('counter'\)$/);
     await rejectsWith(
       client.actorHandle('ghost').call('x'),
       'TROUPE_ERR_UNKNOWN_DEPLOYMENT',

@@ -111,6 +111,12 @@ describe('bad input gets a clear TROUPE_ERR_* and nothing breaks', { timeout: 12
       'TROUPE_ERR_BAD_SPEC',
       /gpus above 1 must be a whole number/,
     );
+    // Resources are counted in thousandths, so a finer share is refused rather than rounded unseen.
+    await rejectsWith(
+      client.deploy({ name: 'fine', model: 'mlp.onnx', cpus: 0.1005 }),
+      'TROUPE_ERR_BAD_SPEC',
+      /cpus: must have at most 3 decimals/,
+    );
   });
 
   test('malformed frames on the WebSocket each get an error; the same socket then serves a valid call', async () => {

@@ -45,7 +45,49 @@ async function headStderr(args: string[]): Promise<string> {
   }
 }
 
+/** Starts `troupe head` on `dir`, waits until it listens, runs `meanwhile` against it, stops it; its stdout. */
+async function headRun(dir: string, meanwhile: (url: string) => Promise<void> = async () => {}): Promise<string> {
+  const head = spawn(process.execPath, [CLI, 'head', '--port', '0', '--no-grpc', '--data-dir', dir, '--http-workers', '0'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+    env: childEnv(),
+  });
+  let stdout = '';
+  head.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  const exited = new Promise((resolve) => head.once('exit', resolve));
+  try {
+    await waitFor('the head to say it listens', () => /troupe head listening on (http:\S+)/.exec(stdout)?.[1], 20_000);
+    await meanwhile(/troupe head listening on (http:\S+)/.exec(stdout)![1]!);
+    return stdout;
+  } finally {
+    head.kill('SIGTERM');
+    await exited;
+  }
+}
+
 describe('a quiet, readable CLI', { timeout: 120_000 }, () => {
+  test('a head restarted on a data directory says what it brought back, by name', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'troupe-restored-'));
+    try {
+      const first = await headRun(dir, async (url) => {
+        for (const name of ['alpha', 'beta']) {
+          const res = await fetch(`${url}/api/v1/deployments/${name}?wait=false`, {
+            method: 'PUT',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ model: 'mlp.onnx', cpus: 0.1 }),
+          });
+          assert.ok(res.status < 300, await res.text());
+        }
+      });
+      assert.doesNotMatch(first, /restored/, 'a fresh data directory brings nothing back');
+      const second = await headRun(dir);
+      assert.match(second, new RegExp(`^restored from ${dir}/state\\.json: 2 deployments \\(alpha, beta\\), 0 graphs \\(troupe delete NAME removes one; another --data-dir starts empty\\)$`, 'm'));
+      // Before the line that says it is ready: troupe up echoes it first.
+      assert.ok(second.indexOf('restored from') < second.indexOf('troupe head listening'));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   test(
     'npx troupe prints no npm warning (no unknown keys in a project .npmrc)',
     { skip: has('npx') ? false : 'npx is not installed here' },

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
+import type { Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { waitFor } from '../helpers/cluster.js';
@@ -14,6 +15,25 @@ const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
 function troupe(args: string[]) {
   return spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 20_000 });
+}
+
+/** Two ports side by side held by this process (P and P+1), as an earlier head or another program would hold them. */
+async function twoAdjacentPorts(): Promise<{ ports: [number, number]; close(): Promise<void> }> {
+  const listen = (port: number) =>
+    new Promise<Server | undefined>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(undefined));
+      server.listen(port, '127.0.0.1', () => resolve(server));
+    });
+  const close = (server: Server) => new Promise<void>((resolve) => server.close(() => resolve()));
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const first = (await listen(0))!;
+    const port = (first.address() as { port: number }).port;
+    const second = port < 65_535 ? await listen(port + 1) : undefined;
+    if (second) return { ports: [port, port + 1], close: async () => void (await Promise.all([close(first), close(second)])) };
+    await close(first);
+  }
+  throw new Error('no two adjacent free ports in 50 tries');
 }
 
 describe('CLI', { timeout: 120_000 }, () => {
@@ -42,6 +62,43 @@ describe('CLI', { timeout: 120_000 }, () => {
       assert.match(handoff.stderr, /TROUPE_ERR_BAD_FLAG: head: --http-handoff needs --http-workers above 0/);
     } finally {
       taken.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('with both ports taken, one error names both and how to move them; TROUPE_PORT alone moves gRPC beside it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'troupe-head-ports-'));
+    const taken = await twoAdjacentPorts();
+    try {
+      const [http, grpc] = taken.ports;
+      const busy = troupe(['head', '--port', String(http), '--data-dir', join(dir, 'a')]);
+      assert.equal(busy.status, 2, busy.stderr);
+      assert.match(busy.stderr, new RegExp(`cannot serve gRPC on 127\\.0\\.0\\.1:${grpc}: .*EADDRINUSE.*\\(see --grpc-port\\)`));
+      assert.match(busy.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${http}: .*EADDRINUSE.*\\(see --port\\)`));
+      assert.match(busy.stderr, /To move both, give --port P alone \(or TROUPE_PORT=P\): gRPC then listens on P\+1/);
+      // The same two ports from TROUPE_PORT alone: the gRPC port it names is the one beside it.
+      const viaEnv = spawnSync(process.execPath, [CLI, 'head', '--data-dir', join(dir, 'b')], {
+        encoding: 'utf8',
+        timeout: 20_000,
+        env: childEnv({ TROUPE_PORT: String(http) }),
+      });
+      assert.equal(viaEnv.status, 2, viaEnv.stderr);
+      assert.match(viaEnv.stderr, new RegExp(`cannot serve gRPC on 127\\.0\\.0\\.1:${grpc}:`));
+      assert.match(viaEnv.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${http}:`));
+    } finally {
+      await taken.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a head refused for listening beyond loopback without a token makes no data directory', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'troupe-head-refused-'));
+    try {
+      const out = troupe(['head', '--host', '0.0.0.0', '--port', '0', '--data-dir', join(dir, 'x', 'head')]);
+      assert.equal(out.status, 2, out.stderr);
+      assert.match(out.stderr, /refusing to listen on 0\.0\.0\.0 without a cluster token/);
+      assert.deepEqual(await readdir(dir), []);
+    } finally {
       await rm(dir, { recursive: true, force: true });
     }
   });
@@ -130,6 +187,11 @@ describe('CLI', { timeout: 120_000 }, () => {
           assert.match(answer, /^(200|503 TROUPE_ERR_SHUTTING_DOWN|no answer)$/, JSON.stringify([...answers]));
         assert.doesNotMatch(stderr, /calls still unfinished after the drain period/);
         await waitFor('every process under up to exit', async () => (await stillRunning(tree)).length === 0, 20_000);
+        // The agent's list of actors is under --data-dir (not the temp folder every `troupe up` shares),
+        // says none runs, and no temp file of a write is left beside it.
+        const agentDir = join(cwd, '.troupe', 'agent');
+        assert.deepEqual(JSON.parse(await readFile(join(agentDir, 'actors.json'), 'utf8')), []);
+        assert.deepEqual(await readdir(agentDir), ['actors.json']);
       } finally {
         for (const pid of await stillRunning(tree)) process.kill(pid, 'SIGKILL');
         for (const pid of await groupMembers(up.pid!)) process.kill(pid, 'SIGKILL');

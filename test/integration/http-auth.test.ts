@@ -6,6 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import { startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { assertError, call } from '../helpers/http.js';
+import { rejectsWith } from '../helpers/graphs.js';
+import { TroupeError, connect, tensor } from '../../runtime/internal.js';
 
 const TOKEN = 'http-test-token-8f3a';
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -83,6 +85,28 @@ describe('HTTP: the cluster token', { timeout: 120_000 }, () => {
       headers: JSON_HEADERS,
     });
     assert.equal(answer.status, 200, answer.body.toString());
+  });
+
+  test('the SDK on loopback without the token runs inference, as HTTP does; changes and method calls need it', async () => {
+    const anon = await connect(cluster.url);
+    try {
+      const future = anon.run('mlp', { x: tensor('float32', [1, 64], new Float32Array(64).fill(0.5)) });
+      assert.deepEqual((await future).logits?.shape, [1, 10]);
+      assert.ok((await anon.describe()).deployments.some((d) => d.name === 'mlp'));
+      const needsToken = /needs the cluster token: this client connected without one, which a head on loopback allows for inference, jobs and futures only; connect\(url, \{ token \}\) or set TROUPE_TOKEN/;
+      await rejectsWith(anon.deploy({ name: 'anon', model: 'mlp.onnx', threads: 1 }), 'TROUPE_ERR_UNAUTHORIZED', needsToken);
+      await rejectsWith(anon.undeploy('mlp'), 'TROUPE_ERR_UNAUTHORIZED', needsToken);
+      await rejectsWith(anon.actorHandle('mlp').call('run'), 'TROUPE_ERR_UNAUTHORIZED', /calling a class actor's methods needs the cluster token/);
+      // The connection is still up, and mlp still deployed.
+      assert.deepEqual((await anon.run('mlp', { x: tensor('float32', [1, 64], new Float32Array(64)) })).logits?.shape, [1, 10]);
+    } finally {
+      await anon.close();
+    }
+    // A wrong token is a mistake to say at once, not a silent downgrade.
+    await assert.rejects(connect(cluster.url, { token: 'not-the-token-at-all' }), (err: unknown) => {
+      assert.ok(err instanceof TroupeError && err.code === 'TROUPE_ERR_UNAUTHORIZED', String(err));
+      return true;
+    });
   });
 
   test('an uploaded model reaches the agent, which fetches it with the token', async () => {

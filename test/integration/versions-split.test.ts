@@ -11,6 +11,7 @@ import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { childEnv } from '../helpers/env.js';
 import { floatsOfRaw, grpcClient, rawFloats } from '../helpers/grpc-client.js';
+import { StreamReader } from '../helpers/status-stream.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
@@ -266,7 +267,7 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
     assert.match(String(plain.body.error), /has no versions to promote or roll back/);
   });
 
-  test('troupe deploy prints the split once READY', async () => {
+  test("troupe deploy, troupe status and the status page show a split's replicas as its versions'", async () => {
     const file = join(cluster.modelDir, 'split.json');
     await writeFile(
       file,
@@ -286,9 +287,32 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
       env: childEnv(),
     });
     assert.equal(cli.status, 0, cli.stderr);
-    assert.match(cli.stdout, /deployment 'cli-split' is READY/);
-    assert.match(cli.stdout, /^ {2}version a: 75% of calls, mlp\.onnx, READY \(deployment cli-split\.a\)$/m);
-    assert.match(cli.stdout, /^ {2}version b: 25% of calls, mlp-b\.onnx, READY \(deployment cli-split\.b\)$/m);
+    // The split runs no replica itself: not "0/1 READY · no actors yet", but its versions' replicas.
+    assert.match(
+      cli.stdout,
+      /^deployment 'cli-split' is READY: cli-split: 2\/2 READY across its versions · a 75% \(cli-split\.a 1\/1 READY\), b 25% \(cli-split\.b 1\/1 READY\)$/m,
+    );
+    // (Progress lines before it count the versions' replicas as they come up: 0/2, then 2/2.)
+    assert.doesNotMatch(cli.stdout, /no actors yet|cli-split: \d+\/1 READY/);
+    assert.match(cli.stdout, /^ {2}version a: 75% of calls, mlp\.onnx, READY \(cli-split\.a: 1\/1 READY · cli-split\.a#0 READY on n1 \(pid \d+\)\)$/m);
+    assert.match(cli.stdout, /^ {2}version b: 25% of calls, mlp-b\.onnx, READY \(cli-split\.b: 1\/1 READY · cli-split\.b#0 READY on n1 \(pid \d+\)\)$/m);
+    const status = spawnSync(process.execPath, [CLI, 'status', '--head', cluster.url], { encoding: 'utf8', timeout: 60_000, env: childEnv() });
+    assert.equal(status.status, 0, status.stderr);
+    assert.match(
+      status.stdout,
+      /^ {2}cli-split +READY +2\/2 READY {2}split: a 75% \(cli-split\.a 1\/1 READY\), b 25% \(cli-split\.b 1\/1 READY\)$/m,
+    );
+    const page = new StreamReader(cluster.url);
+    try {
+      const row = (await page.next()).deployments.find((d) => d.name === 'cli-split')!;
+      assert.deepEqual([row.state, row.replicas, row.states], ['READY', 2, { READY: 2 }]);
+      assert.deepEqual(row.versions, [
+        { version: 'a', weight: 75, deployment: 'cli-split.a' },
+        { version: 'b', weight: 25, deployment: 'cli-split.b' },
+      ]);
+    } finally {
+      page.close();
+    }
   });
 
   test('deleting a deployment split between versions stops every version', async () => {

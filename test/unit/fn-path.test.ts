@@ -58,3 +58,12 @@ test('an agent without a module directory runs no fn steps: TROUPE_ERR_NO_MODULE
       err.code === 'TROUPE_ERR_NO_MODULE_DIR' && /no module directory.*--module-dir DIR/.test(err.message),
   );
 });
+
+test("a class actor's module is called a class module in what goes wrong", async () => {
+  await assert.rejects(resolveFnRef(dir, 'greeter.js#Greeter', 'class'), (err: Error & { code?: string }) => {
+    assert.equal(err.code, 'TROUPE_ERR_MODEL_PATH');
+    assert.equal(err.message, "class module 'greeter.js' not found in the agent's module directory");
+    return true;
+  });
+  await assert.rejects(resolveFnRef(undefined, 'greeter.js#Greeter', 'class'), /runs no class actors/);
+});

@@ -60,3 +60,17 @@ test('a restarted agent kills the actors its previous run left, and only those',
 test('a missing or corrupt ledger kills nothing', async () => {
   assert.deepEqual(await new ActorLedger(join(dir, 'none.json')).killOrphans(), []);
 });
+
+test("temp files of writes an earlier run never finished are removed; a live process's are left", async () => {
+  const { readdir, writeFile } = await import('node:fs/promises');
+  const sub = await mkdtemp(join(dir, 'temps-'));
+  const gone = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
+  const deadPid = gone.pid!;
+  await new Promise((resolve) => gone.once('exit', resolve));
+  await writeFile(join(sub, `actors.json.${deadPid}.tmp`), '');
+  // Another live process (an agent writing now), not this one: killOrphans' own write uses this pid.
+  const writer = sleeper({});
+  await writeFile(join(sub, `actors.json.${writer}.tmp`), '');
+  await new ActorLedger(join(sub, 'actors.json')).killOrphans();
+  assert.deepEqual(await readdir(sub), [`actors.json.${writer}.tmp`]);
+});

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
 import { place, REASON_NODES, usageOf } from '../../head/control/scheduler.js';
 import type { ActorRecord, NodeRecord } from '../../head/state/records.js';
 import type { ActorState, Gpu, NodeState } from '../../runtime/internal.js';
@@ -99,8 +100,8 @@ describe('place: what counts against a node', () => {
       actor(b, 'x', { cpus: 1, state: 'STARTING' }),
     ];
     const usage = usageOf(a, actors, 'x');
-    assert.deepEqual([usage.cpusUsed, usage.actors, usage.sameDeployment], [0, 0, 0]);
-    assert.deepEqual([usageOf(b, actors, 'x').cpusUsed, usageOf(b, actors, 'x').sameDeployment], [1, 1]);
+    assert.deepEqual([usage.cpusUsedMilli, usage.actors, usage.sameDeployment], [0, 0, 0]);
+    assert.deepEqual([usageOf(b, actors, 'x').cpusUsedMilli, usageOf(b, actors, 'x').sameDeployment], [1000, 1]);
     assert.equal(placedOn(place(cpu(2), 'y', [a, b], actors)), 'a');
   });
 
@@ -126,7 +127,7 @@ describe('place: reasons a person can act on, node by node', () => {
     const reason = reasonOf(place(cpu(1, 150), 'y', [small, tight, capped], actors));
     assert.equal(
       reason,
-      'needs 1 CPU; small has 0 of 1 CPUs free; tight has 100 MiB of 300 MiB memory free, a replica reserves 150 MiB; node capped holds its 1 actors (--max-actors)',
+      'needs 1 CPU; small has 0 of 1 CPUs free; tight has 100 MiB of 300 MiB memory free, a replica reserves 150 MiB; node capped holds its 1 actor (--max-actors)',
     );
   });
 
@@ -143,5 +144,36 @@ describe('place: reasons a person can act on, node by node', () => {
     const actors = Array.from({ length: 4 }, () => actor(n, 'x', { cpus: 0.05 }));
     assert.match(reasonOf(place(cpu(0.05), 'x', [n], actors)), /node n holds its 4 actors \(--max-actors\)/);
     assert.equal(placedOn(place(cpu(0.05), 'x', [n], actors.slice(1))), 'n');
+  });
+});
+
+describe('place: CPUs counted exactly', () => {
+  // Shares a spec may name (thousandths), summed in any order: the free CPUs a refusal names are
+  // the exact difference as a person writes it, and a replica fits exactly when that covers it.
+  test('a node filled with shares of thousandths refuses at the exact remainder, named exactly (fast-check, seeded)', () => {
+    const seed = Number(process.env.FC_SEED ?? 46);
+    const share = fc.integer({ min: 50, max: 1500 }).map((m) => m / 1000);
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 8 }), fc.array(share, { maxLength: 40 }), share, (cpus, held, asked) => {
+        const n = node('n', cpus, { maxActors: 1000 });
+        const actors: ActorRecord[] = [];
+        for (const c of held) if (place(cpu(c), 'x', [n], actors).ok) actors.push(actor(n, 'x', { cpus: c }));
+        const freeMilli = cpus * 1000 - actors.reduce((sum, a) => sum + Math.round(a.cpus * 1000), 0);
+        const result = place(cpu(asked), 'y', [n], actors);
+        assert.equal(result.ok, freeMilli >= Math.round(asked * 1000));
+        if (!result.ok) {
+          const free = /n has (\S+) of \d+ CPUs free/.exec(result.reason)?.[1];
+          assert.equal(free, String(freeMilli / 1000), result.reason);
+          assert.match(free!, /^\d+(\.\d{1,3})?$/);
+        }
+      }),
+      { seed, numRuns: 300 },
+    );
+  });
+
+  test('0.1 + 0.25 of 0.7 leaves 0.35 free, not 0.34999999999999987', () => {
+    const n = node('n', 0.7);
+    const reason = reasonOf(place(cpu(0.4), 'y', [n], [actor(n, 'x', { cpus: 0.1 }), actor(n, 'x', { cpus: 0.25 })]));
+    assert.match(reason, /n has 0.35 of 0.7 CPUs free/);
   });
 });

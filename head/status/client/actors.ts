@@ -1,4 +1,4 @@
-import { badge, fmtAgo, fmtBytes, fmtShare, html } from './html.js';
+import { badge, fmtAgo, fmtBytes, fmtShare, html, plural } from './html.js';
 import type { Html } from './html.js';
 import { DEFAULT_ACTOR_QUERY } from './protocol.js';
 import type { ActorQuery, ActorSort, StatusActor } from './protocol.js';
@@ -158,7 +158,7 @@ function actorRow(a: StatusActor, now: number): Html {
     <td class="num">${a.queued}</td>
     <td class="num">${a.inFlight}</td>
     <td class="num">
-      ${a.calls.toLocaleString('en-US')}${a.models ? html`<div class="muted small" title="loaded now: ${a.models.loaded.join(', ') || 'none'}">${a.models.loaded.length} models · ${hitPercent(a.models)} hits</div>` : ''}
+      ${a.calls.toLocaleString('en-US')}${a.models ? html`<div class="muted small" title="loaded now: ${a.models.loaded.join(', ') || 'none'}">${plural(a.models.loaded.length, 'model')} · ${hitPercent(a.models)} hits</div>` : ''}
     </td>
     <td class="num">${a.stateBytes === null ? html`<span class="muted">–</span>` : fmtBytes(a.stateBytes)}</td>
     <td class="last-error">

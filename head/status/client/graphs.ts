@@ -1,5 +1,5 @@
 import dagre from '@dagrejs/dagre';
-import { badge, fmtMs, fmtNumber, html } from './html.js';
+import { badge, fmtMs, fmtNumber, html, plural } from './html.js';
 import type { Html } from './html.js';
 import type { ActorStateName, Dag, DagNode, StatusDeployment, StatusGraph } from './protocol.js';
 
@@ -202,7 +202,7 @@ export function renderDeployments(deployments: StatusDeployment[]): Html {
       <td>${badge(d.state)}${d.unhealthy ? html`<div class="reason" title="${d.unhealthy}">${clip(d.unhealthy, 90)}</div>` : ''}</td>
       <td>
         <span class="dots">${stateDots(d)}</span>
-        ${ready}/${d.replicas}
+        ${ready}/${d.replicas}${d.versions ? html`<div class="muted small">${d.versions.map((v) => `${v.version} ${v.weight}%`).join(' · ')} (its versions' replicas)</div>` : ''}
       </td>
       <td class="num">${fmtNumber(d.rps)}</td>
       <td class="num">${fmtMs(d.p50Ms)}</td>
@@ -243,7 +243,7 @@ function modelsLine(models: NonNullable<StatusDeployment['models']>): Html {
     .map((m) => `${m.name} ${calls(m) === 0 ? '–' : Math.round((100 * m.hits) / calls(m))}% hits`)
     .join(' · ');
   const detail = models
-    .map((m) => `${m.name}: ${calls(m)} calls, ${m.hits} hits, ${m.misses} misses, ${m.loads} loads, on ${m.replicas} replica(s)`)
+    .map((m) => `${m.name}: ${plural(calls(m), 'call')}, ${plural(m.hits, 'hit')}, ${plural(m.misses, 'miss', 'misses')}, ${plural(m.loads, 'load')}, on ${plural(m.replicas, 'replica')}`)
     .join('\n');
   return html`<div class="small" data-models title="${detail}">${line}</div>`;
 }

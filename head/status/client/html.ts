@@ -56,6 +56,16 @@ export function fmtNumber(n: number | null, digits = 1): string {
   return Math.abs(n) < 10 ? n.toFixed(digits) : Math.round(n).toLocaleString('en-US');
 }
 
+/** A count and its noun: "1 model", "2 models" (runtime/plural.ts, for the page). */
+export function plural(count: number, noun: string, nouns = `${noun}s`): string {
+  return `${count.toLocaleString('en-US')} ${count === 1 ? noun : nouns}`;
+}
+
+/** CPUs or GPUs as a person writes them: exact to the thousandth the head counts in (0.35, 1,024). */
+export function fmtAmount(n: number): string {
+  return n.toLocaleString('en-US', { maximumFractionDigits: 3 });
+}
+
 export function fmtBytes(bytes: number): string {
   if (bytes === 0) return '0';
   if (bytes >= 2 ** 30) return `${(bytes / 2 ** 30).toFixed(1)} GiB`;

@@ -4,7 +4,7 @@ import type { LinkState } from './connection.js';
 import { HeadLink } from './connection.js';
 import { EVENTS_KEPT, renderEvents } from './events.js';
 import { renderDeployments, renderGraphs } from './graphs.js';
-import { byId, fmtAgo, fmtNumber, html, setHtml } from './html.js';
+import { byId, fmtAgo, fmtAmount, fmtNumber, html, setHtml } from './html.js';
 import { ClusterModel } from './model.js';
 import { NODES_PAGE, renderNodes } from './nodes.js';
 import { onPage, renderPager } from './pager.js';
@@ -120,7 +120,7 @@ function renderSummary(s: StatusUpdate): void {
       <span class="chip" id="nodes-alive"
         ><b>${nodes.ALIVE.toLocaleString('en-US')}</b>/${nodes.total.toLocaleString('en-US')} nodes alive</span
       >
-      <span class="chip" title="${fmtNumber(gpus.allocated)} allocated to actors"
+      <span class="chip" title="${fmtAmount(gpus.allocated)} allocated to actors"
         ><b>${gpus.total.toLocaleString('en-US')}</b>
         GPU${gpus.total === 1 ? '' : 's'}${gpus.simulated > 0 ? ` (${gpus.simulated.toLocaleString('en-US')} simulated)` : ''}</span
       >
@@ -152,8 +152,8 @@ function renderTotals(s: StatusUpdate): void {
             <span class="dot state-${k.toLowerCase()}"></span><b>${actors[k].toLocaleString('en-US')}</b> ${k}
           </button>`,
       )}
-      <span class="chip">GPUs <b>${fmtNumber(gpus.allocated)}</b> / ${gpus.total.toLocaleString('en-US')} allocated</span>
-      <span class="chip">CPUs <b>${fmtNumber(cpus.allocated)}</b> / ${cpus.total.toLocaleString('en-US')} allocated</span>`,
+      <span class="chip">GPUs <b>${fmtAmount(gpus.allocated)}</b> / ${gpus.total.toLocaleString('en-US')} allocated</span>
+      <span class="chip">CPUs <b>${fmtAmount(cpus.allocated)}</b> / ${cpus.total.toLocaleString('en-US')} allocated</span>`,
   );
 }
 byId('totals').addEventListener('click', (e) => {

@@ -1,4 +1,4 @@
-import { badge, bar, fmtBytes, fmtMiB, fmtNumber, fmtShare, html } from './html.js';
+import { badge, bar, fmtAmount, fmtBytes, fmtMiB, fmtShare, html } from './html.js';
 import type { Html } from './html.js';
 import type { NodeQuery, StatusGpu, StatusNode, StatusSummary } from './protocol.js';
 
@@ -60,7 +60,7 @@ function cpuActors(n: StatusNode): Html {
 }
 
 function nodeCard(n: StatusNode): Html {
-  const cpu = bar('CPU', n.cpusAllocated, n.cpus, `${fmtNumber(n.cpusAllocated)} / ${n.cpus} allocated`, 'tone-cpu', false);
+  const cpu = bar('CPU', n.cpusAllocated, n.cpus, `${fmtAmount(n.cpusAllocated)} / ${fmtAmount(n.cpus)} allocated`, 'tone-cpu', false);
   const mem =
     n.memoryBytes > 0
       ? bar(

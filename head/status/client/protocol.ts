@@ -91,8 +91,10 @@ export interface StatusDeployment {
   p99Ms: number | null;
   /** Rows per model execution over the last few seconds; null without traffic. */
   meanBatch: number | null;
-  /** Its actors, counted by state. */
+  /** Its actors, counted by state (a split's: its versions' actors, as `replicas` counts theirs). */
   states: Partial<Record<ActorStateName, number>>;
+  /** A deployment split between versions: each version, its share of calls, and the deployment that runs it. */
+  versions?: { version: string; weight: number; deployment: string }[] | undefined;
   /** A multiplexed deployment's models, most called first (at most 10): loads, hits, misses, replicas holding it. */
   models?: { name: string; loads: number; hits: number; misses: number; replicas: number }[] | undefined;
 }
