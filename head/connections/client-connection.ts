@@ -153,7 +153,14 @@ export function serveClient(
           }
           if (message.wait === false && started.kind === 'deployment') {
             started.ready.catch(() => {});
-            void answer(Promise.resolve(state.deploymentView(state.deployments.get(started.name)!)));
+            // Answered once the change is in the state file: a head killed next keeps it.
+            void answer(
+              started.saved.then(() => {
+                const d = state.deployments.get(started.name);
+                if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `deployment '${started.name}' was removed while deploying`);
+                return state.deploymentView(d);
+              }),
+            );
           } else void answer(started.ready);
           return;
         }

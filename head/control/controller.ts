@@ -23,7 +23,7 @@ import { placeDeployment } from './place-deployment.js';
 import { MemoryReservations } from './memory-estimate.js';
 import { recordCrash } from './restart-policy.js';
 import { retireActor } from './retire.js';
-import { ownReplicas } from './versions.js';
+import { ownReplicas, restoredSpecs } from './versions.js';
 import { NodeMembership } from './node-membership.js';
 import { SchedulingTurns } from './scheduling-turns.js';
 import type { ClusterState } from '../state/cluster-state.js';
@@ -83,16 +83,20 @@ export class Controller {
    * `adoptGraceMs` are placed anew; replicas with no saved actor are created PENDING.
    */
   restore(saved: SavedState): void {
-    for (const spec of saved.deployments) {
+    // The replicas each deployment runs are computed as a deploy computes them (ownReplicas,
+    // restoredSpecs): a deployment split between versions runs none of its own. Counting its
+    // `replicas` here once started a replica of the split's own `model` that answered for it.
+    for (const spec of restoredSpecs(saved.deployments)) {
       const d = newDeployment(spec, this.#memory.reserve(spec));
       this.#state.deployments.set(spec.name, d);
-      for (const s of saved.actors.filter((x) => x.deployment === spec.name).slice(0, spec.replicas)) {
+      const replicas = ownReplicas(spec);
+      for (const s of saved.actors.filter((x) => x.deployment === spec.name).slice(0, replicas)) {
         const a = restoredActorRecord(s);
         this.#state.actors.set(a.id, a);
         this.#rejoining.add(a);
         d.actors.push(a);
       }
-      for (const i of freeReplicaIndices(d, spec.replicas - d.actors.length)) d.actors.push(this.#addActor(newActorRecord(d, i)));
+      for (const i of freeReplicaIndices(d, replicas - d.actors.length)) d.actors.push(this.#addActor(newActorRecord(d, i)));
     }
     const adopting = [...this.#state.actors.values()].filter((a) => a.awaitingNode).length;
     if (saved.deployments.length > 0) {

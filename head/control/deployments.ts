@@ -29,10 +29,29 @@ export interface DeployRequest {
   resolveModel?: (model: unknown) => unknown;
 }
 
-/** A deploy under way: what it is, whether it is new, what it replaced, and its wait for READY. */
+/**
+ * A deploy under way: what it is, whether it is new, what it replaced, its wait for READY (which
+ * resolves only once the change is in the state file too), and `saved`, for an answer that does
+ * not wait for READY: resolves once the change is in the state file, so a head killed right after
+ * acknowledging a change comes back with it.
+ */
 export type DeployStarted =
-  | { kind: 'deployment'; name: string; created: boolean; replaced: string | undefined; ready: Promise<DeploymentView> }
-  | { kind: 'graph'; name: string; created: boolean; replaced: string | undefined; ready: Promise<GraphDeploymentView> };
+  | {
+      kind: 'deployment';
+      name: string;
+      created: boolean;
+      replaced: string | undefined;
+      ready: Promise<DeploymentView>;
+      saved: Promise<void>;
+    }
+  | {
+      kind: 'graph';
+      name: string;
+      created: boolean;
+      replaced: string | undefined;
+      ready: Promise<GraphDeploymentView>;
+      saved: Promise<void>;
+    };
 
 export interface UndeployOptions {
   /** Delete a deployment even while graphs call it (they fail until it is deployed again). */
@@ -125,12 +144,20 @@ export class Deployments {
     const deployed = Promise.all([spec, ...versions].map((s) => this.#controller.deploy(s)));
     for (const name of dropped) void this.#retireVersion(name);
     const ready = boundDeploy(
-      deployed.then(() => this.#views([spec.name])[0]!),
+      deployed.then(async () => {
+        await this.#saved();
+        return this.#views([spec.name])[0]!;
+      }),
       request.timeoutMs,
       { kind: 'deployment', name: spec.name },
       () => this.#views([spec.name, ...versions.map((v) => v.name)]),
     );
-    return { kind: 'deployment', name: spec.name, created, replaced, ready };
+    return { kind: 'deployment', name: spec.name, created, replaced, ready, saved: this.#saved() };
+  }
+
+  /** Resolves once every change made so far is in the state file (at once without one). */
+  #saved(): Promise<void> {
+    return this.#store?.flush() ?? Promise.resolve();
   }
 
   /**
@@ -190,7 +217,18 @@ export class Deployments {
       onDeployed: (view) => this.#store?.setGraph(view.name, doc),
     });
     // The check ran synchronously inside deploy: a refusal is already in `ready`.
-    return { kind: 'graph', name, created, replaced, ready };
+    const saved = ready.then(
+      () => this.#saved(),
+      () => {},
+    );
+    return {
+      kind: 'graph',
+      name,
+      created,
+      replaced,
+      ready: ready.then(async (view) => (await saved, view)),
+      saved: this.#saved(),
+    };
   }
 
   /**
@@ -230,6 +268,7 @@ export class Deployments {
     if (this.#graphs.has(name)) {
       this.#graphs.undeploy(name);
       this.#store?.deleteGraph(name);
+      await this.#saved();
       return { name, kind: 'graph' };
     }
     const d = this.#state.deployments.get(name);
@@ -254,6 +293,7 @@ export class Deployments {
     const versions = this.#versionsOf(name);
     await this.#controller.undeploy(name);
     await Promise.all(versions.map((v) => this.#controller.undeploy(v).catch(() => {})));
+    await this.#saved();
     return { name, kind: 'deployment' };
   }
 

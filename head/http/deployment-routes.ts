@@ -109,6 +109,8 @@ export async function answerDeployment(ctx: ApiContext, started: DeployStarted, 
     started.ready.catch((err: unknown) =>
       ctx.log.info({ deployment: name, err: (err as Error).message }, 'deployment did not become READY'),
     );
+    // Answered once the change is in the state file: a head killed next keeps it.
+    await started.saved;
     return reply.code(202).send(current());
   }
   try {

@@ -90,6 +90,8 @@ export interface RunOptions {
 interface RunAnswer {
   outputs: Outputs;
   trace: RunTrace | undefined;
+  /** The version that ran it, when the deployment is split between versions or runs one of them. */
+  version?: string | undefined;
 }
 
 /** How long past a run's deadline the SDK waits for the head's own deadline error. */
@@ -244,6 +246,7 @@ export class Cluster {
         answer.then((a) => a.outputs),
         answer.then((a) => a.trace),
         resolvedHere,
+        answer.then((a) => a.version),
       );
     }
     // Futures of runs sent to replicas directly are awaited here and their tensors sent along.
@@ -263,6 +266,7 @@ export class Cluster {
       answer.then((a) => a.outputs),
       answer.then((a) => a.trace),
       true,
+      answer.then((a) => a.version),
     );
   }
 
@@ -289,7 +293,11 @@ export class Cluster {
         // No replica takes direct calls any more (all left or unreachable): through the head.
         return sent
           ? sent.then(
-              (r): RunAnswer => ({ outputs: mapFromWire(r.outputs, 'output'), trace: undefined }),
+              (r): RunAnswer => ({
+                outputs: mapFromWire(r.outputs, 'output'),
+                trace: undefined,
+                version: this.#router?.versionOf(deployment),
+              }),
               (err: unknown) =>
                 err instanceof TroupeError && err.code === 'TROUPE_ERR_NOT_READY'
                   ? this.#viaHead(id, deployment, tensors, refs, options, deadline)
@@ -331,7 +339,7 @@ export class Cluster {
     if (options.model !== undefined) message.model = options.model;
     return this.#conn
       .request(message, message.timeoutMs === undefined ? undefined : message.timeoutMs + DEADLINE_GRACE_MS)
-      .then((value) => ({ outputs: mapFromWire(value.outputs, 'output'), trace: value.trace }));
+      .then((value) => ({ outputs: mapFromWire(value.outputs, 'output'), trace: value.trace, version: value.version }));
   }
 
   /**

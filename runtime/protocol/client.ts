@@ -108,7 +108,12 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
 export type ClientToHead = z.infer<typeof ClientToHeadSchema>;
 
 /** What a run answers: its outputs, and the per-step timing when asked for (`trace`). */
-export const RunReplySchema = z.object({ outputs: WireTensorMapSchema, trace: RunTraceSchema.optional() });
+export const RunReplySchema = z.object({
+  outputs: WireTensorMapSchema,
+  trace: RunTraceSchema.optional(),
+  /** The version that ran the call, when the deployment run is split between versions. */
+  version: z.string().max(64).optional(),
+});
 
 /** The head's reply to each request of a client. A graph's deploy answers with the graph's view. */
 export const ClientToHeadReplies = {
