@@ -141,7 +141,11 @@ export class Controller {
 
   /** Makes `spec` what deployment `spec.name` wants: actors added, replaced or retired to match. */
   #apply(spec: ModelDeployment, existing: DeploymentRecord | undefined): DeploymentRecord {
-    if (existing && needsNewActors(existing.spec, spec)) {
+    // A split deployment runs no replica of its own: its `model` (its first version's) changing on
+    // a promotion or rollback retires nothing, and the signature its callers are checked against
+    // stays until a version's replica says another (clearing it failed the calls of the promotion).
+    const split = existing?.spec.versions !== undefined && spec.versions !== undefined;
+    if (existing && !split && needsNewActors(existing.spec, spec)) {
       // A different model or resource shape needs new actors; retire all the old ones.
       for (const a of existing.actors) void this.#retire(a);
       existing.actors = [];

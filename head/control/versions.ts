@@ -17,7 +17,7 @@ export function ownReplicas(spec: ModelDeployment): number {
 
 /** The deployments that run `spec`'s versions: its settings, each version's model and replica count. */
 export function versionSpecs(spec: ModelDeployment): ModelDeployment[] {
-  const { versions, ...common } = spec;
+  const { versions, promotedFrom: _promotedFrom, ...common } = spec;
   return (versions ?? []).map((v) => ({
     ...common,
     name: versionDeploymentName(spec.name, v.version),
