@@ -21,7 +21,7 @@ import { isRefusal, refusalOutcome, refusedError } from './refused-deploy.js';
 import { ActorsByNode } from './actors-by-node.js';
 import { placeDeployment } from './place-deployment.js';
 import { MemoryReservations } from './memory-estimate.js';
-import { recordCrash } from './restart-policy.js';
+import { noteFreshInstance, recordCrash } from './restart-policy.js';
 import { retireActor } from './retire.js';
 import { ownReplicas, restoredSpecs } from './versions.js';
 import { NodeMembership } from './node-membership.js';
@@ -304,6 +304,7 @@ export class Controller {
     if (a.link && a.link !== link) a.link.terminate('replaced by a new connection of the same actor');
     const rejoined = a.state === 'READY' || this.#rejoining.has(a);
     this.#rejoining.delete(a);
+    if (d.spec.kind === 'class' && !rejoined) noteFreshInstance(a);
     a.link = link;
     a.direct = direct;
     a.visibleDevices = visibleDevices;
@@ -403,6 +404,7 @@ export class Controller {
     this.#dirty();
     // Waiting calls fail now if no replica is left that could ever serve them.
     queueMicrotask(() => this.#state.deployments.get(a.deployment)?.dispatcher.pump());
+    a.lastCrash = cause.split('\n')[0];
     const outcome = recordCrash(a, cause, this.#options, this.#clock.now());
     if (outcome.dead) {
       const d = this.#state.deployments.get(a.deployment);
