@@ -194,6 +194,7 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
       if (started.kind === 'graph') {
         if (!wait) {
           started.ready.catch((err: unknown) => log.info({ graph: name, err: (err as Error).message }, 'graph did not deploy'));
+          await started.saved;
           return reply.code(202).send({ graph: name, state: 'DEPLOYING', ...replaced });
         }
         try {
