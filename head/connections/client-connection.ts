@@ -164,6 +164,21 @@ export function serveClient(
           } else void answer(started.ready);
           return;
         }
+        case 'rollout': {
+          const timeoutMs = message.timeoutMs ?? DEFAULT_DEPLOY_TIMEOUT_S * 1000;
+          try {
+            if (message.action === 'promote' && message.version === undefined)
+              throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `promote '${message.name}': name the version to promote`);
+            const started =
+              message.action === 'promote'
+                ? deployments.promote(message.name, message.version!, timeoutMs)
+                : deployments.rollback(message.name, timeoutMs);
+            void answer(started.ready);
+          } catch (err) {
+            channel.fail(message.id, err);
+          }
+          return;
+        }
         case 'undeploy':
           void answer(deployments.undeploy(message.name, { force: message.force === true }).then(() => ({})));
           return;

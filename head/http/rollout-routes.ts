@@ -38,7 +38,15 @@ export function registerRolloutRoutes(app: FastifyInstance, ctx: ApiContext): vo
     async (request, reply) => {
       const name = deploymentName(request);
       const { wait, waitMs } = queryFlags(request);
-      const parsed = PromoteSchema.safeParse(parseDocument(bodyBuffer(request.body), request.headers['content-type']));
+      const body = bodyBuffer(request.body);
+      if (body.length === 0) {
+        const versions = ctx.state.deployments.get(name)?.spec.versions?.map((v) => v.version);
+        throw new TroupeError(
+          'TROUPE_ERR_BAD_REQUEST',
+          `promote '${name}': name the version that takes every call in the body, {"version": "${versions?.at(-1) ?? 'v2'}"}${versions ? ` (versions: ${versions.join(', ')})` : ''}`,
+        );
+      }
+      const parsed = PromoteSchema.safeParse(parseDocument(body, request.headers['content-type']));
       if (!parsed.success) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `invalid promote request: ${formatIssues(parsed.error.issues)}`);
       return answerDeployment(ctx, ctx.deployments.promote(name, parsed.data.version, waitMs), wait, reply);
     },

@@ -59,6 +59,20 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
     /** true: a READY deployment of the same name with a different spec is replaced (else TROUPE_ERR_DEPLOYMENT_EXISTS). */
     replace: z.boolean().optional(),
   }),
+  /** Ends a rollout (docs/rollouts.md): `promote` one version, or `rollback`; answered once READY. */
+  z.object({
+    type: z.literal('rollout'),
+    id: IdSchema,
+    name: NameSchema,
+    action: z.enum(['promote', 'rollback']),
+    /** The version to promote (promote only). */
+    version: z.string().min(1).max(16).optional(),
+    timeoutMs: z
+      .number()
+      .positive()
+      .max(MAX_DEPLOY_TIMEOUT_S * 1000)
+      .optional(),
+  }),
   z.object({
     type: z.literal('undeploy'),
     id: IdSchema,
@@ -120,6 +134,7 @@ export const ClientToHeadReplies = {
   hello: AckSchema,
   deploy: z.union([GraphDeploymentViewSchema, DeploymentViewSchema]),
   undeploy: AckSchema,
+  rollout: DeploymentViewSchema,
   run: RunReplySchema,
   describe: ClusterViewSchema,
   routes: RoutesSchema,

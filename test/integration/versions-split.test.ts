@@ -273,6 +273,34 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
     assert.match(String(plain.body.error), /has no versions to promote or roll back/);
   });
 
+  test('promote and rollback from the SDK and the CLI; a promote with no body names the versions', async () => {
+    const weights = (v: DeploymentView) => v.versions?.map((x) => [x.version, x.weight]);
+    assert.equal((await put(cluster.url, 'sdk', split(70, 30))).status, 201);
+    const empty = await post(cluster.url, '/api/v1/deployments/sdk/promote');
+    assert.equal(empty.status, 400);
+    assert.match(String(empty.body.error), /name the version that takes every call in the body, \{"version": "v2"\} \(versions: v1, v2\)/);
+    assert.deepEqual(weights(await client.promote('sdk', 'v2')), [['v2', 100]]);
+    assert.deepEqual(weights(await client.rollback('sdk')), [
+      ['v1', 70],
+      ['v2', 30],
+    ]);
+    const troupe = (...args: string[]) =>
+      spawnSync(process.execPath, [CLI, ...args, '--head', cluster.url], { encoding: 'utf8', timeout: 60_000, env: childEnv() });
+    const promoted = troupe('promote', 'sdk', 'v1');
+    assert.equal(promoted.status, 0, promoted.stderr);
+    assert.match(promoted.stdout, /^ {2}version v1: 100% of calls, mlp\.onnx, READY \(deployment sdk\.v1\)$/m);
+    const rolled = troupe('rollback', 'sdk');
+    assert.equal(rolled.status, 0, rolled.stderr);
+    assert.match(rolled.stdout, /^ {2}version v1: 70% of calls/m);
+    assert.match(rolled.stdout, /^ {2}version v2: 30% of calls/m);
+    // No promotion left to undo: the first version takes every call, then there is nothing to roll back.
+    assert.equal(troupe('rollback', 'sdk').status, 0);
+    const nothing = troupe('rollback', 'sdk');
+    assert.notEqual(nothing.status, 0);
+    assert.match(nothing.stderr, /TROUPE_ERR_BAD_REQUEST: deployment 'sdk' runs one version \('v1'\) and no promotion to undo/);
+    await assert.rejects(client.rollback('sdk'), (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_BAD_REQUEST');
+  });
+
   test('troupe deploy prints the split once READY', async () => {
     const file = join(cluster.modelDir, 'split.json');
     await writeFile(
