@@ -264,7 +264,9 @@ class HeadRestart extends Step {
 class AgentRestart extends Step {
   async act(m: ModelState, r: RealSystem): Promise<void> {
     const node = await r.counterNode();
+    const doomed = [...(await r.actorPids('n2')).values()];
     await r.restartAgent();
+    await r.gone(doomed);
     // Its actors ended with it: the class instance, if it ran there, restarts from its checkpoint, or from scratch.
     if (m.counter && node === 'n2' && !m.counter.checkpointed) m.counter.total = 0;
   }
@@ -282,6 +284,7 @@ class ActorKill extends Step {
     if (pids.length === 0) return;
     const [name, pid] = pids[this.pick % pids.length]!;
     process.kill(pid, 'SIGKILL');
+    await r.gone([pid]);
     if (m.counter && name.startsWith('ctr#') && !m.counter.checkpointed) m.counter.total = 0;
   }
   toString(): string {

@@ -111,11 +111,29 @@ export class RealSystem {
     );
   }
 
-  /** The pids of the actors running now, by actor name. */
-  async actorPids(): Promise<Map<string, number>> {
+  /** The pids of the actors running now, by actor name (`on`: only those on that node). */
+  async actorPids(on?: string): Promise<Map<string, number>> {
     const view = await this.client.describe();
     return new Map(
-      view.deployments.flatMap((d) => d.actors.filter((a) => a.pid !== null && a.state === 'READY').map((a) => [a.name, a.pid!])),
+      view.deployments.flatMap((d) =>
+        d.actors.filter((a) => a.pid !== null && a.state === 'READY' && (on === undefined || a.node === on)).map((a) => [a.name, a.pid!]),
+      ),
+    );
+  }
+
+  /**
+   * Waits until none of `pids` is listed as a READY actor any more: an actor killed (or whose
+   * agent was) has been seen gone by the head, so settling waits for its replacement. A method
+   * call sent to it before then fails ACTOR_DIED, never retried (it may have changed its state).
+   */
+  async gone(pids: readonly number[]): Promise<void> {
+    await waitFor(
+      `actors ${pids.join(', ')} gone`,
+      async () => {
+        const now = new Set((await this.actorPids()).values());
+        return pids.every((p) => !now.has(p));
+      },
+      SETTLE_MS,
     );
   }
 
@@ -193,6 +211,8 @@ export class RealSystem {
       if (m.counter) {
         const total = await this.client.actorHandle('ctr').withOptions({ timeoutMs: 30_000 }).call<number>('total');
         assert.equal(total, m.counter.total, `${when}: the class actor's total`);
+        // The call's answer carried a checkpoint: the head holds one again (after a head restart too).
+        m.counter.checkpointed = true;
       }
     } finally {
       grpc.close();
