@@ -56,10 +56,15 @@ export function actorHttpServer(actor: ActorHttp, door: () => HttpDoor | undefin
         const { outputs } = await actor.submit(inputs, request.outputs, request.timeoutMs);
         const wire = mapToWire(outputs);
         // The request's body goes back to the pool once answered: an output that is a view of it is copied first.
-        if (!sharesMemory(outputs, inputs)) return wire;
-        return Object.fromEntries(
-          Object.entries(wire).map(([name, t]) => [name, { ...t, data: t.data instanceof Uint8Array ? Uint8Array.from(t.data) : t.data }]),
-        );
+        if (!sharesMemory(outputs, inputs)) return { outputs: wire };
+        return {
+          outputs: Object.fromEntries(
+            Object.entries(wire).map(([name, t]) => [
+              name,
+              { ...t, data: t.data instanceof Uint8Array ? Uint8Array.from(t.data) : t.data },
+            ]),
+          ),
+        };
       },
     };
     return serveInPlace(socket, head, {

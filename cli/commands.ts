@@ -5,6 +5,16 @@ import { DEPLOY_ARGS, DEPLOY_FLAGS, DEPLOY_HELP, DeployFlagsObject, deployComman
 import type { ArgDef, FlagDef } from './flags.js';
 import { HEAD_FLAGS, HEAD_HELP, HeadFlagsSchema, headCommand } from './head.js';
 import { INFER_ARGS, INFER_FLAGS, INFER_HELP, InferFlagsSchema, inferCommand } from './infer.js';
+import {
+  PROMOTE_ARGS,
+  PROMOTE_HELP,
+  ROLLBACK_ARGS,
+  ROLLBACK_HELP,
+  ROLLOUT_FLAGS,
+  RolloutFlagsSchema,
+  promoteCommand,
+  rollbackCommand,
+} from './rollout.js';
 import { STATUS_FLAGS, STATUS_HELP, StatusFlagsSchema, statusCommand } from './status.js';
 import { UP_FLAGS, UP_HELP, UpFlagsSchema, upCommand } from './up.js';
 
@@ -65,6 +75,24 @@ export const COMMANDS: readonly Command[] = [
     help: DELETE_HELP,
     schema: DeleteFlagsSchema,
     run: deleteCommand,
+  },
+  {
+    name: 'promote',
+    summary: 'send every call of a split deployment to one version (HTTP API)',
+    args: PROMOTE_ARGS,
+    flags: ROLLOUT_FLAGS,
+    help: PROMOTE_HELP,
+    schema: RolloutFlagsSchema,
+    run: promoteCommand,
+  },
+  {
+    name: 'rollback',
+    summary: 'roll a split deployment back: the split before its promotion, or its first version (HTTP API)',
+    args: ROLLBACK_ARGS,
+    flags: ROLLOUT_FLAGS,
+    help: ROLLBACK_HELP,
+    schema: RolloutFlagsSchema,
+    run: rollbackCommand,
   },
   {
     name: 'infer',

@@ -169,6 +169,16 @@ export const ERRORS = {
     retryable: false,
     what: 'A message (a call, its answer, a stream item) is larger than one frame may be; the message names its size and the limit. Nothing was sent: split the work (smaller inputs, a data-parallel graph) or send it in parts.',
   },
+  TROUPE_ERR_ACTOR_DEAD: {
+    status: 410,
+    retryable: false,
+    what: "Every replica or instance of the deployment is DEAD (it crashed past its restarts, or could not start); the message gives each one's cause. Deploy it again.",
+  },
+  TROUPE_ERR_STATE_LOST: {
+    status: 410,
+    retryable: false,
+    what: "A session's instance lost the state it held: it restarted with no checkpoint to restore, or it is DEAD or gone; the session's next call starts it anew.",
+  },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -290,7 +290,7 @@ export {
   takesAnything,
   unknownVersion,
 } from './oip/infer-backend.js';
-export type { InferenceBackend, InferenceRequest, InferTarget, Params } from './oip/infer-backend.js';
+export type { InferenceAnswer, InferenceBackend, InferenceRequest, InferTarget, Params } from './oip/infer-backend.js';
 export { answeredAs, inferResponse, outputOrder } from './oip/infer-response.js';
 export { checkInferJson, MAX_JSON_VALUES, MAX_REQUEST_ELEMENTS, tooMany } from './oip/json-scan.js';
 export { flattenData, jsonTextOfWire, wireFromJson } from './oip/json.js';

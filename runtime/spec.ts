@@ -251,6 +251,8 @@ export const ModelDeploymentSchema = z
     labels: LabelsSchema.optional(),
     /** Several versions, each its own replicas, calls split between them by weight (head/control/versions.ts). */
     versions: z.array(VersionSchema).min(1).max(8).optional(),
+    /** The versions as they were before the last promotion (set by promote): what a rollback restores. */
+    promotedFrom: z.array(VersionSchema).min(1).max(8).optional(),
     /** Many models per replica: `model` names a directory of models, loaded on demand (see MultiplexSchema). */
     multiplex: MultiplexSchema.optional(),
     /** Set by the head on the deployment that runs one version of another: that deployment's name. */
@@ -264,6 +266,10 @@ export const ModelDeploymentSchema = z
   .refine((d) => !d.versions || Math.abs(d.versions.reduce((n, v) => n + v.weight, 0) - 100) < 1e-9, {
     message: 'the weights of versions must sum to 100',
     path: ['versions'],
+  })
+  .refine((d) => !d.promotedFrom || (d.versions !== undefined && Math.abs(d.promotedFrom.reduce((n, v) => n + v.weight, 0) - 100) < 1e-9), {
+    message: 'promotedFrom (the split a rollback restores) goes with versions, and its weights sum to 100',
+    path: ['promotedFrom'],
   })
   .refine((d) => !d.versions || new Set(d.versions.map((v) => v.version)).size === d.versions.length, {
     message: 'each version needs a name of its own',

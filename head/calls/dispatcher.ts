@@ -28,6 +28,9 @@ function targetOf(d: DeploymentRecord): QueueTarget {
       if ((d.spec.autoscale?.maxReplicas ?? 0) > 0) return true;
       return d.actors.some((a) => a.state === 'READY' || a.state === 'STARTING' || a.state === 'PENDING' || a.state === 'RESTARTING');
     },
+    allDead() {
+      return d.actors.length > 0 && d.actors.every((a) => a.state === 'DEAD');
+    },
     describeReplicas() {
       return d.actors.map((a) => `${a.name} ${a.state}${a.reason ? `: ${a.reason}` : ''}`).join(', ') || 'no replicas';
     },

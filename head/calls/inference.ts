@@ -1,18 +1,23 @@
 import { TroupeError, checkWire, isDynamic, notTensorTarget, validateInputs } from '../../runtime/internal.js';
-import type { CallResult, InferenceRequest, WireTensorMap } from '../../runtime/internal.js';
+import type { CallResult, InferenceAnswer, InferenceRequest } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
-import { pickVersion } from '../control/versions.js';
+import { pickVersion, versionName } from '../control/versions.js';
 import type { DeploymentRecord } from '../state/records.js';
 import { startsOnDemand } from './cold-start.js';
 
 export type { InferenceRequest };
+
+/** A call's result, and the version that ran it when the deployment called runs one of a split (undefined otherwise). */
+export interface InferenceResult extends CallResult {
+  version?: string | undefined;
+}
 
 /**
  * One call to a model deployment, checked before any work is queued (so a bad call costs the
  * cluster nothing), then queued for a replica. A deployment scaled from zero that no replica has
  * described yet is checked once its first replica is READY. Outcome and latency go to the deployment's stats.
  */
-export async function runInferenceTimed(state: ClusterState, request: InferenceRequest): Promise<CallResult> {
+export async function runInferenceTimed(state: ClusterState, request: InferenceRequest): Promise<InferenceResult> {
   const d = state.deployments.get(request.deployment);
   if (!d) {
     const known = [...state.deployments.keys()].map((n) => `'${n}'`).join(', ') || 'none';
@@ -46,7 +51,8 @@ export async function runInferenceTimed(state: ClusterState, request: InferenceR
     const ms = performance.now() - started;
     d.stats.record(ms);
     state.metrics.observe(d.spec.name, ms / 1000, result);
-    return result;
+    const version = versionName(d.spec);
+    return version === undefined ? result : { ...result, version };
   } catch (err) {
     d.stats.record(performance.now() - started, err instanceof TroupeError ? err.code : 'TROUPE_ERR_INTERNAL');
     throw err;
@@ -67,11 +73,19 @@ function checkModelChoice(d: DeploymentRecord, request: InferenceRequest): void 
     );
 }
 
+/** Whether a version's deployment can take a call now: a READY replica, or one that starts for the call. */
+export function versionServes(state: ClusterState, deployment: string): boolean {
+  const d = state.deployments.get(deployment);
+  if (!d || d.unhealthy) return false;
+  return startsOnDemand(d.spec) || (d.metadata !== null && d.actors.some((a) => a.state === 'READY'));
+}
+
 /** A call to a deployment split between versions: run by the version the split picks, counted by both. */
-async function runVersion(state: ClusterState, d: DeploymentRecord, request: InferenceRequest): Promise<CallResult> {
+async function runVersion(state: ClusterState, d: DeploymentRecord, request: InferenceRequest): Promise<InferenceResult> {
   const started = performance.now();
   try {
-    const result = await runInferenceTimed(state, { ...request, deployment: pickVersion(d.spec) });
+    const picked = pickVersion(d.spec, (name) => versionServes(state, name));
+    const result = await runInferenceTimed(state, { ...request, deployment: picked.deployment });
     d.stats.record(performance.now() - started);
     return result;
   } catch (err) {
@@ -80,9 +94,10 @@ async function runVersion(state: ClusterState, d: DeploymentRecord, request: Inf
   }
 }
 
-/** {@link runInferenceTimed}, outputs only. */
-export async function runInference(state: ClusterState, request: InferenceRequest): Promise<WireTensorMap> {
-  return (await runInferenceTimed(state, request)).outputs;
+/** {@link runInferenceTimed}: the outputs, and the version that ran the call when it ran one. */
+export async function runInference(state: ClusterState, request: InferenceRequest): Promise<InferenceAnswer> {
+  const { outputs, version } = await runInferenceTimed(state, request);
+  return version === undefined ? { outputs } : { outputs, version };
 }
 
 /** Each actor of `d` with its state, and why where it is not READY: what a caller waiting for one is told. */

@@ -48,8 +48,8 @@ function alive(a: ActorRecord): boolean {
 export class MethodQueue {
   readonly #d: DeploymentRecord;
   #waiting: Waiting[] = [];
-  /** Session key -> the id of the instance it is bound to (insertion order: oldest first). */
-  readonly #sessions = new Map<string, string>();
+  /** Session key -> the instance it is bound to, and that instance's state generation then (insertion order: oldest first). */
+  readonly #sessions = new Map<string, { actorId: string; epoch: number }>();
   /** Instance id -> sessions bound to it. */
   readonly #bound = new Map<string, number>();
   #turn = 0;
@@ -98,13 +98,23 @@ export class MethodQueue {
     for (const call of this.#waiting) {
       if (call.settled) continue;
       const actor = this.#pick(call);
-      if (actor?.link?.invoke) this.#send(call, actor);
+      if (actor instanceof TroupeError) this.#settle(call, actor);
+      else if (actor?.link?.invoke) this.#send(call, actor);
       else left.push(call);
     }
     this.#waiting = left;
     if (left.length > 0 && !this.#d.actors.some(alive) && (this.#d.spec.autoscale?.maxReplicas ?? 0) === 0) {
-      const states = this.#d.actors.map((a) => `${a.name} ${a.state}`).join(', ') || 'no replicas';
-      this.failAll(new TroupeError('TROUPE_ERR_NOT_READY', `actor '${this.#d.spec.name}' has no instance that can take calls (${states})`));
+      const actors = this.#d.actors;
+      const states =
+        actors.map((a) => `${a.name} ${a.state}${a.state === 'DEAD' && a.reason ? `: ${a.reason}` : ''}`).join(', ') || 'no replicas';
+      // Every instance DEAD: none comes back without a deploy, so the error says a retry cannot help.
+      const dead = actors.length > 0 && actors.every((a) => a.state === 'DEAD');
+      this.failAll(
+        new TroupeError(
+          dead ? 'TROUPE_ERR_ACTOR_DEAD' : 'TROUPE_ERR_NOT_READY',
+          `actor '${this.#d.spec.name}' has no instance that can take calls (${states})`,
+        ),
+      );
     }
   }
 
@@ -114,13 +124,30 @@ export class MethodQueue {
     for (const call of calls) this.#settle(call, error);
   }
 
-  /** The instance for `call` now, or undefined to keep it waiting. */
-  #pick(call: Waiting): ActorRecord | undefined {
+  /**
+   * The instance for `call` now, undefined to keep it waiting, or the error it fails with: a
+   * session whose instance lost what it held is told so once, and its next call starts anew.
+   */
+  #pick(call: Waiting): ActorRecord | TroupeError | undefined {
     const key = call.options.sessionKey;
     if (key !== undefined) {
       const bound = this.#sessions.get(key);
-      const actor = bound === undefined ? undefined : this.#d.actors.find((a) => a.id === bound);
-      if (actor && alive(actor)) return this.#hasRoom(actor) ? actor : undefined;
+      const actor = bound === undefined ? undefined : this.#d.actors.find((a) => a.id === bound.actorId);
+      if (actor && alive(actor)) {
+        if ((actor.stateEpoch ?? 0) === bound!.epoch) return this.#hasRoom(actor) ? actor : undefined;
+        // It came back without its state: only once READY is that known (a checkpoint would have been restored).
+        this.#bind(key, actor.id);
+        return this.#lost(key, actor.stateLost ?? `instance ${actor.name} restarted with no checkpoint to restore`);
+      }
+      if (bound !== undefined) {
+        this.#unbind(key);
+        return this.#lost(
+          key,
+          actor
+            ? `instance ${actor.name} is DEAD (${actor.reason ?? 'no cause kept'})`
+            : 'its instance was removed (scaled down, replaced by an update, or placed anew)',
+        );
+      }
     }
     // A new session goes to the instance holding the fewest sessions (state is what they cost),
     // a call without one to the least busy; ties rotate, so idle instances all take turns.
@@ -144,15 +171,23 @@ export class MethodQueue {
     return a.state === 'READY' && a.link !== undefined && !a.link.closed && a.link.inFlight < Math.max(1, this.#d.spec.maxQueue);
   }
 
+  #lost(key: string, why: string): TroupeError {
+    return new TroupeError(
+      'TROUPE_ERR_STATE_LOST',
+      `session '${key.slice(0, 64)}' of actor '${this.#d.spec.name}': ${why}; the state it held for this session is lost (the session's next call starts anew)`,
+    );
+  }
+
   #bind(key: string, actorId: string): void {
     this.#unbind(key);
     if (this.#sessions.size >= MAX_SESSIONS) this.#unbind(this.#sessions.keys().next().value!);
-    this.#sessions.set(key, actorId);
+    const epoch = this.#d.actors.find((a) => a.id === actorId)?.stateEpoch ?? 0;
+    this.#sessions.set(key, { actorId, epoch });
     this.#bound.set(actorId, (this.#bound.get(actorId) ?? 0) + 1);
   }
 
   #unbind(key: string): void {
-    const actorId = this.#sessions.get(key);
+    const actorId = this.#sessions.get(key)?.actorId;
     if (actorId === undefined) return;
     this.#sessions.delete(key);
     const left = (this.#bound.get(actorId) ?? 1) - 1;

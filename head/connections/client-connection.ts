@@ -167,8 +167,30 @@ export function serveClient(
           }
           if (message.wait === false && started.kind === 'deployment') {
             started.ready.catch(() => {});
-            void answer(Promise.resolve(state.deploymentView(state.deployments.get(started.name)!)));
+            // Answered once the change is in the state file: a head killed next keeps it.
+            void answer(
+              started.saved.then(() => {
+                const d = state.deployments.get(started.name);
+                if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `deployment '${started.name}' was removed while deploying`);
+                return state.deploymentView(d);
+              }),
+            );
           } else void answer(started.ready);
+          return;
+        }
+        case 'rollout': {
+          const timeoutMs = message.timeoutMs ?? DEFAULT_DEPLOY_TIMEOUT_S * 1000;
+          try {
+            if (message.action === 'promote' && message.version === undefined)
+              throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `promote '${message.name}': name the version to promote`);
+            const started =
+              message.action === 'promote'
+                ? deployments.promote(message.name, message.version!, timeoutMs)
+                : deployments.rollback(message.name, timeoutMs);
+            void answer(started.ready);
+          } catch (err) {
+            channel.fail(message.id, err);
+          }
           return;
         }
         case 'undeploy':

@@ -21,9 +21,9 @@ import { isRefusal, refusalOutcome, refusedError } from './refused-deploy.js';
 import { ActorsByNode } from './actors-by-node.js';
 import { placeDeployment } from './place-deployment.js';
 import { MemoryReservations } from './memory-estimate.js';
-import { recordCrash } from './restart-policy.js';
+import { noteFreshInstance, recordCrash } from './restart-policy.js';
 import { retireActor } from './retire.js';
-import { ownReplicas } from './versions.js';
+import { ownReplicas, restoredSpecs } from './versions.js';
 import { NodeMembership } from './node-membership.js';
 import { SchedulingTurns } from './scheduling-turns.js';
 import type { ClusterState } from '../state/cluster-state.js';
@@ -83,16 +83,20 @@ export class Controller {
    * `adoptGraceMs` are placed anew; replicas with no saved actor are created PENDING.
    */
   restore(saved: SavedState): void {
-    for (const spec of saved.deployments) {
+    // The replicas each deployment runs are computed as a deploy computes them (ownReplicas,
+    // restoredSpecs): a deployment split between versions runs none of its own. Counting its
+    // `replicas` here once started a replica of the split's own `model` that answered for it.
+    for (const spec of restoredSpecs(saved.deployments)) {
       const d = newDeployment(spec, this.#memory.reserve(spec));
       this.#state.deployments.set(spec.name, d);
-      for (const s of saved.actors.filter((x) => x.deployment === spec.name).slice(0, spec.replicas)) {
+      const replicas = ownReplicas(spec);
+      for (const s of saved.actors.filter((x) => x.deployment === spec.name).slice(0, replicas)) {
         const a = restoredActorRecord(s);
         this.#state.actors.set(a.id, a);
         this.#rejoining.add(a);
         d.actors.push(a);
       }
-      for (const i of freeReplicaIndices(d, spec.replicas - d.actors.length)) d.actors.push(this.#addActor(newActorRecord(d, i)));
+      for (const i of freeReplicaIndices(d, replicas - d.actors.length)) d.actors.push(this.#addActor(newActorRecord(d, i)));
     }
     const adopting = [...this.#state.actors.values()].filter((a) => a.awaitingNode).length;
     if (saved.deployments.length > 0) {
@@ -137,7 +141,11 @@ export class Controller {
 
   /** Makes `spec` what deployment `spec.name` wants: actors added, replaced or retired to match. */
   #apply(spec: ModelDeployment, existing: DeploymentRecord | undefined): DeploymentRecord {
-    if (existing && needsNewActors(existing.spec, spec)) {
+    // A split deployment runs no replica of its own: its `model` (its first version's) changing on
+    // a promotion or rollback retires nothing, and the signature its callers are checked against
+    // stays until a version's replica says another (clearing it failed the calls of the promotion).
+    const split = existing?.spec.versions !== undefined && spec.versions !== undefined;
+    if (existing && !split && needsNewActors(existing.spec, spec)) {
       // A different model or resource shape needs new actors; retire all the old ones.
       for (const a of existing.actors) void this.#retire(a);
       existing.actors = [];
@@ -296,6 +304,7 @@ export class Controller {
     if (a.link && a.link !== link) a.link.terminate('replaced by a new connection of the same actor');
     const rejoined = a.state === 'READY' || this.#rejoining.has(a);
     this.#rejoining.delete(a);
+    if (d.spec.kind === 'class' && !rejoined) noteFreshInstance(a);
     a.link = link;
     a.direct = direct;
     a.visibleDevices = visibleDevices;
@@ -395,6 +404,7 @@ export class Controller {
     this.#dirty();
     // Waiting calls fail now if no replica is left that could ever serve them.
     queueMicrotask(() => this.#state.deployments.get(a.deployment)?.dispatcher.pump());
+    a.lastCrash = cause.split('\n')[0];
     const outcome = recordCrash(a, cause, this.#options, this.#clock.now());
     if (outcome.dead) {
       const d = this.#state.deployments.get(a.deployment);

@@ -29,10 +29,29 @@ export interface DeployRequest {
   resolveModel?: (model: unknown) => unknown;
 }
 
-/** A deploy under way: what it is, whether it is new, what it replaced, and its wait for READY. */
+/**
+ * A deploy under way: what it is, whether it is new, what it replaced, its wait for READY (which
+ * resolves only once the change is in the state file too), and `saved`, for an answer that does
+ * not wait for READY: resolves once the change is in the state file, so a head killed right after
+ * acknowledging a change comes back with it.
+ */
 export type DeployStarted =
-  | { kind: 'deployment'; name: string; created: boolean; replaced: string | undefined; ready: Promise<DeploymentView> }
-  | { kind: 'graph'; name: string; created: boolean; replaced: string | undefined; ready: Promise<GraphDeploymentView> };
+  | {
+      kind: 'deployment';
+      name: string;
+      created: boolean;
+      replaced: string | undefined;
+      ready: Promise<DeploymentView>;
+      saved: Promise<void>;
+    }
+  | {
+      kind: 'graph';
+      name: string;
+      created: boolean;
+      replaced: string | undefined;
+      ready: Promise<GraphDeploymentView>;
+      saved: Promise<void>;
+    };
 
 export interface UndeployOptions {
   /** Delete a deployment even while graphs call it (they fail until it is deployed again). */
@@ -125,31 +144,69 @@ export class Deployments {
     const deployed = Promise.all([spec, ...versions].map((s) => this.#controller.deploy(s)));
     for (const name of dropped) void this.#retireVersion(name);
     const ready = boundDeploy(
-      deployed.then(() => this.#views([spec.name])[0]!),
+      deployed.then(async () => {
+        await this.#saved();
+        return this.#views([spec.name])[0]!;
+      }),
       request.timeoutMs,
       { kind: 'deployment', name: spec.name },
       () => this.#views([spec.name, ...versions.map((v) => v.name)]),
     );
-    return { kind: 'deployment', name: spec.name, created, replaced, ready };
+    return { kind: 'deployment', name: spec.name, created, replaced, ready, saved: this.#saved() };
+  }
+
+  /** Resolves once every change made so far is in the state file (at once without one). */
+  #saved(): Promise<void> {
+    return this.#store?.flush() ?? Promise.resolve();
   }
 
   /**
-   * Sends every call of a deployment split between versions to one of them: the versions'
-   * deployments but that one stop once their queued calls are served. `rollback` names none:
-   * the first version listed, the one a rollout started from.
+   * Promotes `version` of a deployment split between versions: every call goes to it, the other
+   * versions' deployments stop once their queued calls are served, and the split as it was is
+   * kept in the spec (`promotedFrom`, saved with it) for a rollback.
    */
-  endRollout(name: string, version: string | undefined, timeoutMs: number): DeployStarted {
-    const d = this.#state.deployments.get(name);
-    if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${name}'`);
-    const versions = d.spec.versions;
-    if (!versions) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `deployment '${name}' has no versions to promote or roll back`);
-    const kept = version === undefined ? versions[0]! : versions.find((v) => v.version === version);
+  promote(name: string, version: string, timeoutMs: number): DeployStarted {
+    const spec = this.#versioned(name);
+    const versions = spec.versions!;
+    const kept = versions.find((v) => v.version === version);
     if (!kept)
       throw new TroupeError(
         'TROUPE_ERR_UNKNOWN_DEPLOYMENT',
         `deployment '${name}' has no version '${version}' (versions: ${versions.map((v) => v.version).join(', ')})`,
       );
-    return this.deploy({ spec: { ...d.spec, versions: [{ ...kept, weight: 100 }] }, timeoutMs, replace: true });
+    // Promoting what already takes every call changes nothing, and keeps the rollback point.
+    const promotedFrom = versions.length === 1 ? spec.promotedFrom : versions;
+    // The deployment's `model` is its first version's: the promoted one's from now on.
+    const next = { ...spec, model: kept.model, versions: [{ ...kept, weight: 100 }], ...(promotedFrom ? { promotedFrom } : {}) };
+    return this.deploy({ spec: next, timeoutMs, replace: true });
+  }
+
+  /**
+   * Rolls a rollout back. After a promotion, the split as it was before it comes back (the
+   * promoted version keeps every call until the versions brought back can serve theirs);
+   * otherwise the first version listed, the one the rollout started from, takes every call.
+   * A deployment that runs one version and was not promoted has nothing to roll back: refused.
+   */
+  rollback(name: string, timeoutMs: number): DeployStarted {
+    const spec = this.#versioned(name);
+    const { promotedFrom, ...rest } = spec;
+    if (promotedFrom)
+      return this.deploy({ spec: { ...rest, model: promotedFrom[0]!.model, versions: promotedFrom }, timeoutMs, replace: true });
+    const versions = spec.versions!;
+    if (versions.length === 1)
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_REQUEST',
+        `deployment '${name}' runs one version ('${versions[0]!.version}') and no promotion to undo: nothing to roll back (PUT the versions you want instead)`,
+      );
+    return this.deploy({ spec: { ...spec, versions: [{ ...versions[0]!, weight: 100 }] }, timeoutMs, replace: true });
+  }
+
+  /** The spec of `name`, which must be split between versions. */
+  #versioned(name: string): ModelDeployment {
+    const d = this.#state.deployments.get(name);
+    if (!d) throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment named '${name}'`);
+    if (!d.spec.versions) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `deployment '${name}' has no versions to promote or roll back`);
+    return d.spec;
   }
 
   /** The deployments that run versions of `name`. */
@@ -190,7 +247,18 @@ export class Deployments {
       onDeployed: (view) => this.#store?.setGraph(view.name, doc),
     });
     // The check ran synchronously inside deploy: a refusal is already in `ready`.
-    return { kind: 'graph', name, created, replaced, ready };
+    const saved = ready.then(
+      () => this.#saved(),
+      () => {},
+    );
+    return {
+      kind: 'graph',
+      name,
+      created,
+      replaced,
+      ready: ready.then(async (view) => (await saved, view)),
+      saved: this.#saved(),
+    };
   }
 
   /**
@@ -230,6 +298,7 @@ export class Deployments {
     if (this.#graphs.has(name)) {
       this.#graphs.undeploy(name);
       this.#store?.deleteGraph(name);
+      await this.#saved();
       return { name, kind: 'graph' };
     }
     const d = this.#state.deployments.get(name);
@@ -254,6 +323,7 @@ export class Deployments {
     const versions = this.#versionsOf(name);
     await this.#controller.undeploy(name);
     await Promise.all(versions.map((v) => this.#controller.undeploy(v).catch(() => {})));
+    await this.#saved();
     return { name, kind: 'deployment' };
   }
 

@@ -34,3 +34,17 @@ export function recordCrash(
   a.restarts++;
   return { dead: false, delayMs: Math.min(FIRST_BACKOFF_MS * 2 ** (a.recentCrashes.length - 1), MAX_BACKOFF_MS) };
 }
+
+/**
+ * A new process of class instance `a` is READY (not one that rejoined with its memory). After
+ * its first, it starts from its constructor unless the head holds a checkpoint to restore: then
+ * what it held is gone, and its state generation moves on so the sessions bound to it are told
+ * (head/calls/method-queue.ts) instead of finding a fresh instance answering as if nothing happened.
+ */
+export function noteFreshInstance(a: ActorRecord): void {
+  if (a.servedBefore && a.checkpoint === undefined) {
+    a.stateEpoch = (a.stateEpoch ?? 0) + 1;
+    a.stateLost = `instance ${a.name} restarted (${a.lastCrash ?? 'its process was replaced'}) with no checkpoint to restore (its class has no checkpoint(), or the head restarted since its last one)`;
+  }
+  a.servedBefore = true;
+}

@@ -37,13 +37,15 @@ function backendOf(cluster: Cluster): InferenceBackend {
       // A graph goes through the SDK's run too: it has no routes, so the SDK sends it to the head's
       // graph service over the worker's connection. The connection stays here, with its keep-alive.
       try {
-        const outputs = await cluster.run(target.name, mapFromWire(request.inputs, 'input'), {
+        const future = cluster.run(target.name, mapFromWire(request.inputs, 'input'), {
           ...(request.outputs ? { outputs: request.outputs } : {}),
           ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {}),
           ...(request.model !== undefined ? { model: request.model } : {}),
         });
+        const outputs = await future;
+        const version = await future.version();
         served.set(target.name, (served.get(target.name) ?? 0) + 1);
-        return mapToWire(outputs);
+        return { outputs: mapToWire(outputs), ...(version !== undefined ? { version } : {}) };
       } catch (err) {
         const code = err instanceof TroupeError ? err.code : 'TROUPE_ERR_INTERNAL';
         let counts = failures.get(target.name);

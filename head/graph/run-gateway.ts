@@ -41,10 +41,11 @@ import type { ResultStoreOptions } from './results.js';
 type RunMessage = Omit<Extract<ClientToHead, { type: 'run' }>, 'type'>;
 type Composite = Exclude<PlanNode, { kind: 'model' | 'fn' | 'method' }>;
 
-/** What a run answers: outputs, and the per-step trace when it was asked for. */
+/** What a run answers: outputs, the per-step trace when it was asked for, and the version that ran it (a split deployment's). */
 export interface RunAnswer {
   outputs: WireTensorMap;
   trace?: RunTrace;
+  version?: string;
 }
 
 interface RegisteredGraph {
@@ -341,7 +342,7 @@ export class RunGateway {
           });
         trace.push(entry);
       }
-      return trace ? { outputs, trace } : { outputs };
+      return { outputs, ...(trace ? { trace } : {}), ...(r.version !== undefined ? { version: r.version } : {}) };
     }
     const all = await byDeadline(
       execute(graph.plan, inputs, this.#caller, { ...(deadline !== undefined ? { deadline } : {}), ...(trace ? { trace } : {}) }),

@@ -28,7 +28,7 @@ export async function inferOnce(ctx: GrpcInferContext, message: unknown, deadlin
   const decoded = decodeGrpcRequest(request, remainingMs(deadline));
   // Checked before the run: a bad class count costs no inference.
   const counts = classCounts(decoded.oip);
-  const outputs = await ctx.backend.run({
+  const { outputs, version: served } = await ctx.backend.run({
     deployment: target.name,
     inputs: decoded.inputs,
     ...(decoded.outputs ? { outputs: decoded.outputs } : {}),
@@ -36,7 +36,7 @@ export async function inferOnce(ctx: GrpcInferContext, message: unknown, deadlin
     ...(target.model !== undefined ? { model: target.model } : {}),
   });
   const order = outputOrder(target, decoded.outputs, outputs);
-  const { model, version } = answeredAs(target, params);
+  const { model, version } = answeredAs(target, params, served);
   return grpcInferResponse(
     model,
     request.id || undefined,

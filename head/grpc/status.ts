@@ -18,6 +18,7 @@ const BY_HTTP_STATUS: Record<number, status> = {
   403: status.PERMISSION_DENIED,
   404: status.NOT_FOUND,
   409: status.FAILED_PRECONDITION,
+  410: status.FAILED_PRECONDITION,
   413: status.RESOURCE_EXHAUSTED,
   415: status.INVALID_ARGUMENT,
   422: status.FAILED_PRECONDITION,

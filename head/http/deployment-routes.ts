@@ -109,6 +109,8 @@ export async function answerDeployment(ctx: ApiContext, started: DeployStarted, 
     started.ready.catch((err: unknown) =>
       ctx.log.info({ deployment: name, err: (err as Error).message }, 'deployment did not become READY'),
     );
+    // Answered once the change is in the state file: a head killed next keeps it.
+    await started.saved;
     return reply.code(202).send(current());
   }
   try {
@@ -192,6 +194,7 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: ApiContext):
       if (started.kind === 'graph') {
         if (!wait) {
           started.ready.catch((err: unknown) => log.info({ graph: name, err: (err as Error).message }, 'graph did not deploy'));
+          await started.saved;
           return reply.code(202).send({ graph: name, state: 'DEPLOYING', ...replaced });
         }
         try {

@@ -18,7 +18,8 @@ import {
 } from '../../runtime/internal.js';
 import type { GenerateRequest, TensorInfo, WireTensorMap } from '../../runtime/internal.js';
 import { methodStepStreams } from '../calls/method-steps.js';
-import { versionMap } from '../control/versions.js';
+import { pickVersion, versionMap } from '../control/versions.js';
+import { versionServes } from '../calls/inference.js';
 import { MAX_CALL_BODY_BYTES } from './actor-routes.js';
 import { itemJson } from './actor-stream-route.js';
 import { acceptBuffers, bodyBuffer } from './body.js';
@@ -89,9 +90,14 @@ function named(ctx: ApiContext, request: FastifyRequest): Named {
   const { name, version } = request.params as { name: string; version?: string };
   if (!NameSchema.safeParse(name).success)
     throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `model name '${name.slice(0, 100)}' is not allowed`);
-  if (version === undefined) return { model: name, version: MODEL_VERSION, deployment: name };
   const spec = ctx.state.deployments.get(name)?.spec;
   const versions = spec?.kind !== 'class' && spec && 'versions' in spec && spec.versions ? versionMap(spec) : undefined;
+  if (version === undefined) {
+    if (!versions) return { model: name, version: MODEL_VERSION, deployment: name };
+    // A split deployment: the split picks the version here, so the answers can name it.
+    const picked = pickVersion(spec!, (deployment) => versionServes(ctx.state, deployment));
+    return { model: name, version: picked.version, deployment: picked.deployment };
+  }
   const deployment = versions ? versions[version] : version === MODEL_VERSION ? name : undefined;
   if (deployment === undefined) throw unknownVersion(name, version, versions ? Object.keys(versions) : [MODEL_VERSION]);
   return { model: name, version, deployment };

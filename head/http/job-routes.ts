@@ -93,7 +93,8 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
         ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
       });
       const outputs = classifyOutputs(answer.outputs, counts, graphs.has(name) || !d ? undefined : labelsOf(d));
-      return encodeInferResponse(name, body, outputs, outputOrder(ctx, name, answer.outputs, decoded.outputs)).body as string;
+      return encodeInferResponse(name, body, outputs, outputOrder(ctx, name, answer.outputs, decoded.outputs), answer.version)
+        .body as string;
     });
     return reply.code(202).header('location', `/api/v1/jobs/${view.id}`).send(view);
   };

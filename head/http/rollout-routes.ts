@@ -38,9 +38,17 @@ export function registerRolloutRoutes(app: FastifyInstance, ctx: ApiContext): vo
     async (request, reply) => {
       const name = deploymentName(request);
       const { wait, waitMs } = queryFlags(request);
-      const parsed = PromoteSchema.safeParse(parseDocument(bodyBuffer(request.body), request.headers['content-type']));
+      const body = bodyBuffer(request.body);
+      if (body.length === 0) {
+        const versions = ctx.state.deployments.get(name)?.spec.versions?.map((v) => v.version);
+        throw new TroupeError(
+          'TROUPE_ERR_BAD_REQUEST',
+          `promote '${name}': name the version that takes every call in the body, {"version": "${versions?.at(-1) ?? 'v2'}"}${versions ? ` (versions: ${versions.join(', ')})` : ''}`,
+        );
+      }
+      const parsed = PromoteSchema.safeParse(parseDocument(body, request.headers['content-type']));
       if (!parsed.success) throw new TroupeError('TROUPE_ERR_BAD_REQUEST', `invalid promote request: ${formatIssues(parsed.error.issues)}`);
-      return answerDeployment(ctx, ctx.deployments.endRollout(name, parsed.data.version, waitMs), wait, reply);
+      return answerDeployment(ctx, ctx.deployments.promote(name, parsed.data.version, waitMs), wait, reply);
     },
   );
   ctx.docs.route(
@@ -50,14 +58,15 @@ export function registerRolloutRoutes(app: FastifyInstance, ctx: ApiContext): vo
       url: '/api/v1/deployments/:name/rollback',
       tag,
       auth: 'write',
-      summary: 'Roll back a rollout: the first version listed takes every call, the others stop',
+      summary:
+        'Roll back a rollout: after a promotion, the split as it was before it; otherwise the first version listed takes every call and the others stop',
       query,
       responses,
     },
     async (request, reply) => {
       const name = deploymentName(request);
       const { wait, waitMs } = queryFlags(request);
-      return answerDeployment(ctx, ctx.deployments.endRollout(name, undefined, waitMs), wait, reply);
+      return answerDeployment(ctx, ctx.deployments.rollback(name, waitMs), wait, reply);
     },
   );
 }

@@ -66,7 +66,7 @@ export function stateBackend(state: ClusterState, graphs: RunGateway): Inference
       const graph = graphTargetOf(graphs, request.deployment);
       if (!graph) return runInference(state, request);
       checkInferRequest(graph, request);
-      return graphs.infer(request);
+      return graphs.infer(request).then((outputs) => ({ outputs }));
     },
   };
 }

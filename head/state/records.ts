@@ -77,6 +77,17 @@ export interface ActorRecord {
    * kept here because the record outlives the process: a restarted instance is handed it first.
    */
   checkpoint?: { state: unknown } | undefined;
+  /**
+   * A class instance's state generation: raised each time its process started anew with no
+   * checkpoint to restore (what it held is gone), so the sessions bound to it can be told.
+   */
+  stateEpoch?: number;
+  /** Why the state of generation `stateEpoch` began empty (for the sessions' error). */
+  stateLost?: string;
+  /** A process of this instance has been READY before (a READY of a new process is a restart). */
+  servedBefore?: boolean;
+  /** The cause of its last crash, kept past the restart for the errors that follow from it. */
+  lastCrash?: string;
   /** A class actor's public methods and their declared tensor signatures, from its `ready`. */
   classMethods?: ClassMethods | undefined;
   /** Which of a class actor's methods are generators (they stream), as its instance reported. */

@@ -1,6 +1,7 @@
 import { replicaCallLimit } from '../../runtime/internal.js';
 import type { Channel, ClientToHead, HeadToClient, Routes } from '../../runtime/internal.js';
 import type { DeploymentRecord } from './records.js';
+import { versionName } from '../control/versions.js';
 
 type ClientChannel = Channel<ClientToHead, HeadToClient>;
 
@@ -11,6 +12,7 @@ type ClientChannel = Channel<ClientToHead, HeadToClient>;
  */
 function sameRoutes(a: Routes | undefined, b: Routes): boolean {
   if (!a || a.perReplicaLimit !== b.perReplicaLimit || a.maxQueue !== b.maxQueue || a.maxRetries !== b.maxRetries) return false;
+  if (a.version !== b.version) return false;
   if (a.replicas.length !== b.replicas.length) return false;
   return a.replicas.every((r, i) => {
     const other = b.replicas[i]!;
@@ -40,13 +42,17 @@ export class RouteBook {
   routesOf(name: string): Routes {
     const d = this.#deployments.get(name);
     const replicas: Routes['replicas'] = [];
-    // A multiplexed deployment's calls go through the head, which knows what each replica holds.
-    if (d && (d.spec.kind ?? 'model') === 'model' && !d.spec.multiplex) {
+    // A multiplexed deployment's calls go through the head, which knows what each replica holds;
+    // so do a split deployment's, which the head sends to one of its versions (it runs no replica
+    // of its own, and one left over must never answer for the versions).
+    if (d && (d.spec.kind ?? 'model') === 'model' && !d.spec.multiplex && !d.spec.versions) {
       for (const a of d.actors)
         if (a.state === 'READY' && a.link && a.direct) replicas.push({ actor: a.id, url: a.direct.url, token: a.direct.token });
     }
+    const version = d ? versionName(d.spec) : undefined;
     return {
       deployment: name,
+      ...(version !== undefined ? { version } : {}),
       replicas,
       perReplicaLimit: replicaCallLimit(d?.spec.batch.maxSize ?? 1),
       maxQueue: d?.spec.maxQueue ?? 0,

@@ -95,6 +95,8 @@ export interface RunOptions {
 interface RunAnswer {
   outputs: Outputs;
   trace: RunTrace | undefined;
+  /** The version that ran it, when the deployment is split between versions or runs one of them. */
+  version?: string | undefined;
 }
 
 /** How long past a run's deadline the SDK waits for the head's own deadline error. */
@@ -216,6 +218,45 @@ export class Cluster {
   }
 
   /**
+   * Promotes `version` of a deployment split between versions (docs/rollouts.md): every call goes
+   * to it, the other versions stop once their queued calls are served, and the split as it was is
+   * kept for {@link rollback}. Resolves once READY (rejects with TROUPE_ERR_DEPLOY_TIMEOUT past
+   * `timeoutMs`, default 60 s).
+   *
+   * @example
+   * await cluster.promote('ranker', 'v2');
+   */
+  async promote(name: string, version: string, options: Pick<DeployOptions, 'timeoutMs'> = {}): Promise<DeploymentView> {
+    return this.#rollout(name, 'promote', version, options.timeoutMs);
+  }
+
+  /**
+   * Rolls a rollout back: after a promotion, the split as it was before it; otherwise the first
+   * version listed takes every call. A deployment with one version and no promotion to undo is
+   * refused (TROUPE_ERR_BAD_REQUEST, saying so). Resolves once READY.
+   *
+   * @example
+   * await cluster.rollback('ranker');
+   */
+  async rollback(name: string, options: Pick<DeployOptions, 'timeoutMs'> = {}): Promise<DeploymentView> {
+    return this.#rollout(name, 'rollback', undefined, options.timeoutMs);
+  }
+
+  #rollout(name: string, action: 'promote' | 'rollback', version: string | undefined, timeoutMs = DEFAULT_DEPLOY_TIMEOUT_S * 1000) {
+    const deadline = Date.now() + timeoutMs;
+    // Promoting twice changes nothing more, so a promote is retried; a rollback is not (a second
+    // one after a promotion's rollback would end the restored split).
+    const retries = action === 'promote' ? this.#retries : 0;
+    return withRetries(this.#conn, { retries, deadline }, () => {
+      const left = Math.max(1, deadline - Date.now());
+      return this.#conn.request(
+        { type: 'rollout', name, action, ...(version !== undefined ? { version } : {}), timeoutMs: left },
+        left + DEPLOY_GRACE_MS,
+      );
+    });
+  }
+
+  /**
    * Removes a graph (its models and fns stay deployed), or drains and removes a deployment. A
    * deployment that graphs call is refused with TROUPE_ERR_DEPLOYMENT_IN_USE unless `force`.
    */
@@ -255,6 +296,7 @@ export class Cluster {
         answer.then((a) => a.outputs),
         answer.then((a) => a.trace),
         resolvedHere,
+        answer.then((a) => a.version),
       );
     }
     // Futures of runs sent to replicas directly, and of actor calls, are awaited here and their tensors sent along.
@@ -275,6 +317,7 @@ export class Cluster {
       answer.then((a) => a.outputs),
       answer.then((a) => a.trace),
       true,
+      answer.then((a) => a.version),
     );
   }
 
@@ -301,7 +344,11 @@ export class Cluster {
         // No replica takes direct calls any more (all left or unreachable): through the head.
         return sent
           ? sent.then(
-              (r): RunAnswer => ({ outputs: mapFromWire(r.outputs, 'output'), trace: undefined }),
+              (r): RunAnswer => ({
+                outputs: mapFromWire(r.outputs, 'output'),
+                trace: undefined,
+                version: this.#router?.versionOf(deployment),
+              }),
               (err: unknown) =>
                 err instanceof TroupeError && err.code === 'TROUPE_ERR_NOT_READY'
                   ? this.#viaHead(id, deployment, tensors, refs, options, deadline)
@@ -343,7 +390,7 @@ export class Cluster {
     if (options.model !== undefined) message.model = options.model;
     return this.#conn
       .request(message, message.timeoutMs === undefined ? undefined : message.timeoutMs + DEADLINE_GRACE_MS)
-      .then((value) => ({ outputs: mapFromWire(value.outputs, 'output'), trace: value.trace }));
+      .then((value) => ({ outputs: mapFromWire(value.outputs, 'output'), trace: value.trace, version: value.version }));
   }
 
   /**

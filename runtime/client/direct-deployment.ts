@@ -55,6 +55,8 @@ export class DirectDeployment implements QueueTarget {
   maxQueue = 0;
   maxRetries = 0;
   perReplicaLimit = 2;
+  /** The version this deployment runs when it runs one of a deployment split between versions. */
+  version: string | undefined;
   readonly queue: CallQueue = new CallQueue(this);
   readonly #entries = new Map<string, Entry>();
   readonly #sharedMemory: SharedTensorPool | undefined;
@@ -79,6 +81,7 @@ export class DirectDeployment implements QueueTarget {
   }
 
   update(routes: Routes): void {
+    this.version = routes.version;
     this.maxQueue = routes.maxQueue;
     this.maxRetries = routes.maxRetries;
     this.perReplicaLimit = routes.perReplicaLimit;

@@ -36,15 +36,24 @@ export class Future<T = Outputs> implements PromiseLike<T> {
   readonly resolvedHere: boolean;
   readonly #promise: Promise<T>;
   readonly #trace: Promise<RunTrace | undefined>;
+  readonly #version: Promise<string | undefined>;
 
-  constructor(id: string, promise: Promise<T>, trace: Promise<RunTrace | undefined> = promise.then(() => undefined), resolvedHere = false) {
+  constructor(
+    id: string,
+    promise: Promise<T>,
+    trace: Promise<RunTrace | undefined> = promise.then(() => undefined),
+    resolvedHere = false,
+    version: Promise<string | undefined> = promise.then(() => undefined),
+  ) {
     this.id = id;
     this.resolvedHere = resolvedHere;
     this.#promise = promise;
     this.#trace = trace;
+    this.#version = version;
     // A future nobody awaits must not become an unhandled rejection that kills the process.
     promise.catch(() => {});
     trace.catch(() => {});
+    version.catch(() => {});
   }
 
   then<A = T, B = never>(
@@ -61,6 +70,19 @@ export class Future<T = Outputs> implements PromiseLike<T> {
   /** A reference to one named output of this run, to pass as an input of another run. */
   output(name: string): FutureOutput {
     return new FutureOutput(this.id, name, this as Future);
+  }
+
+  /**
+   * Which version answered a run of a deployment split between versions (docs/rollouts.md): the
+   * one the split chose, or the one the run named (`run('ab.v2', ...)`); undefined for any other run.
+   *
+   * @example
+   * const future = cluster.run('ab', { x });
+   * const { logits } = await future;
+   * console.log(await future.version()); // 'v1' or 'v2'
+   */
+  version(): Promise<string | undefined> {
+    return this.#version;
   }
 
   /** The per-step timing trace of a run started with `{ trace: true }` (undefined otherwise). */

@@ -43,6 +43,11 @@ export class DirectRouter {
     return undefined;
   }
 
+  /** The version `deployment` runs, when it runs one of a split deployment (as its routes said). */
+  versionOf(deployment: string): string | undefined {
+    return this.#deployments.get(deployment)?.version;
+  }
+
   /** Routes from the head, answered or pushed. */
   update(routes: Routes): void {
     let d = this.#deployments.get(routes.deployment);

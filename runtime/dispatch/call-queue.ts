@@ -38,6 +38,8 @@ export interface QueueTarget {
   couldServe(): boolean;
   /** The replicas and their states, for the error when none can serve. */
   describeReplicas(): string;
+  /** Whether it has replicas and every one is DEAD (calls then fail as not retryable). */
+  allDead?(): boolean;
   /**
    * A multiplexed deployment's models per replica: a call for model m goes to a replica with room
    * that holds m (as far as this queue sent it), else to the least loaded one.
@@ -156,7 +158,9 @@ export class CallQueue {
     }
     if (this.queued > 0 && !this.#target.couldServe()) {
       const states = this.#target.describeReplicas();
-      this.failAll(new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${this.#target.name}' has no replica that can serve (${states})`));
+      // Every replica DEAD: nothing will come back without a deploy, so a retry cannot help.
+      const code = this.#target.allDead?.() ? 'TROUPE_ERR_ACTOR_DEAD' : 'TROUPE_ERR_NOT_READY';
+      this.failAll(new TroupeError(code, `deployment '${this.#target.name}' has no replica that can serve (${states})`));
     }
   }
 

@@ -84,7 +84,13 @@ export function checkInferRequest(target: InferTarget, request: InferenceRequest
 export interface InferenceBackend {
   /** The deployment a URL names; throws TROUPE_ERR_UNKNOWN_DEPLOYMENT. */
   target(params: Params): InferTarget | Promise<InferTarget>;
-  run(request: InferenceRequest): Promise<WireTensorMap>;
+  run(request: InferenceRequest): Promise<InferenceAnswer>;
+}
+
+/** An inference's outputs, and which version of a deployment split between versions ran it (absent for any other). */
+export interface InferenceAnswer {
+  outputs: WireTensorMap;
+  version?: string;
 }
 
 /**

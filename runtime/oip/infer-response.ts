@@ -27,14 +27,14 @@ export async function inferResponse(
   const { request, decoded } = isRawRequest(headerLength) ? rawRequest(target, body) : jsonRequest(target, headerLength, body);
   // Checked before the run: a bad class count costs no inference.
   const counts = classCounts(request);
-  const outputs = await backend.run({
+  const { outputs, version: served } = await backend.run({
     deployment: target.name,
     inputs: decoded.inputs,
     ...(decoded.outputs ? { outputs: decoded.outputs } : {}),
     ...(decoded.timeoutMs !== undefined ? { timeoutMs: decoded.timeoutMs } : {}),
     ...(target.model !== undefined ? { model: target.model } : {}),
   });
-  const { model, version } = answeredAs(target, params);
+  const { model, version } = answeredAs(target, params, served);
   return encodeInferResponse(
     model,
     request,
@@ -45,12 +45,13 @@ export async function inferResponse(
 }
 
 /**
- * The name and version a response gives: those the request named, as Triton answers. A deployment
- * split between versions answers version '' unless the request pinned one (the split chose which
- * ran); any other target has the one version, "1".
+ * The name and version a response gives: the name the request named, as Triton answers, and the
+ * version that ran it. A deployment split between versions answers the version the request pinned,
+ * or else the one the split chose (`served`), so every answer says which model produced it; any
+ * other target has the one version, "1".
  */
-export function answeredAs(target: InferTarget, params: Params): { model: string; version: string } {
-  if (params.version !== undefined || target.versions) return { model: params.name, version: params.version ?? '' };
+export function answeredAs(target: InferTarget, params: Params, served: string | undefined): { model: string; version: string } {
+  if (params.version !== undefined || target.versions) return { model: params.name, version: params.version ?? served ?? MODEL_VERSION };
   return { model: target.model === undefined ? target.name : `${target.name}:${target.model}`, version: MODEL_VERSION };
 }
 

@@ -59,6 +59,20 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
     /** true: a READY deployment of the same name with a different spec is replaced (else TROUPE_ERR_DEPLOYMENT_EXISTS). */
     replace: z.boolean().optional(),
   }),
+  /** Ends a rollout (docs/rollouts.md): `promote` one version, or `rollback`; answered once READY. */
+  z.object({
+    type: z.literal('rollout'),
+    id: IdSchema,
+    name: NameSchema,
+    action: z.enum(['promote', 'rollback']),
+    /** The version to promote (promote only). */
+    version: z.string().min(1).max(16).optional(),
+    timeoutMs: z
+      .number()
+      .positive()
+      .max(MAX_DEPLOY_TIMEOUT_S * 1000)
+      .optional(),
+  }),
   z.object({
     type: z.literal('undeploy'),
     id: IdSchema,
@@ -108,13 +122,19 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
 export type ClientToHead = z.infer<typeof ClientToHeadSchema>;
 
 /** What a run answers: its outputs, and the per-step timing when asked for (`trace`). */
-export const RunReplySchema = z.object({ outputs: WireTensorMapSchema, trace: RunTraceSchema.optional() });
+export const RunReplySchema = z.object({
+  outputs: WireTensorMapSchema,
+  trace: RunTraceSchema.optional(),
+  /** The version that ran the call, when the deployment run is split between versions. */
+  version: z.string().max(64).optional(),
+});
 
 /** The head's reply to each request of a client. A graph's deploy answers with the graph's view. */
 export const ClientToHeadReplies = {
   hello: AckSchema,
   deploy: z.union([GraphDeploymentViewSchema, DeploymentViewSchema]),
   undeploy: AckSchema,
+  rollout: DeploymentViewSchema,
   run: RunReplySchema,
   describe: ClusterViewSchema,
   routes: RoutesSchema,

@@ -13,5 +13,7 @@ export const RoutesSchema = z.object({
   perReplicaLimit: z.number().int().min(1),
   maxQueue: z.number().int().min(0),
   maxRetries: z.number().int().min(0),
+  /** The version the deployment runs when it runs one of a deployment split between versions (`{name}.{version}`). */
+  version: z.string().max(64).optional(),
 });
 export type Routes = z.infer<typeof RoutesSchema>;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { connect } from '../../runtime/internal.js';
-import type { ActorView, Cluster } from '../../runtime/internal.js';
+import type { ActorView, Cluster, TroupeError } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, rejectsWith } from '../helpers/graphs.js';
@@ -67,7 +67,24 @@ describe('class actors restart with back-off, restoring their checkpoint', { tim
     );
     assert.match(dead.reason ?? '', /BadRestore.restore\(\) threw: the checkpoint is from another version/);
     assert.match(dead.reason ?? '', /gave up after 5 restarts/);
-    await rejectsWith(bad.call('bump'), 'TROUPE_ERR_NOT_READY', /actor 'bad-restore' has no instance that can take calls/);
+    // Calls to a DEAD actor fail at once, not retryable, with the cause.
+    const refused = await bad.call('bump').then(
+      () => assert.fail('a call to a DEAD actor answered'),
+      (err: unknown) => err as TroupeError,
+    );
+    assert.equal(refused.code, 'TROUPE_ERR_ACTOR_DEAD');
+    assert.equal(refused.retryable, false);
+    assert.match(refused.message, /actor 'bad-restore' has no instance that can take calls \(bad-restore#0 DEAD: .*restore\(\) threw/);
+  });
+
+  test('a session of a class with checkpoint() continues through a restart with its state; one whose instance is DEAD is told it lost it', async () => {
+    const counter = client.actorHandle('counter');
+    const carol = counter.session('carol');
+    const total = await carol.call<number>('add', 1);
+    await rejectsWith(carol.call('crash'), 'TROUPE_ERR_ACTOR_DIED', /before answering/);
+    assert.equal(await carol.withOptions({ timeoutMs: 30_000 }).call('total'), total);
+    const bad = client.actorHandle('bad-restore');
+    await rejectsWith(bad.session('dave').call('bump'), 'TROUPE_ERR_ACTOR_DEAD', /bad-restore#0 DEAD/);
   });
 
   test('an instance whose restore() never settles is restarted at its restoreTimeoutS, and ends DEAD saying so', async () => {

@@ -47,12 +47,18 @@ describe('class actors with replicas: sticky sessions and balancing', { timeout:
     assert.equal(new Set(pids).size, 2);
   });
 
-  test("a session's calls wait while its instance restarts, then continue on the restarted one", async () => {
+  test("a session's calls wait while its instance restarts; one that lost its state says so once, then continues on the restarted one", async () => {
     const bob = notebook.session('bob');
     const before = await bob.call<number>('pid');
     await rejectsWith(bob.call('crash'), 'TROUPE_ERR_ACTOR_DIED', /before answering/);
-    // Sent at once: it waits in the head for the same instance, not for whichever is READY.
-    const after = await bob.withOptions({ timeoutMs: 30_000 }).call<number>('pid');
+    // Sent at once: it waits in the head for the same instance, not for whichever is READY; that
+    // instance came back from its constructor (Notebook has no checkpoint()), so bob is told.
+    await rejectsWith(
+      bob.withOptions({ timeoutMs: 30_000 }).call('read'),
+      'TROUPE_ERR_STATE_LOST',
+      /session 'bob' of actor 'notes': instance notes#\d restarted \(exited with code \d+.*\) with no checkpoint to restore .*the state it held for this session is lost/,
+    );
+    const after = await bob.call<number>('pid');
     assert.notEqual(after, before);
     const view = await waitFor('the restarted instance', async () =>
       (await client.describe()).deployments.find((d) => d.name === 'notes')!.actors.find((a) => a.pid === after),

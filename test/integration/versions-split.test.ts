@@ -95,8 +95,13 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
     );
     const counts = { v1: 0, v2: 0 };
     for (let i = 0; i < 1000; i += 50) {
-      const outs = await Promise.all(Array.from({ length: 50 }, () => client.run('ab', input())));
-      for (const out of outs) counts[whichVersion(out.logits!.data as Float32Array)]++;
+      const futures = Array.from({ length: 50 }, () => client.run('ab', input()));
+      for (const future of futures) {
+        const version = whichVersion((await future).logits!.data as Float32Array);
+        // The SDK says which version answered, as HTTP and gRPC do.
+        assert.equal(await future.version(), version);
+        counts[version]++;
+      }
     }
     assert.ok(Math.abs(counts.v1 - 900) <= 50 && Math.abs(counts.v2 - 100) <= 50, JSON.stringify(counts));
     assert.equal((await view(client, 'ab.v1'))?.versionOf, 'ab');
@@ -121,14 +126,16 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
       }
       assert.equal((await fetch(`${cluster.url}/v2/models/ab/versions/${version}/ready`)).status, 200);
     }
-    // Not pinned: the split chose the version, and the answer names none.
-    const split = await fetch(`${cluster.url}/v2/models/ab/infer`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(x) }] }),
-    });
-    const chosen = (await split.json()) as { model_name: string; model_version: string };
-    assert.deepEqual([chosen.model_name, chosen.model_version], ['ab', '']);
+    // Not pinned: the split chose the version, and the answer names the one that ran it.
+    for (let i = 0; i < 10; i++) {
+      const split = await fetch(`${cluster.url}/v2/models/ab/infer`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: Array.from(x) }] }),
+      });
+      const chosen = (await split.json()) as { model_name: string; model_version: string; outputs: { data: number[] }[] };
+      assert.deepEqual([chosen.model_name, chosen.model_version], ['ab', whichVersion(chosen.outputs[0]!.data)]);
+    }
     // Statistics by version, under the name asked for (each version's deployment counts its calls; actors report about once a second).
     type Stats = { model_stats: { name: string; version: string; inference_stats: { success: { count: number } } }[] };
     const stats = async (path: string) => (await (await fetch(`${cluster.url}/v2/models/ab${path}/stats`)).json()) as Stats;
@@ -265,6 +272,34 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
     const plain = await post(cluster.url, '/api/v1/deployments/plain/promote', { version: 'v1' });
     assert.equal(plain.status, 400);
     assert.match(String(plain.body.error), /has no versions to promote or roll back/);
+  });
+
+  test('promote and rollback from the SDK and the CLI; a promote with no body names the versions', async () => {
+    const weights = (v: DeploymentView) => v.versions?.map((x) => [x.version, x.weight]);
+    assert.equal((await put(cluster.url, 'sdk', split(70, 30))).status, 201);
+    const empty = await post(cluster.url, '/api/v1/deployments/sdk/promote');
+    assert.equal(empty.status, 400);
+    assert.match(String(empty.body.error), /name the version that takes every call in the body, \{"version": "v2"\} \(versions: v1, v2\)/);
+    assert.deepEqual(weights(await client.promote('sdk', 'v2')), [['v2', 100]]);
+    assert.deepEqual(weights(await client.rollback('sdk')), [
+      ['v1', 70],
+      ['v2', 30],
+    ]);
+    const troupe = (...args: string[]) =>
+      spawnSync(process.execPath, [CLI, ...args, '--head', cluster.url], { encoding: 'utf8', timeout: 60_000, env: childEnv() });
+    const promoted = troupe('promote', 'sdk', 'v1');
+    assert.equal(promoted.status, 0, promoted.stderr);
+    assert.match(promoted.stdout, /^ {2}version v1: 100% of calls, mlp\.onnx, READY \(deployment sdk\.v1\)$/m);
+    const rolled = troupe('rollback', 'sdk');
+    assert.equal(rolled.status, 0, rolled.stderr);
+    assert.match(rolled.stdout, /^ {2}version v1: 70% of calls/m);
+    assert.match(rolled.stdout, /^ {2}version v2: 30% of calls/m);
+    // No promotion left to undo: the first version takes every call, then there is nothing to roll back.
+    assert.equal(troupe('rollback', 'sdk').status, 0);
+    const nothing = troupe('rollback', 'sdk');
+    assert.notEqual(nothing.status, 0);
+    assert.match(nothing.stderr, /TROUPE_ERR_BAD_REQUEST: deployment 'sdk' runs one version \('v1'\) and no promotion to undo/);
+    await assert.rejects(client.rollback('sdk'), (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_BAD_REQUEST');
   });
 
   test("troupe deploy, troupe status and the status page show a split's replicas as its versions'", async () => {
