@@ -58,7 +58,7 @@ export type { ClientToHead, HeadToClient, RunRef } from './protocol/client.js';
 export { ActorToAgentIpcSchema, ActorToRelayIpcSchema, AgentToActorIpcSchema, RelayToActorIpcSchema } from './protocol/health.js';
 export type { ActorToAgentIpc, ActorToRelayIpc, AgentToActorIpc, RelayToActorIpc } from './protocol/health.js';
 export { DEFAULT_MAX_FRAME_BYTES, decodeFrame, encodeFrame, encodeFrameParts } from './protocol/codec.js';
-export { MAX_VALUE_DEPTH, toWireValue } from './protocol/values.js';
+export { MAX_VALUE_DEPTH, MAX_VALUE_ITEMS, toWireValue } from './protocol/values.js';
 export { CallReference, MapEntries, NEGATIVE_ZERO, UserBytes } from './protocol/value-types.js';
 export { replaceCallReferences } from './protocol/call-references.js';
 export { ModelMetadataSchema, NameSchema } from './protocol/common.js';

@@ -167,12 +167,12 @@ export class ActorHandle {
       if (arg instanceof Future) throw runFutureRefused(`argument ${i} of ${this.name}.${method}()`);
       // Checked here, before anything is sent: a value that cannot cross fails this call alone.
       try {
-        return toWireValue(arg, `args[${i}]`, (value, path) => {
+        return toWireValue(arg, `args[${i}]`, (value, where) => {
           if (value instanceof CallFuture) {
             nested.add(value.id);
             return new CallReference(value.id);
           }
-          if (value instanceof Future) throw runFutureRefused(path);
+          if (value instanceof Future) throw runFutureRefused(where());
           return undefined;
         });
       } catch (err) {

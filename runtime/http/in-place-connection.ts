@@ -116,10 +116,11 @@ class InPlaceConnection {
    * undefined, `accepted` untouched, when the handle could not be moved (runtime/node-internals.ts).
    */
   static serve(accepted: Socket, head: Buffer, options: InPlaceOptions): Socket | undefined {
-    // Reads begin only after the connection below exists.
+    // Reads begin only after the connection below exists, but the socket asks for its first
+    // buffer as it is built: no request has begun then, so it reads into the scratch buffer.
     let connection: InPlaceConnection | undefined;
     const onread = {
-      buffer: () => connection!.#nextBuffer(),
+      buffer: () => (connection ? connection.#nextBuffer() : scratch),
       callback: (n: number, buffer: Uint8Array) => connection!.#read(n, buffer),
     };
     const socket = moveHandle(accepted, { onread, readable: true, writable: true, allowHalfOpen: true });

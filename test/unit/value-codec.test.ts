@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import {
   MAX_VALUE_DEPTH,
+  MAX_VALUE_ITEMS,
   NEGATIVE_ZERO,
   TroupeError,
   decodeFrame,
@@ -123,7 +124,7 @@ describe('value codec: what cannot cross is refused at the sender, naming where 
     refused([1, , 3], /^args\[0\]\[1\]: an array with holes cannot be sent/);
     refused({ s: 'a\ud800b' }, /^args\[0\]\.s: a string with an unpaired surrogate/);
     refused({ [Symbol('k')]: 1 }, /symbol keys/);
-    refused(JSON.parse('{"a": {"__proto__": 1}}'), /^args\[0\]\.a: a key named '__proto__' cannot be sent/);
+    refused(JSON.parse('{"a": {"__proto__": 1}}'), /^args\[0\]\.a\.__proto__: a key named '__proto__' cannot be sent/);
     refused(new Map([[1, () => 1]]), /^args\[0\]\{value 0\}: a function cannot be sent/);
     refused(new WeakMap(), /an instance of WeakMap/);
     refused(new SharedArrayBuffer(4), /SharedArrayBuffer/);
@@ -138,6 +139,15 @@ describe('value codec: what cannot cross is refused at the sender, naming where 
     assert.deepStrictEqual(roundTrip(nest(MAX_VALUE_DEPTH)), nest(MAX_VALUE_DEPTH));
     refused(nest(MAX_VALUE_DEPTH + 1), /nested deeper than 64 levels/);
     refused(nest(100_000), /nested deeper than 64 levels/);
+  });
+
+  test(`a value holds at most ${MAX_VALUE_ITEMS} items, nested ones counted: an encode that would hold a process for seconds is refused first`, () => {
+    assert.equal((roundTrip(new Array(MAX_VALUE_ITEMS).fill(0)) as unknown[]).length, MAX_VALUE_ITEMS);
+    refused(new Array(MAX_VALUE_ITEMS + 1).fill(0), /^args\[0\]\[1000000\]: more than 1000000 items/);
+    refused(
+      { a: new Array(MAX_VALUE_ITEMS / 2).fill(0), b: [new Set(new Array(MAX_VALUE_ITEMS / 2).fill(0).map((_, i) => i))] },
+      /more than 1000000 items/,
+    );
   });
 
   test('a message the encoder cannot write fails as TROUPE_ERR_UNSENDABLE_VALUE, and the next one encodes', () => {
