@@ -6,6 +6,7 @@ import {
   HOOK_METHODS,
   TroupeError,
   WireTensorMapSchema,
+  checkValueBounds,
   encodeFrame,
   mapFromWire,
   mapToWire,
@@ -94,6 +95,9 @@ function wireInputs(who: string, value: unknown): z.output<typeof WireTensorMapS
 
 /** Fails unless `value` can cross the wire in one frame; the error says what is wrong with it. */
 function checkSendable(what: string, value: unknown, code: 'TROUPE_ERR_METHOD_FAILED' | 'TROUPE_ERR_CHECKPOINT_FAILED'): void {
+  // Before encoding: a value nested thousands deep overflows the encoder's stack (here, and in
+  // the head that passes it on), and millions of members hold the head's event loop.
+  checkValueBounds(value, what, code);
   let bytes: number;
   try {
     bytes = encodeFrame([value]).byteLength;

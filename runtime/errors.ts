@@ -9,7 +9,7 @@ export const ERRORS = {
   TROUPE_ERR_BAD_TENSOR: {
     status: 400,
     retryable: false,
-    what: 'A tensor is malformed: unknown dtype, bad shape, or data length that contradicts its shape.',
+    what: "A tensor is malformed: unknown dtype, bad shape, or data length that contradicts its shape; or a class actor's argument is nested deeper than 64 levels.",
   },
   TROUPE_ERR_BAD_INPUT: {
     status: 400,
@@ -112,7 +112,7 @@ export const ERRORS = {
   TROUPE_ERR_TOO_MANY_ELEMENTS: {
     status: 413,
     retryable: false,
-    what: 'An inference request declares or carries more tensor elements than the head accepts per request (16M), or its JSON "data" holds more than 4M values (send larger tensors as binary data); refused before the JSON is parsed.',
+    what: 'An inference request declares or carries more tensor elements than the head accepts per request (16M), or its JSON "data" holds more than 4M values (send larger tensors as binary data); refused before the JSON is parsed. Also a class actor call whose arguments hold more than 1M items.',
   },
   TROUPE_ERR_UNSUPPORTED_ENCODING: {
     status: 415,

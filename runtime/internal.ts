@@ -123,6 +123,7 @@ export { openFrameTransport } from './transport/open-transport.js';
 export { RelayedTransport } from './transport/relayed-transport.js';
 export type { RelayEnd } from './transport/relayed-transport.js';
 export { validateInputs } from './validate-inputs.js';
+export { MAX_VALUE_DEPTH, MAX_VALUE_ITEMS, checkValueBounds, valueBoundsProblem } from './value-bounds.js';
 export { ACTOR_STATES, ActorViewSchema, ClusterViewSchema, DeploymentViewSchema, NODE_STATES, NodeViewSchema } from './views.js';
 export type { ActorState, ActorView, ClusterView, DeploymentView, NodeState, NodeView } from './views.js';
 // Graphs: the builder, the JSON form, and what the head needs to check and run them.

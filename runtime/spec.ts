@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { NameSchema } from './protocol/common.js';
+import { valueBoundsProblem } from './value-bounds.js';
 
 const UNITS: Record<string, number> = { '': 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12, ki: 2 ** 10, mi: 2 ** 20, gi: 2 ** 30, ti: 2 ** 40 };
 
@@ -120,6 +121,12 @@ export const ClassArgsSchema = z
   .array(z.unknown())
   .max(64)
   .superRefine((args, ctx) => {
+    // First: the JSON round trip below recurses, and a deep value would overflow the stack.
+    const past = valueBoundsProblem(args);
+    if (past) {
+      ctx.addIssue({ code: 'custom', message: `args cannot be sent: ${past.why}` });
+      return;
+    }
     let text: string | undefined;
     try {
       text = JSON.stringify(args);

@@ -1,4 +1,4 @@
-import { TroupeError } from '../../runtime/internal.js';
+import { TroupeError, checkValueBounds, valueBoundsProblem } from '../../runtime/internal.js';
 import type { LinkStream, MethodCall } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
@@ -8,6 +8,8 @@ import { Dispatcher } from './dispatcher.js';
 /** One streaming call as the head relays it: items passed on, and the reader's credit and cancel until it reached an instance. */
 interface StreamControl {
   items: number;
+  /** An item that could not be passed on: the stream was cancelled, and the call fails with this. */
+  refused?: TroupeError;
   cancelled: boolean;
   pendingCredit: number;
   started?: Omit<LinkStream, 'done'>;
@@ -15,6 +17,21 @@ interface StreamControl {
 
 /** A method call as every entry point gives it (SDK frames, HTTP): the SDK's message without its type. */
 export type MethodCallRequest = Omit<MethodCall, 'type'>;
+
+/**
+ * Refuses arguments past the value bounds (runtime/value-bounds.ts) before they are queued or
+ * encoded: a value nested thousands deep overflowed the head's stack in the encoder. Entry points
+ * that answer before the call starts (server-sent events) check with it at their door as well.
+ */
+export function checkMethodArgs(actor: string, method: string, args: readonly unknown[]): void {
+  checkValueBounds(args, `the arguments of ${actor}.${method}()`);
+}
+
+/** The method's value or item, unless it is past the value bounds (an actor that checks its own never sends one). */
+function checkedResult(value: unknown, what: string): TroupeError | undefined {
+  const problem = valueBoundsProblem(value);
+  return problem && new TroupeError('TROUPE_ERR_METHOD_FAILED', `${what} cannot be sent: ${problem.why}`);
+}
 
 /**
  * The head's service for method calls on class actors, called by every entry point so they
@@ -55,6 +72,7 @@ export class ActorCalls {
     try {
       const d = this.#classActor(request);
       const args = await this.#resolveRefs(request);
+      checkMethodArgs(request.actor, request.method, args);
       const deadline = request.timeoutMs === undefined ? undefined : Date.now() + request.timeoutMs;
       const reply = await d.dispatcher.methods.submit(request.method, args, {
         sessionKey: request.sessionKey,
@@ -62,6 +80,12 @@ export class ActorCalls {
         stream: {
           credit: request.credit,
           onItem: (seq, value) => {
+            if (control.refused) return;
+            control.refused = checkedResult(value, `item ${seq} of ${request.actor}.${request.method}()`);
+            if (control.refused) {
+              control.started?.cancel();
+              return;
+            }
             control.items++;
             push(seq, value);
           },
@@ -72,8 +96,10 @@ export class ActorCalls {
           },
         },
       });
+      if (control.refused) throw control.refused;
       return { items: typeof reply.value === 'number' ? reply.value : control.items };
-    } catch (err) {
+    } catch (caught) {
+      const err = control.refused ?? caught;
       // Say how far the reader got, so nothing is lost or read twice without it being said.
       if (err instanceof TroupeError && control.items > 0)
         throw new TroupeError(err.code, `${err.message} (after item ${control.items - 1} of the stream; no later item was sent)`);
@@ -132,8 +158,11 @@ export class ActorCalls {
     const deadline = request.timeoutMs === undefined ? undefined : Date.now() + request.timeoutMs;
     const d = this.#classActor(request);
     const args = await this.#resolveRefs(request);
+    checkMethodArgs(request.actor, request.method, args);
     // Bound to the deployment as it was when the call arrived: a replaced deployment gets a new dispatcher.
     const { value } = await d.dispatcher.methods.submit(request.method, args, { sessionKey: request.sessionKey, deadline });
+    const refused = checkedResult(value, `the value ${request.actor}.${request.method}() returned`);
+    if (refused) throw refused;
     return value;
   }
 

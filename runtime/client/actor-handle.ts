@@ -1,5 +1,6 @@
 import { TroupeError } from '../errors.js';
 import { newId } from '../ids.js';
+import { checkValueBounds } from '../value-bounds.js';
 import type { ClientToHead } from '../protocol/client.js';
 import type { CallRef } from '../protocol/method-call.js';
 import type { ModelDeploymentInput } from '../spec.js';
@@ -159,6 +160,8 @@ export class ActorHandle {
         );
       } else wire.push(arg);
     });
+    // Here as on the head: a value past the bounds would overflow this process's encoder too.
+    checkValueBounds(wire, `the arguments of ${this.name}.${method}()`);
     const { sessionKey, timeoutMs } = this.#options;
     const message: CallMessage = { type: 'invoke', id, actor: this.name, method, args: wire };
     if (Object.keys(refs).length > 0) message.refs = refs;

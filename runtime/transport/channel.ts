@@ -121,7 +121,7 @@ export class Channel<In extends { type: string }, Out extends { type: string }, 
   sendAlone(message: Out): void {
     if (this.#closed) return;
     this.#flush();
-    this.#transport.send(encodeFrameParts([message]));
+    this.#sendEncoded([message]);
   }
 
   /** Sends a request and resolves with the peer's `reply` value, checked against its schema (or rejects with its `fail`). */
@@ -177,7 +177,57 @@ export class Channel<In extends { type: string }, Out extends { type: string }, 
     if (this.#outbox.length === 0 || this.#closed) return;
     const batch = this.#outbox;
     this.#outbox = [];
-    this.#transport.send(encodeFrameParts(batch));
+    this.#sendEncoded(batch);
+  }
+
+  /**
+   * Encodes and sends `batch`. A message that cannot be encoded (a value the doors should have
+   * refused: nested past the encoder's stack, or of a type msgpack lacks) fails its own call and
+   * nothing else: the rest of the batch still leaves, and this runs in a microtask, where a throw
+   * would have ended the process (a deep argument once took the head down this way).
+   */
+  #sendEncoded(batch: unknown[]): void {
+    let parts: Uint8Array[];
+    try {
+      parts = encodeFrameParts(batch);
+    } catch {
+      const sendable: unknown[] = [];
+      for (const message of batch) {
+        try {
+          encodeFrameParts([message]);
+          sendable.push(message);
+        } catch (err) {
+          const failure = this.#unsendable(message, err);
+          if (failure) sendable.push(failure);
+        }
+      }
+      if (sendable.length === 0) return;
+      parts = encodeFrameParts(sendable);
+    }
+    this.#transport.send(parts);
+  }
+
+  /**
+   * What goes instead of `message`, which could not be encoded: a request of ours fails its caller
+   * here; an answer (reply, stream item) becomes a `fail` for the peer's request; anything else
+   * (a notice no one waits for) is dropped.
+   */
+  #unsendable(message: unknown, err: unknown): Fail | undefined {
+    const { type, id, stream } = (message ?? {}) as { type?: unknown; id?: unknown; stream?: unknown };
+    const why =
+      err instanceof TroupeError
+        ? err
+        : new TroupeError('TROUPE_ERR_INTERNAL', `message '${String(type)}' cannot be encoded: ${(err as Error)?.message ?? String(err)}`);
+    const pending = typeof id === 'string' ? this.#pending.get(id) : undefined;
+    if (pending) {
+      this.#pending.delete(id as string);
+      if (pending.timer) clearTimeout(pending.timer);
+      pending.reject(why);
+      return undefined;
+    }
+    const answers = type === 'streamItem' ? stream : type === 'reply' || type === 'fail' ? id : undefined;
+    if (typeof answers !== 'string') return undefined;
+    return { type: 'fail', id: answers, error: toWireError(why) };
   }
 
   #onFrame(data: Buffer, release: (() => void) | undefined): void {

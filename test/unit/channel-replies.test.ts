@@ -16,6 +16,13 @@ type Nothing = { type: 'nothing' };
 const NothingSchema = z.object({ type: z.literal('nothing') });
 const OPTIONS = { maxFrameBytes: 1 << 20, pooled: false };
 
+/** A value `depth` arrays deep, built without recursion. */
+function nested(depth: number): unknown {
+  let value: unknown = 0;
+  for (let i = 0; i < depth; i++) value = [value];
+  return value;
+}
+
 /** Two channels over a real loopback socket: `asker` requests, `answerer` replies (then runs `afterAnswer`, once the reply is written). */
 async function pair(afterAnswer?: () => void) {
   const server = createServer();
@@ -31,7 +38,10 @@ async function pair(afterAnswer?: () => void) {
   const answerer: Channel<Ask, Nothing> = new Channel<Ask, Nothing>(FrameStream.adopt(await accepted, OPTIONS), {
     schema: AskSchema,
     onMessage: (message) => {
-      answerer.reply(message.id, message.type === 'good' ? { doubled: message.n * 2 } : { doubled: 'two' });
+      // n = -1 asks for a reply no encoder can write (nested far past any stack).
+      const value =
+        message.type === 'bad' ? { doubled: 'two' } : message.n === -1 ? { doubled: nested(100_000) } : { doubled: message.n * 2 };
+      answerer.reply(message.id, value);
       // The reply leaves in a microtask; an immediate runs after it has been written.
       if (afterAnswer) setImmediate(afterAnswer);
     },
@@ -68,4 +78,25 @@ test('an answer that arrived while the process stalled past the deadline is take
   });
   deadline = performance.now() + TIMEOUT_MS;
   assert.deepEqual(await asker.request({ type: 'good', n: 4 }, TIMEOUT_MS), { doubled: 8 });
+});
+
+test('a message that cannot be encoded fails its own call, on either side, and the channel carries on', async () => {
+  const asker = await pair();
+  // A reply the answering side cannot encode becomes a fail for that request; the rest of its
+  // batch (the other reply) still leaves, and no exception escapes the microtask that flushes.
+  const [bad, good] = await Promise.allSettled([
+    asker.request({ type: 'good', n: -1 }, 10_000),
+    asker.request({ type: 'good', n: 3 }, 10_000),
+  ]);
+  assert.equal(bad.status, 'rejected');
+  assert.ok(bad.reason instanceof TroupeError, String(bad.reason));
+  assert.match(bad.reason.message, /message 'reply' cannot be encoded/);
+  assert.deepEqual(good.status === 'fulfilled' && good.value, { doubled: 6 });
+  // A request this side cannot encode rejects here, at once.
+  await assert.rejects(asker.request({ type: 'good', n: nested(100_000) as number }, 10_000), (err: unknown) => {
+    assert.ok(err instanceof TroupeError);
+    assert.match(err.message, /message 'good' cannot be encoded/);
+    return true;
+  });
+  assert.deepEqual(await asker.request({ type: 'good', n: 5 }, 10_000), { doubled: 10 });
 });
