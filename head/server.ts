@@ -36,6 +36,7 @@ import { ApiDocs } from './http/openapi.js';
 import { registerProbeRoutes } from './http/probe-routes.js';
 import { FrontDoor } from './front-door/front-door.js';
 import { splitConnections } from './front-door/connection-split.js';
+import { InferenceForwarder } from './front-door/forward-inference.js';
 import { HandoffDoors } from './front-door/handoff-doors.js';
 import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
@@ -184,6 +185,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const httpWorkers = options.httpWorkers ?? Math.min(availableParallelism(), 4);
   let frontDoor: FrontDoor | undefined;
+  let forwarder: InferenceForwarder | undefined;
   let split: ConnectionSplit | undefined;
   const doors =
     httpWorkers > 0 && options.httpHandoff
@@ -219,7 +221,10 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     // The server's timeouts are fastify's, which it sets only on servers it makes itself.
     serverFactory: (handler, settings) => {
       const timeouts = settings as { keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number };
-      const server = createServer((req, res) => inference(req, res) || handler(req, res));
+      // An inference on a connection the head serves goes on to a worker, whose event loop parses its body.
+      const server = createServer(
+        (req, res) => (frontDoor?.serving && !gate.draining && forwarder?.forward(req, res)) || inference(req, res) || handler(req, res),
+      );
       // Node closes a socket accepted past this count before any byte of it is read.
       server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
       server.keepAliveTimeout = timeouts.keepAliveTimeout;
@@ -383,6 +388,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
         ...(grpc ? { grpcRelayPort: grpc.relayPort } : {}),
       },
     });
+    const door = frontDoor;
+    forwarder = await InferenceForwarder.start((socket) => door.takeUnread(socket));
   }
   log.info({ url, grpc: grpc?.address, stateFile: store?.file, httpWorkers }, 'head listening');
   // Graphs come back once the deployments they call are READY again (graphs.deploy waits for them).
@@ -410,6 +417,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
         // Before the server closes: it waits for the connections it handed to workers, and for
         // those still to say their first bytes.
         await frontDoor?.close();
+        forwarder?.close();
         doors?.close();
         split?.dropWaiting();
         stopLiveness();

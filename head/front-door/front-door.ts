@@ -80,6 +80,16 @@ export class FrontDoor {
     return this.#handTo(this.#nextReady(), { type: 'connection', head }, socket);
   }
 
+  /** Whether a worker is ready to take a connection now. */
+  get serving(): boolean {
+    return !this.#closing && this.#workers.some((w) => w.ready && w.child.connected);
+  }
+
+  /** Hands a connection of the head's own (inference-forward.ts), nothing read of it yet, to the next ready worker; false if none is. */
+  takeUnread(socket: Socket): boolean {
+    return this.#handTo(this.#nextReady(), { type: 'connection', head: Buffer.alloc(0) }, socket);
+  }
+
   /** Hands a connection to the gRPC port (nothing read of it yet) to the next ready worker; false if none is, or workers serve no gRPC. */
   takeGrpc(socket: Socket): boolean {
     if (this.#options.settings.grpcRelayPort === undefined) return false;
