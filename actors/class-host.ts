@@ -49,6 +49,15 @@ async function main(): Promise<void> {
 
   let stopping = false;
   let head: HeadSocket | undefined;
+  if (instance && env.TROUPE_MAX_CALL_MS !== undefined)
+    instance.boundCalls(env.TROUPE_MAX_CALL_MS, (why) => {
+      if (stopping) return;
+      // The overrun call is answered first (its fail leaves in this turn's frame); calls behind it
+      // fail with TROUPE_ERR_ACTOR_DIED when the process goes, and the restart restores the checkpoint.
+      stopping = true;
+      process.stderr.write(`${why.message}\n`);
+      setTimeout(() => process.exit(ACTOR_EXIT.CALL_OVERRAN), 200);
+    });
   /** The credit of each streaming call in progress, by call id. */
   const streams = new Map<string, StreamCredit>();
   // SIGTERM drains: calls already accepted finish, new ones are refused with a retryable code,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { MAX_VALUE_DEPTH, MAX_VALUE_ITEMS, connect } from '../../runtime/internal.js';
 import type { ActorHandle, Cluster } from '../../runtime/internal.js';
-import { isAlive, startCluster } from '../helpers/cluster.js';
+import { isAlive, startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, rejectsWith } from '../helpers/graphs.js';
 import { RawSocket, pack } from '../helpers/fuzz.js';
@@ -161,5 +161,46 @@ describe('hostile values to and from class actors', { timeout: 180_000 }, () => 
     assert.match(sse.body.toString(), /data: "fine"[\s\S]*event: error\ndata: \{"code":"TROUPE_ERR_METHOD_FAILED"/);
     assert.equal(await hostile.call('pid'), pid);
     await headAlive();
+  });
+});
+
+describe('a method that never settles', { timeout: 180_000 }, () => {
+  const MAX_CALL_MS = 1000;
+  let cluster: TestCluster;
+  let client: Cluster;
+  let hostile: ActorHandle;
+
+  before(async () => {
+    cluster = await startCluster({ agents: [[...GRAPH_AGENT, '--max-inference-ms', String(MAX_CALL_MS)]] });
+    client = await connect(cluster.url);
+    hostile = await client.actor({ name: 'hostile', module: 'test/fixtures/hostile.js', export: 'Hostile', cpus: 0.1 });
+  });
+  after(async () => {
+    await client?.close();
+    await cluster?.stop();
+  });
+
+  test("fails past the agent's --max-inference-ms, and its instance restarts instead of holding every later call", async () => {
+    const pid = await hostile.call<number>('pid');
+    const never = hostile.call('never');
+    const behind = hostile.call('pid');
+    await rejectsWith(
+      never,
+      'TROUPE_ERR_DEADLINE_EXCEEDED',
+      new RegExp(`Hostile.never\\(\\) ran past ${MAX_CALL_MS} ms, the longest a call may run .*; the instance restarts`),
+    );
+    // The call queued behind it on the instance was never run: it fails with the process, and says so.
+    await assert.rejects(Promise.resolve(behind), { code: 'TROUPE_ERR_ACTOR_DIED' });
+    const next = await waitFor(
+      'a new instance',
+      async () => {
+        const now = await hostile.call<number>('pid');
+        return now !== pid && now;
+      },
+      60_000,
+      200,
+    );
+    assert.ok(isAlive(next));
+    assert.equal(await hostile.call('echo', 'served'), 'served');
   });
 });
