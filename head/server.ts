@@ -78,6 +78,11 @@ export interface HeadOptions {
    * (`troupe head` always gives one), off for an in-process head without one.
    */
   persistState?: boolean;
+  /**
+   * A state file that exists but cannot be read is set aside (renamed) and the head starts with no
+   * deployments. Default false: such a file stops the head with TROUPE_ERR_STATE_UNREADABLE.
+   */
+  discardState?: boolean;
   /** On close (SIGTERM), how long accepted calls get to finish before the head exits (default 10 s). */
   drainMs?: number;
   /** Largest HTTP request body, e.g. an inference (default 64 MiB); 413 beyond it. */
@@ -166,7 +171,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const state = new ClusterState();
   let store: DurableStore | undefined;
   let saved: SavedState | undefined;
-  if (lock) ({ store, saved } = await DurableStore.open(dataDir, log));
+  if (lock) ({ store, saved } = await DurableStore.open(dataDir, log, options.discardState ?? false));
   const controller = new Controller(state, log, { modelBytes: headModelBytes(dataDir), ...options.controller }, store);
   // Before anything listens: an actor that reconnects at once must find its record.
   if (saved) controller.restore(saved);
