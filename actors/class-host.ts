@@ -2,6 +2,7 @@ import { ClassActorEnvSchema, ClassArgsSchema, TroupeError, createLogger, disabl
 import type { ClassActorEnv, InvokeReply } from '../runtime/internal.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { ClassInstance } from './class-instance.js';
+import { refusingExit } from './exit-guard.js';
 import { StreamCredit } from './stream-credit.js';
 import { joinHead } from './head-socket.js';
 import type { HeadSocket } from './head-socket.js';
@@ -39,7 +40,9 @@ async function main(): Promise<void> {
   let instance: ClassInstance | undefined;
   let loadError: TroupeError | undefined;
   try {
-    instance = await ClassInstance.create(env.TROUPE_CLASS_MODULE, shown, env.TROUPE_CLASS_EXPORT, readArgs(env));
+    instance = await refusingExit(shown, () =>
+      ClassInstance.create(env.TROUPE_CLASS_MODULE, shown, env.TROUPE_CLASS_EXPORT, readArgs(env)),
+    );
   } catch (err) {
     const full = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
     // The absolute path stays in this machine's log; the head and its caller see the path as named.

@@ -138,18 +138,23 @@ export class Controller {
   /** Makes `spec` what deployment `spec.name` wants: actors added, replaced or retired to match. */
   #apply(spec: ModelDeployment, existing: DeploymentRecord | undefined): DeploymentRecord {
     if (existing && needsNewActors(existing.spec, spec)) {
-      // A different model or resource shape needs new actors; retire all the old ones.
-      for (const a of existing.actors) void this.#retire(a);
-      existing.actors = [];
-      existing.metadata = null;
-      existing.labelLines = null;
+      // A different model or resource shape needs new actors. The READY ones serve on until the
+      // new ones are READY (#checkReady retires them then), so an update drops no call, and a
+      // refused one leaves them serving as they were (#deployFailed); the rest go now.
+      for (const a of existing.actors) if (!a.superseded && a.state !== 'READY') void this.#retire(a);
+      existing.actors = existing.actors.filter((a) => a.superseded || a.state === 'READY');
+      for (const a of existing.actors) a.superseded = true;
+      if (existing.actors.length === 0) {
+        existing.metadata = null;
+        existing.labelLines = null;
+      }
     }
     const d: DeploymentRecord = existing ?? newDeployment(spec, this.#memory.reserve(spec));
     d.spec = spec;
     d.memoryReserved = this.#memory.reserve(spec);
     d.unhealthy = null;
     this.#state.deployments.set(spec.name, d);
-    const live = d.actors.filter((a) => a.state !== 'DEAD');
+    const live = d.actors.filter((a) => a.state !== 'DEAD' && !a.superseded);
     const replicas = ownReplicas(spec);
     for (const i of freeReplicaIndices(d, replicas - live.length)) d.actors.push(this.#addActor(newActorRecord(d, i)));
     for (const a of live.slice(replicas)) void this.#retire(a);
@@ -168,8 +173,19 @@ export class Controller {
     const before = this.#waiters.before(name);
     if (before === undefined || !isRefusal(error)) return this.#waiters.settle(name, error);
     const settle = this.#waiters.take(name);
-    const outcome = refusalOutcome(before, d.spec);
-    if (before && outcome !== 'unchanged') {
+    let outcome = refusalOutcome(before, d.spec);
+    if (before && outcome === 'restarted' && d.actors.some((a) => a.superseded)) {
+      // The replicas that never stopped serve on: the refused update changes nothing that ran.
+      for (const a of d.actors) if (!a.superseded) void this.#retire(a);
+      d.actors = d.actors.filter((a) => a.superseded);
+      for (const a of d.actors) a.superseded = false;
+      d.spec = before;
+      d.memoryReserved = this.#memory.reserve(before);
+      d.unhealthy = null;
+      this.#dirty();
+      this.#state.routes.changed();
+      outcome = 'restored';
+    } else if (before && outcome !== 'unchanged') {
       // The replicas that failed go; the spec that was in force is placed again.
       for (const a of d.actors.filter((x) => x.state === 'DEAD')) this.#state.actors.delete(a.id);
       d.actors = d.actors.filter((a) => a.state !== 'DEAD');
@@ -223,6 +239,8 @@ export class Controller {
         byNode ??= new ActorsByNode(this.#state.actors.values());
         nodes ??= [...this.#state.nodes.values()];
         placeDeployment(d, nodes, byNode, this.#state.metrics.placement, (a, node) => this.#start(a, d, node));
+        // No room for an update's new replicas beside the old: the old make room (a replace, not a surge).
+        if (d.actors.some((a) => a.superseded) && d.actors.some((a) => a.state === 'PENDING' && !a.superseded)) this.#retireSuperseded(d);
       }
     } finally {
       this.#turns.add(performance.now() - began, byNode !== undefined);
@@ -422,8 +440,19 @@ export class Controller {
   }
 
   #checkReady(d: DeploymentRecord): void {
-    const ready = d.actors.filter((a) => a.state === 'READY').length;
-    if (ready >= ownReplicas(d.spec)) this.#waiters.settle(d.spec.name, this.#state.deploymentView(d));
+    const ready = d.actors.filter((a) => a.state === 'READY' && !a.superseded).length;
+    if (ready < ownReplicas(d.spec)) return;
+    this.#retireSuperseded(d);
+    this.#waiters.settle(d.spec.name, this.#state.deploymentView(d));
+  }
+
+  /** The replicas an update replaced stop (each finishes its in-flight calls first). */
+  #retireSuperseded(d: DeploymentRecord): void {
+    if (!d.actors.some((a) => a.superseded)) return;
+    for (const a of d.actors) if (a.superseded) void this.#retire(a);
+    d.actors = d.actors.filter((a) => !a.superseded);
+    this.#dirty();
+    this.#state.routes.changed();
   }
 
   #later(ms: number, fn: () => void): void {

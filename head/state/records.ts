@@ -77,6 +77,11 @@ export interface ActorRecord {
    * kept here because the record outlives the process: a restarted instance is handed it first.
    */
   checkpoint?: { state: unknown } | undefined;
+  /**
+   * A replica of the spec an update replaced, serving on until the new spec's replicas are READY
+   * (a surge: the controller retires it then), or again as before if the update is refused.
+   */
+  superseded?: boolean;
   /** A class actor's public methods and their declared tensor signatures, from its `ready`. */
   classMethods?: ClassMethods | undefined;
   /** Which of a class actor's methods are generators (they stream), as its instance reported. */

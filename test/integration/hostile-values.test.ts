@@ -135,6 +135,15 @@ describe('hostile values to and from class actors', { timeout: 180_000 }, () => 
     await headAlive();
   });
 
+  test('a class whose module exits as it is imported is refused like a constructor that throws; nothing stays deployed', async () => {
+    await rejectsWith(
+      client.actor({ name: 'exits', module: 'test/fixtures/exits-on-import.js', export: 'Never', cpus: 0.1 }),
+      'TROUPE_ERR_MODEL_LOAD',
+      /called process\.exit\(3\) while loading.*; deployment 'exits' was not created/,
+    );
+    assert.ok(!(await client.describe()).deployments.some((d) => d.name === 'exits'));
+  });
+
   test("a method's results and items past the bounds fail its call (METHOD_FAILED); the instance and the head live", async () => {
     const pid = await hostile.call<number>('pid');
     await rejectsWith(
