@@ -218,6 +218,12 @@ describe("records: a 4xx changes nothing, readiness is the server's, models can 
       );
     }
     assert.equal((await call(cluster.url, 'GET', '/status/assets/style.css')).status, 200);
+    // A name past what the file system takes is no asset either, and the answer names no path of the server's.
+    for (const name of [`app/${'a'.repeat(300)}.js`, `app/${'b'.repeat(60)}.js`]) {
+      const answer = await call(cluster.url, 'GET', `/status/assets/${name}`);
+      assert.equal(answer.status, 404, answer.body.toString().slice(0, 300));
+      assert.ok(!answer.body.toString().includes(process.cwd()), 'no server path in the answer');
+    }
   });
 
   test('DELETE /api/v1/models/{name}: refused while a deployment uses it; blobs nothing refers to leave the disk', async () => {
