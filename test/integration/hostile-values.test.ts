@@ -142,6 +142,12 @@ describe('hostile values to and from class actors', { timeout: 180_000 }, () => 
       /called process\.exit\(3\) while loading.*; deployment 'exits' was not created/,
     );
     assert.ok(!(await client.describe()).deployments.some((d) => d.name === 'exits'));
+    // The examples' entry points are in the folder `troupe up` offers: importing one starts no cluster.
+    await rejectsWith(
+      client.actor({ name: 'entry', module: 'examples/data-parallel/main.js', export: 'Main', cpus: 0.1 }),
+      'TROUPE_ERR_MODEL_LOAD',
+      /is an example's entry point \(it starts a cluster of its own\).*; deployment 'entry' was not created/,
+    );
   });
 
   test("a method's results and items past the bounds fail its call (METHOD_FAILED); the instance and the head live", async () => {
