@@ -120,6 +120,8 @@ export interface HeadOptions {
 }
 
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
+/** How long an HTTP connection may stay silent, or take over its request head, before it is closed. */
+export const SILENT_CONNECTION_MS = 10_000;
 /** How long a stopping head lets accepted calls finish, unless told otherwise (--drain-ms). */
 export const DEFAULT_DRAIN_MS = 10_000;
 
@@ -227,7 +229,11 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     serverFactory: (handler, settings) => {
       const timeouts = settings as { keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number };
       // An inference on a connection the head serves goes on to a worker, whose event loop parses its body.
+      // A connection that says nothing, or no whole request head, for 10 s is closed (docs/security.md):
+      // Node's default of 60 s let slow or silent sockets hold the connection cap six times as long,
+      // and it checks its timeouts every second instead of every 30 s.
       const server = createServer(
+        { headersTimeout: SILENT_CONNECTION_MS, connectionsCheckingInterval: 1000 },
         (req, res) => (frontDoor?.serving && !gate.draining && forwarder?.forward(req, res)) || inference(req, res) || handler(req, res),
       );
       // Node closes a socket accepted past this count before any byte of it is read.

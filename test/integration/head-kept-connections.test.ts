@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
+import { connect as netConnect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { rssOf } from '../helpers/chaos-cluster.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
@@ -133,5 +134,26 @@ describe("large inference bodies on the head's own connections", { timeout: 170_
       headers: { 'content-type': 'application/json' },
     });
     assert.equal(job.status, 202, job.body.toString());
+  });
+
+  test('a connection that says nothing, or never finishes its request head, is closed after about 10 s (docs/security.md)', async () => {
+    const { hostname, port } = new URL(cluster.url);
+    const closedAfter = async (first: string | undefined) => {
+      const socket = netConnect(Number(port), hostname);
+      await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+      const started = performance.now();
+      if (first !== undefined) socket.write(first);
+      socket.on('data', () => {});
+      socket.on('error', () => {});
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      const bound = new Promise<'open'>((resolve) => setTimeout(() => resolve('open'), 40_000).unref());
+      const outcome = await Promise.race([closed.then(() => 'closed' as const), bound]);
+      socket.destroy();
+      return { outcome, ms: performance.now() - started };
+    };
+    const [silent, partial] = await Promise.all([closedAfter(undefined), closedAfter('GET /healthz HTTP/1.1\r\nHost: x\r\n')]);
+    console.log(`silent connection closed after ${silent.ms.toFixed(0)} ms; half a request head after ${partial.ms.toFixed(0)} ms`);
+    assert.equal(silent.outcome, 'closed');
+    assert.equal(partial.outcome, 'closed');
   });
 });
