@@ -5,7 +5,7 @@ import type { ActorHandle, Cluster } from '../../runtime/internal.js';
 import { isAlive, startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, rejectsWith } from '../helpers/graphs.js';
-import { RawSocket, pack } from '../helpers/fuzz.js';
+import { RawSocket, packWithDeepArgument } from '../helpers/fuzz.js';
 import { assertError, call } from '../helpers/http.js';
 
 /**
@@ -20,18 +20,6 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 /** JSON text of 'a' wrapped in `depth` arrays (20 KB at 10,000). */
 function nestedJson(depth: number): string {
   return `${'['.repeat(depth)}"a"${']'.repeat(depth)}`;
-}
-
-/**
- * A client frame of `message` whose one argument is nested `depth` arrays deep, written as bytes
- * (this process's own encoder would overflow its stack).
- */
-function frameWithDeepArgument(message: Record<string, unknown>, depth: number): Buffer {
-  const marker = 'DEEP-ARGUMENT-HERE';
-  const frame = pack([{ ...message, args: [marker] }]);
-  const at = frame.indexOf(Buffer.from(marker));
-  const deep = Buffer.concat([Buffer.alloc(depth, 0x91), Buffer.from([0xa1, 0x61])]);
-  return Buffer.concat([frame.subarray(0, at - 1), deep, frame.subarray(at + marker.length)]);
 }
 
 function nested(depth: number): unknown {
@@ -116,7 +104,7 @@ describe('hostile values to and from class actors', { timeout: 180_000 }, () => 
       ];
       for (const c of cases) {
         for (const type of ['invoke', 'stream']) {
-          socket.send(frameWithDeepArgument({ type, id: `${type}-${c.id}`, actor: 'hostile', method: 'echo', credit: 4 }, c.depth), true);
+          socket.send(packWithDeepArgument({ type, id: `${type}-${c.id}`, actor: 'hostile', method: 'echo', credit: 4 }, c.depth), true);
         }
       }
       await socket.probe('after');
