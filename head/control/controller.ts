@@ -35,6 +35,10 @@ import type { HeadActorLink, ActorRecord, DeploymentRecord, NodeRecord } from '.
  * here (node registrations, heartbeats and silence too) so the reasons shown to people stay
  * consistent. Its effects go through ports: each node's AgentLink (agent-link.ts) and a {@link Clock}.
  */
+/** The first and the longest wait before a deployment scaled to zero starts a replica again after a refused start. */
+const MIN_START_BACKOFF_MS = 1000;
+const MAX_START_BACKOFF_MS = 60_000;
+
 export class Controller {
   readonly #state: ClusterState;
   readonly #log: Logger;
@@ -193,6 +197,14 @@ export class Controller {
       this.schedule();
     }
     const refused = refusedError(error, name, before, outcome);
+    if (before?.replicas === 0 && d.spec.autoscale) {
+      // A start from zero (the autoscaler's, for waiting calls) that cannot succeed: the calls
+      // fail now, with why, and the next start waits (see DeploymentRecord.startRefused).
+      const backoffMs = Math.min(MAX_START_BACKOFF_MS, (d.startRefused?.backoffMs ?? MIN_START_BACKOFF_MS / 2) * 2);
+      d.startRefused = { error: refused, until: this.#clock.now() + backoffMs, backoffMs };
+      d.coldStart.fail(refused);
+      d.dispatcher.failAll(refused);
+    }
     if (outcome === 'removed') void this.#forget(d, refused);
     this.#log.warn({ deployment: name, code: error.code }, refused.message);
     this.#state.events.add('deployment-refused', refused.message);
@@ -322,6 +334,7 @@ export class Controller {
     d.metadata = metadata;
     if (labelLines) d.labelLines = labelLines;
     d.coldStart.ready();
+    d.startRefused = undefined;
     // A deployment split between versions takes the signature of the first of them to be READY.
     const whole = d.spec.versionOf === undefined ? undefined : this.#state.deployments.get(d.spec.versionOf);
     if (whole && !whole.metadata) whole.metadata = metadata;
