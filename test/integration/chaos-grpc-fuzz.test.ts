@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import http2 from 'node:http2';
 import { status } from '@grpc/grpc-js';
 import type { ServiceDefinition, ServiceError } from '@grpc/grpc-js';
 import { after, before, describe, test } from 'node:test';
 import { isAlive, waitFor } from '../helpers/cluster.js';
 import { childrenRunning } from '../helpers/processes.js';
-import { FUZZ_SEED, rssOf, startChaosCluster } from '../helpers/chaos-cluster.js';
+import { CHAOS_AUTH, FUZZ_SEED, rssOf, startChaosCluster } from '../helpers/chaos-cluster.js';
 import type { ChaosCluster } from '../helpers/chaos-cluster.js';
 import { Prng, mutateBytes } from '../helpers/fuzz.js';
 import { floatsOfRaw, grpcClient, rawFloats } from '../helpers/grpc-client.js';
@@ -221,5 +222,38 @@ describe('chaos: gRPC fuzzing', { timeout: 180_000 }, () => {
     assert.ok(isAlive(pids.head), 'the head is up');
     assert.equal((await fetch(`${chaos.cluster.url}/healthz`, { signal: AbortSignal.timeout(10_000) })).status, 200);
     process.stderr.write(`# gRPC wide and large (seed ${FUZZ_SEED + 47}): statuses ${JSON.stringify([...statuses])}\n`);
+  });
+
+  test('a message flagged compressed on a call that names no grpc-encoding is refused (INVALID_ARGUMENT), an unflagged one served', async () => {
+    const session = http2.connect(`http://${chaos.cluster.grpcAddress}`);
+    session.on('error', () => {});
+    try {
+      const call = (flag: number) =>
+        new Promise<{ status: string | undefined; message: string | undefined }>((resolve, reject) => {
+          const stream = session.request({
+            ':method': 'POST',
+            ':path': '/inference.GRPCInferenceService/ServerLive',
+            'content-type': 'application/grpc',
+            te: 'trailers',
+            ...CHAOS_AUTH,
+          });
+          stream.on('error', reject);
+          let headers: http2.IncomingHttpHeaders = {};
+          stream.on('response', (h) => (headers = h));
+          stream.on('trailers', (t) => (headers = { ...headers, ...t }));
+          stream.on('data', () => {});
+          stream.on('end', () =>
+            resolve({ status: headers['grpc-status'] as string | undefined, message: headers['grpc-message'] as string | undefined }),
+          );
+          // An empty ServerLiveRequest: the flag byte, then a length of 0.
+          stream.end(Buffer.from([flag, 0, 0, 0, 0]));
+        });
+      const flagged = await call(1);
+      assert.equal(flagged.status, String(status.INVALID_ARGUMENT), JSON.stringify(flagged));
+      assert.match(decodeURIComponent(flagged.message ?? ''), /TROUPE_ERR_BAD_REQUEST: a message is flagged compressed/);
+      assert.equal((await call(0)).status, '0');
+    } finally {
+      session.close();
+    }
   });
 });
