@@ -1,6 +1,7 @@
 import { ShutdownGate, drainingError, requestFailed } from '../runtime/internal.js';
 import { createServer } from 'node:http';
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -37,6 +38,7 @@ import { registerProbeRoutes } from './http/probe-routes.js';
 import { FrontDoor } from './front-door/front-door.js';
 import { splitConnections } from './front-door/connection-split.js';
 import { InferenceForwarder } from './front-door/forward-inference.js';
+import { ConnectionCap } from './front-door/connection-cap.js';
 import { HandoffDoors } from './front-door/handoff-doors.js';
 import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
@@ -190,6 +192,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const stopAutoscaler = startAutoscaler(state, controller, log);
 
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const cap = new ConnectionCap(maxConnections);
   const httpWorkers = options.httpWorkers ?? Math.min(availableParallelism(), 4);
   let frontDoor: FrontDoor | undefined;
   let forwarder: InferenceForwarder | undefined;
@@ -236,8 +240,9 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
         { headersTimeout: SILENT_CONNECTION_MS, connectionsCheckingInterval: 1000 },
         (req, res) => (frontDoor?.serving && !gate.draining && forwarder?.forward(req, res)) || inference(req, res) || handler(req, res),
       );
-      // Node closes a socket accepted past this count before any byte of it is read.
-      server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+      // The cap is the head's own (connection-cap.ts), over both ports and the workers' connections;
+      // Node's, twice as high, only backs it (past it Node closes a socket before any byte is read).
+      server.maxConnections = 2 * maxConnections;
       server.keepAliveTimeout = timeouts.keepAliveTimeout;
       server.requestTimeout = timeouts.requestTimeout;
       server.setTimeout(timeouts.connectionTimeout);
@@ -247,6 +252,13 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           (socket, head) => doors?.take(socket, head) || (frontDoor?.take(socket, head) ?? false),
           server.headersTimeout,
         );
+      // Before the split reads a byte: a connection past the cap is closed, or takes a slow one's place.
+      server.prependListener('connection', (socket: Socket) => {
+        if (!cap.admit(socket, true)) socket.destroy();
+      });
+      // A whole request head came (an upgrade's too: agents', actors' and clients' sockets are never dropped for room).
+      server.on('request', (req: IncomingMessage) => cap.proven(req.socket));
+      server.on('upgrade', (req: IncomingMessage) => cap.proven(req.socket));
       return server;
     },
   });
@@ -369,6 +381,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           options.grpcPort,
           // Its connections go to the front-door workers once they are up, as HTTP ones do.
           (socket) => frontDoor?.takeGrpc(socket) ?? false,
+          (socket) => cap.admit(socket, false),
         );
   const wantedPort = options.port ?? 8470;
   try {
@@ -400,6 +413,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       },
     });
     const door = frontDoor;
+    cap.countElsewhere(() => door.connections);
     forwarder = await InferenceForwarder.start((socket) => door.takeUnread(socket));
   }
   log.info({ url, grpc: grpc?.address, stateFile: store?.file, httpWorkers }, 'head listening');
