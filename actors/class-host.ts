@@ -2,6 +2,7 @@ import { ClassActorEnvSchema, ClassArgsSchema, TroupeError, createLogger, disabl
 import type { ClassActorEnv, InvokeReply } from '../runtime/internal.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { ClassInstance } from './class-instance.js';
+import { refusingExit } from './exit-guard.js';
 import { StreamCredit } from './stream-credit.js';
 import { joinHead } from './head-socket.js';
 import type { HeadSocket } from './head-socket.js';
@@ -55,7 +56,9 @@ async function main(): Promise<void> {
   let instance: ClassInstance | undefined;
   let loadError: TroupeError | undefined;
   try {
-    instance = await ClassInstance.create(env.TROUPE_CLASS_MODULE, shown, env.TROUPE_CLASS_EXPORT, readArgs(env));
+    instance = await refusingExit(shown, () =>
+      ClassInstance.create(env.TROUPE_CLASS_MODULE, shown, env.TROUPE_CLASS_EXPORT, readArgs(env)),
+    );
   } catch (err) {
     const full = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
     // The absolute path stays in this machine's log; the head and its caller see the path as named.
@@ -65,6 +68,15 @@ async function main(): Promise<void> {
 
   let stopping = false;
   let head: HeadSocket | undefined;
+  if (instance && env.TROUPE_MAX_CALL_MS !== undefined)
+    instance.boundCalls(env.TROUPE_MAX_CALL_MS, (why) => {
+      if (stopping) return;
+      // The overrun call is answered first (its fail leaves in this turn's frame); calls behind it
+      // fail with TROUPE_ERR_ACTOR_DIED when the process goes, and the restart restores the checkpoint.
+      stopping = true;
+      process.stderr.write(`${why.message}\n`);
+      setTimeout(() => process.exit(ACTOR_EXIT.CALL_OVERRAN), 200);
+    });
   /** The credit of each streaming call in progress, by call id. */
   const streams = new Map<string, StreamCredit>();
   // SIGTERM drains: calls already accepted finish, new ones are refused with a retryable code,

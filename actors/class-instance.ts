@@ -140,6 +140,11 @@ export class ClassInstance {
   #computeMs = 0;
   #restored = false;
   #stateBytes: number | undefined;
+  /** The longest a call may run (see bounded), and who hears of a call that ran past it. */
+  #maxCallMs: number | undefined;
+  #onOverrun: ((why: TroupeError) => void) | undefined;
+  /** Set once a call overran: what the calls behind it fail with. */
+  #overran: TroupeError | undefined;
 
   private constructor(className: string, instance: Record<string, unknown> & Hooks, cls: { signatures?: unknown }) {
     this.className = className;
@@ -175,6 +180,35 @@ export class ClassInstance {
       throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `new ${exportName}(...args) threw: ${(err as Error)?.message ?? String(err)}`);
     }
     return new ClassInstance(exportName, instance as Record<string, unknown> & Hooks, cls as { signatures?: unknown });
+  }
+
+  /**
+   * Bounds every call (and every item of a stream) to `ms`: past it the call fails with
+   * TROUPE_ERR_DEADLINE_EXCEEDED and `overran` hears of it. The method cannot be stopped, and the
+   * calls behind it would wait on it forever, so the process must restart (class-host.ts).
+   */
+  boundCalls(ms: number, overran: (why: TroupeError) => void): void {
+    this.#maxCallMs = ms;
+    this.#onOverrun = overran;
+  }
+
+  /** `work`, or a rejection once it ran past the bound. */
+  #bounded<T>(work: Promise<T> | T, who: string): Promise<T> {
+    const ms = this.#maxCallMs;
+    if (ms === undefined || !(work instanceof Promise)) return Promise.resolve(work);
+    let timer: NodeJS.Timeout | undefined;
+    const overrun = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const why = new TroupeError(
+          'TROUPE_ERR_DEADLINE_EXCEEDED',
+          `${who} ran past ${ms} ms, the longest a call may run (the agent's --max-inference-ms); the instance restarts`,
+        );
+        this.#overran ??= new TroupeError('TROUPE_ERR_ACTOR_DIED', `the instance is restarting: ${why.message}`);
+        this.#onOverrun?.(why);
+        reject(why);
+      }, ms);
+    });
+    return Promise.race([work, overrun]).finally(() => clearTimeout(timer));
   }
 
   /** Calls waiting for the instance, the running one included. */
@@ -238,9 +272,10 @@ export class ClassInstance {
           while (await credit.take()) {
             let next: IteratorResult<unknown>;
             try {
-              next = await iterator.next();
+              next = await this.#bounded(iterator.next(), who);
             } catch (err) {
               ended = true;
+              if (err instanceof TroupeError && err.code === 'TROUPE_ERR_DEADLINE_EXCEEDED') throw err;
               throw new TroupeError(
                 'TROUPE_ERR_METHOD_FAILED',
                 `${who} threw after ${items} items: ${(err as Error)?.message ?? String(err)}`,
@@ -300,7 +335,7 @@ export class ClassInstance {
     try {
       // A graph step's call: tensors in (checked against their bytes), tensors out.
       const given = tensors ? [mapFromWire(wireInputs(who, args[0]), 'input')] : args;
-      value = await (this.#instance[method] as Method)(...given);
+      value = await this.#bounded((this.#instance[method] as Method)(...given), who);
       if (tensors) value = mapToWire(checkTensorOutputs(who, value, 'TROUPE_ERR_METHOD_FAILED'));
     } catch (err) {
       this.#failed++;
@@ -352,7 +387,8 @@ export class ClassInstance {
 
   #serial<T>(work: () => Promise<T>): Promise<T> {
     this.#queued++;
-    const result = this.#tail.then(work).finally(() => this.#queued--);
+    // Behind a call that overran, nothing more runs: the process is about to restart.
+    const result = this.#tail.then(() => (this.#overran ? Promise.reject(this.#overran) : work())).finally(() => this.#queued--);
     // The next call waits for this one to finish, however it ends.
     this.#tail = result.catch(() => {});
     return result;

@@ -141,12 +141,9 @@ export class ModelSet {
   #countsOf(name: string): Counts {
     const file = this.#files.get(name);
     if (!file) {
-      const names = this.names;
-      const shown = names.slice(0, 20).join(', ') + (names.length > 20 ? `, … (${names.length} in all)` : '');
-      throw new TroupeError(
-        'TROUPE_ERR_UNKNOWN_MODEL',
-        `deployment '${this.#deployment}' has no model '${name.slice(0, 100)}' (models: ${shown})`,
-      );
+      // The other names are not listed: inference may need no token (a loopback head), and a
+      // caller without one must not learn what else is served (as the head's own 404s).
+      throw new TroupeError('TROUPE_ERR_UNKNOWN_MODEL', `deployment '${this.#deployment}' has no model '${name.slice(0, 100)}'`);
     }
     let counts = this.#counts.get(name);
     if (!counts) this.#counts.set(name, (counts = { loads: 0, hits: 0, misses: 0 }));

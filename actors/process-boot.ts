@@ -8,7 +8,7 @@ import type { ActorToAgentIpc } from '../runtime/internal.js';
  * UNWANTED: the head refused this actor's id and secret on a reconnect (it was replaced or removed).
  * THREAD_DIED: a model actor's inference thread died (actors/threaded-model.ts); restarted as a crash.
  */
-export const ACTOR_EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, RESTORE_FAILED: 4, UNWANTED: 5, THREAD_DIED: 6 } as const;
+export const ACTOR_EXIT = { BAD_ENV: 2, LOAD_FAILED: 3, RESTORE_FAILED: 4, UNWANTED: 5, THREAD_DIED: 6, CALL_OVERRAN: 7 } as const;
 
 /** This process's environment as `schema` reads it; a bad one is said on stderr and ends the process (BAD_ENV). */
 export function readActorEnv<S extends z.ZodType>(schema: S, who: string): z.output<S> {

@@ -86,6 +86,10 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
 
 /** Runs an example's main with a local cluster, printing a TroupeError's code on failure. */
 export async function runExample(options: LocalClusterOptions, main: (cluster: LocalCluster) => Promise<void>): Promise<void> {
+  // An actor process that imports an entry point (`troupe up` offers the compiled examples' folder
+  // to fn steps and class actors) must not start a cluster of its own: its load fails instead.
+  if (process.env.TROUPE_ACTOR_ID !== undefined)
+    throw new Error("this module is an example's entry point (it starts a cluster of its own), not a module of steps or classes");
   const cluster = await startLocalCluster(options);
   try {
     await main(cluster);

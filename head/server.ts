@@ -1,6 +1,7 @@
 import { ShutdownGate, drainingError, requestFailed } from '../runtime/internal.js';
 import { createServer } from 'node:http';
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -36,6 +37,8 @@ import { ApiDocs } from './http/openapi.js';
 import { registerProbeRoutes } from './http/probe-routes.js';
 import { FrontDoor } from './front-door/front-door.js';
 import { splitConnections } from './front-door/connection-split.js';
+import { InferenceForwarder } from './front-door/forward-inference.js';
+import { ConnectionCap } from './front-door/connection-cap.js';
 import { HandoffDoors } from './front-door/handoff-doors.js';
 import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
@@ -78,6 +81,11 @@ export interface HeadOptions {
    * (`troupe head` always gives one), off for an in-process head without one.
    */
   persistState?: boolean;
+  /**
+   * A state file that exists but cannot be read is set aside (renamed) and the head starts with no
+   * deployments. Default false: such a file stops the head with TROUPE_ERR_STATE_UNREADABLE.
+   */
+  discardState?: boolean;
   /** On close (SIGTERM), how long accepted calls get to finish before the head exits (default 10 s). */
   drainMs?: number;
   /** Largest HTTP request body, e.g. an inference (default 64 MiB); 413 beyond it. */
@@ -115,6 +123,8 @@ export interface HeadOptions {
 }
 
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
+/** How long an HTTP connection may stay silent, or take over its request head, before it is closed. */
+export const SILENT_CONNECTION_MS = 10_000;
 /** How long a stopping head lets accepted calls finish, unless told otherwise (--drain-ms). */
 export const DEFAULT_DRAIN_MS = 10_000;
 
@@ -174,7 +184,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const state = new ClusterState();
   let store: DurableStore | undefined;
   let saved: SavedState | undefined;
-  if (lock) ({ store, saved } = await DurableStore.open(dataDir, log));
+  if (lock) ({ store, saved } = await DurableStore.open(dataDir, log, options.discardState ?? false));
   const controller = new Controller(state, log, { modelBytes: headModelBytes(dataDir), ...options.controller }, store);
   // Before anything listens: an actor that reconnects at once must find its record.
   if (saved) controller.restore(saved);
@@ -191,8 +201,11 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const stopAutoscaler = startAutoscaler(state, controller, log);
 
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const cap = new ConnectionCap(maxConnections);
   const httpWorkers = options.httpWorkers ?? Math.min(availableParallelism(), 4);
   let frontDoor: FrontDoor | undefined;
+  let forwarder: InferenceForwarder | undefined;
   let split: ConnectionSplit | undefined;
   const doors =
     httpWorkers > 0 && options.httpHandoff
@@ -228,9 +241,17 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     // The server's timeouts are fastify's, which it sets only on servers it makes itself.
     serverFactory: (handler, settings) => {
       const timeouts = settings as { keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number };
-      const server = createServer((req, res) => inference(req, res) || handler(req, res));
-      // Node closes a socket accepted past this count before any byte of it is read.
-      server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+      // An inference on a connection the head serves goes on to a worker, whose event loop parses its body.
+      // A connection that says nothing, or no whole request head, for 10 s is closed (docs/security.md):
+      // Node's default of 60 s let slow or silent sockets hold the connection cap six times as long,
+      // and it checks its timeouts every second instead of every 30 s.
+      const server = createServer(
+        { headersTimeout: SILENT_CONNECTION_MS, connectionsCheckingInterval: 1000 },
+        (req, res) => (frontDoor?.serving && !gate.draining && forwarder?.forward(req, res)) || inference(req, res) || handler(req, res),
+      );
+      // The cap is the head's own (connection-cap.ts), over both ports and the workers' connections;
+      // Node's, twice as high, only backs it (past it Node closes a socket before any byte is read).
+      server.maxConnections = 2 * maxConnections;
       server.keepAliveTimeout = timeouts.keepAliveTimeout;
       server.requestTimeout = timeouts.requestTimeout;
       server.setTimeout(timeouts.connectionTimeout);
@@ -240,6 +261,13 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           (socket, head) => doors?.take(socket, head) || (frontDoor?.take(socket, head) ?? false),
           server.headersTimeout,
         );
+      // Before the split reads a byte: a connection past the cap is closed, or takes a slow one's place.
+      server.prependListener('connection', (socket: Socket) => {
+        if (!cap.admit(socket, true)) socket.destroy();
+      });
+      // A whole request head came (an upgrade's too: agents', actors' and clients' sockets are never dropped for room).
+      server.on('request', (req: IncomingMessage) => cap.proven(req.socket));
+      server.on('upgrade', (req: IncomingMessage) => cap.proven(req.socket));
       return server;
     },
   });
@@ -371,6 +399,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           options.grpcPort,
           // Its connections go to the front-door workers once they are up, as HTTP ones do.
           (socket) => frontDoor?.takeGrpc(socket) ?? false,
+          (socket) => cap.admit(socket, false),
         ).catch(async (err: unknown) => {
           if (!(err instanceof TroupeError) || err.code !== 'TROUPE_ERR_BAD_FLAG') throw err;
           const http = await listenRefusal(host, wantedPort);
@@ -404,6 +433,9 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
         ...(grpc ? { grpcRelayPort: grpc.relayPort } : {}),
       },
     });
+    const door = frontDoor;
+    cap.countElsewhere(() => door.connections);
+    forwarder = await InferenceForwarder.start((socket) => door.takeUnread(socket));
   }
   log.info({ url, grpc: grpc?.address, stateFile: store?.file, httpWorkers }, 'head listening');
   // Graphs come back once the deployments they call are READY again (graphs.deploy waits for them).
@@ -440,6 +472,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
         // Before the server closes: it waits for the connections it handed to workers, and for
         // those still to say their first bytes.
         await frontDoor?.close();
+        forwarder?.close();
         doors?.close();
         split?.dropWaiting();
         stopLiveness();

@@ -51,6 +51,13 @@ export async function resolveFnRef(moduleDir: string | undefined, ref: string, k
     throw new TroupeError('TROUPE_ERR_MODEL_PATH', `${kind} reference '${ref.slice(0, 200)}' is not 'path/to/module.js#exportName'`);
   }
   const shown = file.slice(0, 200);
+  // Named relative to the module directory only, as docs/security.md says: an absolute path
+  // inside it was accepted, and would tell a caller where the agent keeps its code.
+  if (isAbsolute(file) || /^[A-Za-z]:[\\/]/.test(file))
+    throw new TroupeError(
+      'TROUPE_ERR_MODEL_PATH',
+      `fn module '${shown}' is an absolute path: name it relative to the agent's module directory (e.g. 'steps/prep.js#prep')`,
+    );
   const root = await realpath(resolve(moduleDir)).catch(() => resolve(moduleDir));
   let full = resolve(root, file);
   const rel = inside(root, full);

@@ -9,7 +9,7 @@ export const ERRORS = {
   TROUPE_ERR_BAD_TENSOR: {
     status: 400,
     retryable: false,
-    what: 'A tensor is malformed: unknown dtype, bad shape, or data length that contradicts its shape.',
+    what: "A tensor is malformed: unknown dtype, bad shape, or data length that contradicts its shape.",
   },
   TROUPE_ERR_BAD_INPUT: {
     status: 400,
@@ -93,6 +93,11 @@ export const ERRORS = {
     status: 409,
     retryable: false,
     what: "Another head, still running, holds the data directory's lock (`<dataDir>/head.lock`, its pid inside); the message names that pid and the directory. A lock whose pid is gone is taken over.",
+  },
+  TROUPE_ERR_STATE_UNREADABLE: {
+    status: 500,
+    retryable: false,
+    what: "The head's state file (`<dataDir>/state.json`) exists but cannot be read as one: truncated, empty, not JSON, of another schema or a newer format, or not a regular file. The head does not start (starting empty would lose every deployment and refuse the running actors); the message names the file, the copy kept before the last write (`state.json.prev`), and `--discard-state`, which sets the file aside and starts empty.",
   },
   TROUPE_ERR_MODEL_IN_USE: {
     status: 409,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { NameSchema } from './protocol/common.js';
 import { isMilliAmount } from './resources.js';
+import { toWireValue } from './protocol/values.js';
 
 const UNITS: Record<string, number> = { '': 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12, ki: 2 ** 10, mi: 2 ** 20, gi: 2 ** 30, ti: 2 ** 40 };
 
@@ -121,6 +122,13 @@ export const ClassArgsSchema = z
   .array(z.unknown())
   .max(64)
   .superRefine((args, ctx) => {
+    // First: the JSON round trip below recurses, and a deep value would overflow the stack.
+    try {
+      toWireValue(args, 'args');
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `args cannot be sent: ${(err as Error).message}` });
+      return;
+    }
     let text: string | undefined;
     try {
       text = JSON.stringify(args);

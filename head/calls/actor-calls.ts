@@ -13,22 +13,24 @@ interface StreamControl {
   started?: Omit<LinkStream, 'done'>;
 }
 
+/** A method call as every entry point gives it (SDK frames, HTTP): the SDK's message without its type. */
+export type MethodCallRequest = Omit<MethodCall, 'type'>;
+
 /**
- * The arguments as every entry point gave them, checked as a sender checks them (bounded depth,
- * only what can cross): JSON from HTTP may hold what no process could decode, a frame from a
- * client that is not the SDK anything msgpack can say.
+ * The arguments as every entry point gave them, checked as a sender checks them (runtime/protocol/
+ * values.ts: what can cross, nesting, size) before they are queued or encoded: JSON from HTTP may
+ * hold what no process could decode, a frame from a client that is not the SDK anything msgpack
+ * can say, and a value nested thousands deep overflowed the head's stack in the encoder. Entry
+ * points that answer before the call starts (server-sent events) check with it at their door too.
  */
-function checkedArgs(request: MethodCallRequest): unknown[] {
+export function checkMethodArgs(actor: string, method: string, args: readonly unknown[]): unknown[] {
   try {
-    return request.args.map((arg, i) => toWireValue(arg, `args[${i}]`));
+    return args.map((arg, i) => toWireValue(arg, `args[${i}]`));
   } catch (err) {
-    if (err instanceof TroupeError) throw new TroupeError(err.code, `${request.actor}.${request.method}(): ${err.message}`);
+    if (err instanceof TroupeError) throw new TroupeError(err.code, `${actor}.${method}(): ${err.message}`);
     throw err;
   }
 }
-
-/** A method call as every entry point gives it (SDK frames, HTTP): the SDK's message without its type. */
-export type MethodCallRequest = Omit<MethodCall, 'type'>;
 
 /**
  * The head's service for method calls on class actors, called by every entry point so they
@@ -153,7 +155,7 @@ export class ActorCalls {
 
   /** The arguments, with those that name earlier calls (Futures) replaced by their values. */
   async #resolveRefs(request: MethodCallRequest): Promise<unknown[]> {
-    const args = checkedArgs(request);
+    const args = checkMethodArgs(request.actor, request.method, request.args);
     const refs = Object.entries(request.refs ?? {});
     await Promise.all(
       refs.map(async ([index, ref]) => {

@@ -29,6 +29,12 @@ export async function runInferenceTimed(state: ClusterState, request: InferenceR
   for (const [name, t] of Object.entries(request.inputs)) checkWire(t, `input '${name}'`);
   if (!d.metadata && !startsOnDemand(d.spec))
     throw new TroupeError('TROUPE_ERR_NOT_READY', `deployment '${d.spec.name}' has no READY replica yet`);
+  const refused = d.spec.replicas === 0 ? d.startRefused : undefined;
+  if (refused && Date.now() < refused.until)
+    throw new TroupeError(
+      refused.error.code,
+      `${refused.error.message} (the next start of a replica is tried in ${Math.ceil((refused.until - Date.now()) / 1000)} s)`,
+    );
   const deadline = request.timeoutMs !== undefined ? Date.now() + request.timeoutMs : undefined;
   const started = performance.now();
   try {

@@ -38,6 +38,8 @@ export function startAutoscaler(state: ClusterState, controller: Controller, log
     const load = queued + inFlight;
     const wanted = Math.min(auto.maxReplicas, Math.max(auto.minReplicas, Math.ceil(load / auto.targetPerReplica)));
     const current = d.spec.replicas;
+    // A start from zero was refused moments ago: the next waits for its back-off.
+    if (current === 0 && d.startRefused && now < d.startRefused.until) return;
     if (wanted === current) {
       trends.delete(d.spec.name);
       return;

@@ -35,6 +35,10 @@ import type { HeadActorLink, ActorRecord, DeploymentRecord, NodeRecord } from '.
  * here (node registrations, heartbeats and silence too) so the reasons shown to people stay
  * consistent. Its effects go through ports: each node's AgentLink (agent-link.ts) and a {@link Clock}.
  */
+/** The first and the longest wait before a deployment scaled to zero starts a replica again after a refused start. */
+const MIN_START_BACKOFF_MS = 1000;
+const MAX_START_BACKOFF_MS = 60_000;
+
 export class Controller {
   readonly #state: ClusterState;
   readonly #log: Logger;
@@ -146,18 +150,23 @@ export class Controller {
     // stays until a version's replica says another (clearing it failed the calls of the promotion).
     const split = existing?.spec.versions !== undefined && spec.versions !== undefined;
     if (existing && !split && needsNewActors(existing.spec, spec)) {
-      // A different model or resource shape needs new actors; retire all the old ones.
-      for (const a of existing.actors) void this.#retire(a);
-      existing.actors = [];
-      existing.metadata = null;
-      existing.labelLines = null;
+      // A different model or resource shape needs new actors. The READY ones serve on until the
+      // new ones are READY (#checkReady retires them then), so an update drops no call, and a
+      // refused one leaves them serving as they were (#deployFailed); the rest go now.
+      for (const a of existing.actors) if (!a.superseded && a.state !== 'READY') void this.#retire(a);
+      existing.actors = existing.actors.filter((a) => a.superseded || a.state === 'READY');
+      for (const a of existing.actors) a.superseded = true;
+      if (existing.actors.length === 0) {
+        existing.metadata = null;
+        existing.labelLines = null;
+      }
     }
     const d: DeploymentRecord = existing ?? newDeployment(spec, this.#memory.reserve(spec));
     d.spec = spec;
     d.memoryReserved = this.#memory.reserve(spec);
     d.unhealthy = null;
     this.#state.deployments.set(spec.name, d);
-    const live = d.actors.filter((a) => a.state !== 'DEAD');
+    const live = d.actors.filter((a) => a.state !== 'DEAD' && !a.superseded);
     const replicas = ownReplicas(spec);
     for (const i of freeReplicaIndices(d, replicas - live.length)) d.actors.push(this.#addActor(newActorRecord(d, i)));
     for (const a of live.slice(replicas)) void this.#retire(a);
@@ -176,8 +185,19 @@ export class Controller {
     const before = this.#waiters.before(name);
     if (before === undefined || !isRefusal(error)) return this.#waiters.settle(name, error);
     const settle = this.#waiters.take(name);
-    const outcome = refusalOutcome(before, d.spec);
-    if (before && outcome !== 'unchanged') {
+    let outcome = refusalOutcome(before, d.spec);
+    if (before && outcome === 'restarted' && d.actors.some((a) => a.superseded)) {
+      // The replicas that never stopped serve on: the refused update changes nothing that ran.
+      for (const a of d.actors) if (!a.superseded) void this.#retire(a);
+      d.actors = d.actors.filter((a) => a.superseded);
+      for (const a of d.actors) a.superseded = false;
+      d.spec = before;
+      d.memoryReserved = this.#memory.reserve(before);
+      d.unhealthy = null;
+      this.#dirty();
+      this.#state.routes.changed();
+      outcome = 'restored';
+    } else if (before && outcome !== 'unchanged') {
       // The replicas that failed go; the spec that was in force is placed again.
       for (const a of d.actors.filter((x) => x.state === 'DEAD')) this.#state.actors.delete(a.id);
       d.actors = d.actors.filter((a) => a.state !== 'DEAD');
@@ -185,6 +205,14 @@ export class Controller {
       this.schedule();
     }
     const refused = refusedError(error, name, before, outcome);
+    if (before?.replicas === 0 && d.spec.autoscale) {
+      // A start from zero (the autoscaler's, for waiting calls) that cannot succeed: the calls
+      // fail now, with why, and the next start waits (see DeploymentRecord.startRefused).
+      const backoffMs = Math.min(MAX_START_BACKOFF_MS, (d.startRefused?.backoffMs ?? MIN_START_BACKOFF_MS / 2) * 2);
+      d.startRefused = { error: refused, until: this.#clock.now() + backoffMs, backoffMs };
+      d.coldStart.fail(refused);
+      d.dispatcher.failAll(refused);
+    }
     if (outcome === 'removed') void this.#forget(d, refused);
     this.#log.warn({ deployment: name, code: error.code }, refused.message);
     this.#state.events.add('deployment-refused', refused.message);
@@ -231,6 +259,8 @@ export class Controller {
         byNode ??= new ActorsByNode(this.#state.actors.values());
         nodes ??= [...this.#state.nodes.values()];
         placeDeployment(d, nodes, byNode, this.#state.metrics.placement, (a, node) => this.#start(a, d, node));
+        // No room for an update's new replicas beside the old: the old make room (a replace, not a surge).
+        if (d.actors.some((a) => a.superseded) && d.actors.some((a) => a.state === 'PENDING' && !a.superseded)) this.#retireSuperseded(d);
       }
     } finally {
       this.#turns.add(performance.now() - began, byNode !== undefined);
@@ -313,6 +343,7 @@ export class Controller {
     d.metadata = metadata;
     if (labelLines) d.labelLines = labelLines;
     d.coldStart.ready();
+    d.startRefused = undefined;
     // A deployment split between versions takes the signature of the first of them to be READY.
     const whole = d.spec.versionOf === undefined ? undefined : this.#state.deployments.get(d.spec.versionOf);
     if (whole && !whole.metadata) whole.metadata = metadata;
@@ -432,8 +463,19 @@ export class Controller {
   }
 
   #checkReady(d: DeploymentRecord): void {
-    const ready = d.actors.filter((a) => a.state === 'READY').length;
-    if (ready >= ownReplicas(d.spec)) this.#waiters.settle(d.spec.name, this.#state.deploymentView(d));
+    const ready = d.actors.filter((a) => a.state === 'READY' && !a.superseded).length;
+    if (ready < ownReplicas(d.spec)) return;
+    this.#retireSuperseded(d);
+    this.#waiters.settle(d.spec.name, this.#state.deploymentView(d));
+  }
+
+  /** The replicas an update replaced stop (each finishes its in-flight calls first). */
+  #retireSuperseded(d: DeploymentRecord): void {
+    if (!d.actors.some((a) => a.superseded)) return;
+    for (const a of d.actors) if (a.superseded) void this.#retire(a);
+    d.actors = d.actors.filter((a) => !a.superseded);
+    this.#dirty();
+    this.#state.routes.changed();
   }
 
   #later(ms: number, fn: () => void): void {

@@ -29,6 +29,8 @@ export interface FrontDoorOptions {
 interface Worker {
   child: ChildProcess;
   ready: boolean;
+  /** Connections it holds, as it last reported them. */
+  connections: number;
   /** Resolves when the worker said it drained, or exited. */
   drained?: () => void;
 }
@@ -78,6 +80,21 @@ export class FrontDoor {
   /** Hands `socket` (whose first bytes, `head`, were read here) to the next ready worker; false if none is. */
   take(socket: Socket, head: Buffer): boolean {
     return this.#handTo(this.#nextReady(), { type: 'connection', head }, socket);
+  }
+
+  /** Connections the workers hold, as they last reported them (for the head's connection cap). */
+  get connections(): number {
+    return this.#workers.reduce((n, w) => n + w.connections, 0);
+  }
+
+  /** Whether a worker is ready to take a connection now. */
+  get serving(): boolean {
+    return !this.#closing && this.#workers.some((w) => w.ready && w.child.connected);
+  }
+
+  /** Hands a connection of the head's own (inference-forward.ts), nothing read of it yet, to the next ready worker; false if none is. */
+  takeUnread(socket: Socket): boolean {
+    return this.#handTo(this.#nextReady(), { type: 'connection', head: Buffer.alloc(0) }, socket);
   }
 
   /** Hands a connection to the gRPC port (nothing read of it yet) to the next ready worker; false if none is, or workers serve no gRPC. */
@@ -152,13 +169,14 @@ export class FrontDoor {
       execArgv: childNodeArgs(),
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    const worker: Worker = { child, ready: false };
+    const worker: Worker = { child, ready: false, connections: 0 };
     this.#workers[slot] = worker;
     const started = Date.now();
     child.on('message', (raw, handle) => this.#received(worker, raw, handle as Socket | undefined));
     child.on('error', (err) => this.#options.log.warn({ err: err.message, pid: child.pid }, 'front-door worker error'));
     child.once('exit', (code, signal) => {
       worker.ready = false;
+      worker.connections = 0;
       worker.drained?.();
       if (this.#closing) return;
       // A worker that ran a while before dying starts again at once; one that keeps dying waits longer each time.
@@ -190,6 +208,7 @@ export class FrontDoor {
         return;
       }
       case 'report':
+        if (message.connections !== undefined) worker.connections = message.connections;
         for (const [name, count] of Object.entries(message.served))
           state.metrics.frontDoorRequests.inc({ model: name, outcome: 'ok' }, count);
         for (const [name, codes] of Object.entries(message.failed)) {

@@ -57,6 +57,8 @@ export const WorkerToHeadSchema = z.discriminatedUnion('type', [
     type: z.literal('report'),
     served: z.record(z.string(), z.number().int().min(0)),
     failed: z.record(z.string(), z.partialRecord(z.enum(ERROR_CODES as [string, ...string[]]), z.number().int().min(0))),
+    /** Connections (HTTP and gRPC) the worker holds now, for the head's connection cap. */
+    connections: z.number().int().min(0).optional(),
     /** gRPC calls answered, by method and outcome (the head's troupe_grpc_requests_total). */
     grpc: z
       .array(z.object({ method: z.string().max(64), outcome: z.string().max(64), count: z.number().int().min(1) }))

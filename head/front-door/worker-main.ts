@@ -57,11 +57,22 @@ function backendOf(cluster: Cluster): InferenceBackend {
   };
 }
 
+/** Connections this worker holds, and the count the head last heard. */
+let connections = 0;
+let reportedConnections = 0;
+
+/** Counts `socket` among this worker's connections until it closes. */
+function held(socket: Socket): void {
+  connections++;
+  socket.once('close', () => connections--);
+}
+
 function report(): void {
   const failed = Object.fromEntries([...failures].map(([name, codes]) => [name, Object.fromEntries(codes)]));
   const grpc = workerGrpc?.takeCounts() ?? [];
-  if (served.size === 0 && failures.size === 0 && grpc.length === 0) return;
-  tell({ type: 'report', served: Object.fromEntries(served), failed, ...(grpc.length > 0 ? { grpc } : {}) });
+  if (served.size === 0 && failures.size === 0 && grpc.length === 0 && connections === reportedConnections) return;
+  reportedConnections = connections;
+  tell({ type: 'report', served: Object.fromEntries(served), failed, connections, ...(grpc.length > 0 ? { grpc } : {}) });
   served.clear();
   failures.clear();
 }
@@ -83,7 +94,7 @@ async function serve(settings: WorkerSettings, pending: [Buffer, Socket][]): Pro
       process.send!({ type: 'return' as const, head: bytes }, socket, { keepOpen: false }, (err) => err && socket.destroy());
     },
   };
-  const accept = (head: Buffer, socket: Socket) => serveInPlace(socket, head, options);
+  const accept = (head: Buffer, socket: Socket) => held(serveInPlace(socket, head, options));
   for (const [head, socket] of pending.splice(0)) accept(head, socket);
   if (settings.grpcRelayPort !== undefined) {
     const grpc = startWorkerGrpc({ ...options, relayPort: settings.grpcRelayPort });
@@ -131,6 +142,7 @@ process.on('message', (raw: unknown, socket?: Socket) => {
     }
     case 'grpc-connection':
       if (!socket) return;
+      held(socket);
       if (workerGrpc) return workerGrpc.inject(socket);
       return void earlyGrpc.push(socket);
     case 'drain':

@@ -55,7 +55,13 @@ function describingMethods(ctx: GrpcContext): UntypedServiceImplementation {
   return methods;
 }
 
-export async function startGrpcEndpoint(ctx: GrpcContext, port: number, handOff: GrpcHandOff = () => false): Promise<GrpcEndpoint> {
+export async function startGrpcEndpoint(
+  ctx: GrpcContext,
+  port: number,
+  handOff: GrpcHandOff = () => false,
+  /** Whether a new connection fits under the head's connection cap (connection-cap.ts); one that does not is closed. */
+  admit: (socket: Socket) => boolean = () => true,
+): Promise<GrpcEndpoint> {
   const server = grpcServer(ctx.maxBodyBytes);
   server.addService(tolerantDecoding(inferenceServiceDefinition()), inferenceImplementation(ctx, describingMethods(ctx)));
   const serveHere = connectionInjector(server);
@@ -63,6 +69,7 @@ export async function startGrpcEndpoint(ctx: GrpcContext, port: number, handOff:
   const listener = createServer({ pauseOnConnect: true }, (socket) => {
     // A client that resets the connection before it is handed on must not take the head down.
     socket.on('error', () => socket.destroy());
+    if (!admit(socket)) return void socket.destroy();
     if (!handOff(socket)) serveHere(socket);
   });
   const relay = createServer({ pauseOnConnect: true }, serveHere);

@@ -7,6 +7,7 @@ import { grpcAuthError } from './auth.js';
 import type { GrpcInferContext } from './context.js';
 import { accepted, inferOnce, serveStream } from './infer-handlers.js';
 import { checkDecoded } from './malformed.js';
+import { refuseFlaggedUncompressed } from './compressed-flag.js';
 import { failure, serviceError } from './status.js';
 
 /**
@@ -89,6 +90,7 @@ export function inferenceImplementation(ctx: GrpcInferContext, describing: Untyp
 
 /** A server for the service that listens on no port of its own: connections are injected into it. */
 export function grpcServer(maxBodyBytes: number): Server {
+  refuseFlaggedUncompressed();
   return new Server({
     // The HTTP API's body limit: larger messages are refused (RESOURCE_EXHAUSTED) before they are decoded.
     'grpc.max_receive_message_length': maxBodyBytes,

@@ -14,6 +14,7 @@ import {
 import { acceptBuffers, bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { streamOverSse } from './actor-stream-route.js';
+import { checkMethodArgs } from '../calls/actor-calls.js';
 import { jsonText } from './json-value.js';
 
 /**
@@ -68,6 +69,8 @@ function callBody(request: FastifyRequest): z.output<typeof CallBodySchema> {
 function methodCall(request: FastifyRequest) {
   const { name, method } = pathParams(request);
   const body = callBody(request);
+  // Here too, so a streaming call is refused with a status before its events start.
+  checkMethodArgs(name, method, body.args);
   return {
     actor: name,
     method,

@@ -18,6 +18,7 @@ import {
 } from '../../runtime/internal.js';
 import type { GenerateRequest, TensorInfo, WireTensorMap } from '../../runtime/internal.js';
 import { methodStepStreams } from '../calls/method-steps.js';
+import { checkMethodArgs } from '../calls/actor-calls.js';
 import { pickVersion, versionMap } from '../control/versions.js';
 import { versionServes } from '../calls/inference.js';
 import { MAX_CALL_BODY_BYTES } from './actor-routes.js';
@@ -136,6 +137,8 @@ function generation(ctx: ApiContext, { model, version, deployment: name }: Named
   const target = targetOf(ctx, name);
   if (target.kind === 'class') {
     const args = [generateValues(body), body.parameters ?? {}];
+    // Refused before the events start, as a model's inputs are.
+    checkMethodArgs(name, 'generate', args);
     const sessionKey = sessionKeyOf(body);
     return {
       target,

@@ -1,14 +1,4 @@
-import {
-  checkedBy,
-  classCounts,
-  classifyOutputs,
-  decodeInferRequest,
-  encodeInferResponse,
-  HEADER_LENGTH,
-  InferRequestSchema,
-  parseJson,
-  splitInferBody,
-} from '../../runtime/internal.js';
+import { classCounts, classifyOutputs, encodeInferResponse, HEADER_LENGTH, InferRequestSchema } from '../../runtime/internal.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TroupeError, checkWire, isDynamic, newId, notTensorTarget, validateInputs } from '../../runtime/internal.js';
@@ -16,6 +6,7 @@ import type { WireTensorMap } from '../../runtime/internal.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { jobJson } from './jobs.js';
+import { JobBodyParser } from './job-body.js';
 import { INFER_REQUEST_HEADERS } from './oip-routes.js';
 import { labelsOf } from './state-backend.js';
 
@@ -58,6 +49,7 @@ function outputOrder(ctx: ApiContext, name: string, outputs: WireTensorMap, aske
 export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { docs, state, graphs, jobs } = ctx;
   const tag = 'Jobs';
+  const parser = new JobBodyParser();
 
   const submit = async (request: FastifyRequest, reply: FastifyReply) => {
     const { name } = request.params as { name: string };
@@ -66,15 +58,14 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       // Only what was asked for: a caller without the token must not learn the other names (as findTarget).
       throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment or graph named '${name.slice(0, 100)}'`);
     }
-    const { json, binary } = splitInferBody(bodyBuffer(request.body), request.headers[HEADER_LENGTH]);
-    const body = checkedBy(InferRequestSchema, parseJson(json.toString('utf8'), 'the job request'), 'job request');
+    // Parsed on a thread of its own, off the head's event loop (job-body.ts).
+    const { body, decoded } = await parser.parse(bodyBuffer(request.body), request.headers[HEADER_LENGTH]);
     if (body.parameters?.binary_data_output === true || body.outputs?.some((o) => o.parameters?.binary_data === true)) {
       throw new TroupeError(
         'TROUPE_ERR_BAD_REQUEST',
         'a job keeps its result as JSON: binary_data_output and binary_data outputs are not supported (binary inputs are)',
       );
     }
-    const decoded = decodeInferRequest(body, binary);
     const counts = classCounts(body);
     // A model's inputs are checked now, so a bad job is a 400 here rather than a FAILED job later.
     if (d && !graphs.has(name)) {

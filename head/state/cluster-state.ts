@@ -70,7 +70,8 @@ export class ClusterState implements ClusterRecords {
   }
 
   #ownState(d: DeploymentRecord): DeploymentView['state'] {
-    const ready = d.actors.filter((a) => a.state === 'READY').length;
+    // An update's old replicas serve on, but the deployment is READY once its new ones are.
+    const ready = d.actors.filter((a) => a.state === 'READY' && !a.superseded).length;
     return d.unhealthy ? 'UNHEALTHY' : ready >= d.spec.replicas ? 'READY' : 'DEPLOYING';
   }
 

@@ -1,14 +1,16 @@
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { copyFile, link, mkdir, open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ModelDeploymentSchema, NameSchema, newId } from '../../runtime/internal.js';
 import type { Logger, ModelDeployment } from '../../runtime/internal.js';
+import { previousOf, readStateFile, unreadableState } from './state-file.js';
 
 /**
  * The head's durable state, so a restarted head costs seconds, not deployments:
  *
  *   <dataDir>/state.json   deployments (specs), graph documents, and the identity of every actor
  *                          that was started (id, name, node, GPUs, pid and its secret)
+ *   <dataDir>/state.json.prev   the same as it was before the last write
  *
  * Uploaded models already live under `<dataDir>/models` (http/model-store.ts). The cluster token
  * is never written here: it comes from `--token` or TROUPE_TOKEN at every start.
@@ -68,6 +70,23 @@ export function writeSpacingMs(heldMs: number): number {
   return heldMs < 5 ? 0 : 4 * heldMs;
 }
 
+/**
+ * Keeps the state as it is on disk as `state.json.prev` before a write replaces it: a file damaged
+ * later (a disk, an editor, an operator) still leaves the state of one write before.
+ */
+async function keepPrevious(file: string): Promise<void> {
+  const prev = previousOf(file);
+  await rm(prev, { force: true });
+  try {
+    await link(file, prev);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return; // the first write: nothing before it
+    // A file system without hard links: a copy does.
+    await copyFile(file, prev);
+  }
+}
+
 export class DurableStore {
   readonly #file: string;
   readonly #log: Logger;
@@ -85,23 +104,26 @@ export class DurableStore {
     this.#log = log;
   }
 
-  /** Opens the store in `dataDir` and reads what an earlier head left there (nothing if absent or unreadable). */
-  static async open(dataDir: string, log: Logger): Promise<{ store: DurableStore; saved: SavedState }> {
+  /**
+   * Opens the store in `dataDir` and reads what an earlier head left there (nothing if absent).
+   * A state file that exists but cannot be read stops the head (TROUPE_ERR_STATE_UNREADABLE,
+   * state-file.ts) unless `discardUnreadable`: then it is set aside and the head starts empty.
+   */
+  static async open(dataDir: string, log: Logger, discardUnreadable = false): Promise<{ store: DurableStore; saved: SavedState }> {
     const store = new DurableStore(dataDir, log);
     const saved: SavedState = { deployments: [], graphs: new Map(), actors: [] };
-    const text = await readFile(store.#file, 'utf8').catch(() => undefined);
-    if (text === undefined) return { store, saved };
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      raw = undefined;
-    }
-    const parsed = StateFileSchema.safeParse(raw);
-    if (!parsed.success) {
-      log.warn({ file: store.#file }, 'ignoring an unreadable state file; starting with no deployments');
+    const read = await readStateFile(store.#file, StateFileSchema, FORMAT);
+    if (!read.found) return { store, saved };
+    if (!('state' in read)) {
+      const refused = await unreadableState(store.#file, read.problem, StateFileSchema, FORMAT, discardUnreadable);
+      if ('error' in refused) throw refused.error;
+      log.warn(
+        { file: store.#file, setAside: refused.setAside, problem: read.problem },
+        'set an unreadable state file aside (--discard-state); starting with no deployments',
+      );
       return { store, saved };
     }
+    const parsed = { data: read.state };
     for (const d of parsed.data.deployments) {
       const spec = ModelDeploymentSchema.safeParse(d);
       if (spec.success) saved.deployments.push(spec.data);
@@ -215,6 +237,7 @@ export class DurableStore {
       } finally {
         await handle.close();
       }
+      await keepPrevious(this.#file);
       await rename(tmp, this.#file);
     } catch (err) {
       await rm(tmp, { force: true });

@@ -10,6 +10,7 @@ import type {
   NodeResources,
   NodeState,
   Replica,
+  TroupeError,
 } from '../../runtime/internal.js';
 import type { AgentLink } from '../control/agent-link.js';
 import type { ColdStart } from '../calls/cold-start.js';
@@ -88,6 +89,11 @@ export interface ActorRecord {
   servedBefore?: boolean;
   /** The cause of its last crash, kept past the restart for the errors that follow from it. */
   lastCrash?: string;
+  /**
+   * A replica of the spec an update replaced, serving on until the new spec's replicas are READY
+   * (a surge: the controller retires it then), or again as before if the update is refused.
+   */
+  superseded?: boolean;
   /** A class actor's public methods and their declared tensor signatures, from its `ready`. */
   classMethods?: ClassMethods | undefined;
   /** Which of a class actor's methods are generators (they stream), as its instance reported. */
@@ -101,6 +107,13 @@ export interface DeploymentRecord {
   /** The lines of the label files the spec names, as the first READY replica read them (runtime/spec.ts classLabels). */
   labelLines: Record<string, string[]> | null;
   unhealthy: string | null;
+  /**
+   * A start from zero replicas that was refused (its model no longer loads): calls fail with its
+   * error at once until `until`, and the autoscaler starts no replica before then; each refusal
+   * doubles the wait (to 60 s). A replica READY clears it. Without it, every call waited 60 s for
+   * a 504 while replicas were started and refused 72 times a minute.
+   */
+  startRefused?: { error: TroupeError; until: number; backoffMs: number } | undefined;
   /** Calls waiting for a replica with room. */
   dispatcher: CallQueue;
   /** Calls waiting for the first replica of a deployment scaled from zero to say what it takes. */

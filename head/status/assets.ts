@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TroupeError } from '../../runtime/internal.js';
 
 /**
  * The files the status page is made of, all served by the head so it works with no internet: the
@@ -36,7 +37,7 @@ const FIXED: Record<string, () => string> = {
 };
 
 /** The page's compiled modules: a flat folder of plain names, so no path can leave it. */
-const APP_FILE = /^app\/([a-z][a-z0-9-]*\.js(?:\.map)?)$/;
+const APP_FILE = /^app\/([a-z][a-z0-9-]{0,63}\.js(?:\.map)?)$/;
 
 export class StatusAssets {
   readonly #cache = new Map<string, Asset>();
@@ -54,8 +55,13 @@ export class StatusAssets {
     try {
       body = await readFile(file);
     } catch (err) {
-      if (app && (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw err;
+      // Whatever the reason (no such module, a name too long for the file system), no asset; and
+      // never the server's own paths in an answer: a 300-character name once answered 500 with one.
+      if (app) return undefined;
+      throw new TroupeError(
+        'TROUPE_ERR_INTERNAL',
+        `the status page's asset '${name}' cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
     }
     const ext = file.slice(file.lastIndexOf('.'));
     const asset = { body, type: Object.hasOwn(TYPES, ext) ? TYPES[ext]! : 'application/octet-stream' };

@@ -25,6 +25,12 @@ export const ClassActorEnvSchema = z.object({
     .max(1 << 20)
     .default('[]'),
   TROUPE_DEPLOYMENT: z.string().max(256).optional(),
+  /**
+   * The longest one method call (or one item of a stream) may take, from the agent's
+   * --max-inference-ms: past it the call fails and the instance restarts (a promise that never
+   * settles held an instance forever: health checks pass while its event loop idles).
+   */
+  TROUPE_MAX_CALL_MS: z.coerce.number().int().min(1).max(86_400_000).optional(),
 });
 export type ClassActorEnv = z.infer<typeof ClassActorEnvSchema>;
 

@@ -238,12 +238,13 @@ export class Channel<In extends { type: string }, Out extends { type: string }, 
     }
   }
 
-  /** A message that cannot be sent fails where it is awaited: a reply as a `fail` of its request, a request of ours as a rejection. */
+  /** A message that cannot be sent fails where it is awaited: an answer as a `fail` of its request, a request of ours as a rejection. */
   #undeliverable(message: unknown, error: TroupeError): void {
-    const { type, id } = message as { type?: unknown; id?: unknown };
+    const { type, id, stream } = message as { type?: unknown; id?: unknown; stream?: unknown };
     const pending = typeof id === 'string' ? this.#pending.get(id) : undefined;
-    if (type === 'reply' && typeof id === 'string')
-      this.#transport.send(encodeFrameParts([{ type: 'fail', id, error: toWireError(error) }]));
+    // An answer (a reply, or an item of a stream) fails the peer's request it answers.
+    const answers = type === 'streamItem' ? stream : type === 'reply' ? id : undefined;
+    if (typeof answers === 'string') this.#transport.send(encodeFrameParts([{ type: 'fail', id: answers, error: toWireError(error) }]));
     else if (pending && typeof id === 'string') {
       this.#pending.delete(id);
       clearTimeout(pending.timer);

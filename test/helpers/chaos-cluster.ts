@@ -5,6 +5,7 @@ import { startCluster, waitFor } from './cluster.js';
 import type { TestCluster } from './cluster.js';
 import { RawSocket, pack } from './fuzz.js';
 import { seededFloats } from './tensors.js';
+import { DIST_ROOT } from './graphs.js';
 
 export const CHAOS_TOKEN = 'fuzz-token-0123456789';
 export const CHAOS_AUTH = { authorization: `Bearer ${CHAOS_TOKEN}` };
@@ -21,7 +22,7 @@ export interface ChaosCluster {
   cluster: TestCluster;
   client: Cluster;
   /** The processes that must all survive: same pids at the end. */
-  pids: { head: number; agent: number; actor: number };
+  pids: { head: number; agent: number; actor: number; classActor: number };
   wsBase: string;
   /** A valid input for the deployed MLP. */
   x(): { x: Tensor };
@@ -30,19 +31,28 @@ export interface ChaosCluster {
   stop(): Promise<void>;
 }
 
-/** A token-guarded cluster with tight frame and body bounds and one MLP deployed, for bad input. */
+/**
+ * A token-guarded cluster with tight frame and body bounds, one MLP and one class actor
+ * (test/fixtures/hostile.ts, as 'hostile') deployed, for bad input.
+ */
 export async function startChaosCluster(): Promise<ChaosCluster> {
   const cluster = await startCluster({
     headArgs: ['--token', CHAOS_TOKEN, '--max-frame-mib', '1', '--max-body-mib', '1'],
-    agents: [['--token', CHAOS_TOKEN, '--name', 'n1', '--cpus', '4']],
+    agents: [['--token', CHAOS_TOKEN, '--name', 'n1', '--cpus', '4', '--module-dir', DIST_ROOT]],
   });
   const wsBase = cluster.url.replace('http', 'ws');
   const client = await connect(cluster.url, { token: CHAOS_TOKEN });
   const view = await client.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1 });
+  const hostile = await client.deploy({ name: 'hostile', kind: 'class', model: 'test/fixtures/hostile.js#Hostile', cpus: 0.1 });
   return {
     cluster,
     client,
-    pids: { head: cluster.head.process.pid!, agent: cluster.agents[0]!.process.pid!, actor: view.actors[0]!.pid! },
+    pids: {
+      head: cluster.head.process.pid!,
+      agent: cluster.agents[0]!.process.pid!,
+      actor: view.actors[0]!.pid!,
+      classActor: hostile.actors[0]!.pid!,
+    },
     wsBase,
     x: () => ({ x: tensor('float32', [1, 64], seededFloats(64, 1)) }),
     async routesOf(deployment) {

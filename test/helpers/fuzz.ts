@@ -249,3 +249,32 @@ export class RawSocket {
     this.ws.terminate();
   }
 }
+
+/**
+ * JSON text of a value built to hurt a parser or encoder: nested thousands deep (arrays or
+ * objects), wide (a hundred thousand members), or large (one long string), written as text so
+ * that no recursion of this process builds it.
+ */
+export function hostileJson(r: Prng): string {
+  switch (r.int(3)) {
+    case 0: {
+      const depth = r.pick([65, 200, 1500, 10_000, 100_000]);
+      return r.int(2) ? `${'['.repeat(depth)}"a"${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+    }
+    case 1: {
+      const n = r.pick([1000, 50_000, 200_000]);
+      return r.int(2) ? `[${'0,'.repeat(n - 1)}0]` : `{${Array.from({ length: n }, (_, i) => `"k${i}":${i}`).join(',')}}`;
+    }
+    default:
+      return JSON.stringify('x'.repeat(r.pick([1024, 300_000, 2_000_000])));
+  }
+}
+
+/** msgpack of `message` with its `args` replaced by one argument nested `depth` arrays deep, written as bytes. */
+export function packWithDeepArgument(message: Record<string, unknown>, depth: number): Buffer {
+  const marker = 'DEEP-ARGUMENT-HERE';
+  const frame = pack([{ ...message, args: [marker] }]);
+  const at = frame.indexOf(Buffer.from(marker));
+  const deep = Buffer.concat([Buffer.alloc(depth, 0x91), Buffer.from([0xa1, 0x61])]);
+  return Buffer.concat([frame.subarray(0, at - 1), deep, frame.subarray(at + marker.length)]);
+}

@@ -94,37 +94,69 @@ describe('bounded resources: what does not fit stays PENDING with the reason', {
     assert.match(pending[0]!.reason ?? '', /a replica reserves 127 MiB/);
   });
 
-  test('a head with --max-connections 20 closes the 21st connection, keeps the first 20, and serves again once they close', async () => {
+  test('--max-connections 20: past 20 connections that made requests the next is closed; a silent one gives its place to a new one', async () => {
     const c = await cluster({ agents: [], headArgs: ['--max-connections', '20', '--http-workers', '0'] });
     const { hostname, port } = new URL(c.url);
-    const open = (): Promise<{ socket: Socket; closed: Promise<void> }> =>
+    const open = (): Promise<{ socket: Socket; closed: Promise<void>; answered: Promise<void> }> =>
       new Promise((resolve, reject) => {
         const socket = tcpConnect({ host: hostname, port: Number(port) });
         const closed = new Promise<void>((r) => socket.once('close', () => r()));
+        const answered = new Promise<void>((r) => socket.once('data', () => r()));
         socket.on('error', () => {});
-        socket.once('connect', () => resolve({ socket, closed }));
+        socket.once('connect', () => resolve({ socket, closed, answered }));
         socket.once('error', reject);
       });
-    const first: { socket: Socket; closed: Promise<void> }[] = [];
-    for (let i = 0; i < 20; i++) first.push(await open());
-    // The head accepts them (its count of open connections is taken on accept, not on connect).
-    await new Promise((r) => setTimeout(r, 500));
+    const within = (p: Promise<unknown>, ms: number) =>
+      Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+    // Twenty connections that each made a request (kept alive): the cap is full of real clients.
+    const first: Awaited<ReturnType<typeof open>>[] = [];
+    for (let i = 0; i < 20; i++) {
+      const conn = await open();
+      conn.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      await conn.answered;
+      first.push(conn);
+    }
     const extra = await open();
-    const refused = await Promise.race([extra.closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
-    assert.ok(refused, 'the 21st connection was closed by the head');
-    const stillOpen = await Promise.race([
-      Promise.race(first.map((f) => f.closed)).then(() => false),
-      new Promise<boolean>((r) => setTimeout(() => r(true), 500)),
-    ]);
-    assert.ok(stillOpen, 'the first 20 connections stay open');
-    for (const f of first) f.socket.destroy();
-    await Promise.all(first.map((f) => f.closed));
+    assert.ok(await within(extra.closed, 5000), 'the 21st connection was closed by the head');
+    assert.ok(!(await within(Promise.race(first.map((f) => f.closed)), 500)), 'the first 20 connections stay open');
+    // Five of them go; five silent ones take their places. A new connection then takes the place of
+    // the oldest silent one (slowloris sockets cannot keep clients out), and is served.
+    for (const f of first.splice(0, 5)) f.socket.destroy();
+    const silent: Awaited<ReturnType<typeof open>>[] = [];
+    await waitFor('room for five', async () => {
+      const conn = await open();
+      if (await within(conn.closed, 300)) return false;
+      silent.push(conn);
+      return silent.length === 5;
+    });
+    assert.equal((await call(c.url, 'GET', '/healthz', { timeoutMs: 5000 })).status, 200, 'served at the cap');
+    assert.ok(await within(silent[0]!.closed, 5000), 'the oldest silent connection made room');
+    for (const f of [...first, ...silent]) f.socket.destroy();
+  });
+
+  test('gRPC connections count against --max-connections too, the ones front-door workers hold included', async () => {
+    const c = await cluster({ agents: [], headArgs: ['--max-connections', '10', '--http-workers', '1'] });
+    const [host, port] = [c.grpcAddress.slice(0, c.grpcAddress.lastIndexOf(':')), Number(c.grpcAddress.split(':').pop())];
+    const open = () => {
+      const socket = tcpConnect({ host, port });
+      socket.on('error', () => {});
+      return { socket, closed: new Promise<boolean>((r) => socket.once('close', () => r(true))) };
+    };
+    const held = Array.from({ length: 10 }, open);
+    // The workers report what they hold every half second: soon a new connection finds no room.
     await waitFor(
-      'the head to serve requests again',
-      async () => (await call(c.url, 'GET', '/healthz', { timeoutMs: 2000 })).status === 200,
-      10_000,
-      100,
+      'an 11th gRPC connection to be closed',
+      async () => {
+        const probe = open();
+        const closed = await Promise.race([probe.closed, new Promise<boolean>((r) => setTimeout(() => r(false), 300))]);
+        probe.socket.destroy();
+        return closed;
+      },
+      15_000,
+      200,
     );
+    for (const h of held) h.socket.destroy();
+    await waitFor('room again', async () => (await call(c.url, 'GET', '/healthz', { timeoutMs: 2000 })).status === 200, 15_000, 200);
   });
 
   test('a frame declaring 200 MiB whose bytes never come does not take 200 MiB of the head', async () => {

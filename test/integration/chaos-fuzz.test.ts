@@ -6,7 +6,7 @@ import { ERROR_CODES, connect, toWire } from '../../runtime/internal.js';
 import type { Cluster } from '../../runtime/internal.js';
 import { isAlive } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
-import { Prng, RawSocket, fuzzFrame, mutateBytes, randomJson } from '../helpers/fuzz.js';
+import { Prng, RawSocket, fuzzFrame, hostileJson, mutateBytes, pack, packWithDeepArgument, randomJson } from '../helpers/fuzz.js';
 import { RawStream } from '../helpers/raw-stream.js';
 import { seededFloats } from '../helpers/tensors.js';
 import { CHAOS_AUTH, CHAOS_TOKEN, FUZZ_SEED, rssOf, startChaosCluster } from '../helpers/chaos-cluster.js';
@@ -284,5 +284,124 @@ describe('chaos: a seeded fuzzer', { timeout: 180_000 }, () => {
     );
     // Bounded memory: a few thousand bad inputs must not leave the head holding onto them.
     assert.ok(rssAfter < rssBefore + 256 * 2 ** 20, `head RSS grew from ${rssBefore} to ${rssAfter} bytes`);
+  });
+
+  test(`deep, wide and large values (seed ${FUZZ_SEED}) to every HTTP route of the OpenAPI document, server-sent events and SDK frames: answered with codes; the head lives and answers /healthz`, async () => {
+    const r = new Prng(FUZZ_SEED + 47);
+    const doc = (await (await fetch(`${cluster.url}/docs/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+    const problems: string[] = [];
+    const healthz = async (after: string) => {
+      if (!isAlive(pids.head)) throw new Error(`the head exited after ${after}`);
+      const answer = await fetch(`${cluster.url}/healthz`, { signal: AbortSignal.timeout(10_000) });
+      assert.equal(answer.status, 200, `/healthz after ${after}`);
+    };
+    /** A place for a hostile value in each kind of body the routes take. */
+    const bodies = (v: string) => [
+      v,
+      `{"args": [${v}]}`,
+      `{"text_input": ${v}}`,
+      `{"inputs": [{"name": "x", "shape": [1, 64], "datatype": "FP32", "data": ${v}}]}`,
+      `{"inputs": [{"name": "x", "shape": [1, 64], "datatype": "FP32", "data": [0], "parameters": ${v}}]}`,
+      `{"model": "mlp.onnx", "kind": "class", "args": [${v}]}`,
+      `{"parameters": ${v}}`,
+    ];
+    /** Path parameters: inference and method routes name what is deployed; routes that change state name nothing that is. */
+    const fill = (path: string) =>
+      path.replace(/\{(\w+)\}/g, (_, name: string) => {
+        if (name === 'version') return r.pick(['1', '2', 'x'.repeat(300)]);
+        if (name === 'method') return r.pick(['echo', 'generate', 'nope']);
+        const serving = /^\/v2\/models\/|^\/api\/v1\/actors\/|\/jobs$/.test(path);
+        return serving ? r.pick(['mlp', 'hostile', 'nope']) : `fz${r.int(3)}`;
+      });
+    let sent = 0;
+    const statuses = new Map<number, number>();
+    for (const [template, operations] of Object.entries(doc.paths)) {
+      for (const method of Object.keys(operations)) {
+        // DELETEs would remove what the rest of the run calls; the status stream never ends.
+        if (method === 'delete' || template === '/api/v1/stream') continue;
+        for (let i = 0; i < 4; i++) {
+          const path = fill(template);
+          const value = hostileJson(r);
+          const query = method === 'get' ? `?q=${encodeURIComponent(value.slice(0, 4000))}` : '';
+          const res = await fetch(`${cluster.url}${path}${query}`, {
+            method: method.toUpperCase(),
+            headers: { 'content-type': r.pick(['application/json', 'application/yaml']), ...CHAOS_AUTH },
+            ...(method === 'get' ? {} : { body: r.pick(bodies(value)) }),
+            signal: AbortSignal.timeout(30_000),
+          });
+          sent++;
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+          const text = await res.text();
+          const what = `${method.toUpperCase()} ${template} (${path.slice(0, 80)})`;
+          if (res.status >= 500 && res.status !== 503 && res.status !== 504) problems.push(`${what}: ${res.status} ${text.slice(0, 200)}`);
+          if (/TROUPE_ERR_INTERNAL/.test(text)) problems.push(`${what}: ${text.slice(0, 200)}`);
+          // Readiness answers are a status alone, as the protocol has them.
+          const bodiless = template.endsWith('/ready') && text === '';
+          if (res.status >= 400 && !bodiless && !/"code":"TROUPE_ERR_[A-Z_]+"/.test(text))
+            problems.push(`${what}: ${res.status} without a code: ${text.slice(0, 200)}`);
+        }
+        await healthz(`${method.toUpperCase()} ${template}`);
+      }
+    }
+
+    // Server-sent events, each with a value nested 10,000 deep (a 20 KB body once took the head down).
+    const deep = `${'['.repeat(10_000)}"a"${']'.repeat(10_000)}`;
+    for (const [path, body] of [
+      ['/v2/models/hostile/generate_stream', `{"text_input": ${deep}}`],
+      ['/api/v1/actors/hostile/echo/stream', `{"args": [${deep}]}`],
+      ['/v2/models/mlp/generate_stream', `{"x": ${deep}}`],
+    ] as const) {
+      const res = await fetch(`${cluster.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...CHAOS_AUTH },
+        body,
+        signal: AbortSignal.timeout(30_000),
+      });
+      const text = await res.text();
+      if (res.status !== 400 || !/"code":"TROUPE_ERR_BAD_TENSOR"/.test(text))
+        problems.push(`POST ${path}: ${res.status} ${text.slice(0, 200)}`);
+      sent++;
+      await healthz(`POST ${path}`);
+    }
+
+    // SDK frames: method calls and streams whose argument is nested deeper than any decoder
+    // takes, or past the bounds; runs and deploys with hostile values in them.
+    const socket = new RawSocket(`${wsBase}/v1/client`, CHAOS_AUTH, ['reply', 'streamItem']);
+    await socket.opened;
+    for (let i = 0; i < 60; i++) {
+      if (!socket.open) break;
+      const type = r.pick(['invoke', 'stream']);
+      const depth = r.pick([65, 500, 3000, 100_000]);
+      socket.send(
+        packWithDeepArgument({ type, id: `deep-${i}`, actor: 'hostile', method: r.pick(['echo', 'generate']), credit: 4 }, depth),
+        true,
+      );
+      const wide = Array.from({ length: r.pick([10, 5000, 60_000]) }, (_, k) => ({ k }));
+      const large = 'x'.repeat(r.pick([10, 100_000, 900_000]));
+      socket.send(pack([{ type: 'invoke', id: `wide-${i}`, actor: 'hostile', method: 'echo', args: [r.pick([wide, large])] }]), true);
+      socket.send(pack([{ type: 'run', id: `run-${i}`, deployment: 'mlp', inputs: { x: r.pick([wide, large]) } }]), true);
+      socket.send(
+        pack([
+          {
+            type: 'deploy',
+            id: `dep-${i}`,
+            spec: { name: 'fz0', kind: 'class', model: 'test/fixtures/hostile.js#Hostile', args: [large] },
+          },
+        ]),
+        true,
+      );
+      sent += 4;
+      if (i % 10 === 9) await socket.probe(`deep-probe-${i}`);
+    }
+    if (socket.open) await socket.probe('deep-probe-end');
+    problems.push(...socket.problems.map((p) => `/v1/client: ${p}`));
+    socket.close();
+    await healthz('the SDK frames');
+
+    assert.deepEqual(problems.slice(0, 20), [], `${problems.length} improper answers`);
+    for (const [role, pid] of Object.entries(pids)) assert.ok(isAlive(pid), `${role} (pid ${pid}) is still running`);
+    process.stderr.write(
+      `# deep, wide and large values (seed ${FUZZ_SEED + 47}): ${sent} requests and frames; HTTP ${JSON.stringify([...statuses])}\n`,
+    );
   });
 });

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import http2 from 'node:http2';
 import { status } from '@grpc/grpc-js';
 import type { ServiceDefinition, ServiceError } from '@grpc/grpc-js';
 import { after, before, describe, test } from 'node:test';
 import { isAlive, waitFor } from '../helpers/cluster.js';
 import { childrenRunning } from '../helpers/processes.js';
-import { FUZZ_SEED, rssOf, startChaosCluster } from '../helpers/chaos-cluster.js';
+import { CHAOS_AUTH, FUZZ_SEED, rssOf, startChaosCluster } from '../helpers/chaos-cluster.js';
 import type { ChaosCluster } from '../helpers/chaos-cluster.js';
 import { Prng, mutateBytes } from '../helpers/fuzz.js';
 import { floatsOfRaw, grpcClient, rawFloats } from '../helpers/grpc-client.js';
@@ -177,5 +178,82 @@ describe('chaos: gRPC fuzzing', { timeout: 180_000 }, () => {
     assert.equal(floatsOfRaw(answer.raw_output_contents[0]!).length, 10);
     const rssAfter = await rssOf(pids.head);
     assert.ok(rssAfter < rssBefore + 300 * 2 ** 20, `the head's memory stays bounded (${rssBefore} -> ${rssAfter} bytes)`);
+  });
+
+  test(`wide and large requests (seed ${FUZZ_SEED}) to every method: answered with a status, never INTERNAL; the head lives and answers /healthz`, async () => {
+    const r = new Prng(FUZZ_SEED + 47);
+    const { pids } = chaos;
+    const many = <T>(n: number, each: (i: number) => T) => Array.from({ length: n }, (_, i) => each(i));
+    const wideOrLarge = (): Record<string, unknown> => {
+      const n = r.pick([1000, 20_000]);
+      const big = 'x'.repeat(r.pick([4096, 300_000, 2_000_000]));
+      return r.pick([
+        { model_name: 'mlp', inputs: [{ name: 'x', datatype: 'FP32', shape: many(r.pick([17, 1000]), () => '1') }] },
+        { model_name: 'mlp', inputs: many(n, (i) => ({ name: `x${i}`, datatype: 'FP32', shape: ['1', '64'] })) },
+        { model_name: 'mlp', parameters: Object.fromEntries(many(n, (i) => [`p${i}`, { string_param: 'v' }])) },
+        { model_name: 'mlp', parameters: { big: { string_param: big } } },
+        { model_name: big.slice(0, 100_000) },
+        { model_name: 'mlp', outputs: many(n, (i) => ({ name: `o${i}` })) },
+        {
+          model_name: 'mlp',
+          inputs: [{ name: 'x', datatype: 'BYTES', shape: [String(n)], contents: { bytes_contents: many(n, () => Buffer.alloc(8)) } }],
+        },
+        {
+          model_name: 'mlp',
+          inputs: [{ name: 'x', datatype: 'FP32', shape: ['1', '64'] }],
+          raw_input_contents: many(n, () => Buffer.alloc(8)),
+        },
+      ]);
+    };
+    const statuses = new Map<number, number>();
+    for (let i = 0; i < 120; i++) {
+      const method = r.pick(METHODS);
+      const request = method === 'ModelInfer' || r.int(2) ? wideOrLarge() : { name: 'x'.repeat(r.pick([300, 300_000])) };
+      const outcome = await grpc.call(method, request).then(
+        () => undefined,
+        (err: ServiceError) => err,
+      );
+      statuses.set(outcome?.code ?? 0, (statuses.get(outcome?.code ?? 0) ?? 0) + 1);
+      if (!outcome) continue;
+      assert.notEqual(outcome.code, status.INTERNAL, `${method}: ${outcome.details}`);
+      assert.notEqual(outcome.code, status.UNKNOWN, `${method}: ${outcome.details}`);
+      if (i % 20 === 19) assert.ok(isAlive(pids.head), 'the head is up');
+    }
+    assert.ok(isAlive(pids.head), 'the head is up');
+    assert.equal((await fetch(`${chaos.cluster.url}/healthz`, { signal: AbortSignal.timeout(10_000) })).status, 200);
+    process.stderr.write(`# gRPC wide and large (seed ${FUZZ_SEED + 47}): statuses ${JSON.stringify([...statuses])}\n`);
+  });
+
+  test('a message flagged compressed on a call that names no grpc-encoding is refused (INVALID_ARGUMENT), an unflagged one served', async () => {
+    const session = http2.connect(`http://${chaos.cluster.grpcAddress}`);
+    session.on('error', () => {});
+    try {
+      const call = (flag: number) =>
+        new Promise<{ status: string | undefined; message: string | undefined }>((resolve, reject) => {
+          const stream = session.request({
+            ':method': 'POST',
+            ':path': '/inference.GRPCInferenceService/ServerLive',
+            'content-type': 'application/grpc',
+            te: 'trailers',
+            ...CHAOS_AUTH,
+          });
+          stream.on('error', reject);
+          let headers: http2.IncomingHttpHeaders = {};
+          stream.on('response', (h) => (headers = h));
+          stream.on('trailers', (t) => (headers = { ...headers, ...t }));
+          stream.on('data', () => {});
+          stream.on('end', () =>
+            resolve({ status: headers['grpc-status'] as string | undefined, message: headers['grpc-message'] as string | undefined }),
+          );
+          // An empty ServerLiveRequest: the flag byte, then a length of 0.
+          stream.end(Buffer.from([flag, 0, 0, 0, 0]));
+        });
+      const flagged = await call(1);
+      assert.equal(flagged.status, String(status.INVALID_ARGUMENT), JSON.stringify(flagged));
+      assert.match(decodeURIComponent(flagged.message ?? ''), /TROUPE_ERR_BAD_REQUEST: a message is flagged compressed/);
+      assert.equal((await call(0)).status, '0');
+    } finally {
+      session.close();
+    }
   });
 });

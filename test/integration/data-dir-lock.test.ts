@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,5 +76,33 @@ describe('the data directory lock', { timeout: 60_000 }, () => {
     }
     const again = await startHead({ port: 0, dataDir: dir, httpWorkers: 0 });
     await again.close();
+  });
+
+  test('`troupe head` on a state file it cannot read exits non-zero, naming it and the way out; --discard-state starts empty', async () => {
+    const dir = join(root, 'corrupt');
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'state.json'), '{"format": 1, "savedAt": "2026-11-29T00:00:00Z", "deploym');
+    const refused = spawnSync(process.execPath, [CLI, 'head', '--port', '0', '--data-dir', dir, '--http-workers', '0'], {
+      encoding: 'utf8',
+      timeout: 20_000,
+      env,
+    });
+    assert.equal(refused.status, 1, refused.stderr);
+    assert.match(refused.stderr, /TROUPE_ERR_STATE_UNREADABLE/);
+    assert.ok(refused.stderr.includes(join(dir, 'state.json')), refused.stderr);
+    assert.match(refused.stderr, /--discard-state/);
+    assert.equal(existsSync(join(dir, 'head.lock')), false, 'the refusing head leaves no lock');
+    const head = startChild(
+      ['head', '--port', '0', '--data-dir', dir, '--http-workers', '0', '--discard-state'],
+      /listening on (\S+)/,
+      20_000,
+      env,
+    );
+    try {
+      await head.line;
+    } finally {
+      await stopChild(head, 10_000);
+    }
+    assert.ok((await readdir(dir)).some((f) => f.startsWith('state.json.discarded-')));
   });
 });

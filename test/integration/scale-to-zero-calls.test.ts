@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { TroupeError, connect, tensor } from '../../runtime/internal.js';
 import type { ActorView, Cluster } from '../../runtime/internal.js';
@@ -94,5 +96,28 @@ describe('scale to zero', { timeout: 180_000 }, () => {
         /no replica of 'cold-big' was READY within \d+ ms of the call \(cold-big#0 PENDING: needs 9 CPUs/.test(err.message),
     );
     assert.ok(Date.now() - started < 30_000);
+  });
+
+  test('a call to a deployment at zero whose model does not load fails at once with MODEL_LOAD, and the next starts wait (back-off)', async () => {
+    // Named .onnx, but onnxruntime cannot load it: only the replica started for the call finds out.
+    await writeFile(join(cluster.modelDir, 'cold-broken.onnx'), 'this is not an onnx model');
+    await client.deploy({ name: 'cold-broken', model: 'cold-broken.onnx', threads: 1, replicas: 0, autoscale: ZERO });
+    const x = { x: tensor('float32', [1, 64], seededFloats(64, 8)) };
+    await assert.rejects(
+      async () => client.run('cold-broken', x, { timeoutMs: 30_000 }),
+      (err: unknown) =>
+        err instanceof TroupeError && err.code === 'TROUPE_ERR_MODEL_LOAD' && /keeps its previous spec \(0 replica/.test(err.message),
+    );
+    // While the back-off lasts, a call fails at once with the same cause, and starts nothing.
+    await assert.rejects(
+      async () => client.run('cold-broken', x, { timeoutMs: 30_000 }),
+      (err: unknown) =>
+        err instanceof TroupeError &&
+        err.code === 'TROUPE_ERR_MODEL_LOAD' &&
+        /the next start of a replica is tried in \d+ s/.test(err.message),
+    );
+    const scaled = (await client.describe()).events.filter((e) => e.kind === 'scaled' && e.message.startsWith('cold-broken:'));
+    assert.equal(scaled.length, 1, JSON.stringify(scaled));
+    await client.undeploy('cold-broken');
   });
 });

@@ -270,16 +270,58 @@ describe('Controller: undeploy and scaling', { timeout: 10_000 }, () => {
     assert.deepEqual(stopped, [second!.id, third!.id].sort());
   });
 
-  test('a new model needs new actors: the old ones drain and new ones start', async () => {
+  test('a new model needs new actors: the old one serves until the new one is READY (a surge), then drains', async () => {
     const c = cluster();
     const { agent } = c.join('a');
     void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
     const old = await c.startAndReady(agent);
-    void c.controller.deploy({ ...c.spec('mlp', 1), model: 'mlp-v2.onnx' }).catch(() => {});
+    const updated = track(c.controller.deploy({ ...c.spec('mlp', 1), model: 'mlp-v2.onnx' }));
+    assert.equal(old.a.state, 'READY', 'the old replica serves on while the new one starts');
+    assert.equal(c.state.deploymentView(c.state.deployments.get('mlp')!).state, 'DEPLOYING');
+    const fresh = await c.startAndReady(agent);
+    assert.equal(fresh.order.model, 'mlp-v2.onnx');
+    assert.notEqual(fresh.a.id, old.a.id);
+    await flush();
     assert.equal(old.a.state, 'DRAINING');
-    const order = agent.nextStart().order;
-    assert.equal(order.model, 'mlp-v2.onnx');
-    assert.notEqual(order.actorId, old.a.id);
+    assert.ok(updated.done && !updated.error, String(updated.error));
+    assert.deepEqual(
+      c.actorsOf('mlp').map((a) => a.id),
+      [fresh.a.id],
+    );
+    c.controller.close();
+  });
+
+  test('a refused update (the new model does not load) leaves the serving replica as it was: no restart', async () => {
+    const c = cluster();
+    const { agent } = c.join('a');
+    void c.controller.deploy(c.spec('mlp', 1)).catch(() => {});
+    const old = await c.startAndReady(agent);
+    const updated = track(c.controller.deploy({ ...c.spec('mlp', 1), model: 'broken.onnx' }));
+    const start = agent.nextStart();
+    start.started(2000);
+    await flush();
+    c.controller.actorLoadFailed(c.actor(start.order.actorId), { code: 'TROUPE_ERR_MODEL_LOAD', message: 'not an ONNX model' });
+    await flush();
+    assert.ok(updated.done, 'the update is answered');
+    assert.match(String((updated.error as Error)?.message), /not an ONNX model; deployment 'mlp' keeps its previous spec/);
+    assert.equal(old.a.state, 'READY');
+    assert.equal(old.a.superseded, false);
+    assert.deepEqual(
+      c.actorsOf('mlp').map((a) => a.id),
+      [old.a.id],
+    );
+    assert.equal(c.state.deployments.get('mlp')!.spec.model, 'mlp.onnx');
+    assert.equal(agent.starts.length, 0, 'nothing restarts');
+    c.controller.close();
+  });
+
+  test('with no room for the new replica beside the old, the old one makes room (a replace)', async () => {
+    const c = cluster();
+    const { agent } = c.join('a', 1);
+    void c.controller.deploy(c.spec('mlp', 1, { cpus: 1 })).catch(() => {});
+    const old = await c.startAndReady(agent);
+    void c.controller.deploy({ ...c.spec('mlp', 1, { cpus: 1 }), model: 'mlp-v2.onnx' }).catch(() => {});
+    assert.equal(old.a.state, 'DRAINING');
     c.controller.close();
   });
 });

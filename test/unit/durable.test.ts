@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { DurableStore, writeSpacingMs } from '../../head/state/durable.js';
 import type { SavedActor } from '../../head/state/durable.js';
-import { ModelDeploymentSchema, createLogger } from '../../runtime/internal.js';
+import { ModelDeploymentSchema, TroupeError, createLogger } from '../../runtime/internal.js';
 
 const log = createLogger('test');
 let dir: string;
@@ -88,13 +88,90 @@ test('a graph removed is gone after a restart; writes after close are ignored', 
   assert.deepEqual([...saved.graphs.keys()], []);
 });
 
-test('an unreadable or invalid state file is ignored (with a warning), and invalid entries are skipped', async () => {
-  const home = join(dir, 'broken');
+test('a state file that cannot be read stops the head, named, and is left as it was; seven ways of being unreadable', async () => {
+  const good = JSON.stringify({
+    format: 1,
+    savedAt: new Date().toISOString(),
+    deployments: [{ name: 'ok', model: 'a.onnx' }],
+    graphs: [],
+    actors: [],
+  });
+  const variants: [what: string, write: (file: string) => Promise<void>, problem: RegExp][] = [
+    ['truncated', (f) => writeFile(f, good.slice(0, good.length / 2)), /is not valid JSON/],
+    ['random bytes', (f) => writeFile(f, Buffer.from(Array.from({ length: 512 }, (_, i) => (i * 7919) % 256))), /is not valid JSON/],
+    ['empty', (f) => writeFile(f, ''), /is empty/],
+    ['NUL-filled', (f) => writeFile(f, Buffer.alloc(4096)), /is not valid JSON/],
+    ['another schema', (f) => writeFile(f, JSON.stringify({ hello: 'world' })), /is not a state file of this head at 'format'/],
+    [
+      'a newer format',
+      (f) => writeFile(f, JSON.stringify({ ...JSON.parse(good), format: 2 })),
+      /was written by a newer Troupe \(format 2; this head reads format 1\)/,
+    ],
+    ['a symbolic link', (f) => writeFile(`${f}.elsewhere`, good).then(() => symlink(`${f}.elsewhere`, f)), /is a symbolic link/],
+  ];
+  for (const [i, [what, write, problem]] of variants.entries()) {
+    const home = join(dir, `unreadable-${i}`);
+    await mkdir(home, { recursive: true });
+    const file = join(home, 'state.json');
+    await write(file);
+    const before = await readFile(file).catch(() => undefined);
+    await assert.rejects(DurableStore.open(home, log), (err: unknown) => {
+      assert.ok(err instanceof TroupeError, `${what}: ${String(err)}`);
+      assert.equal(err.code, 'TROUPE_ERR_STATE_UNREADABLE', what);
+      assert.ok(err.message.includes(file), `${what}: ${err.message}`);
+      assert.match(err.message, problem, what);
+      assert.match(err.message, /--discard-state/, what);
+      return true;
+    });
+    assert.deepEqual(await readFile(file).catch(() => undefined), before, `${what}: the file is left as it was`);
+  }
+});
+
+test('the state before the last write is kept as state.json.prev, and a refusal names it when it reads well', async () => {
+  const home = join(dir, 'previous');
+  const spec = (name: string) => ModelDeploymentSchema.parse({ name, model: 'mlp.onnx' });
+  let deployments = [spec('first')];
   const { store } = await DurableStore.open(home, log);
+  store.track(() => ({ deployments, actors: [] }));
+  store.markDirty();
+  await store.flush();
+  deployments = [spec('first'), spec('second')];
   store.markDirty();
   await store.close();
-  await writeFile(join(home, 'state.json'), '{ not json');
+  assert.deepEqual((await readdir(home)).sort(), ['state.json', 'state.json.prev']);
+  const prev = JSON.parse(await readFile(join(home, 'state.json.prev'), 'utf8')) as { deployments: { name: string }[] };
+  assert.deepEqual(
+    prev.deployments.map((d) => d.name),
+    ['first'],
+  );
+  await writeFile(join(home, 'state.json'), '{"format": 1, "deploym');
+  await assert.rejects(DurableStore.open(home, log), {
+    code: 'TROUPE_ERR_STATE_UNREADABLE',
+    message: new RegExp(
+      `${join(home, 'state.json.prev').replace(/[.]/g, '\\.')} holds the state as it was before the last write and reads well`,
+    ),
+  });
+});
+
+test('--discard-state sets an unreadable file aside (never overwritten) and starts empty', async () => {
+  const home = join(dir, 'discarded');
+  await mkdir(home, { recursive: true });
+  await writeFile(join(home, 'state.json'), 'damaged beyond repair');
+  const { store, saved } = await DurableStore.open(home, log, true);
+  assert.deepEqual(saved.deployments, []);
+  store.markDirty();
+  await store.close();
+  const files = await readdir(home);
+  const aside = files.find((f) => f.startsWith('state.json.discarded-'));
+  assert.ok(aside, files.join(', '));
+  assert.equal(await readFile(join(home, aside), 'utf8'), 'damaged beyond repair');
+  // The next head reads the state this one wrote.
   assert.deepEqual((await DurableStore.open(home, log)).saved.deployments, []);
+});
+
+test('invalid entries of a readable state file are skipped (with a warning)', async () => {
+  const home = join(dir, 'mixed');
+  await mkdir(home, { recursive: true });
   const mixed = {
     format: 1,
     savedAt: new Date().toISOString(),

@@ -34,7 +34,9 @@ test('anything that leads outside the directory is refused with TROUPE_ERR_MODEL
       (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_MODEL_PATH' && message.test(err.message),
     );
   await refused('../outside.js#x', /^fn module '..\/outside.js' is outside the agent's module directory$/);
-  await refused(`${join(root, 'outside.js')}#x`, /is outside/);
+  await refused(`${join(root, 'outside.js')}#x`, /is an absolute path: name it relative to the agent's module directory/);
+  // Absolute paths are refused even inside the directory (docs/security.md).
+  await refused(`${join(dir, 'steps', 'prep.js')}#prep`, /is an absolute path/);
   await refused('link.js#x', /links outside the agent's module directory/);
   await refused('steps/missing.js#x', /not found/);
   await refused('steps/prep.js', /is not 'path\/to\/module.js#exportName'/);

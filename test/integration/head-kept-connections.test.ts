@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict';
+import { Agent } from 'node:http';
+import { connect as netConnect } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { rssOf } from '../helpers/chaos-cluster.js';
+import { startCluster, waitFor } from '../helpers/cluster.js';
+import type { TestCluster } from '../helpers/cluster.js';
+import { assertError, call, nodeCall } from '../helpers/http.js';
+import { childrenRunning } from '../helpers/processes.js';
+
+/**
+ * Inference bodies are parsed off the head's event loop whichever connection carries them: a
+ * kept-alive connection whose first request was GET /healthz stays with the head, and its later
+ * 60 MB JSON inferences once were parsed there (14 of them took the head to 3 GB and held /healthz
+ * for 10 s). The head now passes them on to a front-door worker; /healthz answers throughout.
+ */
+
+const WORKER = 'front-door/worker-main';
+const CONNECTIONS = 14;
+
+const SMALL = JSON.stringify({ inputs: [{ name: 'x', shape: [1, 64], datatype: 'FP32', data: new Array(64).fill(0.5) }] });
+
+/** ~60 MB of JSON: 3.9M numbers declared as a [1, 64] tensor, so the answer (a 400) comes once it was all parsed. */
+function hugeBody(): Buffer {
+  const values = 3_900_000;
+  const data = '0.123456789012,'.repeat(values - 1) + '0.123456789012';
+  return Buffer.from(`{"inputs":[{"name":"x","datatype":"FP32","shape":[1,64],"data":[${data}]}]}`);
+}
+
+describe("large inference bodies on the head's own connections", { timeout: 170_000 }, () => {
+  let cluster: TestCluster;
+
+  before(async () => {
+    cluster = await startCluster({ headArgs: ['--http-workers', '1'] });
+    const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', {
+      body: JSON.stringify({ model: 'mlp.onnx', threads: 1 }),
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(put.status, 201, put.body.toString());
+    await waitFor('a front-door worker', async () => (await childrenRunning(cluster.head.process.pid!, WORKER)).length === 1, 30_000);
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  /**
+   * Runs `each` on CONNECTIONS kept-alive connections that asked /healthz first, while another
+   * polls /healthz; prints its latencies and the head's RSS (measured, not asserted: CI is busy).
+   */
+  async function whilePolled(what: string, each: (agent: Agent) => Promise<void>): Promise<void> {
+    const headPid = cluster.head.process.pid!;
+    const rssBefore = await rssOf(headPid);
+    let polling = true;
+    const healthz: number[] = [];
+    const probe = new Agent({ keepAlive: true, maxSockets: 1 });
+    const poller = (async () => {
+      while (polling) {
+        const started = performance.now();
+        const answer = await nodeCall(cluster.url, 'GET', '/healthz', { agent: probe, timeoutMs: 10_000 });
+        assert.equal(answer.status, 200);
+        healthz.push(performance.now() - started);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    let rssPeak = rssBefore;
+    const sampler = setInterval(() => {
+      rssOf(headPid).then(
+        (rss) => (rssPeak = Math.max(rssPeak, rss)),
+        () => {},
+      );
+    }, 100);
+    const agents: Agent[] = [];
+    try {
+      await Promise.all(
+        Array.from({ length: CONNECTIONS }, async () => {
+          const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+          agents.push(agent);
+          // The connection is the head's: its first request is no inference.
+          assert.equal((await nodeCall(cluster.url, 'GET', '/healthz', { agent, timeoutMs: 30_000 })).status, 200);
+          await each(agent);
+        }),
+      );
+    } finally {
+      polling = false;
+      await poller;
+      clearInterval(sampler);
+      probe.destroy();
+      for (const agent of agents) agent.destroy();
+    }
+    const sorted = [...healthz].sort((a, b) => a - b);
+    console.log(
+      `/healthz during ${CONNECTIONS} x ${what}: ${healthz.length} polls, ` +
+        `p50 ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} ms, max ${sorted.at(-1)!.toFixed(1)} ms; ` +
+        `head RSS ${(rssBefore / 2 ** 20).toFixed(0)} MB before, peak ${(rssPeak / 2 ** 20).toFixed(0)} MB`,
+    );
+    assert.ok(healthz.length > 0);
+    assert.equal(cluster.head.process.exitCode, null);
+  }
+
+  test(`${CONNECTIONS} connections that asked /healthz first, then sent 60 MB JSON inferences: answered by a worker; /healthz answers throughout`, async () => {
+    const body = hugeBody();
+    await whilePolled(`${(body.length / 2 ** 20).toFixed(0)} MB inferences on head connections`, async (agent) => {
+      const answer = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', {
+        agent,
+        body,
+        headers: { 'content-type': 'application/json' },
+        timeoutMs: 120_000,
+      });
+      assertError(answer, 400, 'TROUPE_ERR_BAD_TENSOR', /data/);
+      // The connection still serves: a small inference on it answers.
+      const ok = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', {
+        agent,
+        body: SMALL,
+        headers: { 'content-type': 'application/json' },
+        timeoutMs: 30_000,
+      });
+      assert.equal(ok.status, 200, ok.body.toString());
+    });
+  });
+
+  test(`${CONNECTIONS} 60 MB JSON job bodies are parsed on a thread of their own; /healthz answers throughout`, async () => {
+    const body = hugeBody();
+    await whilePolled(`${(body.length / 2 ** 20).toFixed(0)} MB job bodies`, async (agent) => {
+      const answer = await nodeCall(cluster.url, 'POST', '/api/v1/deployments/mlp/jobs', {
+        agent,
+        body,
+        headers: { 'content-type': 'application/json' },
+        timeoutMs: 120_000,
+      });
+      assertError(answer, 400, 'TROUPE_ERR_BAD_TENSOR', /data/);
+    });
+    const job = await call(cluster.url, 'POST', '/api/v1/deployments/mlp/jobs', {
+      body: SMALL,
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(job.status, 202, job.body.toString());
+  });
+
+  test('a connection that says nothing, or never finishes its request head, is closed after about 10 s (docs/security.md)', async () => {
+    const { hostname, port } = new URL(cluster.url);
+    const closedAfter = async (first: string | undefined) => {
+      const socket = netConnect(Number(port), hostname);
+      await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+      const started = performance.now();
+      if (first !== undefined) socket.write(first);
+      socket.on('data', () => {});
+      socket.on('error', () => {});
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      const bound = new Promise<'open'>((resolve) => setTimeout(() => resolve('open'), 40_000).unref());
+      const outcome = await Promise.race([closed.then(() => 'closed' as const), bound]);
+      socket.destroy();
+      return { outcome, ms: performance.now() - started };
+    };
+    const [silent, partial] = await Promise.all([closedAfter(undefined), closedAfter('GET /healthz HTTP/1.1\r\nHost: x\r\n')]);
+    console.log(`silent connection closed after ${silent.ms.toFixed(0)} ms; half a request head after ${partial.ms.toFixed(0)} ms`);
+    assert.equal(silent.outcome, 'closed');
+    assert.equal(partial.outcome, 'closed');
+  });
+});
