@@ -152,7 +152,7 @@ describe('hostile values to and from class actors', { timeout: 180_000 }, () => 
     await rejectsWith(
       hostile.call('wide', 600_000),
       'TROUPE_ERR_UNSENDABLE_VALUE',
-      /the value Hostile.wide\(\) returned cannot be sent: value\[\d+\]\.i: more than 1000000 items/,
+      /the value Hostile.wide\(\) returned cannot be sent: value\[\d+\]: more than 1000000 items/,
     );
     const seen: unknown[] = [];
     await rejectsWith(
