@@ -5,7 +5,7 @@ import { newId } from '../ids.js';
 import type { ClientToHead } from '../protocol/client.js';
 import type { CallRef } from '../protocol/method-call.js';
 import type { ModelDeploymentInput } from '../spec.js';
-import { Future } from './future.js';
+import { Future, FutureOutput } from './future.js';
 import { ActorStream, DEFAULT_STREAM_WINDOW } from './actor-stream.js';
 import type { StreamControls } from './actor-stream.js';
 import { MAX_STREAM_WINDOW } from '../protocol/method-call.js';
@@ -69,18 +69,47 @@ export interface ActorStreamOptions {
   window?: number;
 }
 
-function runFutureRefused(where: string): TroupeError {
-  return new TroupeError(
-    'TROUPE_ERR_BAD_INPUT',
-    `${where} is the Future of a run: only Futures of actor calls may be arguments (await the run first)`,
-  );
-}
-
 /** How long past a call's deadline the SDK waits for the head's own deadline error. */
 const DEADLINE_GRACE_MS = 2000;
 
 /** The Future of an actor call: the head holds its result, so it may be an argument of another call. */
-export class CallFuture<T = unknown> extends Future<T> {}
+export class CallFuture<T = unknown> extends Future<T> {
+  /**
+   * @internal Settles once the call has gone to the head (true), or failed before it could go
+   * (false): a call that takes this Future is sent after it. Undefined: it went at once.
+   */
+  readonly sent: Promise<boolean> | undefined;
+
+  /** @internal */
+  constructor(id: string, promise: Promise<T>, sent?: Promise<boolean>) {
+    super(id, promise);
+    this.sent = sent;
+  }
+}
+
+/** What a call waits for before it can be sent: runs whose values it takes, calls it takes that have not gone yet. */
+interface Waits {
+  runs: Set<Future | FutureOutput>;
+  calls: Set<CallFuture>;
+}
+
+/** The value a run's Future stands for as an argument: its outputs, or the one output named. */
+async function runValue(future: Future | FutureOutput): Promise<unknown> {
+  if (future instanceof Future) return future;
+  if (!future.source)
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_INPUT',
+      `output '${future.output}' of run ${future.run} was not made by this client: await its run first`,
+    );
+  const outputs = await future.source;
+  const output = outputs[future.output];
+  if (!output)
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_INPUT',
+      `run ${future.run} has no output '${future.output}' (its outputs: ${Object.keys(outputs).join(', ')})`,
+    );
+  return output;
+}
 
 /**
  * A handle on a deployed class actor: `call` runs a method on one of its instances and returns a
@@ -118,13 +147,44 @@ export class ActorHandle {
 
   /** Runs `method(...args)` on an instance; arguments may be Futures of earlier calls. */
   call<T = unknown>(method: string, ...args: unknown[]): CallFuture<T> {
-    const message = this.#message(method, args);
+    const waits: Waits = { runs: new Set(), calls: new Set() };
+    const message = this.#message(method, args, newId(), waits);
     const { timeoutMs } = this.#options;
-    // Sent synchronously, so a call that takes this one's Future always reaches the head after it.
-    const answer = this.#transport.call(message, timeoutMs === undefined ? undefined : timeoutMs + DEADLINE_GRACE_MS);
+    const bound = timeoutMs === undefined ? undefined : timeoutMs + DEADLINE_GRACE_MS;
+    if (waits.runs.size === 0 && waits.calls.size === 0) {
+      // Sent synchronously, so a call that takes this one's Future always reaches the head after it.
+      const answer = this.#transport.call(message, bound);
+      return new CallFuture<T>(
+        message.id,
+        answer.then((a) => a.value as T),
+      );
+    }
+    // It takes the value of a run (fetched here: the head keeps runs and calls apart), or a call
+    // that has not gone yet: sent once those are in, and before any call that takes its Future.
+    let markSent!: (sent: boolean) => void;
+    const sent = new Promise<boolean>((resolve) => (markSent = resolve));
+    const answer = (async () => {
+      let went = false;
+      try {
+        const values = new Map<object, unknown>();
+        await Promise.all([
+          ...[...waits.runs].map(async (run) => values.set(run, await runValue(run))),
+          ...[...waits.calls].map(async (call) => {
+            if (!(await call.sent)) await call;
+          }),
+        ]);
+        const ready = this.#message(method, args, message.id, { runs: new Set(), calls: new Set() }, values);
+        const reply = this.#transport.call(ready, bound);
+        went = true;
+        return await reply;
+      } finally {
+        markSent(went);
+      }
+    })();
     return new CallFuture<T>(
       message.id,
       answer.then((a) => a.value as T),
+      sent,
     );
   }
 
@@ -142,7 +202,13 @@ export class ActorHandle {
     const window = options.window ?? DEFAULT_STREAM_WINDOW;
     if (!Number.isInteger(window) || window < 1 || window > MAX_STREAM_WINDOW)
       throw new TroupeError('TROUPE_ERR_BAD_INPUT', `stream window must be a whole number in [1, ${MAX_STREAM_WINDOW}], got ${window}`);
-    const message: StreamMessage = { ...this.#message(method, args), type: 'stream', credit: window };
+    const waits: Waits = { runs: new Set(), calls: new Set() };
+    const message: StreamMessage = { ...this.#message(method, args, newId(), waits), type: 'stream', credit: window };
+    if (waits.runs.size > 0 || waits.calls.size > 0)
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_INPUT',
+        `${this.name}.${method}(): a stream's arguments take no Future of a run, nor of a call that waits for one: await it first`,
+      );
     const stream = new ActorStream<T>(message.id, window, this.#controls(message.id));
     this.#transport.stream(message, stream as ActorStream<unknown>);
     return stream;
@@ -155,26 +221,38 @@ export class ActorHandle {
     };
   }
 
-  #message(method: string, args: unknown[]): CallMessage {
-    const id = newId();
+  /**
+   * The call's message. Futures of calls become references the head fills in; a run's Future (or
+   * one output of one) becomes its value from `values`, or, not there yet, is added to `waits`
+   * (as is a call not yet sent), and the caller sends a message made again once they are in.
+   */
+  #message(method: string, args: unknown[], id: string, waits: Waits, values = new Map<object, unknown>()): CallMessage {
     const refs: Record<string, CallRef> = {};
     const nested = new Set<string>();
+    const substitute = (value: object, where: () => string): unknown => {
+      if (value instanceof CallFuture) {
+        if (value.sent && !values.has(value)) waits.calls.add(value);
+        nested.add(value.id);
+        return new CallReference(value.id);
+      }
+      if (value instanceof Future || value instanceof FutureOutput) {
+        if (!values.has(value)) {
+          waits.runs.add(value);
+          return null;
+        }
+        return toWireValue(values.get(value), where());
+      }
+      return undefined;
+    };
     const wire = args.map((arg, i) => {
       if (arg instanceof CallFuture) {
+        if (arg.sent) waits.calls.add(arg);
         refs[String(i)] = { call: arg.id };
         return null;
       }
-      if (arg instanceof Future) throw runFutureRefused(`argument ${i} of ${this.name}.${method}()`);
       // Checked here, before anything is sent: a value that cannot cross fails this call alone.
       try {
-        return toWireValue(arg, `args[${i}]`, (value, where) => {
-          if (value instanceof CallFuture) {
-            nested.add(value.id);
-            return new CallReference(value.id);
-          }
-          if (value instanceof Future) throw runFutureRefused(where());
-          return undefined;
-        });
+        return toWireValue(arg, `args[${i}]`, substitute);
       } catch (err) {
         if (err instanceof TroupeError) throw new TroupeError(err.code, `${this.name}.${method}(): ${err.message}`);
         throw err;

@@ -135,11 +135,34 @@ describe('values cross exactly: checkpoints and HTTP', { timeout: 170_000 }, () 
 
   test("an actor call's Future is a model run's input: its tensor arrives exactly", async () => {
     await client.deploy({ name: 'mlp', model: 'mlp.onnx', cpus: 0.1, threads: 1 });
-    const x = tensor('float32', [1, 64], Float32Array.from({ length: 64 }, (_, i) => Math.cos(i)));
+    const x = tensor(
+      'float32',
+      [1, 64],
+      Float32Array.from({ length: 64 }, (_, i) => Math.cos(i)),
+    );
     const direct = await client.run('mlp', { x });
     const viaActor = await client.run('mlp', { x: echo.call('give', x) });
     assert.deepStrictEqual([...viaActor.logits!.data], [...direct.logits!.data]);
     await rejectsWith(client.run('mlp', { x: echo.call('give', [1, 2]) }), 'TROUPE_ERR_BAD_INPUT', /input 'x' is not a tensor/);
+  });
+
+  test("a run's Future (or one output of it) is a method's argument, anywhere in it; a call taking that call's Future goes after it", async () => {
+    const x = tensor(
+      'float32',
+      [1, 64],
+      Float32Array.from({ length: 64 }, (_, i) => Math.sin(i)),
+    );
+    const run = client.run('mlp', { x });
+    const outputs = await client.run('mlp', { x });
+    const first = echo.call('give', { all: run, logits: [run.output('logits')] });
+    const second = echo.call('give', first);
+    const expected = { all: { logits: outputs.logits }, logits: [outputs.logits] };
+    const plain = (v: unknown) => JSON.parse(JSON.stringify(v, (_k, t: unknown) => (t instanceof Float32Array ? [...t] : t))) as unknown;
+    assert.deepStrictEqual(plain(await first), plain(expected));
+    assert.deepStrictEqual(plain(await second), plain(expected));
+    assert.ok(((await first) as typeof expected).logits[0]!.data instanceof Float32Array, 'a tensor arrives with its typed array');
+    await rejectsWith(echo.call('give', run.output('nope')), 'TROUPE_ERR_BAD_INPUT', /has no output 'nope' \(its outputs: logits\)/);
+    assert.throws(() => echo.stream('items', run), /a stream's arguments take no Future of a run/);
   });
 
   test('JSON over HTTP arrives and comes back as sent; what JSON cannot say is refused, not answered as null', async () => {
