@@ -49,6 +49,10 @@ function sampleInput(): Tensor {
 
 export async function upCommand(argv: string[]): Promise<void> {
   const flags = parseFlags('up', argv, specOf(UP_FLAGS), UpFlagsSchema);
+  // At a terminal a person reads the few lines up prints itself; the processes under it say only
+  // what needs attention (warnings, errors) unless TROUPE_LOG_LEVEL asks for more. Piped, every
+  // line is kept, for whatever reads them.
+  if (process.stdout.isTTY && process.env.TROUPE_LOG_LEVEL === undefined) process.env.TROUPE_LOG_LEVEL = 'warn';
   const modelDir = resolve(flags.dataDir, 'models');
   await writeExampleModels(modelDir);
 
