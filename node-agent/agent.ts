@@ -278,7 +278,9 @@ export class NodeAgent {
       );
       throw err;
     };
-    const fn = code ? await resolveFnRef(this.#options.moduleDir, named, message.kind === 'class' ? 'class' : 'fn').catch(refused) : undefined;
+    const fn = code
+      ? await resolveFnRef(this.#options.moduleDir, named, message.kind === 'class' ? 'class' : 'fn').catch(refused)
+      : undefined;
     const modelPath = fn
       ? undefined
       : message.multiplex

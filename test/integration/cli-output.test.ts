@@ -80,7 +80,13 @@ describe('a quiet, readable CLI', { timeout: 120_000 }, () => {
       });
       assert.doesNotMatch(first, /restored/, 'a fresh data directory brings nothing back');
       const second = await headRun(dir);
-      assert.match(second, new RegExp(`^restored from ${dir}/state\\.json: 2 deployments \\(alpha, beta\\), 0 graphs \\(troupe delete NAME removes one; another --data-dir starts empty\\)$`, 'm'));
+      assert.match(
+        second,
+        new RegExp(
+          `^restored from ${dir}/state\\.json: 2 deployments \\(alpha, beta\\), 0 graphs \\(troupe delete NAME removes one; another --data-dir starts empty\\)$`,
+          'm',
+        ),
+      );
       // Before the line that says it is ready: troupe up echoes it first.
       assert.ok(second.indexOf('restored from') < second.indexOf('troupe head listening'));
     } finally {
