@@ -3,6 +3,7 @@ import {
   ACTOR_SECRET_HEADER,
   Channel,
   DEFAULT_MAX_FRAME_BYTES,
+  HEAD_SHUTTING_DOWN,
   HeadToActorSchema,
   Reconnect,
   openFrameTransport,
@@ -99,7 +100,7 @@ export class HeadSocket {
           onMessage: (message, release) => this.#options.onMessage(message, channel, release),
           onClose: (code, reason) => {
             if (this.#channel === channel) this.#channel = undefined;
-            this.#retry(`connection closed (${code}${reason ? `: ${reason}` : ''})`);
+            this.#retry(`connection closed (${code}${reason ? `: ${reason}` : ''})`, code === 1000 || reason === HEAD_SHUTTING_DOWN);
           },
         });
         this.#channel = channel;
@@ -113,10 +114,12 @@ export class HeadSocket {
     );
   }
 
-  #retry(why: string): void {
+  #retry(why: string, closedByHead = false): void {
     if (this.#stopped) return;
-    // One warning per outage; the attempts after it are debug lines.
-    const level = this.#reconnect.firstOfOutage ? 'warn' : 'debug';
+    // One warning per outage; the attempts after it are debug lines. A connection the head closed
+    // itself (a stop, a restart: npm start's Ctrl-C) is news, not a warning: the agent warns of a
+    // head it lost, and this actor's own warning is for links that broke (errors, resets).
+    const level = this.#reconnect.firstOfOutage ? (closedByHead ? 'info' : 'warn') : 'debug';
     const delay = this.#reconnect.schedule();
     this.#options.log[level]({ actor: this.#options.actorId, why, retryInMs: delay }, 'lost the head; reconnecting');
   }

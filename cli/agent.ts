@@ -60,7 +60,12 @@ export const AgentFlagsSchema = z.object({
     .optional(),
   modelDir: ExistingDirSchema.default(process.cwd()),
   moduleDir: ExistingDirSchema.optional(),
-  cpus: z.coerce.number().positive('must be above 0').max(4096).refine(isMilliAmount, 'must have at most 3 decimals (CPUs are counted in thousandths)').optional(),
+  cpus: z.coerce
+    .number()
+    .positive('must be above 0')
+    .max(4096)
+    .refine(isMilliAmount, 'must have at most 3 decimals (CPUs are counted in thousandths)')
+    .optional(),
   maxActors: z.coerce.number().int('must be a whole number').min(1).max(100_000).optional(),
   memoryMib: z.coerce
     .number()

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { childNodeArgs } from '../runtime/internal.js';
+import { TroupeError, childNodeArgs } from '../runtime/internal.js';
 
 const CLI_ENTRY = fileURLToPath(new URL('./main.js', import.meta.url));
 
@@ -47,8 +47,14 @@ export function startChild(
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      // Its own error is on the terminal already (stderr is shared): point there, not at a mystery.
-      reject(new Error(`troupe ${args[0]} exited (${signal ?? `code ${code}`}) before it was ready: its error is above`));
+      // Its own error is on the terminal already (stderr is shared): point there, not at a mystery,
+      // and keep its kind: exit status 2 is a bad flag (cli/main.ts), the operator's to change.
+      reject(
+        new TroupeError(
+          code === 2 ? 'TROUPE_ERR_BAD_FLAG' : 'TROUPE_ERR_INTERNAL',
+          `troupe ${args[0]} exited (${signal ?? `code ${code}`}) before it was ready: its error is above`,
+        ),
+      );
     });
   });
   line.catch(() => {});

@@ -123,7 +123,10 @@ async function readSpec(file: string): Promise<Record<string, unknown>> {
 export function progressLine(view: DeploymentView, byName: ViewsByName = new Map()): string {
   const { ready, replicas } = replicaCounts(view, byName);
   // A split runs nothing itself: its versions' deployments hold the replicas.
-  if (isSplit(view)) return `${view.name}: ${ready}/${replicas} READY across its versions · ${versionsLine(view, byName)}`;
+  if (isSplit(view)) {
+    const counted = view.versions.every((v) => byName.has(v.deployment));
+    return `${view.name}: ${counted ? `${ready}/${replicas} READY across its versions` : 'split between versions'} · ${versionsLine(view, byName)}`;
+  }
   const actors = view.actors.map((a) => {
     const where = a.node ? ` on ${a.node}${a.pid ? ` (pid ${a.pid})` : ''}` : '';
     return `${a.name} ${a.state}${where}${a.reason && a.state !== 'READY' ? `: ${a.reason}` : ''}`;
@@ -133,7 +136,7 @@ export function progressLine(view: DeploymentView, byName: ViewsByName = new Map
 
 function versionProgress(deployment: string, versions: ViewsByName): string {
   const runs = versions.get(deployment);
-  return runs ? progressLine(runs) : `${deployment}: not created yet`;
+  return runs ? progressLine(runs) : `${deployment}: not found`;
 }
 
 async function current(client: HeadClient, name: string): Promise<DeploymentView | undefined> {

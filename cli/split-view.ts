@@ -32,7 +32,8 @@ export function versionsLine(view: DeploymentView, byName: ViewsByName): string 
   return view.versions
     .map((v) => {
       const runs = byName.get(v.deployment);
-      const counts = runs ? `${readyOf(runs)}/${runs.replicas} READY` : 'not created yet';
+      // Without the version's own view (not fetched, or not made yet) its state is what the split says.
+      const counts = runs ? `${readyOf(runs)}/${runs.replicas} READY` : v.state;
       return `${v.version} ${v.weight}% (${v.deployment} ${counts})`;
     })
     .join(', ');

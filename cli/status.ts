@@ -46,7 +46,8 @@ export function formatCluster(view: ClusterView): string {
   }
   const graphs = view.graphs ?? [];
   if (graphs.length > 0) lines.push(`graphs (${graphs.length}):`);
-  for (const g of graphs) lines.push(`  ${g.name.padEnd(16)} ${g.kind.padEnd(12)} ${plural(g.steps, 'step').padEnd(8)}  calls ${g.deployments.join(', ')}`);
+  for (const g of graphs)
+    lines.push(`  ${g.name.padEnd(16)} ${g.kind.padEnd(12)} ${plural(g.steps, 'step').padEnd(8)}  calls ${g.deployments.join(', ')}`);
   return `${lines.join('\n')}\n`;
 }
 

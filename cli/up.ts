@@ -11,7 +11,11 @@ import type { FlagDef } from './flags.js';
 
 export const UP_FLAGS: readonly FlagDef[] = [
   { name: 'port', value: 'PORT', help: 'head port, 0 for any (default 8470, or TROUPE_PORT)' },
-  { name: 'grpc-port', value: 'PORT', help: 'gRPC inference port, 0 for any (default: PORT+1, so 8471; or\nTROUPE_GRPC_PORT; 0 when --port is 0)' },
+  {
+    name: 'grpc-port',
+    value: 'PORT',
+    help: 'gRPC inference port, 0 for any (default: PORT+1, so 8471; or\nTROUPE_GRPC_PORT; 0 when --port is 0)',
+  },
   { name: 'no-grpc', help: 'serve no gRPC endpoint' },
   { name: 'data-dir', value: 'DIR', help: 'where example models (DIR/models) and uploads (DIR/head) go (default ./.troupe)' },
   { name: 'simulate-gpus', value: 'N', help: 'give the local agent N simulated GPUs (default 0)' },
@@ -49,6 +53,10 @@ function sampleInput(): Tensor {
 
 export async function upCommand(argv: string[]): Promise<void> {
   const flags = parseFlags('up', argv, specOf(UP_FLAGS), UpFlagsSchema);
+  // At a terminal a person reads the few lines up prints itself; the processes under it say only
+  // what needs attention (warnings, errors) unless TROUPE_LOG_LEVEL asks for more. Piped, every
+  // line is kept, for whatever reads them.
+  if (process.stdout.isTTY && process.env.TROUPE_LOG_LEVEL === undefined) process.env.TROUPE_LOG_LEVEL = 'warn';
   const modelDir = resolve(flags.dataDir, 'models');
   await writeExampleModels(modelDir);
 

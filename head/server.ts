@@ -12,6 +12,7 @@ import {
   ACTOR_ID_HEADER,
   ACTOR_SECRET_HEADER,
   DEFAULT_MAX_FRAME_BYTES,
+  HEAD_SHUTTING_DOWN,
   TroupeError,
   acceptFrames,
   createLogger,
@@ -486,9 +487,9 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
         // does not answer the handshake within a second is dropped.
         await new Promise((resolve) => setImmediate(resolve));
         const sockets = [...wss.clients];
-        for (const ws of sockets) ws.close(1001, 'head shutting down');
+        for (const ws of sockets) ws.close(1001, HEAD_SHUTTING_DOWN);
         const channels = [...streams];
-        for (const channel of channels) channel.close(1001, 'head shutting down');
+        for (const channel of channels) channel.close(1001, HEAD_SHUTTING_DOWN);
         await Promise.race([
           Promise.all([
             ...sockets.map((ws) => (ws.readyState === ws.CLOSED ? undefined : new Promise((resolve) => ws.once('close', resolve)))),

@@ -2,6 +2,7 @@ import { cpus as osCpus, hostname, totalmem } from 'node:os';
 import { WebSocket } from 'ws';
 import {
   AGENT_LEAVING,
+  HEAD_SHUTTING_DOWN,
   AgentToHeadReplies,
   Channel,
   clientSocketOptions,
@@ -190,7 +191,7 @@ export class NodeAgent {
       // It carries actors' frames whole, each within the relay's own bound, inside its envelope.
       maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
       onMessage: (message) => this.#onMessage(message),
-      onClose: () => this.#onDisconnect(),
+      onClose: (_code, reason) => this.#onDisconnect(reason === HEAD_SHUTTING_DOWN),
     });
     this.#channel = channel;
     try {
@@ -234,12 +235,15 @@ export class NodeAgent {
     void this.#ledger?.record([...this.#actors.values()].map((a) => ({ actorId: a.actorId, pid: a.pid })));
   }
 
-  #onDisconnect(): void {
+  #onDisconnect(headStopped = false): void {
     clearInterval(this.#heartbeat);
     this.#registered = undefined;
     this.#relay.headLost();
     if (this.#stopping) return;
-    this.#log.warn({ retryInMs: this.#reconnect.schedule() }, 'lost the head; reconnecting');
+    const retryInMs = this.#reconnect.schedule();
+    // A head that said it is stopping was stopped on purpose (a restart, npm start's Ctrl-C): news.
+    if (headStopped) this.#log.info({ retryInMs }, 'the head stopped; reconnecting until it is back');
+    else this.#log.warn({ retryInMs }, 'lost the head; reconnecting');
   }
 
   #onMessage(message: HeadToAgent): void {
@@ -277,7 +281,9 @@ export class NodeAgent {
       );
       throw err;
     };
-    const fn = code ? await resolveFnRef(this.#options.moduleDir, named, message.kind === 'class' ? 'class' : 'fn').catch(refused) : undefined;
+    const fn = code
+      ? await resolveFnRef(this.#options.moduleDir, named, message.kind === 'class' ? 'class' : 'fn').catch(refused)
+      : undefined;
     const modelPath = fn
       ? undefined
       : message.multiplex

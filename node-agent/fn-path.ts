@@ -72,8 +72,7 @@ export async function resolveFnRef(moduleDir: string | undefined, ref: string, k
     const compiled = full.replace(/\.([mc]?)ts$/, '.$1js');
     if (await isFile(compiled)) full = compiled;
   }
-  if (!(await isFile(full)))
-    throw new TroupeError('TROUPE_ERR_MODEL_PATH', `${what} '${shown}' not found in the agent's module directory`);
+  if (!(await isFile(full))) throw new TroupeError('TROUPE_ERR_MODEL_PATH', `${what} '${shown}' not found in the agent's module directory`);
   // A symlink inside the directory must not lead outside it, nor into a place refused above.
   const real = await realpath(full);
   const realRel = inside(root, real);

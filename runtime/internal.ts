@@ -43,6 +43,7 @@ export type {
 } from './protocol/actor.js';
 export {
   AGENT_LEAVING,
+  HEAD_SHUTTING_DOWN,
   AgentToHeadReplies,
   AgentToHeadSchema,
   HeadToAgentReplies,

@@ -1,4 +1,11 @@
-import { AGENT_LEAVING, AgentToHeadSchema, Channel, DEFAULT_MAX_FRAME_BYTES, HeadToAgentReplies } from '../../runtime/internal.js';
+import {
+  AGENT_LEAVING,
+  AgentToHeadSchema,
+  Channel,
+  DEFAULT_MAX_FRAME_BYTES,
+  HEAD_SHUTTING_DOWN,
+  HeadToAgentReplies,
+} from '../../runtime/internal.js';
 import type { AgentToHead, HeadToAgent, Logger } from '../../runtime/internal.js';
 import type { WebSocket } from 'ws';
 import { channelAgentLink } from '../control/agent-link.js';
@@ -81,7 +88,8 @@ export function serveAgent(
     onRefused: () => bound.heard(),
     onClose: (_code, reason) => {
       relayed.endAll("the agent's connection closed");
-      if (node) controller.nodes.agentDisconnected(node, agent, reason === AGENT_LEAVING);
+      // The head closing its own connections is no news about the node: nothing to record or warn of.
+      if (node && reason !== HEAD_SHUTTING_DOWN) controller.nodes.agentDisconnected(node, agent, reason === AGENT_LEAVING);
     },
   });
   const agent = channelAgentLink(channel);

@@ -10,12 +10,21 @@ import type { ClientToHead } from '../../runtime/internal.js';
  * A list of what is allowed, not of what is refused: a message type added later needs the token
  * until someone decides otherwise here.
  */
-const WITHOUT_TOKEN = new Set<ClientToHead['type']>(['hello', 'describe', 'run', 'runStream', 'streamCredit', 'streamCancel', 'routes', 'load']);
+const WITHOUT_TOKEN = new Set<ClientToHead['type']>([
+  'hello',
+  'describe',
+  'run',
+  'runStream',
+  'streamCredit',
+  'streamCancel',
+  'routes',
+  'load',
+]);
 
 /** The refusal for `message` on a connection without the token, or undefined when it may go on. */
 export function tokenlessRefusal(message: ClientToHead): TroupeError | undefined {
   if (WITHOUT_TOKEN.has(message.type)) return undefined;
-  const what = message.type === 'invoke' || message.type === 'stream' ? 'calling a class actor\'s methods' : message.type;
+  const what = message.type === 'invoke' || message.type === 'stream' ? "calling a class actor's methods" : message.type;
   return new TroupeError(
     'TROUPE_ERR_UNAUTHORIZED',
     `${what} needs the cluster token: this client connected without one, which a head on loopback allows for inference, jobs and futures only; connect(url, { token }) or set TROUPE_TOKEN`,

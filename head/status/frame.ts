@@ -147,7 +147,9 @@ export class StatusFrame {
         kind: d.spec.kind ?? 'model',
         replicas: versions ? versions.reduce((sum, v) => sum + (v.runs?.spec.replicas ?? 0), 0) : d.spec.replicas,
         ...(versions
-          ? { versions: versions.map((v) => ({ version: v.version, weight: v.weight, deployment: versionDeploymentName(name, v.version) })) }
+          ? {
+              versions: versions.map((v) => ({ version: v.version, weight: v.weight, deployment: versionDeploymentName(name, v.version) })),
+            }
           : {}),
         state: state.deploymentState(d),
         unhealthy: d.unhealthy,

@@ -10,6 +10,12 @@ const RunningActorSchema = z.object({ actorId: IdSchema, pid: z.number().int().p
 export const AGENT_LEAVING = 'agent leaving';
 
 /**
+ * Close reason of a head that shuts down on purpose: its peers wait for the next head and say so
+ * as news, not as a warning (a normal stop of `npm start` printed WARN lines that read like errors).
+ */
+export const HEAD_SHUTTING_DOWN = 'head shutting down';
+
+/**
  * The largest frame a relayed actor link carries: a frame of its own inside the agent's connection
  * (Channel.sendAlone), under the same cap as every frame, less room for the envelope.
  */

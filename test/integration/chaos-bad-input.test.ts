@@ -189,9 +189,11 @@ describe('chaos: bad input everywhere', { timeout: 180_000 }, () => {
     assert.equal(unauth.status, 401);
   });
 
-  test('the WebSocket endpoints and the frame-stream upgrades refuse a missing token or a wrong actor secret', async () => {
+  test('the WebSocket endpoints and the frame-stream upgrades refuse a missing or wrong token or a wrong actor secret', async () => {
+    // A client without a token is let in on loopback, for runs only (http-auth.test.ts); a wrong one never.
     for (const [path, headers] of [
-      ['/v1/client', {}],
+      ['/v1/client', { authorization: 'Bearer wrong-token-123' }],
+      ['/v1/agent', {}],
       ['/v1/agent', { authorization: 'Bearer wrong-token-123' }],
       ['/v1/actor', { 'x-troupe-actor-id': 'nobody', 'x-troupe-actor-secret': 'not-the-secret' }],
     ] as const) {
@@ -203,8 +205,8 @@ describe('chaos: bad input everywhere', { timeout: 180_000 }, () => {
       headers: { 'x-troupe-actor-id': 'nobody', 'x-troupe-actor-secret': 'not-the-secret' },
     });
     await assert.rejects(stranger.opened, /HTTP 401 unknown actor or wrong actor secret/);
-    const tokenless = new RawStream(`${cluster.url}/v1/client`, ['reply'], { headers: {} });
-    await assert.rejects(tokenless.opened, /HTTP 401 missing or wrong cluster token/);
+    const wrong = new RawStream(`${cluster.url}/v1/client`, ['reply'], { headers: { authorization: 'Bearer wrong-token-123' } });
+    await assert.rejects(wrong.opened, /HTTP 401 missing or wrong cluster token/);
   });
 
   test(`the hardening classes, seeded (seed ${FUZZ_SEED}): spec bombs, element bombs, tiny shares, hostile paths; each refused with its code, nothing kept, nothing exits`, async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcessByStdio } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { waitFor } from '../helpers/cluster.js';
 import { childEnv } from '../helpers/env.js';
-import { groupMembers } from '../helpers/processes.js';
+import { groupMembers, processTree, stillRunning } from '../helpers/processes.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -80,7 +80,13 @@ describe('a quiet, readable CLI', { timeout: 120_000 }, () => {
       });
       assert.doesNotMatch(first, /restored/, 'a fresh data directory brings nothing back');
       const second = await headRun(dir);
-      assert.match(second, new RegExp(`^restored from ${dir}/state\\.json: 2 deployments \\(alpha, beta\\), 0 graphs \\(troupe delete NAME removes one; another --data-dir starts empty\\)$`, 'm'));
+      assert.match(
+        second,
+        new RegExp(
+          `^restored from ${dir}/state\\.json: 2 deployments \\(alpha, beta\\), 0 graphs \\(troupe delete NAME removes one; another --data-dir starts empty\\)$`,
+          'm',
+        ),
+      );
       // Before the line that says it is ready: troupe up echoes it first.
       assert.ok(second.indexOf('restored from') < second.indexOf('troupe head listening'));
     } finally {
@@ -119,6 +125,45 @@ describe('a quiet, readable CLI', { timeout: 120_000 }, () => {
     assert.equal(env.status, 2);
     assert.match(env.stderr, /TROUPE_ERR_BAD_FLAG: TROUPE_LOG_FORMAT: must be pretty or json, not 'loud'/);
   });
+
+  test(
+    'troupe up at a terminal, left at its log level: its own lines only, and Ctrl-C stops it without a warning',
+    { skip: has('script') ? false : "util-linux's script (a terminal to run in) is not installed here" },
+    async () => {
+      const cwd = await mkdtemp(join(tmpdir(), 'troupe-up-quiet-'));
+      const env = childEnv();
+      delete env.TROUPE_LOG_LEVEL;
+      const up = spawn('script', ['-qfec', `'${process.execPath}' '${CLI}' up --port 0`, '/dev/null'], {
+        cwd,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env,
+      });
+      let out = '';
+      up.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      up.stderr.on('data', (c: Buffer) => (out += c.toString()));
+      const exited = new Promise((resolve) => up.once('exit', resolve));
+      let tree: number[] = [];
+      try {
+        await waitFor('troupe up to print where the cluster is', () => /Troupe is up at http:\/\/127\.0\.0\.1:\d+/.test(out), 60_000);
+        // Ctrl-C reaches the terminal's foreground group: up's (script itself sits outside it).
+        tree = await processTree(up.pid!);
+        const cmdlines = await Promise.all(tree.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
+        const upPid = tree[cmdlines.findIndex((c) => c.split('\0').filter(Boolean).slice(-3).join(' ') === 'up --port 0')]!;
+        const stat = await readFile(`/proc/${upPid}/stat`, 'utf8');
+        process.kill(-Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]), 'SIGINT');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))]);
+        await waitFor('every process under up to exit', async () => (await stillRunning(tree)).length === 0, 20_000);
+        const text = out.replace(/\u001b\[[0-9;]*m/g, '').replace(/\r/g, '');
+        assert.match(text, /^sample inference: logits float32\[1,10\]/m);
+        assert.doesNotMatch(text, /^\d\d:\d\d:\d\d\.\d{3} (INFO|WARN|ERROR) /m, `no log line at a normal start and stop:\n${text}`);
+      } finally {
+        for (const pid of await stillRunning(tree)) process.kill(pid, 'SIGKILL');
+        for (const pid of await groupMembers(up.pid!)) process.kill(pid, 'SIGKILL');
+        await rm(cwd, { recursive: true, force: true });
+      }
+    },
+  );
 
   test(
     'troupe up at a terminal: readable log lines among its own, no JSON',

@@ -85,6 +85,15 @@ describe('CLI', { timeout: 120_000 }, () => {
       assert.equal(viaEnv.status, 2, viaEnv.stderr);
       assert.match(viaEnv.stderr, new RegExp(`cannot serve gRPC on 127\\.0\\.0\\.1:${grpc}:`));
       assert.match(viaEnv.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${http}:`));
+      // troupe up shows the head's error, then says where it is, as the bad flag it is (exit 2).
+      const viaUp = spawnSync(process.execPath, [CLI, 'up', '--port', String(http), '--data-dir', join(dir, 'c')], {
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: childEnv(),
+      });
+      assert.equal(viaUp.status, 2, viaUp.stderr);
+      assert.match(viaUp.stderr, new RegExp(`cannot serve gRPC on 127\\.0\\.0\\.1:${grpc}:.*cannot listen on 127\\.0\\.0\\.1:${http}:`));
+      assert.match(viaUp.stderr, /TROUPE_ERR_BAD_FLAG: troupe head exited \(code 2\) before it was ready: its error is above/);
     } finally {
       await taken.close();
       await rm(dir, { recursive: true, force: true });

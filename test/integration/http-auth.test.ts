@@ -93,10 +93,15 @@ describe('HTTP: the cluster token', { timeout: 120_000 }, () => {
       const future = anon.run('mlp', { x: tensor('float32', [1, 64], new Float32Array(64).fill(0.5)) });
       assert.deepEqual((await future).logits?.shape, [1, 10]);
       assert.ok((await anon.describe()).deployments.some((d) => d.name === 'mlp'));
-      const needsToken = /needs the cluster token: this client connected without one, which a head on loopback allows for inference, jobs and futures only; connect\(url, \{ token \}\) or set TROUPE_TOKEN/;
+      const needsToken =
+        /needs the cluster token: this client connected without one, which a head on loopback allows for inference, jobs and futures only; connect\(url, \{ token \}\) or set TROUPE_TOKEN/;
       await rejectsWith(anon.deploy({ name: 'anon', model: 'mlp.onnx', threads: 1 }), 'TROUPE_ERR_UNAUTHORIZED', needsToken);
       await rejectsWith(anon.undeploy('mlp'), 'TROUPE_ERR_UNAUTHORIZED', needsToken);
-      await rejectsWith(anon.actorHandle('mlp').call('run'), 'TROUPE_ERR_UNAUTHORIZED', /calling a class actor's methods needs the cluster token/);
+      await rejectsWith(
+        anon.actorHandle('mlp').call('run'),
+        'TROUPE_ERR_UNAUTHORIZED',
+        /calling a class actor's methods needs the cluster token/,
+      );
       // The connection is still up, and mlp still deployed.
       assert.deepEqual((await anon.run('mlp', { x: tensor('float32', [1, 64], new Float32Array(64)) })).logits?.shape, [1, 10]);
     } finally {

@@ -329,9 +329,19 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
     );
     // (Progress lines before it count the versions' replicas as they come up: 0/2, then 2/2.)
     assert.doesNotMatch(cli.stdout, /no actors yet|cli-split: \d+\/1 READY/);
-    assert.match(cli.stdout, /^ {2}version a: 75% of calls, mlp\.onnx, READY \(cli-split\.a: 1\/1 READY · cli-split\.a#0 READY on n1 \(pid \d+\)\)$/m);
-    assert.match(cli.stdout, /^ {2}version b: 25% of calls, mlp-b\.onnx, READY \(cli-split\.b: 1\/1 READY · cli-split\.b#0 READY on n1 \(pid \d+\)\)$/m);
-    const status = spawnSync(process.execPath, [CLI, 'status', '--head', cluster.url], { encoding: 'utf8', timeout: 60_000, env: childEnv() });
+    assert.match(
+      cli.stdout,
+      /^ {2}version a: 75% of calls, mlp\.onnx, READY \(cli-split\.a: 1\/1 READY · cli-split\.a#0 READY on n1 \(pid \d+\)\)$/m,
+    );
+    assert.match(
+      cli.stdout,
+      /^ {2}version b: 25% of calls, mlp-b\.onnx, READY \(cli-split\.b: 1\/1 READY · cli-split\.b#0 READY on n1 \(pid \d+\)\)$/m,
+    );
+    const status = spawnSync(process.execPath, [CLI, 'status', '--head', cluster.url], {
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: childEnv(),
+    });
     assert.equal(status.status, 0, status.stderr);
     assert.match(
       status.stdout,

@@ -243,7 +243,10 @@ function modelsLine(models: NonNullable<StatusDeployment['models']>): Html {
     .map((m) => `${m.name} ${calls(m) === 0 ? '–' : Math.round((100 * m.hits) / calls(m))}% hits`)
     .join(' · ');
   const detail = models
-    .map((m) => `${m.name}: ${plural(calls(m), 'call')}, ${plural(m.hits, 'hit')}, ${plural(m.misses, 'miss', 'misses')}, ${plural(m.loads, 'load')}, on ${plural(m.replicas, 'replica')}`)
+    .map(
+      (m) =>
+        `${m.name}: ${plural(calls(m), 'call')}, ${plural(m.hits, 'hit')}, ${plural(m.misses, 'miss', 'misses')}, ${plural(m.loads, 'load')}, on ${plural(m.replicas, 'replica')}`,
+    )
     .join('\n');
   return html`<div class="small" data-models title="${detail}">${line}</div>`;
 }
