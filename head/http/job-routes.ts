@@ -1,10 +1,4 @@
-import {
-  classCounts,
-  classifyOutputs,
-  encodeInferResponse,
-  HEADER_LENGTH,
-  InferRequestSchema,
-} from '../../runtime/internal.js';
+import { classCounts, classifyOutputs, encodeInferResponse, HEADER_LENGTH, InferRequestSchema } from '../../runtime/internal.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TroupeError, checkWire, isDynamic, newId, notTensorTarget, validateInputs } from '../../runtime/internal.js';
