@@ -323,7 +323,8 @@ export class ClassInstance {
     return this.#serial(async () => {
       if (this.#restored || this.#ran > 0 || this.#failed > 0) return;
       this.#restored = true;
-      if (typeof this.#instance.restore === 'function') await this.#instance.restore(state);
+      // Bounded like a call: a restore that never settles would hold the instance before its first call.
+      if (typeof this.#instance.restore === 'function') await this.#bounded(this.#instance.restore(state), `${this.className}.restore()`);
       await this.#measure();
     });
   }
@@ -361,7 +362,7 @@ export class ClassInstance {
     if (typeof this.#instance.checkpoint === 'function') {
       let state: unknown;
       try {
-        state = await this.#instance.checkpoint();
+        state = await this.#bounded(this.#instance.checkpoint(), `${this.className}.checkpoint()`);
       } catch (err) {
         throw new TroupeError(
           'TROUPE_ERR_CHECKPOINT_FAILED',

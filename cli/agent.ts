@@ -45,7 +45,11 @@ export const AGENT_FLAGS: readonly FlagDef[] = [
   { name: 'heartbeat-ms', value: 'MS', help: 'heartbeat interval (default 1000)' },
   { name: 'health-interval-ms', value: 'MS', help: 'actor health-check interval (default 1000)' },
   { name: 'health-timeout-ms', value: 'MS', help: 'an idle actor silent this long is killed and restarted (default 10000)' },
-  { name: 'max-inference-ms', value: 'MS', help: 'an inference (or a class method call) running this long counts as hung (default 300000)' },
+  {
+    name: 'max-inference-ms',
+    value: 'MS',
+    help: 'an inference (or a class method call) running this long counts as hung (default 300000)',
+  },
 ];
 
 export const AGENT_HELP = helpOf('troupe agent: run a node agent that starts model actors for a head', [], AGENT_FLAGS);

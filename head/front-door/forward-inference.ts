@@ -66,7 +66,11 @@ export class InferenceForwarder {
       agent: this.#agent,
     });
     out.on('response', (answer) => {
-      res.writeHead(answer.statusCode ?? 502, endToEnd(answer.headers));
+      const headers = endToEnd(answer.headers);
+      // A refusal the worker answered before reading the whole body (a 413) ends the client's
+      // connection too: the body's unread rest must not be parsed as the next request.
+      if (answer.headers.connection === 'close') headers.connection = 'close';
+      res.writeHead(answer.statusCode ?? 502, headers);
       answer.pipe(res);
     });
     out.on('error', (err) => {

@@ -13,11 +13,15 @@ export type JobBodyAnswer = { id: number; body: InferRequest; decoded: DecodedRe
 /**
  * Parses job bodies (OIP inference requests, JSON and binary) on a thread of their own, one at a
  * time in arrival order: the jobs route is always the head's, and 14 bodies of 63 MB parsed on its
- * event loop held /healthz for 3.7 s. The thread starts with the first job and lets the process
- * exit without it.
+ * event loop held /healthz for 3.7 s. The thread starts with the first job, ends when idle, and
+ * lets the process exit without it.
  */
+/** A thread idle this long ends, giving back the heap its last parses grew (hundreds of MB for large bodies). */
+const IDLE_MS = 5000;
+
 export class JobBodyParser {
   #thread: Worker | undefined;
+  #idle: NodeJS.Timeout | undefined;
   #next = 0;
   readonly #waiting = new Map<
     number,
@@ -25,6 +29,7 @@ export class JobBodyParser {
   >();
 
   parse(bytes: Buffer, headerLength: string | string[] | undefined): Promise<{ body: InferRequest; decoded: DecodedRequest }> {
+    clearTimeout(this.#idle);
     const thread = this.#started();
     const id = this.#next++;
     return new Promise((resolve, reject) => {
@@ -33,10 +38,6 @@ export class JobBodyParser {
       const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.byteLength >= 1 << 16;
       thread.postMessage({ id, bytes, headerLength } satisfies JobBodyAsk, own ? [bytes.buffer as ArrayBuffer] : []);
     });
-  }
-
-  close(): Promise<unknown> | undefined {
-    return this.#thread?.terminate();
   }
 
   #started(): Worker {
@@ -49,6 +50,14 @@ export class JobBodyParser {
       this.#waiting.delete(answer.id);
       if ('error' in answer) waiting.reject(fromWireError(answer.error));
       else waiting.resolve(answer);
+      if (this.#waiting.size === 0) {
+        this.#idle = setTimeout(() => {
+          if (this.#thread !== thread || this.#waiting.size > 0) return;
+          this.#thread = undefined;
+          void thread.terminate();
+        }, IDLE_MS);
+        this.#idle.unref();
+      }
     });
     // A thread that died (out of memory on a body) fails what it held; the next body starts another.
     const lost = (why: string) => {

@@ -116,6 +116,22 @@ describe("large inference bodies on the head's own connections", { timeout: 170_
       });
       assert.equal(ok.status, 200, ok.body.toString());
     });
+    // A body past the limit, on a connection of the head's: refused (413) by the worker, and the connection closes.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      assert.equal((await nodeCall(cluster.url, 'GET', '/healthz', { agent, timeoutMs: 30_000 })).status, 200);
+      const tooLarge = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/infer', {
+        agent,
+        body: Buffer.alloc(65 * 2 ** 20, 0x20),
+        headers: { 'content-type': 'application/json' },
+        timeoutMs: 60_000,
+      }).catch((err: Error) => err);
+      // The head may close before the whole body is written; either way no other answer comes.
+      if (!(tooLarge instanceof Error)) assertError(tooLarge, 413, 'TROUPE_ERR_BODY_TOO_LARGE', /larger than/);
+      assert.equal((await call(cluster.url, 'GET', '/healthz')).status, 200);
+    } finally {
+      agent.destroy();
+    }
   });
 
   test(`${CONNECTIONS} 60 MB JSON job bodies are parsed on a thread of their own; /healthz answers throughout`, async () => {
