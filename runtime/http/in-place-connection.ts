@@ -116,10 +116,11 @@ class InPlaceConnection {
    * undefined, `accepted` untouched, when the handle could not be moved (runtime/node-internals.ts).
    */
   static serve(accepted: Socket, head: Buffer, options: InPlaceOptions): Socket | undefined {
-    // Reads begin only after the connection below exists.
+    // Node asks for the first buffer as it makes the socket, before the connection below exists:
+    // the scratch buffer, as #nextBuffer gives with no request begun. Reads come later.
     let connection: InPlaceConnection | undefined;
     const onread = {
-      buffer: () => connection!.#nextBuffer(),
+      buffer: () => (connection ? connection.#nextBuffer() : scratch),
       callback: (n: number, buffer: Uint8Array) => connection!.#read(n, buffer),
     };
     const socket = moveHandle(accepted, { onread, readable: true, writable: true, allowHalfOpen: true });
