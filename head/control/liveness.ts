@@ -33,6 +33,8 @@ export function watchLiveness(
 ): () => void {
   const everyMs = Math.max(50, Math.min(options.suspectAfterMs, options.deadAfterMs) / 4);
   let lastTick = clock.now();
+  /** When the last tick ran: its judging, in a later phase of the turn, measures any stall since. */
+  let tickedAt = lastTick;
   let immediate: NodeJS.Immediate | undefined;
   let timer: ClockTimer;
   const tick = () => {
@@ -45,9 +47,18 @@ export function watchLiveness(
       log.warn({ stalledMs: late }, 'the head was not running; its stall does not count as node silence');
       controller.nodes.headStalled(late);
     }
+    tickedAt = now;
     immediate ??= setImmediate(() => {
       immediate = undefined;
-      judge(state, controller, options, clock.now());
+      const judgedAt = clock.now();
+      // A stall between this tick and its judging (a long callback later in the same turn) is the
+      // head's too; the late tick that would credit it runs only after. Credited here, once.
+      if (judgedAt - tickedAt > everyMs) {
+        log.warn({ stalledMs: judgedAt - tickedAt }, 'the head was not running; its stall does not count as node silence');
+        controller.nodes.headStalled(judgedAt - tickedAt);
+        lastTick = judgedAt;
+      }
+      judge(state, controller, options, judgedAt);
     });
   };
   timer = clock.setTimeout(tick, everyMs);

@@ -116,8 +116,8 @@ class InPlaceConnection {
    * undefined, `accepted` untouched, when the handle could not be moved (runtime/node-internals.ts).
    */
   static serve(accepted: Socket, head: Buffer, options: InPlaceOptions): Socket | undefined {
-    // Reads begin only after the connection below exists, but the socket asks for its first
-    // buffer as it is built: no request has begun then, so it reads into the scratch buffer.
+    // Node asks for the first buffer as it makes the socket, before the connection below exists:
+    // the scratch buffer, as #nextBuffer gives with no request begun. Reads come later.
     let connection: InPlaceConnection | undefined;
     const onread = {
       buffer: () => (connection ? connection.#nextBuffer() : scratch),

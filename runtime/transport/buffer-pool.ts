@@ -27,6 +27,12 @@ interface SizeClass {
 
 export class BufferPool {
   readonly #free = new Map<number, SizeClass>();
+  /**
+   * The ArrayBuffers this pool allocated: only those are ever kept. Checking size alone took Node's
+   * own slab on Node 24, whose Buffer.poolSize (64 KiB) is one of these classes: a small buffer given
+   * back put the slab in the pool, to be handed out while Node still carved other buffers from it.
+   */
+  readonly #ours = new WeakSet<ArrayBuffer>();
   readonly #maxRetainedBytes: number;
   readonly #idleMs: number;
   #retainedBytes = 0;
@@ -62,7 +68,9 @@ export class BufferPool {
       return Buffer.from(reused, 0, bytes);
     }
     // Its own ArrayBuffer of the class's size, left unzeroed: every byte is written before use.
-    return Buffer.allocUnsafeSlow(size).subarray(0, bytes);
+    const fresh = Buffer.allocUnsafeSlow(size);
+    this.#ours.add(fresh.buffer as ArrayBuffer);
+    return fresh.subarray(0, bytes);
   }
 
   /**
@@ -72,7 +80,8 @@ export class BufferPool {
   give(buffer: Uint8Array): void {
     const ab = buffer.buffer;
     const size = ab.byteLength;
-    if (!(ab instanceof ArrayBuffer) || size < MIN_POOLED_BYTES || size !== classOf(size) || size > MAX_POOLED_BYTES) return;
+    if (!(ab instanceof ArrayBuffer) || !this.#ours.has(ab) || size < MIN_POOLED_BYTES || size !== classOf(size) || size > MAX_POOLED_BYTES)
+      return;
     if (this.#retainedBytes + size > this.#maxRetainedBytes) return;
     let free = this.#free.get(size);
     // A class starts out as taken from: the buffer given back was just taken to be used.

@@ -73,6 +73,18 @@ test('a pooled frame released is the buffer of a later frame; one still held is 
   assert.equal(pool.retainedBytes, 0);
 });
 
+test("the pool keeps only buffers it allocated: never Node's slab (64 KiB on Node 24, one of the pool's sizes)", () => {
+  const pool = new BufferPool();
+  // A small buffer: a slice of Node's slab, whatever its size on this line.
+  pool.give(pool.take(100));
+  // A slice of a 64 KiB ArrayBuffer from elsewhere, as Node 24's slab is, and a whole 1 MiB one.
+  pool.give(Buffer.allocUnsafeSlow(64 * 1024).subarray(0, 100));
+  pool.give(Buffer.allocUnsafeSlow(1 << 20));
+  assert.equal(pool.retainedBytes, 0, 'buffers the pool did not make are not kept');
+  pool.give(pool.take(1 << 20));
+  assert.equal(pool.retainedBytes, 1 << 20, 'a buffer the pool made is');
+});
+
 test('the pool keeps at most its limit, and only whole buffers of its own size classes', () => {
   const pool = new BufferPool(2 << 20);
   const taken = [pool.take(1 << 20), pool.take(1 << 20), pool.take(1 << 20)];

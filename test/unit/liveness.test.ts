@@ -104,6 +104,31 @@ test('a heartbeat resets the silence; a SUSPECT node that heartbeats is ALIVE ag
   }
 });
 
+test('a stall right after a tick, before its judging, is credited too (a long callback in the same turn)', async () => {
+  const clock = new ManualClock();
+  const { controller, log, state, node, lost } = cluster(clock);
+  const stop = watchLiveness(state, controller, log, OPTIONS, clock);
+  try {
+    // The tick runs and asks for its judging; a heartbeat is read; then the head blocks for 600 ms
+    // before the judging runs (the late tick that would credit it comes only after).
+    clock.advance(50);
+    controller.nodes.nodeHeartbeat(node, { type: 'heartbeat' });
+    clock.stall(600);
+    await turn();
+    assert.deepEqual(lost(), [], 'no node is lost for time the head did not observe');
+    assert.equal(node.state, 'ALIVE');
+    clock.advance(0);
+    await turn();
+    assert.equal(node.state, 'ALIVE', 'nor is the stall credited twice into a future lastSeen');
+    clock.advance(500);
+    await turn();
+    assert.equal(node.state, 'DEAD', 'silence after the stall counts again');
+  } finally {
+    stop();
+    controller.close();
+  }
+});
+
 test('a stall of the head (its clock jumps, its timer late) is credited to every node', async () => {
   const clock = new ManualClock();
   const { controller, log, state, node, lost } = cluster(clock);
