@@ -141,7 +141,14 @@ export class Deployments {
     const replaced = this.#replacing([spec, ...versions], request.replace);
     const dropped = this.#versionsOf(spec.name).filter((name) => !versions.some((v) => v.name === name));
     // The split changes with the first deploy; versions left out stop once their queued calls are served.
-    const deployed = Promise.all([spec, ...versions].map((s) => this.#controller.deploy(s)));
+    // A deployment that serves on replicas of its own and becomes split keeps them serving until
+    // its versions are READY: its spec changes (and its replicas retire) only then, so no call
+    // finds neither its replicas nor a version that can serve.
+    const current = this.#state.deployments.get(spec.name);
+    const splitsNow = spec.versions !== undefined && current !== undefined && !current.spec.versions && current.actors.length > 0;
+    const deployed = splitsNow
+      ? Promise.all(versions.map((s) => this.#controller.deploy(s))).then(() => this.#controller.deploy(spec))
+      : Promise.all([spec, ...versions].map((s) => this.#controller.deploy(s)));
     for (const name of dropped) void this.#retireVersion(name);
     const ready = boundDeploy(
       deployed.then(async () => {

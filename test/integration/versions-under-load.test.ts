@@ -134,4 +134,26 @@ describe('a rollout changed under load', { timeout: 300_000 }, () => {
       [['v1', 100]],
     );
   });
+
+  test('a plain deployment split into versions under load, and back: its replicas serve until the versions can, no call fails', async () => {
+    const put = (body: unknown) => request('PUT', '/api/v1/deployments/c', body);
+    assert.ok((await put({ cpus: 0.25, threads: 1, model: 'mlp-2.onnx' })).status < 300);
+    const load = keepCalling();
+    try {
+      await load.more(100);
+      const splitUp = await put(split({ v1: 50, v2: 50 }));
+      assert.equal(splitUp.status, 200, JSON.stringify(splitUp.body));
+      await load.more(100);
+      const plainAgain = await put({ cpus: 0.25, threads: 1, model: 'mlp-2.onnx' });
+      assert.equal(plainAgain.status, 200, JSON.stringify(plainAgain.body));
+      await load.more(100);
+    } finally {
+      await load.stop();
+    }
+    assert.deepEqual(load.failures, [], 'no call fails while the deployment changes shape');
+    const allowed = new Set(['1=mlp-2.onnx', 'v1=mlp-0.onnx', 'v2=mlp-1.onnx']);
+    for (const p of load.seen) assert.ok(allowed.has(`${p.version === undefined ? '1' : p.version}=${p.model}`), JSON.stringify(p));
+    // Back to one model: its own replicas serve, and the versions' deployments are gone.
+    await waitFor('c.v1 and c.v2 to stop', async () => !(await client.describe()).deployments.some((d) => d.versionOf === 'c'), 60_000);
+  });
 });
