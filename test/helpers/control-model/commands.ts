@@ -77,7 +77,9 @@ class DeployPlain extends Step {
     super();
   }
   override underLoad(m: Readonly<ModelState>): string | undefined {
-    return loadable(m, this.name);
+    const d = m.deployments.get(this.name);
+    // Another model on the same replicas replaces them without a surge yet (issue 47): not under load.
+    return d?.kind === 'plain' && d.file !== this.file ? undefined : loadable(m, this.name);
   }
   async act(m: ModelState, r: RealSystem): Promise<void> {
     const d: DeploymentRef = { kind: 'plain', file: this.file };
@@ -97,7 +99,11 @@ class DeploySplit extends Step {
     super();
   }
   override underLoad(m: Readonly<ModelState>): string | undefined {
-    return loadable(m, this.name);
+    const d = m.deployments.get(this.name);
+    // A version that keeps its name but changes its model replaces its replicas without a surge
+    // yet (issue 47); a version's share moves to the others only while they can serve.
+    const swapped = d?.kind === 'split' && this.versions.some((v) => d.versions.some((o) => o.version === v.version && o.file !== v.file));
+    return swapped ? undefined : loadable(m, this.name);
   }
   async act(m: ModelState, r: RealSystem): Promise<void> {
     const d: DeploymentRef = { kind: 'split', versions: this.versions };
