@@ -59,7 +59,7 @@ abstract class Step implements Command {
 
 /** What may answer `name` now, as 'version=file' pairs (none if it is not deployed). */
 function answerPairs(m: Readonly<ModelState>, name: string): string[] {
-  if (!m.deployments.has(name)) return [];
+  if (!m.deployments.has(name.split(':')[0]!)) return [];
   return [...allowedAnswers(m as ModelState, name)].map(([v, f]) => `${v}=${f}`);
 }
 
@@ -244,6 +244,12 @@ class AddMember extends Step {
   override check(m: Readonly<ModelState>): boolean {
     const d = m.deployments.get('mx');
     return !d || (d.kind === 'mux' && !(this.member in d.members));
+  }
+  /** A member already in the set keeps answering while another is added. */
+  override underLoad(m: Readonly<ModelState>): string | undefined {
+    const d = m.deployments.get('mx');
+    const first = d?.kind === 'mux' ? Object.keys(d.members)[0] : undefined;
+    return first === undefined ? undefined : `mx:${first}`;
   }
   async act(m: ModelState, r: RealSystem): Promise<void> {
     await r.addMember(this.member, this.file);
