@@ -44,8 +44,8 @@ describe('a rollout changed under load', { timeout: 300_000 }, () => {
     await cluster?.stop();
   });
 
-  /** Four SDK callers and two HTTP callers, each calling `c` in a loop until stopped; every answer and failure kept. */
-  const keepCalling = () => {
+  /** Four SDK callers and two HTTP callers, each calling `name` in a loop until stopped; every answer and failure kept. */
+  const keepCalling = (name = 'c') => {
     let flowing = true;
     const seen: Probe[] = [];
     const failures: string[] = [];
@@ -59,8 +59,8 @@ describe('a rollout changed under load', { timeout: 300_000 }, () => {
       }
     };
     const loops = [
-      ...Array.from({ length: 4 }, () => loop(() => probeSdk(client, answers, 'c'))),
-      ...Array.from({ length: 2 }, () => loop(() => probeHttp(cluster.url, answers, 'c'))),
+      ...Array.from({ length: 4 }, () => loop(() => probeSdk(client, answers, name))),
+      ...Array.from({ length: 2 }, () => loop(() => probeHttp(cluster.url, answers, name))),
     ];
     return {
       seen,
@@ -155,5 +155,24 @@ describe('a rollout changed under load', { timeout: 300_000 }, () => {
     for (const p of load.seen) assert.ok(allowed.has(`${p.version === undefined ? '1' : p.version}=${p.model}`), JSON.stringify(p));
     // Back to one model: its own replicas serve, and the versions' deployments are gone.
     await waitFor('c.v1 and c.v2 to stop', async () => !(await client.describe()).deployments.some((d) => d.versionOf === 'c'), 60_000);
+  });
+
+  test('every version replaced at once under load: the dropped one serves until the new one can (found by the model-based test)', async () => {
+    const put = (body: unknown) => request('PUT', '/api/v1/deployments/r', body);
+    assert.ok((await put(split({ v1: 0, v2: 100 }))).status < 300);
+    assert.equal((await request('POST', '/api/v1/deployments/r/promote', { version: 'v2' })).status, 200);
+    await waitFor('r.v1 to stop', async () => !(await client.describe()).deployments.some((d) => d.name === 'r.v1'), 60_000);
+    const load = keepCalling('r');
+    try {
+      await load.more(50);
+      const replaced = await put(split({ v1: 100 }));
+      assert.equal(replaced.status, 200, JSON.stringify(replaced.body));
+      await load.more(100);
+    } finally {
+      await load.stop();
+    }
+    assert.deepEqual(load.failures, [], 'no call fails while v2 gives way to v1');
+    for (const p of load.seen) assert.equal(modelOf[p.version ?? ''], p.model, JSON.stringify(p));
+    await waitFor('r.v2 to stop once v1 serves', async () => !(await client.describe()).deployments.some((d) => d.name === 'r.v2'), 60_000);
   });
 });
