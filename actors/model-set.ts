@@ -49,7 +49,8 @@ export function listModels(dir: string): Map<string, { path: string; bytes: numb
  */
 export class ModelSet {
   readonly #deployment: string;
-  readonly #files: Map<string, { path: string; bytes: number }>;
+  readonly #dir: string;
+  #files: Map<string, { path: string; bytes: number }>;
   readonly #spec: MultiplexSpec;
   readonly #load: LoadOptions;
   readonly #batching: (metadata: ModelMetadata) => BatcherOptions;
@@ -68,6 +69,7 @@ export class ModelSet {
     batching: (metadata: ModelMetadata) => BatcherOptions,
   ) {
     this.#deployment = deployment;
+    this.#dir = dir;
     this.#files = listModels(dir);
     this.#spec = spec;
     this.#load = load;
@@ -139,6 +141,9 @@ export class ModelSet {
   }
 
   #countsOf(name: string): Counts {
+    // A model added to the directory since the replica listed it is a member too: looked for
+    // again before the call is refused (a miss is rare, and listing a directory is cheap).
+    if (!this.#files.has(name)) this.#files = listModels(this.#dir);
     const file = this.#files.get(name);
     if (!file) {
       // The other names are not listed: inference may need no token (a loopback head), and a

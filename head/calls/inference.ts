@@ -1,7 +1,7 @@
 import { TroupeError, checkWire, isDynamic, notTensorTarget, validateInputs } from '../../runtime/internal.js';
 import type { CallResult, InferenceAnswer, InferenceRequest } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
-import { pickVersion, versionName } from '../control/versions.js';
+import { pickVersion, versionDeploymentName, versionName } from '../control/versions.js';
 import type { DeploymentRecord } from '../state/records.js';
 import { startsOnDemand } from './cold-start.js';
 
@@ -86,12 +86,26 @@ export function versionServes(state: ClusterState, deployment: string): boolean 
   return startsOnDemand(d.spec) || (d.metadata !== null && d.actors.some((a) => a.state === 'READY'));
 }
 
+/**
+ * When no version the spec lists can serve yet (a PUT replaced every version, or the only one's
+ * model changed), a version the spec dropped that still serves takes the call: it keeps running
+ * until one listed can serve (head/control/deployments.ts), so the change loses no call.
+ */
+function leftOver(state: ClusterState, d: DeploymentRecord, picked: string): string | undefined {
+  if (versionServes(state, picked)) return undefined;
+  const listed = new Set(d.spec.versions!.map((v) => versionDeploymentName(d.spec.name, v.version)));
+  for (const other of state.deployments.values())
+    if (other.spec.versionOf === d.spec.name && !listed.has(other.spec.name) && versionServes(state, other.spec.name))
+      return other.spec.name;
+  return undefined;
+}
+
 /** A call to a deployment split between versions: run by the version the split picks, counted by both. */
 async function runVersion(state: ClusterState, d: DeploymentRecord, request: InferenceRequest): Promise<InferenceResult> {
   const started = performance.now();
   try {
     const picked = pickVersion(d.spec, (name) => versionServes(state, name));
-    const result = await runInferenceTimed(state, { ...request, deployment: picked.deployment });
+    const result = await runInferenceTimed(state, { ...request, deployment: leftOver(state, d, picked.deployment) ?? picked.deployment });
     d.stats.record(performance.now() - started);
     return result;
   } catch (err) {

@@ -23,7 +23,7 @@ import { placeDeployment } from './place-deployment.js';
 import { MemoryReservations } from './memory-estimate.js';
 import { noteFreshInstance, recordCrash } from './restart-policy.js';
 import { retireActor } from './retire.js';
-import { ownReplicas, restoredSpecs } from './versions.js';
+import { ownReplicas, restoredSpecs, versionDeploymentName } from './versions.js';
 import { NodeMembership } from './node-membership.js';
 import { SchedulingTurns } from './scheduling-turns.js';
 import type { ClusterState } from '../state/cluster-state.js';
@@ -146,10 +146,11 @@ export class Controller {
   /** Makes `spec` what deployment `spec.name` wants: actors added, replaced or retired to match. */
   #apply(spec: ModelDeployment, existing: DeploymentRecord | undefined): DeploymentRecord {
     // A split deployment runs no replica of its own: its `model` (its first version's) changing on
-    // a promotion or rollback retires nothing, and the signature its callers are checked against
-    // stays until a version's replica says another (clearing it failed the calls of the promotion).
-    const split = existing?.spec.versions !== undefined && spec.versions !== undefined;
-    if (existing && !split && needsNewActors(existing.spec, spec)) {
+    // a promotion or rollback, or its becoming one model again, retires nothing, and the signature
+    // its callers are checked against stays until a replica says another (clearing it failed the
+    // calls of a promotion, and those made while the one model's replicas started).
+    const wasSplit = existing?.spec.versions !== undefined;
+    if (existing && !wasSplit && !spec.versions && needsNewActors(existing.spec, spec)) {
       // A different model or resource shape needs new actors. The READY ones serve on until the
       // new ones are READY (#checkReady retires them then), so an update drops no call, and a
       // refused one leaves them serving as they were (#deployFailed); the rest go now.
@@ -163,6 +164,15 @@ export class Controller {
     }
     const d: DeploymentRecord = existing ?? newDeployment(spec, this.#memory.reserve(spec));
     d.spec = spec;
+    // A split takes the signature of a version that already serves (one model's replicas becoming
+    // versions: those are READY first, deployments.ts); its own replicas retire below.
+    const serving = spec.versions
+      ?.map((v) => this.#state.deployments.get(versionDeploymentName(spec.name, v.version)))
+      .find((v) => v?.metadata);
+    if (serving) {
+      d.metadata = serving.metadata;
+      d.labelLines = serving.labelLines ?? d.labelLines;
+    }
     d.memoryReserved = this.#memory.reserve(spec);
     d.unhealthy = null;
     this.#state.deployments.set(spec.name, d);

@@ -1,8 +1,10 @@
 import { MAX_QUEUE_WAIT_MS, ModelDeploymentSchema, TroupeError, formatIssues, looksLikeGraphDocument } from '../../runtime/internal.js';
 import type { DeploymentView, GraphDeploymentView, Logger, ModelDeployment } from '../../runtime/internal.js';
+import type { DeploymentRecord } from '../state/records.js';
 import type { Controller } from './controller.js';
 import { boundDeploy } from './deploy-bound.js';
-import { versionSpecs } from './versions.js';
+import { versionDeploymentName, versionSpecs } from './versions.js';
+import { versionServes } from '../calls/inference.js';
 import type { DurableStore } from '../state/durable.js';
 import type { RunGateway } from '../graph/run-gateway.js';
 import type { ClusterState } from '../state/cluster-state.js';
@@ -141,7 +143,14 @@ export class Deployments {
     const replaced = this.#replacing([spec, ...versions], request.replace);
     const dropped = this.#versionsOf(spec.name).filter((name) => !versions.some((v) => v.name === name));
     // The split changes with the first deploy; versions left out stop once their queued calls are served.
-    const deployed = Promise.all([spec, ...versions].map((s) => this.#controller.deploy(s)));
+    // A deployment that serves on replicas of its own and becomes split keeps them serving until
+    // its versions are READY: its spec changes (and its replicas retire) only then, so no call
+    // finds neither its replicas nor a version that can serve.
+    const current = this.#state.deployments.get(spec.name);
+    const splitsNow = spec.versions !== undefined && current !== undefined && !current.spec.versions && current.actors.length > 0;
+    const deployed = splitsNow
+      ? Promise.all(versions.map((s) => this.#controller.deploy(s))).then(() => this.#controller.deploy(spec))
+      : Promise.all([spec, ...versions].map((s) => this.#controller.deploy(s)));
     for (const name of dropped) void this.#retireVersion(name);
     const ready = boundDeploy(
       deployed.then(async () => {
@@ -214,16 +223,28 @@ export class Deployments {
     return [...this.#state.deployments.values()].filter((d) => d.spec.versionOf === name).map((d) => d.spec.name);
   }
 
-  /** Stops a version's deployment once the calls already sent to it are served (bounded), so none is lost. */
+  /**
+   * Stops a version's deployment once the calls already sent to it are served and a version the
+   * spec lists can take the calls it took (bounded), so none is lost meanwhile.
+   */
   async #retireVersion(name: string): Promise<void> {
     const deadline = Date.now() + MAX_QUEUE_WAIT_MS;
     for (;;) {
       const d = this.#state.deployments.get(name);
       if (!d) return;
-      if ((d.dispatcher.queued === 0 && d.coldStart.waiting === 0) || Date.now() > deadline) break;
+      const idle = d.dispatcher.queued === 0 && d.coldStart.waiting === 0;
+      if ((idle && this.#replaced(d)) || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, RETIRE_POLL_MS));
     }
     await this.#controller.undeploy(name).catch(() => {});
+  }
+
+  /** Whether what dropped version `d` served is served without it: a listed version can, or the deployment is one model again, or gone. */
+  #replaced(d: DeploymentRecord): boolean {
+    const whole = this.#state.deployments.get(d.spec.versionOf ?? '');
+    const versions = whole?.spec.versions;
+    if (!versions) return true;
+    return versions.some((v) => v.weight > 0 && versionServes(this.#state, versionDeploymentName(whole!.spec.name, v.version)));
   }
 
   #deployGraph(request: DeployRequest): DeployStarted {

@@ -174,7 +174,24 @@ export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Ext
 /** Why an actor's process ended, as people read it: who killed it or its exit, and its last stderr lines. */
 export function describeExit(exit: ActorExitReport): string {
   const how = exit.killedBecause ?? `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`;
-  return `${how}${exit.stderrTail ? `: ${lastLines(exit.stderrTail, 5)}` : ''}`;
+  if (!exit.stderrTail) return how;
+  // The error it died of, not the frames of its stack that follow it (the last lines of an
+  // uncaught exception are `at …` lines); the last lines when nothing reads as an error.
+  const error = lastErrorLine(exit.stderrTail);
+  return `${how}: ${error ?? lastLines(exit.stderrTail, 5)}`;
+}
+
+/** A line that states an error: `Error: …`, `TypeError …`, `TROUPE_ERR_…`, or a Troupe process's own `troupe <who>: …`. */
+const ERROR_LINE = /^(?:Uncaught )?(?:[A-Z]\w*)?(?:Error|Exception)\b|^TROUPE_ERR_[A-Z_]+\b|^troupe [\w-]+: /;
+
+/** The last line of `text` that states an error (bounded), or undefined. */
+function lastErrorLine(text: string): string | undefined {
+  const lines = text.trimEnd().split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i]!.trim();
+    if (ERROR_LINE.test(line)) return line.slice(0, 2000);
+  }
+  return undefined;
 }
 
 /**

@@ -49,8 +49,10 @@ export interface Probe {
   version: string | undefined;
 }
 
+/** `name` may be a multiplexed set's `set:member`. */
 export async function probeSdk(client: Cluster, answers: ModelAnswers, name: string): Promise<Probe> {
-  const future = client.run(name, probeInput(), { timeoutMs: 30_000 });
+  const [deployment, member] = name.split(':') as [string, string | undefined];
+  const future = client.run(deployment, probeInput(), { timeoutMs: 30_000, ...(member !== undefined ? { model: member } : {}) });
   const out = await future;
   return { model: whichModel(answers, out.logits!.data as Float32Array), version: await future.version() };
 }

@@ -172,6 +172,14 @@ describe('multiplexed deployments: many models per replica', { timeout: 180_000 
     );
   });
 
+  test('a model added to the directory while the deployment runs is a member at its first call (found by the model-based test)', async () => {
+    const path = join(cluster.modelDir, 'tenants', 'late.onnx');
+    await writeFile(path, buildMlp({ seed: 99, hidden: [32] }).bytes);
+    wanted.set('late', (await runInProcess(path, input())).logits!.data as Float32Array);
+    for (let i = 0; i < 4; i++)
+      assertAnswer('late', (await client.run('tenants', input(), { model: 'late' })).logits!.data as Float32Array);
+  });
+
   test('gRPC names a model of the set as {deployment}:{model} too', async () => {
     const grpc = grpcClient(cluster.grpcAddress);
     try {

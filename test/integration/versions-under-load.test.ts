@@ -44,8 +44,8 @@ describe('a rollout changed under load', { timeout: 300_000 }, () => {
     await cluster?.stop();
   });
 
-  /** Four SDK callers and two HTTP callers, each calling `c` in a loop until stopped; every answer and failure kept. */
-  const keepCalling = () => {
+  /** Four SDK callers and two HTTP callers, each calling `name` in a loop until stopped; every answer and failure kept. */
+  const keepCalling = (name = 'c') => {
     let flowing = true;
     const seen: Probe[] = [];
     const failures: string[] = [];
@@ -59,8 +59,8 @@ describe('a rollout changed under load', { timeout: 300_000 }, () => {
       }
     };
     const loops = [
-      ...Array.from({ length: 4 }, () => loop(() => probeSdk(client, answers, 'c'))),
-      ...Array.from({ length: 2 }, () => loop(() => probeHttp(cluster.url, answers, 'c'))),
+      ...Array.from({ length: 4 }, () => loop(() => probeSdk(client, answers, name))),
+      ...Array.from({ length: 2 }, () => loop(() => probeHttp(cluster.url, answers, name))),
     ];
     return {
       seen,
@@ -133,5 +133,46 @@ describe('a rollout changed under load', { timeout: 300_000 }, () => {
       view.versions?.map((v) => [v.version, v.weight]),
       [['v1', 100]],
     );
+  });
+
+  test('a plain deployment split into versions under load, and back: its replicas serve until the versions can, no call fails', async () => {
+    const put = (body: unknown) => request('PUT', '/api/v1/deployments/c', body);
+    assert.ok((await put({ cpus: 0.25, threads: 1, model: 'mlp-2.onnx' })).status < 300);
+    const load = keepCalling();
+    try {
+      await load.more(100);
+      const splitUp = await put(split({ v1: 50, v2: 50 }));
+      assert.equal(splitUp.status, 200, JSON.stringify(splitUp.body));
+      await load.more(100);
+      const plainAgain = await put({ cpus: 0.25, threads: 1, model: 'mlp-2.onnx' });
+      assert.equal(plainAgain.status, 200, JSON.stringify(plainAgain.body));
+      await load.more(100);
+    } finally {
+      await load.stop();
+    }
+    assert.deepEqual(load.failures, [], 'no call fails while the deployment changes shape');
+    const allowed = new Set(['1=mlp-2.onnx', 'v1=mlp-0.onnx', 'v2=mlp-1.onnx']);
+    for (const p of load.seen) assert.ok(allowed.has(`${p.version === undefined ? '1' : p.version}=${p.model}`), JSON.stringify(p));
+    // Back to one model: its own replicas serve, and the versions' deployments are gone.
+    await waitFor('c.v1 and c.v2 to stop', async () => !(await client.describe()).deployments.some((d) => d.versionOf === 'c'), 60_000);
+  });
+
+  test('every version replaced at once under load: the dropped one serves until the new one can (found by the model-based test)', async () => {
+    const put = (body: unknown) => request('PUT', '/api/v1/deployments/r', body);
+    assert.ok((await put(split({ v1: 0, v2: 100 }))).status < 300);
+    assert.equal((await request('POST', '/api/v1/deployments/r/promote', { version: 'v2' })).status, 200);
+    await waitFor('r.v1 to stop', async () => !(await client.describe()).deployments.some((d) => d.name === 'r.v1'), 60_000);
+    const load = keepCalling('r');
+    try {
+      await load.more(50);
+      const replaced = await put(split({ v1: 100 }));
+      assert.equal(replaced.status, 200, JSON.stringify(replaced.body));
+      await load.more(100);
+    } finally {
+      await load.stop();
+    }
+    assert.deepEqual(load.failures, [], 'no call fails while v2 gives way to v1');
+    for (const p of load.seen) assert.equal(modelOf[p.version ?? ''], p.model, JSON.stringify(p));
+    await waitFor('r.v2 to stop once v1 serves', async () => !(await client.describe()).deployments.some((d) => d.name === 'r.v2'), 60_000);
   });
 });

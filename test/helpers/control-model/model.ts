@@ -32,12 +32,15 @@ export function emptyModel(): ModelState {
 }
 
 /**
- * What may answer a call to `name` (a deployment, or the graph): version -> file for a split
+ * What may answer a call to `name` (a deployment, a multiplexed set's `set:member`, or the graph): version -> file for a split
  * (the answer must name its version, and only versions with weight take calls), else the one file
  * under the version "1" ('' for the SDK, which names none).
  */
 export function allowedAnswers(m: ModelState, name: string): Map<string, string> {
   if (name === 'g' && m.graph) return allowedAnswers(m, m.graph.over);
+  const [deployment, member] = name.split(':') as [string, string | undefined];
+  const set = m.deployments.get(deployment);
+  if (member !== undefined && set?.kind === 'mux' && set.members[member] !== undefined) return new Map([['1', set.members[member]]]);
   const d = m.deployments.get(name);
   if (!d) throw new Error(`the model has no deployment '${name}'`);
   if (d.kind === 'split') return new Map(d.versions.filter((v) => v.weight > 0).map((v) => [v.version, v.file]));

@@ -67,6 +67,36 @@ export class RealSystem {
     return answer.body;
   }
 
+  /** Two SDK callers and one HTTP caller calling `name` until stopped; every answer and failure kept. */
+  load(name: string): { seen: Probe[]; failures: string[]; sent: () => number; stop: () => Promise<void> } {
+    let flowing = true;
+    const seen: Probe[] = [];
+    const failures: string[] = [];
+    const loop = async (probe: () => Promise<Probe>) => {
+      while (flowing) {
+        try {
+          seen.push(await probe());
+        } catch (err) {
+          failures.push((err as Error).message);
+        }
+      }
+    };
+    const loops = [
+      loop(() => probeSdk(this.client, this.answers, name)),
+      loop(() => probeSdk(this.client, this.answers, name)),
+      loop(() => probeHttp(this.cluster.url, this.answers, name)),
+    ];
+    return {
+      seen,
+      failures,
+      sent: () => seen.length + failures.length,
+      stop: async () => {
+        flowing = false;
+        await Promise.all(loops);
+      },
+    };
+  }
+
   /** Adds member `member` (a copy of `file`) to the multiplexed set's directory. */
   async addMember(member: string, file: string): Promise<void> {
     await copyFile(join(this.cluster.modelDir, file), join(this.cluster.modelDir, 'set', `${member}.onnx`));
