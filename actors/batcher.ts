@@ -93,7 +93,7 @@ export class Batcher {
   readonly #queue: Job[] = [];
   readonly stats: BatcherStats = { calls: 0, batches: 0, rows: 0, expired: 0, failed: 0, computeMs: 0, queueMs: 0 };
   /** Triton-style per-call and per-batch-size totals (reported with the stats). */
-  readonly totals = new CallTotalsRecorder();
+  readonly totals: CallTotalsRecorder;
   #running = false;
   /** Calls in the runs now going on. */
   #inRun = 0;
@@ -102,9 +102,11 @@ export class Batcher {
   #arrived: (() => void) | undefined;
   #idleWaiters: (() => void)[] = [];
 
-  constructor(run: RunModel, options: BatcherOptions) {
+  /** `totals` may be shared: a multiplexed replica's models all add to the replica's one record. */
+  constructor(run: RunModel, options: BatcherOptions, totals = new CallTotalsRecorder()) {
     this.#run = run;
     this.#options = options;
+    this.totals = totals;
   }
 
   get queued(): number {

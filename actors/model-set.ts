@@ -1,9 +1,12 @@
 import { readdirSync, statSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TroupeError } from '../runtime/internal.js';
+import { withShownPath } from '../runtime/model-path.js';
 import type { CallTiming, ModelMetadata, MultiplexSpec, Tensor } from '../runtime/internal.js';
 import { Batcher } from './batcher.js';
 import type { BatcherOptions, BatcherStats } from './batcher.js';
+import { CallTotalsRecorder } from './call-totals.js';
 import { OnnxModel } from './onnx-model.js';
 import type { LoadOptions } from './onnx-model.js';
 
@@ -29,7 +32,24 @@ interface Counts {
   loads: number;
   hits: number;
   misses: number;
+  /** Times it was taken out of memory to make room for another. */
+  evictions: number;
+  /** Loads that failed (a file onnxruntime cannot read); each is remembered until its back-off passes or its file changes. */
+  failedLoads: number;
 }
+
+/** A load that failed: answered at once until `retryAt`, or until the file's size or mtime differ. */
+interface Failure {
+  size: number;
+  mtimeMs: number;
+  error: TroupeError;
+  retryAt: number;
+  /** Failed loads in a row of this file: the back-off doubles with each. */
+  streak: number;
+}
+
+/** The back-off after a failed load: 10 s, doubling up to 10 minutes (ModelMesh retries failed loads likewise). */
+export const LOAD_RETRY_MS = { first: 10_000, max: 600_000 };
 
 /** The `*.onnx` files of `dir`, by name without `.onnx`, with their sizes. */
 export function listModels(dir: string): Map<string, { path: string; bytes: number }> {
@@ -54,10 +74,14 @@ export class ModelSet {
   readonly #spec: MultiplexSpec;
   readonly #load: LoadOptions;
   readonly #batching: (metadata: ModelMetadata) => BatcherOptions;
+  readonly #retry: { first: number; max: number };
   /** Loaded models, least recently used first (a Map keeps insertion order; a use re-inserts). */
   readonly #loaded = new Map<string, Loaded>();
   readonly #loading = new Map<string, Loading>();
   readonly #counts = new Map<string, Counts>();
+  readonly #failed = new Map<string, Failure>();
+  /** Every call's Triton totals, over all the models (Triton's statistics of the deployment). */
+  readonly totals = new CallTotalsRecorder();
   #lastLoad: Promise<unknown> = Promise.resolve();
   readonly #evicted: BatcherStats = { calls: 0, batches: 0, rows: 0, expired: 0, failed: 0, computeMs: 0, queueMs: 0 };
 
@@ -67,7 +91,9 @@ export class ModelSet {
     spec: MultiplexSpec,
     load: LoadOptions,
     batching: (metadata: ModelMetadata) => BatcherOptions,
+    retry = LOAD_RETRY_MS,
   ) {
+    this.#retry = retry;
     this.#deployment = deployment;
     this.#dir = dir;
     this.#files = listModels(dir);
@@ -93,9 +119,14 @@ export class ModelSet {
     return n;
   }
 
-  /** Each model's loads, hits and misses so far, and whether it is loaded now. */
+  /** Each model's loads, hits, misses, evictions and failed loads so far, and whether it is loaded now. */
   report(): Record<string, Counts & { loaded: boolean }> {
     return Object.fromEntries([...this.#counts].map(([name, c]) => [name, { ...c, loaded: this.#loaded.has(name) }]));
+  }
+
+  /** Resolves once the loads queued so far, and the evictions that make room after them, are done. */
+  async settled(): Promise<void> {
+    await this.#lastLoad;
   }
 
   /** The replica's counts over every model it has run, evicted ones included. */
@@ -116,6 +147,15 @@ export class ModelSet {
   ): Promise<{ outputs: Record<string, Tensor>; timing: CallTiming }> {
     const counts = this.#countsOf(name);
     let loaded = this.#loaded.get(name);
+    if (!loaded && !this.#loading.has(name)) {
+      const refused = await this.#stillFailed(name);
+      if (refused) {
+        this.totals.failed([0]);
+        throw refused;
+      }
+      // While this call looked at the file, another may have loaded the model or begun to.
+      loaded = this.#loaded.get(name);
+    }
     if (loaded) {
       counts.hits++;
       this.#loaded.delete(name);
@@ -131,7 +171,11 @@ export class ModelSet {
       }
       // Counted now, pinned by the load itself when it ends: no eviction can come between.
       loading.waiters++;
-      loaded = await loading.done;
+      const asked = Date.now();
+      loaded = await loading.done.catch((err: unknown) => {
+        this.totals.failed([Date.now() - asked]);
+        throw err;
+      });
     }
     try {
       return await loaded.batcher.submit(...call(loaded.model.metadata));
@@ -151,45 +195,95 @@ export class ModelSet {
       throw new TroupeError('TROUPE_ERR_UNKNOWN_MODEL', `deployment '${this.#deployment}' has no model '${name.slice(0, 100)}'`);
     }
     let counts = this.#counts.get(name);
-    if (!counts) this.#counts.set(name, (counts = { loads: 0, hits: 0, misses: 0 }));
+    if (!counts) this.#counts.set(name, (counts = { loads: 0, hits: 0, misses: 0, evictions: 0, failedLoads: 0 }));
     return counts;
   }
 
-  /** Loads run one at a time, so a replica never holds more than its limits, even while models change. */
+  /**
+   * The remembered error of a model whose last load failed, while its back-off lasts and its file
+   * is unchanged; undefined when a load may be tried (again). A bad file thus costs one failed load
+   * per back-off, not one per call.
+   */
+  async #stillFailed(name: string): Promise<TroupeError | undefined> {
+    const failure = this.#failed.get(name);
+    if (!failure) return undefined;
+    const now = await stat(this.#files.get(name)!.path).catch(() => undefined);
+    if (now && (now.size !== failure.size || now.mtimeMs !== failure.mtimeMs)) {
+      this.#failed.delete(name);
+      return undefined;
+    }
+    return Date.now() < failure.retryAt ? failure.error : undefined;
+  }
+
+  /**
+   * Loads run one at a time, so a replica never holds more than its limits (plus the one model
+   * loading), even while models change; the room a new model needs is made after it loaded, so a
+   * load that fails evicts nothing. The calls waiting for it run while the room is made.
+   */
   #queueLoad(name: string, counts: Counts, pending: Loading): Promise<Loaded> {
     const next = this.#lastLoad.then(() => this.#loadOne(name, counts, pending));
-    this.#lastLoad = next.catch(() => undefined);
+    this.#lastLoad = next.then(
+      () => this.#makeRoom(0),
+      () => undefined,
+    );
     return next;
   }
 
   async #loadOne(name: string, counts: Counts, pending: Loading): Promise<Loaded> {
     const file = this.#files.get(name)!;
+    const info = await stat(file.path).catch(() => undefined);
+    if (!info)
+      throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `model '${name}' of deployment '${this.#deployment}' is no longer in its directory`);
+    file.bytes = info.size;
     const budget = this.#spec.maxModelMemory;
     if (budget !== undefined && file.bytes > budget)
       throw new TroupeError(
         'TROUPE_ERR_MODEL_TOO_LARGE',
         `model '${name}' of deployment '${this.#deployment}' is ${file.bytes} bytes, over its maxModelMemory of ${budget}`,
       );
+    // maxModelMemory is a hard bound: bytes it lacks are freed before the load (maxModels waits for it).
     await this.#makeRoom(file.bytes);
-    const model = await OnnxModel.load(file.path, this.#load);
-    const batcher = new Batcher((inputs, outputs) => model.run(inputs, outputs), this.#batching(model.metadata));
+    let model: OnnxModel;
+    try {
+      model = await OnnxModel.load(file.path, this.#load);
+    } catch (err) {
+      // Callers learn the model's name, never the replica's path to it.
+      const shown = withShownPath(
+        err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err)),
+        file.path,
+        `${name}.onnx`,
+      );
+      const error = new TroupeError(shown.code, `model '${name}' of deployment '${this.#deployment}' did not load: ${shown.message}`);
+      const streak = (this.#failed.get(name)?.streak ?? 0) + 1;
+      const backoff = Math.min(this.#retry.max, this.#retry.first * 2 ** (streak - 1));
+      this.#failed.set(name, { size: info.size, mtimeMs: info.mtimeMs, error, retryAt: Date.now() + backoff, streak });
+      counts.failedLoads++;
+      throw error;
+    }
+    this.#failed.delete(name);
+    const batcher = new Batcher((inputs, outputs) => model.run(inputs, outputs), this.#batching(model.metadata), this.totals);
     const loaded: Loaded = { model, batcher, bytes: file.bytes, pins: pending.waiters, unpinned: undefined };
     counts.loads++;
     this.#loaded.set(name, loaded);
     return loaded;
   }
 
-  /** Evicts least recently used models, each once no call holds it, until one more of `bytes` fits. */
+  /**
+   * Evicts least recently used models, each once no call holds it, until the set is within
+   * maxModels and one more of `bytes` fits in maxModelMemory. The newest model is never its own
+   * victim: alone it always fits.
+   */
   async #makeRoom(bytes: number): Promise<void> {
     const budget = this.#spec.maxModelMemory;
     const over = () => {
       const inUse = [...this.#loaded.values()].reduce((n, l) => n + l.bytes, 0);
-      return this.#loaded.size + 1 > this.#spec.maxModels || (budget !== undefined && inUse + bytes > budget);
+      return this.#loaded.size > this.#spec.maxModels || (budget !== undefined && inUse + bytes > budget);
     };
-    while (over() && this.#loaded.size > 0) {
+    while (over() && this.#loaded.size > (bytes > 0 ? 0 : 1)) {
       const [name, victim] = this.#loaded.entries().next().value as [string, Loaded];
       // Out of the set first: a call that comes for it now loads it anew (after this load).
       this.#loaded.delete(name);
+      this.#counts.get(name)!.evictions++;
       while (victim.pins > 0) await new Promise<void>((resolve) => (victim.unpinned = resolve));
       await victim.batcher.whenIdle();
       for (const key of STAT_KEYS) this.#evicted[key] += victim.batcher.stats[key];

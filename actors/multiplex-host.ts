@@ -115,6 +115,7 @@ async function main(): Promise<void> {
       ...set.stats(),
       queued: set.queued,
       inFlight,
+      totals: set.totals.totals,
       models: set.report(),
     };
     const text = JSON.stringify(stats);

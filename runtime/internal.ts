@@ -232,7 +232,7 @@ export {
 export type { ClassActorEnv, ClassMethods, InvokeReply, StreamItem } from './protocol/class-actor.js';
 export { MAX_SESSION_KEY, MAX_STREAM_WINDOW, MethodCallReplySchema, MethodCallSchema } from './protocol/method-call.js';
 export type { CallRef, MethodCall, MethodStream } from './protocol/method-call.js';
-export { CallQueue, MAX_QUEUE_WAIT_MS, replicaCallLimit } from './dispatch/call-queue.js';
+export { CallQueue, MAX_QUEUE_WAIT_MS, rendezvous, replicaCallLimit } from './dispatch/call-queue.js';
 export { ReplicaLink } from './dispatch/replica-link.js';
 export type { LinkStream } from './dispatch/replica-link.js';
 export type { CallResult, DispatchOptions, QueueTarget, Replica } from './dispatch/call-queue.js';

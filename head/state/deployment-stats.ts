@@ -6,6 +6,16 @@ import type { TritonModelStat } from './inference-statistics.js';
 /** Latencies kept for percentiles: enough for a stable p99 over the last moments of traffic. */
 const WINDOW = 2048;
 
+/** A multiplexed deployment's counts for one of its models, over every replica it has had. */
+export interface ModelTotals {
+  loads: number;
+  hits: number;
+  misses: number;
+  evictions: number;
+  failedLoads: number;
+}
+const MODEL_KEYS = ['loads', 'hits', 'misses', 'evictions', 'failedLoads'] as const;
+
 /**
  * Request outcomes and latencies of one deployment: the calls the head ran (client-facing time,
  * including the head's queue) and those clients sent to its actors directly (as the actors
@@ -19,6 +29,8 @@ export class DeploymentStats {
   readonly failed = new Map<ErrorCode, number>();
   /** Triton's statistics extension, from the actors' own per-call totals. */
   readonly inference = new InferenceStatistics();
+  /** A multiplexed deployment's per-model counts: kept here, so they never fall when replicas are replaced. */
+  readonly models = new Map<string, ModelTotals>();
   readonly #latencies = new Float64Array(WINDOW);
   #count = 0;
 
@@ -44,6 +56,17 @@ export class DeploymentStats {
     this.ok += (next.directOk ?? 0) - (base.directOk ?? 0);
     for (const ms of next.directLatencyMs ?? []) this.#latencies[this.#count++ % WINDOW] = ms;
     if (next.totals) this.inference.absorb(base === previous ? previous?.totals : undefined, next.totals);
+    this.#absorbModels(base === previous ? previous?.models : undefined, next.models);
+  }
+
+  #absorbModels(previous: ActorStats['models'], next: ActorStats['models']): void {
+    for (const [name, c] of Object.entries(next ?? {})) {
+      const before = previous?.[name];
+      const from = before && MODEL_KEYS.every((k) => (before[k] ?? 0) <= (c[k] ?? 0)) ? before : undefined;
+      let total = this.models.get(name);
+      if (!total) this.models.set(name, (total = { loads: 0, hits: 0, misses: 0, evictions: 0, failedLoads: 0 }));
+      for (const k of MODEL_KEYS) total[k] += (c[k] ?? 0) - (from?.[k] ?? 0);
+    }
   }
 
   /** The q-quantile (0..1) of recent successful calls' latency in ms, or null before any. */

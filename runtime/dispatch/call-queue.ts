@@ -71,12 +71,15 @@ interface Pending {
 const HOLDER_ROOM = 4;
 
 /** FNV-1a of a model and a replica's number: the replica with the highest is the model's home. */
-function rendezvous(model: string, replica: number): number {
+export function rendezvous(model: string, replica: number): number {
   let h = 0x811c9dc5;
   const key = `${model}\u0000${replica}`;
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193) >>> 0;
   return h;
 }
+
+/** A multiplexed replica's answers that say it does not hold the call's model (nor will without a change). */
+const MODEL_NOT_HELD = new Set<string>(['TROUPE_ERR_UNKNOWN_MODEL', 'TROUPE_ERR_MODEL_LOAD', 'TROUPE_ERR_MODEL_TOO_LARGE']);
 
 /** A call without a deadline still waits at most this long for a replica. */
 export const MAX_QUEUE_WAIT_MS = 60_000;
@@ -95,8 +98,14 @@ export class CallQueue {
   #queue: Pending[] = [];
   #head = 0;
   #waiting = 0;
-  /** What this queue sent each replica of a multiplexed deployment: its models, least recently used first. */
+  /** The models each replica of a multiplexed deployment answered a call of: least recently used first. */
   readonly #holds = new WeakMap<Replica, Set<string>>();
+  /**
+   * Calls out to each replica per model, not yet answered: the replica is loading the model or
+   * holds it, so the model's next calls go there too; but only an answer makes it held, so a call
+   * for a model that does not exist or does not load leaves the picture of healthy ones as it was.
+   */
+  readonly #sending = new WeakMap<Replica, Map<string, number>>();
   readonly #ids = new WeakMap<Replica, number>();
   #nextId = 0;
 
@@ -218,7 +227,7 @@ export class CallQueue {
     let homeScore = -1;
     const limit = this.#target.perReplicaLimit;
     for (const r of this.#target.replicas()) {
-      const holds = model !== undefined && this.#holds.get(r)?.has(model) === true;
+      const holds = model !== undefined && (this.#holds.get(r)?.has(model) === true || this.#sending.get(r)?.has(model) === true);
       if (holds && r.inFlight < HOLDER_ROOM * limit && (!holder || r.inFlight < holder.inFlight)) holder = r;
       if (r.inFlight >= limit) continue;
       if (!best || r.inFlight < best.inFlight) best = r;
@@ -240,8 +249,17 @@ export class CallQueue {
     return id;
   }
 
-  /** Keeps the picture of what `replica` holds: the model just sent goes last, the least recent beyond maxModels out. */
-  #sentModel(replica: Replica, model: string): void {
+  /** A call for `model` went to `replica`, or (`delta` -1) came back. */
+  #countSending(replica: Replica, model: string, delta: 1 | -1): void {
+    let sending = this.#sending.get(replica);
+    if (!sending) this.#sending.set(replica, (sending = new Map()));
+    const n = (sending.get(model) ?? 0) + delta;
+    if (n > 0) sending.set(model, n);
+    else sending.delete(model);
+  }
+
+  /** Keeps the picture of what `replica` holds: the model just answered goes last, the least recent beyond maxModels out. */
+  #answeredModel(replica: Replica, model: string): void {
     const max = this.#target.maxModels;
     if (max === undefined) return;
     let held = this.#holds.get(replica);
@@ -258,14 +276,23 @@ export class CallQueue {
     call.attempts++;
     const headQueueMs = Date.now() - call.enqueued;
     const left = call.options.deadline === undefined ? undefined : call.options.deadline - Date.now();
-    if (call.options.model !== undefined) this.#sentModel(replica, call.options.model);
+    const model = this.#target.maxModels === undefined ? undefined : call.options.model;
+    if (model !== undefined) this.#countSending(replica, model, 1);
     replica.call(call.inputs, call.options.outputs, left, call.options.model).then(
       ({ outputs, timing }) => {
+        if (model !== undefined) {
+          this.#countSending(replica, model, -1);
+          this.#answeredModel(replica, model);
+        }
         this.#settle(call, undefined, { outputs, timing, headQueueMs });
         this.pump();
       },
       (err: unknown) => {
         const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
+        if (model !== undefined) {
+          this.#countSending(replica, model, -1);
+          if (MODEL_NOT_HELD.has(error.code)) this.#holds.get(replica)?.delete(model);
+        }
         // A replica that died or began draining never ran the call; try another one.
         const retry =
           (error.code === 'TROUPE_ERR_ACTOR_DIED' || error.code === 'TROUPE_ERR_SHUTTING_DOWN') && call.attempts <= this.#target.maxRetries;

@@ -149,7 +149,21 @@ export const ActorStatsSchema = z.object({
   /** Triton-style statistics of every call, whoever sent it (absent from actors of older builds). */
   totals: CallTotalsSchema.optional(),
   /** A multiplexed replica's models: loads, calls that found the model loaded (hits) or not, and which are loaded now. */
-  models: z.record(z.string(), z.object({ loads: z.number(), hits: z.number(), misses: z.number(), loaded: z.boolean() })).optional(),
+  models: z
+    .record(
+      z.string(),
+      z.object({
+        loads: z.number(),
+        hits: z.number(),
+        misses: z.number(),
+        loaded: z.boolean(),
+        /** Times taken out of memory for another model (absent from older builds). */
+        evictions: z.number().optional(),
+        /** Loads that failed (absent from older builds). */
+        failedLoads: z.number().optional(),
+      }),
+    )
+    .optional(),
   /** A class actor's state size in bytes, when its class reports one (`stateSize()`). */
   stateBytes: z.number().min(0).optional(),
 });
