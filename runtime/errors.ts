@@ -9,7 +9,7 @@ export const ERRORS = {
   TROUPE_ERR_BAD_TENSOR: {
     status: 400,
     retryable: false,
-    what: "A tensor is malformed: unknown dtype, bad shape, or data length that contradicts its shape.",
+    what: 'A tensor is malformed: unknown dtype, bad shape, or data length that contradicts its shape.',
   },
   TROUPE_ERR_BAD_INPUT: {
     status: 400,

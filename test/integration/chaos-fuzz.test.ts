@@ -360,8 +360,7 @@ describe('chaos: a seeded fuzzer', { timeout: 180_000 }, () => {
       const text = await res.text();
       // A class actor's arguments are refused as values that cannot cross; a model's input as a tensor.
       const code = path.startsWith('/v2/models/mlp') ? 'TROUPE_ERR_BAD_TENSOR' : 'TROUPE_ERR_UNSENDABLE_VALUE';
-      if (res.status !== 400 || !text.includes(`"code":"${code}"`))
-        problems.push(`POST ${path}: ${res.status} ${text.slice(0, 200)}`);
+      if (res.status !== 400 || !text.includes(`"code":"${code}"`)) problems.push(`POST ${path}: ${res.status} ${text.slice(0, 200)}`);
       sent++;
       await healthz(`POST ${path}`);
     }
