@@ -41,8 +41,9 @@ function alive(a: ActorRecord): boolean {
  * Method calls of one class deployment, waiting in the head for an instance. A call goes to the
  * instance its session is bound to (waiting while that instance restarts, since a restart
  * restores its checkpoint), else to the READY instance with the fewest calls in flight. Calls
- * leave in arrival order, and each instance runs its calls in the order they reach it, so calls
- * of one session run in the order they were made. Unlike tensor calls, a method call is never
+ * leave in arrival order, and each instance starts its calls in the order they reach it (running
+ * up to its maxConcurrency at once, one by default), so calls of one session start in the order
+ * they were made, and with the default run in that order too. Unlike tensor calls, a method call is never
  * retried on another instance: it may have changed the state of the one that died.
  */
 export class MethodQueue {
@@ -167,8 +168,10 @@ export class MethodQueue {
   }
 
   #hasRoom(a: ActorRecord): boolean {
-    // An instance holds at most maxQueue calls of its own: its queue is bounded like the head's.
-    return a.state === 'READY' && a.link !== undefined && !a.link.closed && a.link.inFlight < Math.max(1, this.#d.spec.maxQueue);
+    // An instance holds at most maxQueue calls of its own (its queue is bounded like the head's),
+    // but always room for the maxConcurrency it runs at once, so a small maxQueue never caps them.
+    const room = Math.max(1, this.#d.spec.maxQueue, this.#d.spec.maxConcurrency ?? 1);
+    return a.state === 'READY' && a.link !== undefined && !a.link.closed && a.link.inFlight < room;
   }
 
   #lost(key: string, why: string): TroupeError {
