@@ -119,7 +119,8 @@ async function runValue(future: Future | FutureOutput): Promise<unknown> {
 
 /**
  * A handle on a deployed class actor: `call` runs a method on one of its instances and returns a
- * {@link Future} at once. Calls to one instance run one at a time in the order they reach it;
+ * {@link Future} at once. Calls to one instance run one at a time in the order they reach it (up
+ * to the spec's maxConcurrency at once, started in that order);
  * state persists between them. Pass a call's Future as an argument of another call and the head
  * feeds its value in, without a round trip through this client.
  *

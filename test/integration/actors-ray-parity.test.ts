@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { connect } from '../../runtime/internal.js';
+import { connect, tensor, wait } from '../../runtime/internal.js';
 import type { Cluster } from '../../runtime/internal.js';
 import { startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
@@ -78,6 +78,31 @@ describe('class actors as a Ray user writes them', { timeout: 180_000 }, () => {
     assert.equal(await sleeper.call('slow', 1, 'during'), 'during');
     assert.deepEqual(await sleeper.call('events'), ['stream open', 'start during', 'end during']);
     await reader.return?.();
+  });
+
+  test('wait(futures, { numReturns, timeoutMs }) (Ray: ray.wait) over calls and runs, and status() without awaiting', async () => {
+    const sleeper = await client.actor({ name: 'waiter', module: PARITY, export: 'Sleeper', cpus: 0.1, maxConcurrency: 4 });
+    await client.deploy({ name: 'mlp', model: 'mlp.onnx', cpus: 0.1, threads: 1 });
+    const held = sleeper.call<string>('hold', 'x');
+    const quick = sleeper.call<string>('slow', 0, 'quick');
+    const failing = sleeper.call('nothing');
+    const run = client.run('mlp', { x: tensor('float32', [1, 64], new Float32Array(64)) });
+    // Ray's default: the first one ready.
+    const first = await wait([held, quick]);
+    assert.deepEqual([first.ready, first.pending], [[quick], [held]]);
+    assert.equal(quick.status(), 'fulfilled');
+    assert.equal(held.status(), 'pending');
+    // A failed call is ready too; a run's Future mixes with calls'.
+    const three = await wait([held, failing, run], { numReturns: 2 });
+    assert.deepEqual([three.ready, three.pending], [[failing, run], [held]]);
+    assert.equal(failing.status(), 'rejected');
+    await rejectsWith(failing, 'TROUPE_ERR_UNKNOWN_METHOD', /has no method 'nothing'/);
+    assert.deepEqual(Object.keys(await run), ['logits']);
+    // The held call cannot settle until released: a timeout answers with it pending, and cancels nothing.
+    assert.deepEqual(await wait([held], { timeoutMs: 20 }), { ready: [], pending: [held] });
+    assert.equal(await sleeper.call('release', 'x'), true);
+    assert.deepEqual(await wait([held, quick], { numReturns: 2 }), { ready: [held, quick], pending: [] });
+    assert.equal(await held, 'x');
   });
 
   test('maxConcurrency is for class actors, and a whole number from 1', async () => {
