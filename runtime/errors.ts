@@ -9,7 +9,7 @@ export const ERRORS = {
   TROUPE_ERR_BAD_TENSOR: {
     status: 400,
     retryable: false,
-    what: "A tensor is malformed: unknown dtype, bad shape, or data length that contradicts its shape.",
+    what: 'A tensor is malformed: unknown dtype, bad shape, or data length that contradicts its shape.',
   },
   TROUPE_ERR_BAD_INPUT: {
     status: 400,
@@ -178,6 +178,11 @@ export const ERRORS = {
     status: 410,
     retryable: false,
     what: "Every replica or instance of the deployment is DEAD (it crashed past its restarts, or could not start); the message gives each one's cause. Deploy it again.",
+  },
+  TROUPE_ERR_DEADLOCK: {
+    status: 409,
+    retryable: false,
+    what: 'A class actor with maxConcurrency 1 called its own instance while running a call: the new call would wait behind the one making it forever; the message names the cycle. Call the method directly (this.method()), or deploy with maxConcurrency above 1.',
   },
   TROUPE_ERR_STATE_LOST: {
     status: 410,

@@ -105,6 +105,20 @@ describe('class actors as a Ray user writes them', { timeout: 180_000 }, () => {
     assert.equal(await held, 'x');
   });
 
+  test('an actor calling itself with maxConcurrency 1 fails at once naming the cycle; with 2 it is answered', async () => {
+    const alone = await client.actor({ name: 'selfish', module: PARITY, export: 'SelfCaller', cpus: 0.1 });
+    const refused = await alone.call<{ code?: string; message?: string }>('callSelf');
+    assert.equal(refused.code, 'TROUPE_ERR_DEADLOCK', refused.message);
+    assert.match(
+      refused.message!,
+      /^selfish\.ping\(\) was called by instance (selfish#\d+) on itself \(\1 -> \1\) while it runs a call, with maxConcurrency 1/,
+    );
+    // The instance is unharmed, and a client outside it is not taken for it.
+    assert.equal(await alone.call('ping'), 'pong');
+    const roomy = await client.actor({ name: 'selfish2', module: PARITY, export: 'SelfCaller', cpus: 0.1, maxConcurrency: 2 });
+    assert.deepEqual(await roomy.call('callSelf'), { value: 'pong' });
+  });
+
   test('maxConcurrency is for class actors, and a whole number from 1', async () => {
     await rejectsWith(
       client.actor({ name: 'bad', module: PARITY, export: 'Sleeper', maxConcurrency: 0 }),
