@@ -11,7 +11,7 @@ import { ACTOR_EXIT, followAgent, readActorEnv } from './process-boot.js';
 /**
  * The entry point of one class actor: a process holding one instance of a user's class (from a
  * module the agent resolved inside its --module-dir), whose methods the head calls by name, one
- * at a time. Placed, supervised and restarted like a model actor; after a restart the head hands
+ * at a time (or up to the spec's maxConcurrency at once). Placed, supervised and restarted like a model actor; after a restart the head hands
  * it the last checkpoint of the instance it replaces before any call (docs/actors.md). Like every
  * actor it outlives a lost head connection and rejoins with its state (head-socket.ts).
  */
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   let loadError: TroupeError | undefined;
   try {
     instance = await refusingExit(shown, () =>
-      ClassInstance.create(env.TROUPE_CLASS_MODULE, shown, env.TROUPE_CLASS_EXPORT, readArgs(env)),
+      ClassInstance.create(env.TROUPE_CLASS_MODULE, shown, env.TROUPE_CLASS_EXPORT, readArgs(env), env.TROUPE_MAX_CONCURRENCY),
     );
   } catch (err) {
     const full = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));

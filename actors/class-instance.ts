@@ -14,6 +14,7 @@ import {
 import type { ClassMethods, InvokeReply } from '../runtime/internal.js';
 import { checkTensorOutputs } from './tensor-outputs.js';
 import type { StreamCredit } from './stream-credit.js';
+import { Slots } from './slots.js';
 
 type Method = (...args: unknown[]) => unknown;
 
@@ -121,9 +122,11 @@ function sendable(
 }
 
 /**
- * One instance of a user's class, as a class actor holds it. Calls run one at a time in the order
- * they arrived (a method that awaits still holds the instance until it returns), so methods never
- * see each other's half-done changes: the actor model's guarantee, and why state needs no locks.
+ * One instance of a user's class, as a class actor holds it. By default calls run one at a time in
+ * the order they arrived (a method that awaits still holds the instance until it returns), so
+ * methods never see each other's half-done changes: the actor model's guarantee, and why state
+ * needs no locks. With `maxConcurrency` N above 1 (Ray's async actors), up to N calls start in
+ * arrival order and interleave at their awaits; a stream holds one of the N slots while it is open.
  */
 export class ClassInstance {
   readonly className: string;
@@ -133,8 +136,7 @@ export class ClassInstance {
   /** The methods that are generators, for `ready`: a graph step on one of them streams. */
   readonly streaming: readonly string[];
   readonly #instance: Record<string, unknown> & Hooks;
-  #tail: Promise<unknown> = Promise.resolve();
-  #queued = 0;
+  readonly #slots: Slots;
   #ran = 0;
   #failed = 0;
   #computeMs = 0;
@@ -146,16 +148,23 @@ export class ClassInstance {
   /** Set once a call overran: what the calls behind it fail with. */
   #overran: TroupeError | undefined;
 
-  private constructor(className: string, instance: Record<string, unknown> & Hooks, cls: { signatures?: unknown }) {
+  private constructor(className: string, instance: Record<string, unknown> & Hooks, cls: { signatures?: unknown }, maxConcurrency: number) {
     this.className = className;
+    this.#slots = new Slots(maxConcurrency);
     this.#instance = instance;
     this.methods = publicMethods(instance);
     this.signatures = methodSignatures(cls, this.methods, className);
     this.streaming = generatorMethods(instance, this.methods);
   }
 
-  /** Imports `modulePath`, finds the class `exportName` and builds one instance with `args`. */
-  static async create(modulePath: string, shownPath: string, exportName: string, args: unknown[]): Promise<ClassInstance> {
+  /** Imports `modulePath`, finds the class `exportName` and builds one instance with `args`, running up to `maxConcurrency` calls at once. */
+  static async create(
+    modulePath: string,
+    shownPath: string,
+    exportName: string,
+    args: unknown[],
+    maxConcurrency = 1,
+  ): Promise<ClassInstance> {
     let mod: Record<string, unknown>;
     try {
       mod = (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>;
@@ -179,7 +188,7 @@ export class ClassInstance {
     } catch (err) {
       throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `new ${exportName}(...args) threw: ${(err as Error)?.message ?? String(err)}`);
     }
-    return new ClassInstance(exportName, instance as Record<string, unknown> & Hooks, cls as { signatures?: unknown });
+    return new ClassInstance(exportName, instance as Record<string, unknown> & Hooks, cls as { signatures?: unknown }, maxConcurrency);
   }
 
   /**
@@ -213,7 +222,7 @@ export class ClassInstance {
 
   /** Calls waiting for the instance, the running one included. */
   get queued(): number {
-    return this.#queued;
+    return this.#slots.queued;
   }
 
   get stats(): { calls: number; failed: number; computeMs: number; queued: number; stateBytes?: number } {
@@ -221,22 +230,23 @@ export class ClassInstance {
       calls: this.#ran,
       failed: this.#failed,
       computeMs: this.#computeMs,
-      queued: this.#queued,
+      queued: this.#slots.queued,
       ...(this.#stateBytes !== undefined ? { stateBytes: this.#stateBytes } : {}),
     };
   }
 
-  /** Runs `method` after every call that arrived before it; answers with its value and, if the class keeps one, the checkpoint after it. */
+  /** Runs `method` once every call that arrived before it started and a slot is free; answers with its value and, if the class keeps one, the checkpoint after it. */
   invoke(method: string, args: unknown[], tensors = false): Promise<InvokeReply> {
     const unknown = this.#unknown(method);
     if (unknown) return Promise.reject(unknown);
-    return this.#serial(() => this.#run(method, args, tensors));
+    return this.#serial(false, () => this.#run(method, args, tensors));
   }
 
   /**
-   * Runs an async generator method after every call before it, sending each item as it is
-   * produced while `credit` allows; answers with the count of items. The instance is held until
-   * the generator ends (or is cancelled, which runs its `finally`), so calls stay in order.
+   * Runs an async generator method as {@link invoke} runs a method, sending each item as it is
+   * produced while `credit` allows; answers with the count of items. Its slot (the whole instance
+   * when maxConcurrency is 1) is held until the generator ends (or is cancelled, which runs its
+   * `finally`), so calls stay in order.
    * A graph step's stream (`tensors`) takes a map of tensors and yields maps of tensors.
    */
   stream(
@@ -248,7 +258,7 @@ export class ClassInstance {
   ): Promise<InvokeReply> {
     const unknown = this.#unknown(method);
     if (unknown) return Promise.reject(unknown);
-    return this.#serial(async () => {
+    return this.#serial(false, async () => {
       const who = `${this.className}.${method}()`;
       const started = performance.now();
       let items = 0;
@@ -320,7 +330,8 @@ export class ClassInstance {
    * ignores it. A class without `restore` starts fresh (what it loses is in docs/actors.md).
    */
   restore(state: unknown): Promise<void> {
-    return this.#serial(async () => {
+    // Alone on the instance whatever maxConcurrency says: no call may see a half-restored state.
+    return this.#serial(true, async () => {
       if (this.#restored || this.#ran > 0 || this.#failed > 0) return;
       this.#restored = true;
       // Bounded like a call: a restore that never settles would hold the instance before its first call.
@@ -386,12 +397,8 @@ export class ClassInstance {
     }
   }
 
-  #serial<T>(work: () => Promise<T>): Promise<T> {
-    this.#queued++;
+  #serial<T>(exclusive: boolean, work: () => Promise<T>): Promise<T> {
     // Behind a call that overran, nothing more runs: the process is about to restart.
-    const result = this.#tail.then(() => (this.#overran ? Promise.reject(this.#overran) : work())).finally(() => this.#queued--);
-    // The next call waits for this one to finish, however it ends.
-    this.#tail = result.catch(() => {});
-    return result;
+    return this.#slots.run(exclusive, () => (this.#overran ? Promise.reject(this.#overran) : work()));
   }
 }

@@ -179,6 +179,11 @@ export const ERRORS = {
     retryable: false,
     what: "Every replica or instance of the deployment is DEAD (it crashed past its restarts, or could not start); the message gives each one's cause. Deploy it again.",
   },
+  TROUPE_ERR_DEADLOCK: {
+    status: 409,
+    retryable: false,
+    what: 'A class actor with maxConcurrency 1 called its own instance while running a call: the new call would wait behind the one making it forever; the message names the cycle. Call the method directly (this.method()), or deploy with maxConcurrency above 1.',
+  },
   TROUPE_ERR_STATE_LOST: {
     status: 410,
     retryable: false,

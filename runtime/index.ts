@@ -10,7 +10,9 @@
 export { connect, Cluster } from './client/cluster.js';
 export type { ConnectOptions, DeployOptions, RunInputs, UndeployOptions, RunOptions, SharedMemoryStats } from './client/cluster.js';
 export { Future, FutureOutput } from './client/future.js';
-export type { Outputs } from './client/future.js';
+export type { FutureStatus, Outputs } from './client/future.js';
+export { wait } from './client/wait.js';
+export type { WaitOptions, WaitResult } from './client/wait.js';
 
 // Class actors: stateful instances of a user's class, their methods called by name.
 export { ActorHandle, CallFuture } from './client/actor-handle.js';

@@ -3,7 +3,9 @@
 export { connect, Cluster } from './client/cluster.js';
 export type { ConnectOptions, DeployOptions, RunInputs, UndeployOptions, RunOptions, SharedMemoryStats } from './client/cluster.js';
 export { Future, FutureOutput } from './client/future.js';
-export type { Outputs } from './client/future.js';
+export type { FutureStatus, Outputs } from './client/future.js';
+export { wait } from './client/wait.js';
+export type { WaitOptions, WaitResult } from './client/wait.js';
 export { ActorHandle, CallFuture } from './client/actor-handle.js';
 export type { ActorCallOptions, ActorSpec, ActorStreamOptions } from './client/actor-handle.js';
 export { ActorStream } from './client/actor-stream.js';

@@ -197,6 +197,8 @@ const MILLI_MESSAGE = 'must have at most 3 decimals (resources are counted in th
 export const MIN_REPLICA_CPUS = 0.05;
 /** A model file that is a graph of models served by one actor (actors/graph-model.ts). */
 export const GRAPH_MODEL_FILE = /\.graph\.json$/i;
+/** Most calls one class instance runs at once (maxConcurrency). */
+export const MAX_CONCURRENCY = 1024;
 /** Most model instances one replica holds (each a session and a thread: an inference thread, or the main thread for one). */
 export const MAX_INSTANCES = 16;
 
@@ -222,6 +224,11 @@ export const ModelDeploymentSchema = z
      * ended and restarted (default 60 s); one that never settled left the instance STARTING forever.
      */
     restoreTimeoutS: z.number().min(0.1).max(3600).optional(),
+    /**
+     * For kind 'class': how many calls one instance runs at once (default 1: one at a time, in
+     * order). Above 1, async methods interleave at their awaits, as Ray's async actors' max_concurrency.
+     */
+    maxConcurrency: z.number().int().min(1).max(MAX_CONCURRENCY).optional(),
     replicas: z.number().int().min(0).max(256).default(1),
     gpus: z.number().min(0).max(64).refine(isMilliAmount, MILLI_MESSAGE).default(0),
     /**
@@ -293,6 +300,10 @@ export const ModelDeploymentSchema = z
     path: ['model'],
   })
   .refine((d) => d.args === undefined || d.kind === 'class', { message: "only a class actor (kind 'class') takes args", path: ['args'] })
+  .refine((d) => d.maxConcurrency === undefined || d.kind === 'class', {
+    message: "only a class actor (kind 'class') takes maxConcurrency (a model replica's concurrency is its instances and batch)",
+    path: ['maxConcurrency'],
+  })
   .refine((d) => d.restoreTimeoutS === undefined || d.kind === 'class', {
     message: "only a class actor (kind 'class') restores checkpoints",
     path: ['restoreTimeoutS'],

@@ -47,9 +47,9 @@ export class ActorCalls {
     this.#state = state;
   }
 
-  /** Runs one call; resolves with the method's value. */
-  call(request: MethodCallRequest): Promise<{ value: unknown }> {
-    return this.#results.add(request.id, this.#run(request)).then((value) => ({ value }));
+  /** Runs one call (made from inside instance `from`, if given); resolves with the method's value. */
+  call(request: MethodCallRequest, from?: string): Promise<{ value: unknown }> {
+    return this.#results.add(request.id, this.#run(request, from)).then((value) => ({ value }));
   }
 
   /**
@@ -61,6 +61,7 @@ export class ActorCalls {
     caller: object,
     request: MethodCallRequest & { credit: number },
     push: (seq: number, value: unknown) => void,
+    from?: string,
   ): Promise<{ items: number }> {
     const streams = this.#streams.get(caller) ?? new Map<string, StreamControl>();
     this.#streams.set(caller, streams);
@@ -75,6 +76,7 @@ export class ActorCalls {
       const reply = await d.dispatcher.methods.submit(request.method, args, {
         sessionKey: request.sessionKey,
         deadline,
+        from,
         stream: {
           credit: request.credit,
           onItem: (seq, value) => {
@@ -144,12 +146,12 @@ export class ActorCalls {
     return d as DeploymentRecord & { dispatcher: Dispatcher };
   }
 
-  async #run(request: MethodCallRequest): Promise<unknown> {
+  async #run(request: MethodCallRequest, from: string | undefined): Promise<unknown> {
     const deadline = request.timeoutMs === undefined ? undefined : Date.now() + request.timeoutMs;
     const d = this.#classActor(request);
     const args = await this.#resolveRefs(request);
     // Bound to the deployment as it was when the call arrived: a replaced deployment gets a new dispatcher.
-    const { value } = await d.dispatcher.methods.submit(request.method, args, { sessionKey: request.sessionKey, deadline });
+    const { value } = await d.dispatcher.methods.submit(request.method, args, { sessionKey: request.sessionKey, deadline, from });
     return value;
   }
 

@@ -10,6 +10,8 @@ export interface MethodCallOptions {
   sessionKey?: string | undefined;
   /** Absolute time (Date.now()) after which the caller no longer wants the answer. */
   deadline?: number | undefined;
+  /** The instance the call was made from (a client inside a class actor), to refuse one that would wait on itself. */
+  from?: string | undefined;
   /** A graph step's call: the one argument is a map of wire tensors, and so is the answer. */
   tensors?: boolean | undefined;
   /**
@@ -41,8 +43,9 @@ function alive(a: ActorRecord): boolean {
  * Method calls of one class deployment, waiting in the head for an instance. A call goes to the
  * instance its session is bound to (waiting while that instance restarts, since a restart
  * restores its checkpoint), else to the READY instance with the fewest calls in flight. Calls
- * leave in arrival order, and each instance runs its calls in the order they reach it, so calls
- * of one session run in the order they were made. Unlike tensor calls, a method call is never
+ * leave in arrival order, and each instance starts its calls in the order they reach it (running
+ * up to its maxConcurrency at once, one by default), so calls of one session start in the order
+ * they were made, and with the default run in that order too. Unlike tensor calls, a method call is never
  * retried on another instance: it may have changed the state of the one that died.
  */
 export class MethodQueue {
@@ -98,7 +101,9 @@ export class MethodQueue {
     for (const call of this.#waiting) {
       if (call.settled) continue;
       const actor = this.#pick(call);
+      const cycle = actor instanceof TroupeError || !actor ? undefined : this.#waitsOnItself(call, actor);
       if (actor instanceof TroupeError) this.#settle(call, actor);
+      else if (cycle) this.#settle(call, cycle);
       else if (actor?.link?.invoke) this.#send(call, actor);
       else left.push(call);
     }
@@ -166,9 +171,25 @@ export class MethodQueue {
     return best;
   }
 
+  /**
+   * The error for a call that `a` itself made while every slot of it is taken (with maxConcurrency
+   * 1: while it runs the call that made this one): it would start only once that call ended, which
+   * waits for it. Only the head's own view: a cycle through another actor (A -> B -> A) is not seen.
+   */
+  #waitsOnItself(call: Waiting, a: ActorRecord): TroupeError | undefined {
+    const limit = this.#d.spec.maxConcurrency ?? 1;
+    if (call.options.from !== a.id || limit > 1 || (a.link?.inFlight ?? 0) < limit) return undefined;
+    return new TroupeError(
+      'TROUPE_ERR_DEADLOCK',
+      `${this.#d.spec.name}.${call.method}() was called by instance ${a.name} on itself (${a.name} -> ${a.name}) while it runs a call, with maxConcurrency 1: it would wait behind the call that made it forever. Call the method directly (this.${call.method}()), or deploy with maxConcurrency above 1`,
+    );
+  }
+
   #hasRoom(a: ActorRecord): boolean {
-    // An instance holds at most maxQueue calls of its own: its queue is bounded like the head's.
-    return a.state === 'READY' && a.link !== undefined && !a.link.closed && a.link.inFlight < Math.max(1, this.#d.spec.maxQueue);
+    // An instance holds at most maxQueue calls of its own (its queue is bounded like the head's),
+    // but always room for the maxConcurrency it runs at once, so a small maxQueue never caps them.
+    const room = Math.max(1, this.#d.spec.maxQueue, this.#d.spec.maxConcurrency ?? 1);
+    return a.state === 'READY' && a.link !== undefined && !a.link.closed && a.link.inFlight < room;
   }
 
   #lost(key: string, why: string): TroupeError {

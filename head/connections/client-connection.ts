@@ -10,6 +10,7 @@ import { tokenlessRefusal } from './tokenless-client.js';
 import type { RunGateway } from '../graph/run-gateway.js';
 import type { GraphStreams } from '../graph/graph-streams.js';
 import type { ClusterState } from '../state/cluster-state.js';
+import { joiningActor } from '../state/record-changes.js';
 
 /**
  * Answers a client has not read yet, at most. A client that keeps sending calls but never reads
@@ -49,6 +50,8 @@ export function serveClient(
   const { gate } = options;
   const admit = <T>(what: string, work: () => Promise<T>): Promise<T> => (gate ? gate.run(what, work) : work());
   const timeoutMs = options.firstMessageTimeoutMs ?? FIRST_MESSAGE_TIMEOUT_MS;
+  /** The class actor instance this client runs in, when its hello proved it (calls to itself are refused). */
+  let callerActor: string | undefined;
   const bound = new FirstMessageBound(timeoutMs, () => log.info({ timeoutMs }, 'closing a client connection that said nothing'));
   const channel: Channel<ClientToHead, HeadToClient> = new Channel<ClientToHead, HeadToClient>(ws, {
     schema: ClientToHeadSchema,
@@ -101,7 +104,7 @@ export function serveClient(
           // (the instance got its own copy; a failed call may still have them queued on a socket).
           const call = () => {
             const work = options.actors
-              ? options.actors.call(request)
+              ? options.actors.call(request, callerActor)
               : Promise.reject(new TroupeError('TROUPE_ERR_INTERNAL', 'this head serves no method calls'));
             if (release)
               work.then(
@@ -118,8 +121,11 @@ export function serveClient(
           const open = () =>
             answer(
               options.actors
-                ? options.actors.stream(channel, request, (seq, value) =>
-                    channel.send({ type: 'streamItem', stream: message.id, seq, value }),
+                ? options.actors.stream(
+                    channel,
+                    request,
+                    (seq, value) => channel.send({ type: 'streamItem', stream: message.id, seq, value }),
+                    callerActor,
                   )
                 : Promise.reject(new TroupeError('TROUPE_ERR_INTERNAL', 'this head serves no method calls')),
             );
@@ -197,6 +203,9 @@ export function serveClient(
           void answer(deployments.undeploy(message.name, { force: message.force === true }).then(() => ({})));
           return;
         case 'hello':
+          // A client inside a class actor: its calls are known to come from that instance. A
+          // wrong secret just leaves it unknown (it gains nothing from the claim either way).
+          if (message.actor) callerActor = joiningActor(state, message.actor.id, message.actor.secret)?.id;
           channel.reply(message.id, {});
           return;
         case 'describe':

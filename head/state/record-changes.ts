@@ -167,6 +167,7 @@ export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Ext
     ...(d.spec.kind === 'fn' ? { kind: 'fn' as const, fn: d.spec.model } : {}),
     ...(d.spec.multiplex ? { multiplex: d.spec.multiplex } : {}),
     ...(d.spec.kind === 'class' ? { kind: 'class' as const, fn: d.spec.model, args: d.spec.args ?? [] } : {}),
+    ...(d.spec.kind === 'class' && (d.spec.maxConcurrency ?? 1) > 1 ? { maxConcurrency: d.spec.maxConcurrency } : {}),
     ...(labelFilesOf(d.spec.labels) ? { labelFiles: labelFilesOf(d.spec.labels) } : {}),
   };
 }

@@ -24,6 +24,12 @@ export interface ActorSpec {
   args?: unknown[];
   /** How long a restarted instance's `restore()` may take before its process is restarted (default 60). */
   restoreTimeoutS?: number;
+  /**
+   * Calls one instance runs at once (default 1: one at a time, in the order they reached it).
+   * Above 1, up to this many start in order and interleave at their awaits (Ray's async actors'
+   * `max_concurrency`); a stream holds one of them while it is open.
+   */
+  maxConcurrency?: number;
   /** Instances (default 1); each keeps its own state. */
   replicas?: number;
   /** CPUs each instance reserves (default 1). */
@@ -113,7 +119,8 @@ async function runValue(future: Future | FutureOutput): Promise<unknown> {
 
 /**
  * A handle on a deployed class actor: `call` runs a method on one of its instances and returns a
- * {@link Future} at once. Calls to one instance run one at a time in the order they reach it;
+ * {@link Future} at once. Calls to one instance run one at a time in the order they reach it (up
+ * to the spec's maxConcurrency at once, started in that order);
  * state persists between them. Pass a call's Future as an argument of another call and the head
  * feeds its value in, without a round trip through this client.
  *

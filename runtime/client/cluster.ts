@@ -459,6 +459,17 @@ export class Cluster {
 }
 
 /**
+ * The class actor this process is, from the environment its agent gave it (TROUPE_ACTOR_ID and
+ * TROUPE_ACTOR_SECRET), or undefined outside one: a client made inside a method tells the head, so
+ * that a call to its own busy instance fails at once instead of waiting forever.
+ */
+function actorIdentity(): { id: string; secret: string } | undefined {
+  const id = process.env.TROUPE_ACTOR_ID;
+  const secret = process.env.TROUPE_ACTOR_SECRET;
+  return id && secret ? { id, secret } : undefined;
+}
+
+/**
  * Opens a connection to a head at `ws://host:port` (or `http://`, which is rewritten). It stays
  * up: after a drop it reconnects with back-off, and calls made meanwhile fail with the retryable
  * TROUPE_ERR_CONNECTION_CLOSED, or are retried with `{ retries }`.
@@ -486,6 +497,7 @@ export async function connect(url: string, options: ConnectOptions = {}): Promis
       else if (message.type === 'streamItem') streams.deliver(message);
     },
     onReconnect: () => router?.reconnected(),
+    actor: actorIdentity(),
   });
   return new Cluster(conn, options.retries ?? 0, router, streams);
 }

@@ -20,6 +20,8 @@ export interface HeadConnectionOptions {
   onPush?: (message: HeadToClient) => void;
   /** The connection came back after a drop. */
   onReconnect?: () => void;
+  /** The class actor this client runs in, said in hello (the head refuses calls that would wait on themselves). */
+  actor?: { id: string; secret: string } | undefined;
 }
 
 /** Opens one connection to the head's client endpoint; rejects with a TroupeError saying why not. */
@@ -122,7 +124,7 @@ export class HeadConnection {
     // At once: the head closes a connection that has said nothing within its bound (10 s), and a
     // client may well sit idle longer than that. A head that predates hello answers it with a
     // BAD_MESSAGE fail, which changes nothing.
-    channel.request({ type: 'hello' }, 30_000).catch(() => {});
+    channel.request({ type: 'hello', ...(this.#options.actor ? { actor: this.#options.actor } : {}) }, 30_000).catch(() => {});
     this.#channel = channel;
     this.#reconnect.succeeded();
     this.#lastError = undefined;

@@ -3,6 +3,9 @@ import type { Tensor } from '../tensor/tensor.js';
 
 export type Outputs = Record<string, Tensor>;
 
+/** Where a Future stands: not settled yet, settled with its value, or settled with an error. */
+export type FutureStatus = 'pending' | 'fulfilled' | 'rejected';
+
 /**
  * One output of a run, to pass as an input of another run without fetching it:
  * `cluster.run('rec', { x: det.output('boxes') })`.
@@ -37,6 +40,7 @@ export class Future<T = Outputs> implements PromiseLike<T> {
   readonly #promise: Promise<T>;
   readonly #trace: Promise<RunTrace | undefined>;
   readonly #version: Promise<string | undefined>;
+  #status: FutureStatus = 'pending';
 
   constructor(
     id: string,
@@ -50,8 +54,12 @@ export class Future<T = Outputs> implements PromiseLike<T> {
     this.#promise = promise;
     this.#trace = trace;
     this.#version = version;
-    // A future nobody awaits must not become an unhandled rejection that kills the process.
-    promise.catch(() => {});
+    // Registered first, so that whoever awaits this future sees its status already settled. It
+    // also keeps a future nobody awaits from becoming an unhandled rejection that kills the process.
+    promise.then(
+      () => (this.#status = 'fulfilled'),
+      () => (this.#status = 'rejected'),
+    );
     trace.catch(() => {});
     version.catch(() => {});
   }
@@ -65,6 +73,20 @@ export class Future<T = Outputs> implements PromiseLike<T> {
 
   catch<B = never>(onRejected: (reason: unknown) => B | PromiseLike<B>): Promise<T | B> {
     return this.#promise.catch(onRejected);
+  }
+
+  /**
+   * Where this future stands now, without waiting (Ray's `ray.wait(…, timeout=0)` for one ref):
+   * 'pending' until its answer came, then 'fulfilled' or 'rejected'. See also {@link wait}.
+   *
+   * @example
+   * const future = counter.call('add', 1);
+   * future.status(); // 'pending'
+   * await future;
+   * future.status(); // 'fulfilled'
+   */
+  status(): FutureStatus {
+    return this.#status;
   }
 
   /** A reference to one named output of this run, to pass as an input of another run. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { HeadLinkEnv, IdSchema, ModelMetadataSchema } from './common.js';
+import { MAX_CONCURRENCY } from '../spec.js';
 
 /**
  * A class actor (actors/class-host.ts) is one instance of a user's class in its own process. It
@@ -31,6 +32,8 @@ export const ClassActorEnvSchema = z.object({
    * settles held an instance forever: health checks pass while its event loop idles).
    */
   TROUPE_MAX_CALL_MS: z.coerce.number().int().min(1).max(86_400_000).optional(),
+  /** Calls the instance runs at once (the spec's maxConcurrency; default 1). */
+  TROUPE_MAX_CONCURRENCY: z.coerce.number().int().min(1).max(MAX_CONCURRENCY).default(1),
 });
 export type ClassActorEnv = z.infer<typeof ClassActorEnvSchema>;
 

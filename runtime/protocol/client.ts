@@ -43,7 +43,15 @@ const runFields = {
 
 export const ClientToHeadSchema = z.discriminatedUnion('type', [
   /** The first message on every connection: the head closes one that says nothing for 10 s. */
-  z.object({ type: z.literal('hello'), id: IdSchema }),
+  z.object({
+    type: z.literal('hello'),
+    id: IdSchema,
+    /**
+     * Sent by a client inside a class actor (its TROUPE_ACTOR_ID and TROUPE_ACTOR_SECRET): the head
+     * then knows which instance the calls come from and refuses one that would wait on itself.
+     */
+    actor: z.object({ id: IdSchema, secret: z.string().min(8).max(128) }).optional(),
+  }),
   z.object({
     type: z.literal('deploy'),
     id: IdSchema,

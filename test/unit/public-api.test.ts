@@ -27,6 +27,7 @@ const PUBLIC_VALUES = [
   'model',
   'pipeline',
   'tensor',
+  'wait',
 ];
 
 test('the SDK exports exactly its public values', () => {

@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { connect, tensor, wait } from '../../runtime/internal.js';
+import type { Cluster } from '../../runtime/internal.js';
+import { startCluster } from '../helpers/cluster.js';
+import type { TestCluster } from '../helpers/cluster.js';
+import { GRAPH_AGENT, rejectsWith } from '../helpers/graphs.js';
+
+/**
+ * What a Ray user moving to Troupe reaches for first, written as they would write it
+ * (docs/actors.md, "Coming from Ray"): each test names the Ray idiom it stands for.
+ */
+const PARITY = 'test/fixtures/ray-parity.js';
+
+/** Each tag's start and end index in `events`. */
+function spans(events: string[], tags: string[]): { tag: string; start: number; end: number }[] {
+  return tags.map((tag) => ({ tag, start: events.indexOf(`start ${tag}`), end: events.indexOf(`end ${tag}`) }));
+}
+
+describe('class actors as a Ray user writes them', { timeout: 180_000 }, () => {
+  let cluster: TestCluster;
+  let client: Cluster;
+
+  before(async () => {
+    cluster = await startCluster({ agents: [GRAPH_AGENT] });
+    client = await connect(cluster.url);
+  });
+  after(async () => {
+    await client?.close();
+    await cluster?.stop();
+  });
+
+  test('maxConcurrency 5 (Ray: @ray.remote(max_concurrency=5) on an async actor): five slow calls run at once', async () => {
+    const sleeper = await client.actor({ name: 'sleeper5', module: PARITY, export: 'Sleeper', cpus: 0.1, maxConcurrency: 5 });
+    const tags = ['a', 'b', 'c', 'd', 'e'];
+    // Each call waits for all five to have started: they can only finish if the instance runs them together.
+    assert.deepEqual(await Promise.all(tags.map((tag) => sleeper.call('slow', 200, tag, 5))), tags);
+    const events = await sleeper.call<string[]>('events');
+    const firstEnd = events.findIndex((e) => e.startsWith('end '));
+    assert.deepEqual(
+      events.slice(0, 5),
+      tags.map((t) => `start ${t}`),
+      `calls start in the order they were made: ${events.join(', ')}`,
+    );
+    assert.equal(firstEnd, 5, `all five started before any ended: ${events.join(', ')}`);
+    assert.equal(await sleeper.call('mostAtOnce'), 5);
+
+    // A sixth call waits for a slot: never more than five at once.
+    const six = ['f', 'g', 'h', 'i', 'j', 'k'];
+    await Promise.all(six.map((tag) => sleeper.call('slow', 50, tag, 10)));
+    assert.equal(await sleeper.call('mostAtOnce'), 5);
+    const later = (await sleeper.call<string[]>('events')).slice(10);
+    const k = spans(later, six).find((s) => s.tag === 'k')!;
+    assert.ok(
+      later.slice(0, k.start).some((e) => e.startsWith('end ')),
+      `the sixth call started only after one of the five ended: ${later.join(', ')}`,
+    );
+  });
+
+  test('maxConcurrency 1 (the default, as a Ray actor without it): calls never overlap, in the order made', async () => {
+    const sleeper = await client.actor({ name: 'sleeper1', module: PARITY, export: 'Sleeper', cpus: 0.1, maxConcurrency: 1 });
+    const tags = ['a', 'b', 'c', 'd', 'e'];
+    assert.deepEqual(await Promise.all(tags.map((tag) => sleeper.call('slow', 200, tag))), tags);
+    const events = await sleeper.call<string[]>('events');
+    assert.deepEqual(
+      events,
+      tags.flatMap((t) => [`start ${t}`, `end ${t}`]),
+    );
+    assert.equal(await sleeper.call('mostAtOnce'), 1);
+  });
+
+  test('a stream holds one slot, not the instance: other calls run while it is open', async () => {
+    const sleeper = await client.actor({ name: 'sleeper2', module: PARITY, export: 'Sleeper', cpus: 0.1, maxConcurrency: 2 });
+    const stream = sleeper.streamWith<number>({ window: 1 }, 'ticks');
+    const reader = stream[Symbol.asyncIterator]();
+    assert.deepEqual(await reader.next(), { value: 0, done: false });
+    // The reader has stopped reading; calls still get the other slot.
+    assert.equal(await sleeper.call('slow', 1, 'during'), 'during');
+    assert.deepEqual(await sleeper.call('events'), ['stream open', 'start during', 'end during']);
+    await reader.return?.();
+  });
+
+  test('wait(futures, { numReturns, timeoutMs }) (Ray: ray.wait) over calls and runs, and status() without awaiting', async () => {
+    const sleeper = await client.actor({ name: 'waiter', module: PARITY, export: 'Sleeper', cpus: 0.1, maxConcurrency: 4 });
+    await client.deploy({ name: 'mlp', model: 'mlp.onnx', cpus: 0.1, threads: 1 });
+    const held = sleeper.call<string>('hold', 'x');
+    const quick = sleeper.call<string>('slow', 0, 'quick');
+    const failing = sleeper.call('nothing');
+    const run = client.run('mlp', { x: tensor('float32', [1, 64], new Float32Array(64)) });
+    // Ray's default: the first one ready.
+    const first = await wait([held, quick]);
+    assert.deepEqual([first.ready, first.pending], [[quick], [held]]);
+    assert.equal(quick.status(), 'fulfilled');
+    assert.equal(held.status(), 'pending');
+    // A failed call is ready too; a run's Future mixes with calls'.
+    const three = await wait([held, failing, run], { numReturns: 2 });
+    assert.deepEqual([three.ready, three.pending], [[failing, run], [held]]);
+    assert.equal(failing.status(), 'rejected');
+    await rejectsWith(failing, 'TROUPE_ERR_UNKNOWN_METHOD', /has no method 'nothing'/);
+    assert.deepEqual(Object.keys(await run), ['logits']);
+    // The held call cannot settle until released: a timeout answers with it pending, and cancels nothing.
+    assert.deepEqual(await wait([held], { timeoutMs: 20 }), { ready: [], pending: [held] });
+    assert.equal(await sleeper.call('release', 'x'), true);
+    assert.deepEqual(await wait([held, quick], { numReturns: 2 }), { ready: [held, quick], pending: [] });
+    assert.equal(await held, 'x');
+  });
+
+  test('an actor calling itself with maxConcurrency 1 fails at once naming the cycle; with 2 it is answered', async () => {
+    const alone = await client.actor({ name: 'selfish', module: PARITY, export: 'SelfCaller', cpus: 0.1 });
+    const refused = await alone.call<{ code?: string; message?: string }>('callSelf');
+    assert.equal(refused.code, 'TROUPE_ERR_DEADLOCK', refused.message);
+    assert.match(
+      refused.message!,
+      /^selfish\.ping\(\) was called by instance (selfish#\d+) on itself \(\1 -> \1\) while it runs a call, with maxConcurrency 1/,
+    );
+    // The instance is unharmed, and a client outside it is not taken for it.
+    assert.equal(await alone.call('ping'), 'pong');
+    const roomy = await client.actor({ name: 'selfish2', module: PARITY, export: 'SelfCaller', cpus: 0.1, maxConcurrency: 2 });
+    assert.deepEqual(await roomy.call('callSelf'), { value: 'pong' });
+  });
+
+  test('maxConcurrency is for class actors, and a whole number from 1', async () => {
+    await rejectsWith(
+      client.actor({ name: 'bad', module: PARITY, export: 'Sleeper', maxConcurrency: 0 }),
+      'TROUPE_ERR_BAD_SPEC',
+      /maxConcurrency/,
+    );
+    await rejectsWith(
+      client.deploy({ name: 'bad', model: 'mlp.onnx', maxConcurrency: 4 }),
+      'TROUPE_ERR_BAD_SPEC',
+      /only a class actor .* takes maxConcurrency/,
+    );
+  });
+});
