@@ -89,3 +89,38 @@ export async function probeGenerate(url: string, answers: ModelAnswers, name: st
   const body = JSON.parse(text) as { model_version: string; logits: number[] };
   return { model: whichModel(answers, body.logits), version: body.model_version };
 }
+
+/** Calls in loops until stopped: every answer and failure kept, for the tests that change a deployment under load. */
+export interface CallLoad {
+  seen: Probe[];
+  failures: string[];
+  /** Calls answered or failed so far. */
+  sent(): number;
+  stop(): Promise<void>;
+}
+
+/** Runs each of `probes` in a loop of its own until `stop()`. */
+export function callLoad(probes: (() => Promise<Probe>)[]): CallLoad {
+  let flowing = true;
+  const seen: Probe[] = [];
+  const failures: string[] = [];
+  const loop = async (probe: () => Promise<Probe>) => {
+    while (flowing) {
+      try {
+        seen.push(await probe());
+      } catch (err) {
+        failures.push((err as Error).message);
+      }
+    }
+  };
+  const loops = probes.map(loop);
+  return {
+    seen,
+    failures,
+    sent: () => seen.length + failures.length,
+    stop: async () => {
+      flowing = false;
+      await Promise.all(loops);
+    },
+  };
+}

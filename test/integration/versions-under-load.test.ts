@@ -4,8 +4,8 @@ import { connect } from '../../runtime/internal.js';
 import type { Cluster } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
-import { probeHttp, probeSdk, writeDistinctMlps } from '../helpers/version-probes.js';
-import type { ModelAnswers, Probe } from '../helpers/version-probes.js';
+import { callLoad, probeHttp, probeSdk, writeDistinctMlps } from '../helpers/version-probes.js';
+import type { ModelAnswers } from '../helpers/version-probes.js';
 
 /**
  * No call lost while a rollout changes (issue 38, item 4): versions added (whose replicas take a
@@ -46,33 +46,16 @@ describe('a rollout changed under load', { timeout: 300_000 }, () => {
 
   /** Four SDK callers and two HTTP callers, each calling `name` in a loop until stopped; every answer and failure kept. */
   const keepCalling = (name = 'c') => {
-    let flowing = true;
-    const seen: Probe[] = [];
-    const failures: string[] = [];
-    const loop = async (probe: () => Promise<Probe>) => {
-      while (flowing) {
-        try {
-          seen.push(await probe());
-        } catch (err) {
-          failures.push((err as Error).message);
-        }
-      }
-    };
-    const loops = [
-      ...Array.from({ length: 4 }, () => loop(() => probeSdk(client, answers, name))),
-      ...Array.from({ length: 2 }, () => loop(() => probeHttp(cluster.url, answers, name))),
-    ];
+    const load = callLoad([
+      ...Array.from({ length: 4 }, () => () => probeSdk(client, answers, name)),
+      ...Array.from({ length: 2 }, () => () => probeHttp(cluster.url, answers, name)),
+    ]);
     return {
-      seen,
-      failures,
+      ...load,
       /** Resolves once `n` more calls were answered (bounded). */
       more: (n: number) => {
-        const at = seen.length + failures.length;
-        return waitFor(`${n} more calls`, () => seen.length + failures.length >= at + n, 60_000);
-      },
-      stop: async () => {
-        flowing = false;
-        await Promise.all(loops);
+        const at = load.sent();
+        return waitFor(`${n} more calls`, () => load.sent() >= at + n, 60_000);
       },
     };
   };

@@ -8,8 +8,8 @@ import { startCluster, waitFor } from '../cluster.js';
 import type { TestCluster } from '../cluster.js';
 import { DIST_ROOT } from '../graphs.js';
 import { grpcClient } from '../grpc-client.js';
-import { probeGrpc, probeHttp, probeInput, probeSdk, whichModel, writeDistinctMlps } from '../version-probes.js';
-import type { ModelAnswers, Probe } from '../version-probes.js';
+import { callLoad, probeGrpc, probeHttp, probeInput, probeSdk, whichModel, writeDistinctMlps } from '../version-probes.js';
+import type { CallLoad, ModelAnswers, Probe } from '../version-probes.js';
 import { allowedAnswers } from './model.js';
 import type { DeploymentRef, ModelState } from './model.js';
 
@@ -68,33 +68,12 @@ export class RealSystem {
   }
 
   /** Two SDK callers and one HTTP caller calling `name` until stopped; every answer and failure kept. */
-  load(name: string): { seen: Probe[]; failures: string[]; sent: () => number; stop: () => Promise<void> } {
-    let flowing = true;
-    const seen: Probe[] = [];
-    const failures: string[] = [];
-    const loop = async (probe: () => Promise<Probe>) => {
-      while (flowing) {
-        try {
-          seen.push(await probe());
-        } catch (err) {
-          failures.push((err as Error).message);
-        }
-      }
-    };
-    const loops = [
-      loop(() => probeSdk(this.client, this.answers, name)),
-      loop(() => probeSdk(this.client, this.answers, name)),
-      loop(() => probeHttp(this.cluster.url, this.answers, name)),
-    ];
-    return {
-      seen,
-      failures,
-      sent: () => seen.length + failures.length,
-      stop: async () => {
-        flowing = false;
-        await Promise.all(loops);
-      },
-    };
+  load(name: string): CallLoad {
+    return callLoad([
+      () => probeSdk(this.client, this.answers, name),
+      () => probeSdk(this.client, this.answers, name),
+      () => probeHttp(this.cluster.url, this.answers, name),
+    ]);
   }
 
   /** Adds member `member` (a copy of `file`) to the multiplexed set's directory. */
