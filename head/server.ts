@@ -22,7 +22,7 @@ import type { Channel, FrameTransport } from '../runtime/internal.js';
 import type { ActorRecord } from './state/records.js';
 import { serveActor } from './connections/actor-connection.js';
 import { serveAgent } from './connections/agent-connection.js';
-import { checkBearer, isLoopback } from '../runtime/internal.js';
+import { checkBearer, internalOff, isLoopback } from '../runtime/internal.js';
 import { serveClient } from './connections/client-connection.js';
 import { startAutoscaler } from './control/autoscaler.js';
 import { Controller } from './control/controller.js';
@@ -436,7 +436,9 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     });
     const door = frontDoor;
     cap.countElsewhere(() => door.connections);
-    forwarder = await InferenceForwarder.start((socket) => door.takeUnread(socket));
+    // Only where workers read connections in place: without that internal they give every
+    // connection back to the head, and a forwarded one came back unread (a 408 after 10 s).
+    if (!internalOff('socket-handle')) forwarder = await InferenceForwarder.start((socket) => door.takeUnread(socket));
   }
   log.info({ url, grpc: grpc?.address, stateFile: store?.file, httpWorkers }, 'head listening');
   // Graphs come back once the deployments they call are READY again (graphs.deploy waits for them).
