@@ -50,104 +50,18 @@ import { RunGateway } from './graph/run-gateway.js';
 import { GraphStreams } from './graph/graph-streams.js';
 import { ActorCalls } from './calls/actor-calls.js';
 import { Deployments } from './control/deployments.js';
-import type { ControllerOptions } from './control/controller-options.js';
 import { registerHttpApi } from './http/api.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MODEL_BYTES } from './http/context.js';
-import type { JobOptions } from './http/jobs.js';
 import { DEFAULT_LIVENESS, watchLiveness } from './control/liveness.js';
-import type { LivenessOptions } from './control/liveness.js';
 import { joiningActor } from './state/record-changes.js';
 import { ClusterState } from './state/cluster-state.js';
 import { registerStatusPage } from './status/index.js';
 import { settledWithin } from './settled-within.js';
+import { DEFAULT_DRAIN_MS, DEFAULT_MAX_CONNECTIONS, SILENT_CONNECTION_MS } from './head-options.js';
+import type { Head, HeadOptions } from './head-options.js';
 
-export interface HeadOptions {
-  host?: string;
-  /** 0 picks a free port. */
-  port?: number;
-  /** Cluster token; required when `host` is not loopback. */
-  token?: string;
-  liveness?: Partial<LivenessOptions>;
-  controller?: Partial<ControllerOptions>;
-  /** Largest frame accepted (default 256 MiB); a larger one closes its connection (a WebSocket with 1009). */
-  maxFrameBytes?: number;
-  /**
-   * Where the head keeps uploaded models and its durable state (default `.troupe/head` under the
-   * working directory): deployments, graphs and the identities of running actors, in `state.json`.
-   */
-  dataDir?: string;
-  /**
-   * Keep deployments and actor identities in `<dataDir>/state.json` and restore them at start, so
-   * a restarted head adopts the actors that kept running. Default: on when `dataDir` is given
-   * (`troupe head` always gives one), off for an in-process head without one.
-   */
-  persistState?: boolean;
-  /**
-   * A state file that exists but cannot be read is set aside (renamed) and the head starts with no
-   * deployments. Default false: such a file stops the head with TROUPE_ERR_STATE_UNREADABLE.
-   */
-  discardState?: boolean;
-  /** On close (SIGTERM), how long accepted calls get to finish before the head exits (default 10 s). */
-  drainMs?: number;
-  /** Largest HTTP request body, e.g. an inference (default 64 MiB); 413 beyond it. */
-  maxBodyBytes?: number;
-  /** Largest model upload (default 1 GiB). */
-  maxModelBytes?: number;
-  /** Async jobs (`POST /api/v1/deployments/{name}/jobs`): retention, bounds, concurrency. */
-  jobs?: Partial<JobOptions>;
-  /**
-   * Front-door worker processes that serve connections opening with an inference-protocol request
-   * (`/v2/...`) beside the head, calling replicas directly (head/front-door/). Default: one per
-   * core, at most 4; 0 serves every request in the head process.
-   */
-  httpWorkers?: number;
-  /**
-   * Replicas on this host serve the HTTP connections of their deployment themselves, handed over
-   * by the head (head/front-door/handoff-doors.ts): no worker between client and model, balanced
-   * by connection, and a replica's connections end with it. Needs front-door workers (for the
-   * requests a replica does not serve) and the handoff addon. Default false.
-   */
-  httpHandoff?: boolean;
-  /** How long a client or agent connection may say nothing before it is closed (default 10 s). */
-  firstMessageTimeoutMs?: number;
-  /**
-   * Open TCP connections accepted at once (default 10,000); one past it is closed as it arrives.
-   * Without a cap, idle sockets took the head to its process's file-descriptor limit.
-   */
-  maxConnections?: number;
-  /**
-   * Serve the Open Inference Protocol's gRPC service on this port, on the same host (head/grpc/,
-   * docs/grpc.md); 0 picks a free one. Absent: no gRPC endpoint (`troupe head` gives 8471 unless
-   * told otherwise).
-   */
-  grpcPort?: number;
-}
-
-export const DEFAULT_MAX_CONNECTIONS = 10_000;
-/** How long an HTTP connection may stay silent, or take over its request head, before it is closed. */
-export const SILENT_CONNECTION_MS = 10_000;
-/** How long a stopping head lets accepted calls finish, unless told otherwise (--drain-ms). */
-export const DEFAULT_DRAIN_MS = 10_000;
-
-export interface Head {
-  /** http://host:port; the connection endpoints (WebSocket or frame-stream upgrades) are under /v1/. */
-  readonly url: string;
-  /** host:port of the gRPC endpoint, when the head serves one. */
-  readonly grpcAddress: string | undefined;
-  readonly state: ClusterState;
-  /**
-   * What came back from the data directory's state file at start (deployments and graphs by
-   * name, a version split's own versions left out): the CLI prints it, since a restart that
-   * restores a dozen deployments nobody asked for again should say so. Undefined: nothing saved.
-   */
-  readonly restored: { file: string; deployments: string[]; graphs: string[] } | undefined;
-  /**
-   * Drains, then stops: new work is refused with TROUPE_ERR_SHUTTING_DOWN (retryable) while the
-   * accepted calls finish, for at most `drainMs`; then every socket is dropped. Agents and actors
-   * keep running and reconnect to the next head started on the same data directory.
-   */
-  close(): Promise<void>;
-}
+export { DEFAULT_DRAIN_MS, DEFAULT_MAX_CONNECTIONS, SILENT_CONNECTION_MS } from './head-options.js';
+export type { Head, HeadOptions } from './head-options.js';
 
 /** What shutting down needs of a connection's channel. */
 type ClosableChannel = Pick<Channel<{ type: string }, { type: string }>, 'close' | 'terminate' | 'whenClosed'>;
