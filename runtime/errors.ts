@@ -187,7 +187,7 @@ export const ERRORS = {
   TROUPE_ERR_STATE_LOST: {
     status: 410,
     retryable: false,
-    what: "A session's instance lost the state it held: it restarted with no checkpoint to restore, or it is DEAD or gone; the session's next call starts it anew.",
+    what: 'A class instance lost the state this caller (or its session) saw it hold: it restarted with no checkpoint to restore, or it is DEAD or gone; the call did not run, and the next call runs on the instance as it is now.',
   },
 } as const satisfies Record<string, { status: number; retryable: boolean; what: string }>;
 

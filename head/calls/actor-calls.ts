@@ -4,6 +4,7 @@ import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
 import { CallResults } from './call-results.js';
 import { Dispatcher } from './dispatcher.js';
+import type { ServedReply } from './method-queue.js';
 
 /** One streaming call as the head relays it: items passed on, and the reader's credit and cancel until it reached an instance. */
 interface StreamControl {
@@ -47,9 +48,18 @@ export class ActorCalls {
     this.#state = state;
   }
 
-  /** Runs one call (made from inside instance `from`, if given); resolves with the method's value. */
-  call(request: MethodCallRequest, from?: string): Promise<{ value: unknown }> {
-    return this.#results.add(request.id, this.#run(request, from)).then((value) => ({ value }));
+  /**
+   * Runs one call (made from inside instance `from`, if given); resolves with the method's value,
+   * the instance that answered and the identity of the state it answered from.
+   */
+  call(request: MethodCallRequest, from?: string): Promise<{ value: unknown; instance?: string; stateId?: string }> {
+    const served = this.#run(request, from);
+    // Kept for calls that take it as a Future; its failure reaches the caller below, and them.
+    void this.#results.add(
+      request.id,
+      served.then((s) => s.value),
+    );
+    return served.then(({ value, instance, stateId }) => ({ value, instance, ...(stateId === undefined ? {} : { stateId }) }));
   }
 
   /**
@@ -75,6 +85,7 @@ export class ActorCalls {
       const deadline = request.timeoutMs === undefined ? undefined : Date.now() + request.timeoutMs;
       const reply = await d.dispatcher.methods.submit(request.method, args, {
         sessionKey: request.sessionKey,
+        seen: request.seen,
         deadline,
         from,
         stream: {
@@ -146,13 +157,12 @@ export class ActorCalls {
     return d as DeploymentRecord & { dispatcher: Dispatcher };
   }
 
-  async #run(request: MethodCallRequest, from: string | undefined): Promise<unknown> {
+  async #run(request: MethodCallRequest, from: string | undefined): Promise<ServedReply> {
     const deadline = request.timeoutMs === undefined ? undefined : Date.now() + request.timeoutMs;
     const d = this.#classActor(request);
     const args = await this.#resolveRefs(request);
     // Bound to the deployment as it was when the call arrived: a replaced deployment gets a new dispatcher.
-    const { value } = await d.dispatcher.methods.submit(request.method, args, { sessionKey: request.sessionKey, deadline, from });
-    return value;
+    return d.dispatcher.methods.submit(request.method, args, { sessionKey: request.sessionKey, deadline, from, seen: request.seen });
   }
 
   /** The arguments, with those that name earlier calls (Futures) replaced by their values. */

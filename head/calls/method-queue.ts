@@ -12,6 +12,12 @@ export interface MethodCallOptions {
   deadline?: number | undefined;
   /** The instance the call was made from (a client inside a class actor), to refuse one that would wait on itself. */
   from?: string | undefined;
+  /**
+   * The state each instance had when it last answered this caller (instance name -> state id): an
+   * instance whose state began anew since fails the call with TROUPE_ERR_STATE_LOST instead of
+   * answering from a fresh state as if nothing happened.
+   */
+  seen?: Readonly<Record<string, string>> | undefined;
   /** A graph step's call: the one argument is a map of wire tensors, and so is the answer. */
   tensors?: boolean | undefined;
   /**
@@ -30,9 +36,12 @@ interface Waiting {
   enqueued: number;
   timer: NodeJS.Timeout;
   settled: boolean;
-  resolve: (reply: InvokeReply) => void;
+  resolve: (reply: ServedReply) => void;
   reject: (error: TroupeError) => void;
 }
+
+/** A method's answer, with the instance that gave it and the identity of the state it answered from. */
+export type ServedReply = InvokeReply & { instance: string; stateId?: string | undefined };
 
 /** An actor that will take calls again without a new placement: it is READY, starting or restarting. */
 function alive(a: ActorRecord): boolean {
@@ -52,7 +61,7 @@ export class MethodQueue {
   readonly #d: DeploymentRecord;
   #waiting: Waiting[] = [];
   /** Session key -> the instance it is bound to, and that instance's state generation then (insertion order: oldest first). */
-  readonly #sessions = new Map<string, { actorId: string; epoch: number }>();
+  readonly #sessions = new Map<string, { actorId: string; stateId: string | undefined }>();
   /** Instance id -> sessions bound to it. */
   readonly #bound = new Map<string, number>();
   #turn = 0;
@@ -65,7 +74,7 @@ export class MethodQueue {
     return this.#waiting.length;
   }
 
-  submit(method: string, args: unknown[], options: MethodCallOptions = {}): Promise<InvokeReply> {
+  submit(method: string, args: unknown[], options: MethodCallOptions = {}): Promise<ServedReply> {
     const name = this.#d.spec.name;
     if (this.#waiting.length >= this.#d.spec.maxQueue) {
       return Promise.reject(
@@ -101,9 +110,10 @@ export class MethodQueue {
     for (const call of this.#waiting) {
       if (call.settled) continue;
       const actor = this.#pick(call);
-      const cycle = actor instanceof TroupeError || !actor ? undefined : this.#waitsOnItself(call, actor);
+      const refused =
+        actor instanceof TroupeError || !actor ? undefined : (this.#waitsOnItself(call, actor) ?? this.#stateGone(call, actor));
       if (actor instanceof TroupeError) this.#settle(call, actor);
-      else if (cycle) this.#settle(call, cycle);
+      else if (refused) this.#settle(call, refused);
       else if (actor?.link?.invoke) this.#send(call, actor);
       else left.push(call);
     }
@@ -139,7 +149,7 @@ export class MethodQueue {
       const bound = this.#sessions.get(key);
       const actor = bound === undefined ? undefined : this.#d.actors.find((a) => a.id === bound.actorId);
       if (actor && alive(actor)) {
-        if ((actor.stateEpoch ?? 0) === bound!.epoch) return this.#hasRoom(actor) ? actor : undefined;
+        if (actor.stateId === bound!.stateId) return this.#hasRoom(actor) ? actor : undefined;
         // It came back without its state: only once READY is that known (a checkpoint would have been restored).
         this.#bind(key, actor.id);
         return this.#lost(key, actor.stateLost ?? `instance ${actor.name} restarted with no checkpoint to restore`);
@@ -185,6 +195,19 @@ export class MethodQueue {
     );
   }
 
+  /**
+   * The error for a call whose caller saw instance `a` answer from a state that is gone since (it
+   * restarted with no checkpoint to restore): said once, since the caller forgets what it saw then.
+   */
+  #stateGone(call: Waiting, a: ActorRecord): TroupeError | undefined {
+    const saw = call.options.seen?.[a.name];
+    if (saw === undefined || a.stateId === undefined || saw === a.stateId) return undefined;
+    return new TroupeError(
+      'TROUPE_ERR_STATE_LOST',
+      `actor '${this.#d.spec.name}': ${a.stateLost ?? `instance ${a.name} is a new one (the actor was deployed anew, or an update replaced its instances)`}; the state this client's earlier calls left on it is lost, and ${call.method}() did not run (the next call runs on the instance as it is now)`,
+    );
+  }
+
   #hasRoom(a: ActorRecord): boolean {
     // An instance holds at most maxQueue calls of its own (its queue is bounded like the head's),
     // but always room for the maxConcurrency it runs at once, so a small maxQueue never caps them.
@@ -202,8 +225,8 @@ export class MethodQueue {
   #bind(key: string, actorId: string): void {
     this.#unbind(key);
     if (this.#sessions.size >= MAX_SESSIONS) this.#unbind(this.#sessions.keys().next().value!);
-    const epoch = this.#d.actors.find((a) => a.id === actorId)?.stateEpoch ?? 0;
-    this.#sessions.set(key, { actorId, epoch });
+    const stateId = this.#d.actors.find((a) => a.id === actorId)?.stateId;
+    this.#sessions.set(key, { actorId, stateId });
     this.#bound.set(actorId, (this.#bound.get(actorId) ?? 0) + 1);
   }
 
@@ -231,7 +254,7 @@ export class MethodQueue {
         // Kept on the record, which outlives the process: a restart of this instance restores it.
         if (reply.checkpoint) actor.checkpoint = reply.checkpoint;
         this.#d.stats.record(Date.now() - started);
-        this.#settle(call, undefined, reply);
+        this.#settle(call, undefined, { ...reply, instance: actor.name, stateId: actor.stateId });
         this.pump();
       },
       (err: unknown) => {
@@ -253,7 +276,7 @@ export class MethodQueue {
     this.#settle(call, new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `actor '${this.#d.spec.name}': ${why}`));
   }
 
-  #settle(call: Waiting, error: TroupeError | undefined, reply?: InvokeReply): void {
+  #settle(call: Waiting, error: TroupeError | undefined, reply?: ServedReply): void {
     if (call.settled) return;
     call.settled = true;
     clearTimeout(call.timer);

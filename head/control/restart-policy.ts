@@ -1,3 +1,4 @@
+import { newId } from '../../runtime/internal.js';
 import type { ActorRecord } from '../state/records.js';
 
 export interface RestartPolicy {
@@ -38,12 +39,13 @@ export function recordCrash(
 /**
  * A new process of class instance `a` is READY (not one that rejoined with its memory). After
  * its first, it starts from its constructor unless the head holds a checkpoint to restore: then
- * what it held is gone, and its state generation moves on so the sessions bound to it are told
- * (head/calls/method-queue.ts) instead of finding a fresh instance answering as if nothing happened.
+ * what it held is gone, and its state gets a new identity so the sessions bound to it and the
+ * clients that saw it are told (head/calls/method-queue.ts) instead of finding a fresh instance
+ * answering as if nothing happened.
  */
 export function noteFreshInstance(a: ActorRecord): void {
+  if (a.stateId === undefined || (a.servedBefore && a.checkpoint === undefined)) a.stateId = newId();
   if (a.servedBefore && a.checkpoint === undefined) {
-    a.stateEpoch = (a.stateEpoch ?? 0) + 1;
     a.stateLost = `instance ${a.name} restarted (${a.lastCrash ?? 'its process was replaced'}) with no checkpoint to restore (its class has no checkpoint(), or the head restarted since its last one)`;
   }
   a.servedBefore = true;

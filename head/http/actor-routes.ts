@@ -36,6 +36,12 @@ const CallBodySchema = z
     sessionKey: z.string().min(1).max(MAX_SESSION_KEY).optional(),
     /** Fail with TROUPE_ERR_DEADLINE_EXCEEDED (504) past this many ms; the method may still run to its end. */
     timeoutMs: MethodCallSchema.shape.timeoutMs,
+    /**
+     * The state each instance answered from in earlier answers (`instance` -> `stateId`): an
+     * instance that restarted since with no checkpoint to restore fails the call with
+     * TROUPE_ERR_STATE_LOST (410) instead of answering from a fresh state.
+     */
+    seen: MethodCallSchema.shape.seen,
   })
   .strict();
 
@@ -44,6 +50,9 @@ const CallAnswerSchema = z.object({
   id: z.string(),
   /** What the method returned. */
   value: z.unknown(),
+  /** The instance that answered, and the identity of the state it answered from (send them back as `seen`). */
+  instance: z.string().optional(),
+  stateId: z.string().optional(),
 });
 
 function pathParams(request: FastifyRequest): { name: string; method: string } {
@@ -78,6 +87,7 @@ function methodCall(request: FastifyRequest) {
     ...(body.refs ? { refs: body.refs } : {}),
     ...(body.sessionKey !== undefined ? { sessionKey: body.sessionKey } : {}),
     ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
+    ...(body.seen !== undefined ? { seen: body.seen } : {}),
   };
 }
 
@@ -128,9 +138,11 @@ export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void
     },
     async (request, reply) => {
       const id = newId();
-      const { value } = await ctx.actors.call({ id, ...methodCall(request) });
+      const { value, instance, stateId } = await ctx.actors.call({ id, ...methodCall(request) });
       // A method that returns nothing answers null: JSON has no undefined.
-      const text = `{"id":${JSON.stringify(id)},"value":${jsonText(value === undefined ? null : value)}}`;
+      const served = instance === undefined ? '' : `,"instance":${JSON.stringify(instance)}`;
+      const state = stateId === undefined ? '' : `,"stateId":${JSON.stringify(stateId)}`;
+      const text = `{"id":${JSON.stringify(id)},"value":${jsonText(value === undefined ? null : value)}${served}${state}}`;
       return reply.type('application/json; charset=utf-8').send(text);
     },
   );

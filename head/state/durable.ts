@@ -38,6 +38,9 @@ export const SavedActorSchema = z.object({
   pid: z.number().int().nullable(),
   restarts: z.number().int().min(0),
   secret: z.string().min(8).max(128),
+  /** A class instance's state identity, and whether a process of it served: a process that died while the head was down lost its state. */
+  stateId: z.string().min(1).max(64).optional(),
+  servedBefore: z.boolean().optional(),
 });
 export type SavedActor = z.infer<typeof SavedActorSchema>;
 

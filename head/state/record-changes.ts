@@ -105,6 +105,8 @@ export function snapshotState(state: ClusterState): { deployments: ModelDeployme
         pid: a.pid,
         restarts: a.restarts,
         secret: a.secret,
+        ...(a.stateId === undefined ? {} : { stateId: a.stateId }),
+        ...(a.servedBefore ? { servedBefore: true } : {}),
       });
     }
   }
@@ -135,6 +137,8 @@ export function restoredActorRecord(s: SavedActor): ActorRecord {
     stats: null,
     usage: null,
     awaitingNode: s.node,
+    ...(s.stateId === undefined ? {} : { stateId: s.stateId }),
+    ...(s.servedBefore ? { servedBefore: true } : {}),
   };
 }
 

@@ -79,11 +79,13 @@ export interface ActorRecord {
    */
   checkpoint?: { state: unknown } | undefined;
   /**
-   * A class instance's state generation: raised each time its process started anew with no
-   * checkpoint to restore (what it held is gone), so the sessions bound to it can be told.
+   * A class instance's state identity: new each time its process started anew with no checkpoint
+   * to restore (what it held is gone), kept through restores and in the state file (a process that
+   * outlives a head restart keeps its memory), so the sessions bound to it, and the clients that
+   * saw it answer, can be told.
    */
-  stateEpoch?: number;
-  /** Why the state of generation `stateEpoch` began empty (for the sessions' error). */
+  stateId?: string;
+  /** Why the state `stateId` names began empty (for the callers' error). */
   stateLost?: string;
   /** A process of this instance has been READY before (a READY of a new process is a restart). */
   servedBefore?: boolean;

@@ -14,6 +14,7 @@ import type { GraphDeploymentView } from '../graph/view.js';
 import type { RunRef } from '../protocol/client.js';
 import { pickReferenced, referenceFailed } from '../graph/refs.js';
 import { HeadConnection, withRetries } from './connection.js';
+import { MAX_SEEN_INSTANCES } from '../protocol/method-call.js';
 import { sharedMemoryAddon } from '../shm/addon.js';
 import { DEFAULT_POOL_BYTES, SharedTensorPool } from '../shm/tensor-pool.js';
 import { DirectRouter } from './router.js';
@@ -59,6 +60,11 @@ export class Cluster {
   readonly #retries: number;
   readonly #router: DirectRouter | undefined;
   readonly #streams: StreamRegistry;
+  /**
+   * Per class actor, the state each of its instances last answered this client from (instance
+   * name -> state id): sent with each call, so an instance that lost it since says so (STATE_LOST).
+   */
+  readonly #actorStates = new Map<string, Map<string, string>>();
 
   /** @internal use {@link connect} */
   constructor(conn: HeadConnection, retries = 0, router?: DirectRouter, streams = new StreamRegistry()) {
@@ -173,6 +179,8 @@ export class Cluster {
    */
   async undeploy(name: string, options: UndeployOptions = {}): Promise<void> {
     await this.#conn.request({ type: 'undeploy', name, ...(options.force ? { force: true } : {}) }, 60_000);
+    // This client removed it: an actor deployed under the name later is no loss of state to it.
+    this.#actorStates.delete(name);
   }
 
   /**
@@ -233,6 +241,12 @@ export class Cluster {
   }
 
   /** Sends one run, directly to a replica when its deployment has routes, else through the head. */
+  #seenStates(actor: string): Map<string, string> {
+    let seen = this.#actorStates.get(actor);
+    if (!seen) this.#actorStates.set(actor, (seen = new Map()));
+    return seen;
+  }
+
   #send(
     id: string,
     deployment: string,
@@ -341,10 +355,28 @@ export class Cluster {
   /** A handle on a class actor deployed earlier (by any client, HTTP or the CLI); nothing is sent until a call. */
   actorHandle(name: string): ActorHandle {
     const conn = this.#conn;
+    const seen = this.#seenStates(name);
+    const withSeen = <M extends { seen?: Record<string, string> }>(message: M): M =>
+      seen.size === 0 ? message : { ...message, seen: Object.fromEntries(seen) };
+    const remember = <R extends object>(reply: Promise<R>): Promise<R> => {
+      reply.then(
+        (r) => {
+          const { instance, stateId } = r as { instance?: unknown; stateId?: unknown };
+          if (typeof instance !== 'string' || typeof stateId !== 'string') return;
+          if (!seen.has(instance) && seen.size >= MAX_SEEN_INSTANCES) seen.delete(seen.keys().next().value!);
+          seen.set(instance, stateId);
+        },
+        // Told once: what was seen is forgotten, and the next call runs on the instance as it is now.
+        (err: unknown) => {
+          if (err instanceof TroupeError && err.code === 'TROUPE_ERR_STATE_LOST') seen.clear();
+        },
+      );
+      return reply;
+    };
     return new ActorHandle(name, {
-      call: (message, timeoutMs) => conn.request(message, timeoutMs),
+      call: (message, timeoutMs) => remember(conn.request(withSeen(message), timeoutMs)),
       // A stream has no overall deadline: its reader paces it, and cancels it.
-      stream: (message, stream) => this.#streams.add(stream, conn.request(message)),
+      stream: (message, stream) => this.#streams.add(stream, remember(conn.request(withSeen(message)))),
       credit: (stream, n) => void conn.request({ type: 'streamCredit', stream, n }, 30_000).catch(() => {}),
       cancel: (stream) => void conn.request({ type: 'streamCancel', stream }, 30_000).catch(() => {}),
     });

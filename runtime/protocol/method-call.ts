@@ -9,6 +9,9 @@ export type CallRef = z.infer<typeof CallRefSchema>;
 /** The most Futures one call may hold inside its arguments. */
 export const MAX_NESTED_REFS = 1024;
 
+/** The most instances one call may say it saw (an actor's instances a client remembers). */
+export const MAX_SEEN_INSTANCES = 256;
+
 /** The longest session key: keys are user or conversation ids, not payloads. */
 export const MAX_SESSION_KEY = 256;
 
@@ -35,6 +38,15 @@ export const MethodCallSchema = z.object({
   nestedRefs: z.array(IdSchema).max(MAX_NESTED_REFS).optional(),
   /** Calls with the same key go to the same instance while it lives (sticky sessions). */
   sessionKey: z.string().min(1).max(MAX_SESSION_KEY).optional(),
+  /**
+   * The state each instance answered this caller from (instance name -> the answer's `stateId`):
+   * an instance whose state began anew since (it restarted with no checkpoint to restore) fails
+   * the call with TROUPE_ERR_STATE_LOST instead of answering from a fresh state.
+   */
+  seen: z
+    .record(z.string().min(1).max(256), z.string().min(1).max(64))
+    .refine((r) => Object.keys(r).length <= MAX_SEEN_INSTANCES, `at most ${MAX_SEEN_INSTANCES} instances`)
+    .optional(),
   timeoutMs: z
     .number()
     .positive()
@@ -43,7 +55,12 @@ export const MethodCallSchema = z.object({
 });
 export type MethodCall = z.infer<typeof MethodCallSchema>;
 
-export const MethodCallReplySchema = z.object({ value: z.unknown() });
+/** A method's value, with the instance that answered and the identity of the state it answered from. */
+export const MethodCallReplySchema = z.object({
+  value: z.unknown(),
+  instance: z.string().max(256).optional(),
+  stateId: z.string().max(64).optional(),
+});
 
 /** The most items a reader may ask for at once: its window, and each grant after it. */
 export const MAX_STREAM_WINDOW = 1024;

@@ -61,8 +61,9 @@ export interface TestCluster {
   /**
    * Stops the head (SIGKILL, or SIGTERM for a graceful drain) and starts a new one with the same
    * flags, port and data directory; resolves once it listens. `head` is the new one after.
+   * `whileDown` runs between the two (say, to kill an actor while no head watches).
    */
-  restartHead(signal?: 'SIGKILL' | 'SIGTERM'): Promise<Child>;
+  restartHead(signal?: 'SIGKILL' | 'SIGTERM', whileDown?: () => Promise<void>): Promise<Child>;
   stop(): Promise<void>;
 }
 
@@ -103,11 +104,12 @@ export async function startCluster(
     modelDir,
     models,
     startAgent,
-    async restartHead(signal = 'SIGKILL') {
+    async restartHead(signal = 'SIGKILL', whileDown) {
       if (signal === 'SIGKILL') {
         head.process.kill('SIGKILL');
         await head.exited;
       } else await stopChild(head, 20_000);
+      await whileDown?.();
       // Same port (listen reuses it at once), same data directory: agents and actors find it again.
       head = startChild(['head', '--port', new URL(url).port, ...grpcArgs, ...dataDir, ...headArgs], HEAD_LISTENING, 20_000, env);
       cluster.head = head;

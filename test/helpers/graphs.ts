@@ -39,14 +39,17 @@ export function floats(t: Tensor | undefined): number[] {
 }
 
 /** Asserts that `work` rejects with a TroupeError of `code` whose message matches. */
-export async function rejectsWith(work: PromiseLike<unknown>, code: ErrorCode, message: RegExp): Promise<void> {
+export async function rejectsWith(work: PromiseLike<unknown>, code: ErrorCode, message: RegExp): Promise<TroupeError> {
+  let error: TroupeError | undefined;
   await assert.rejects(
     () => Promise.resolve(work),
     (err: unknown) => {
       assert.ok(err instanceof TroupeError, `expected a TroupeError, got ${String(err)}`);
       assert.equal(err.code, code, err.message);
       assert.match(err.message, message);
+      error = err;
       return true;
     },
   );
+  return error!;
 }

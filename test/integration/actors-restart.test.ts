@@ -45,12 +45,37 @@ describe('class actors restart with back-off, restoring their checkpoint', { tim
     assert.equal(sized, 8 + ('kept'.length + 'after'.length) * 2);
   });
 
-  test('a class without checkpoint() starts fresh after a restart', async () => {
+  test('a class without checkpoint() starts fresh after a restart, and a caller that saw its state is told once that it is gone', async () => {
     const notebook = await client.actor({ name: 'notebook', module: CLASSES, export: 'Notebook', cpus: 0.1 });
     assert.equal(await notebook.call('write', 'lost on restart'), 1);
+    // Over HTTP, a caller that sends back what an answer said it was served from is told the same.
+    const write = (seen?: Record<string, string>) =>
+      fetch(`${cluster.url}/api/v1/actors/notebook/write`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ args: ['over http'], ...(seen ? { seen } : {}) }),
+      });
+    const answer = (await (await write()).json()) as { value: number; instance: string; stateId: string };
+    assert.equal(answer.value, 2);
+    assert.equal(answer.instance, 'notebook#0');
+    assert.match(answer.stateId, /^[0-9a-z]{12}$/);
+
     await rejectsWith(notebook.call('crash'), 'TROUPE_ERR_ACTOR_DIED', /before answering/);
     await readyAgain('notebook', 1);
+    const lost = await rejectsWith(
+      notebook.call('read'),
+      'TROUPE_ERR_STATE_LOST',
+      /instance notebook#0 restarted \(exited with code 7.*\) with no checkpoint to restore.*the state this client's earlier calls left on it is lost, and read\(\) did not run/,
+    );
+    assert.equal(lost.retryable, false);
+    // Said once: the next call runs on the fresh instance.
     assert.deepEqual(await notebook.call('read'), []);
+    const told = await write({ [answer.instance]: answer.stateId });
+    assert.equal(told.status, 410);
+    assert.equal(((await told.json()) as { code: string }).code, 'TROUPE_ERR_STATE_LOST');
+    // The refused call did not run; one without what it saw does.
+    assert.deepEqual(await notebook.call('read'), []);
+    assert.equal(((await (await write()).json()) as { value: number }).value, 1);
   });
 
   test('an instance whose restore() throws takes no calls, and after its restarts is DEAD saying why', async () => {
@@ -130,5 +155,26 @@ describe('class actors restart with back-off, restoring their checkpoint', { tim
     );
     assert.deepEqual(back.slice(-1), ['before the head restart']);
     assert.equal(await notebook.call('pid'), pid);
+  });
+
+  test('an instance that died while the head was down comes back fresh, and its callers are told its state is gone', async () => {
+    const notebook = client.actorHandle('notebook');
+    await notebook.call('write', 'held by the process that dies');
+    const pid = await notebook.call<number>('pid');
+    await cluster.restartHead('SIGKILL', async () => {
+      process.kill(pid, 'SIGKILL');
+    });
+    const lost = await waitFor('the restarted instance answers', () =>
+      notebook
+        .withOptions({ timeoutMs: 2000 })
+        .call<string[]>('read')
+        .then(
+          () => assert.fail('a fresh instance answered as if nothing happened'),
+          (err: unknown) => ((err as TroupeError).code === 'TROUPE_ERR_STATE_LOST' ? (err as TroupeError) : undefined),
+        ),
+    );
+    assert.match(lost.message, /instance notebook#0 restarted .*with no checkpoint to restore/);
+    assert.deepEqual(await notebook.call('read'), []);
+    assert.notEqual(await notebook.call('pid'), pid);
   });
 });

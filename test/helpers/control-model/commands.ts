@@ -77,9 +77,8 @@ class DeployPlain extends Step {
     super();
   }
   override underLoad(m: Readonly<ModelState>): string | undefined {
-    const d = m.deployments.get(this.name);
-    // Another model on the same replicas replaces them without a surge yet (issue 47): not under load.
-    return d?.kind === 'plain' && d.file !== this.file ? undefined : loadable(m, this.name);
+    // Another model under the same name surges: the old replicas serve until the new ones are READY.
+    return loadable(m, this.name);
   }
   async act(m: ModelState, r: RealSystem): Promise<void> {
     const d: DeploymentRef = { kind: 'plain', file: this.file };
@@ -99,11 +98,7 @@ class DeploySplit extends Step {
     super();
   }
   override underLoad(m: Readonly<ModelState>): string | undefined {
-    const d = m.deployments.get(this.name);
-    // A version that keeps its name but changes its model replaces its replicas without a surge
-    // yet (issue 47); a version's share moves to the others only while they can serve.
-    const swapped = d?.kind === 'split' && this.versions.some((v) => d.versions.some((o) => o.version === v.version && o.file !== v.file));
-    return swapped ? undefined : loadable(m, this.name);
+    return loadable(m, this.name);
   }
   async act(m: ModelState, r: RealSystem): Promise<void> {
     const d: DeploymentRef = { kind: 'split', versions: this.versions };
@@ -291,6 +286,12 @@ class DeployGraph extends Step {
   }
 }
 
+/** `ctr` restarts from its constructor: its total is gone, and the client that saw it is told on its next call. */
+function loseCounterState(m: ModelState): void {
+  m.counter!.total = 0;
+  m.counter!.lostUnseen = true;
+}
+
 /** The class actor `ctr` (created on first use) adds `n` to its total. */
 class CounterAdd extends Step {
   constructor(readonly n: number) {
@@ -301,7 +302,7 @@ class CounterAdd extends Step {
       await r.client.actor({ name: 'ctr', module: 'test/fixtures/classes.js', export: 'Counter', args: [0], cpus: 0.1 });
       m.counter = { total: 0, checkpointed: false };
     }
-    const total = await r.client.actorHandle('ctr').withOptions({ timeoutMs: 30_000 }).call<number>('add', this.n);
+    const total = await r.counterCall(m, 'add', this.n);
     m.counter.total += this.n;
     m.counter.checkpointed = true;
     assert.equal(total, m.counter.total, 'the total add answered');
@@ -333,7 +334,7 @@ class AgentRestart extends Step {
     await r.restartAgent();
     await r.gone(doomed);
     // Its actors ended with it: the class instance, if it ran there, restarts from its checkpoint, or from scratch.
-    if (m.counter && node === 'n2' && !m.counter.checkpointed) m.counter.total = 0;
+    if (m.counter && node === 'n2' && !m.counter.checkpointed) loseCounterState(m);
   }
   toString(): string {
     return 'agent n2 kill -9 and rejoin';
@@ -350,7 +351,7 @@ class ActorKill extends Step {
     const [name, pid] = pids[this.pick % pids.length]!;
     process.kill(pid, 'SIGKILL');
     await r.gone([pid]);
-    if (m.counter && name.startsWith('ctr#') && !m.counter.checkpointed) m.counter.total = 0;
+    if (m.counter && name.startsWith('ctr#') && !m.counter.checkpointed) loseCounterState(m);
   }
   toString(): string {
     return `kill -9 actor #${this.pick}`;

@@ -24,7 +24,7 @@ export interface ModelState {
   /** The graph `g`: a pipeline of one model step, the deployment `over`. */
   graph: { over: string } | undefined;
   /** The class actor `ctr` (test/fixtures/classes.js Counter, with checkpoint()). */
-  counter: { total: number; checkpointed: boolean } | undefined;
+  counter: { total: number; checkpointed: boolean; lostUnseen?: boolean } | undefined;
 }
 
 export function emptyModel(): ModelState {
