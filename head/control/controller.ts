@@ -19,7 +19,7 @@ import {
 } from '../state/record-changes.js';
 import { isRefusal, refusalOutcome, refusedError } from './refused-deploy.js';
 import { ActorsByNode } from './actors-by-node.js';
-import { placeDeployment } from './place-deployment.js';
+import { fitsOnceSupersededGo, placeDeployment } from './place-deployment.js';
 import { MemoryReservations } from './memory-estimate.js';
 import { noteFreshInstance, recordCrash } from './restart-policy.js';
 import { retireActor } from './retire.js';
@@ -94,13 +94,18 @@ export class Controller {
       const d = newDeployment(spec, this.#memory.reserve(spec));
       this.#state.deployments.set(spec.name, d);
       const replicas = ownReplicas(spec);
-      for (const s of saved.actors.filter((x) => x.deployment === spec.name).slice(0, replicas)) {
+      const mine = saved.actors.filter((x) => x.deployment === spec.name);
+      // Replicas an update replaced serve on as such until the new spec's are READY: counted as
+      // the new spec's, they had run the old model under it for good.
+      const restoring = [...mine.filter((x) => !x.superseded).slice(0, replicas), ...mine.filter((x) => x.superseded)];
+      for (const s of restoring) {
         const a = restoredActorRecord(s);
         this.#state.actors.set(a.id, a);
         this.#rejoining.add(a);
         d.actors.push(a);
       }
-      for (const i of freeReplicaIndices(d, replicas - d.actors.length)) d.actors.push(this.#addActor(newActorRecord(d, i)));
+      const own = d.actors.filter((a) => !a.superseded).length;
+      for (const i of freeReplicaIndices(d, replicas - own)) d.actors.push(this.#addActor(newActorRecord(d, i)));
     }
     const adopting = [...this.#state.actors.values()].filter((a) => a.awaitingNode).length;
     if (saved.deployments.length > 0) {
@@ -120,8 +125,18 @@ export class Controller {
     this.#dirty();
   }
 
+  /** A replica an update replaced whose process is gone: not placed again, the new spec's serve without it. */
+  #dropSuperseded(a: ActorRecord): void {
+    const d = this.#state.deployments.get(a.deployment);
+    if (d) d.actors = d.actors.filter((x) => x !== a);
+    returnToPending(a, 'its node did not come back');
+    this.#state.actors.delete(a.id);
+    this.#dirty();
+  }
+
   /** An actor that will not be adopted: placed anew as a fresh process (a new secret shuts the old one out). */
   #replace(a: ActorRecord, why: string): void {
+    if (a.superseded) return this.#dropSuperseded(a);
     returnToPending(a, why);
     this.#dirty();
   }
@@ -269,8 +284,14 @@ export class Controller {
         byNode ??= new ActorsByNode(this.#state.actors.values());
         nodes ??= [...this.#state.nodes.values()];
         placeDeployment(d, nodes, byNode, this.#state.metrics.placement, (a, node) => this.#start(a, d, node));
-        // No room for an update's new replicas beside the old: the old make room (a replace, not a surge).
-        if (d.actors.some((a) => a.superseded) && d.actors.some((a) => a.state === 'PENDING' && !a.superseded)) this.#retireSuperseded(d);
+        // No room for an update's new replicas beside the old: the old make room (a replace, not a
+        // surge), where that gives the room; else they serve on until a node that fits comes.
+        if (
+          d.actors.some((a) => a.superseded) &&
+          d.actors.some((a) => a.state === 'PENDING' && !a.superseded) &&
+          fitsOnceSupersededGo(d, nodes, this.#state.actors.values())
+        )
+          this.#retireSuperseded(d);
       }
     } finally {
       this.#turns.add(performance.now() - began, byNode !== undefined);

@@ -91,14 +91,22 @@ const splits = new WeakMap<ModelDeployment, Map<string, TrafficSplit>>();
  * The deployment the next call to versioned `spec` goes to. A version takes calls only once it
  * can serve them (`serves`: a READY replica, or one that starts for a call); until then its share
  * goes to the versions that can, so adding a version, or changing one's model, loses no call while
- * its replicas start. When none can serve, the split is by the weights alone (the call waits for
- * its version, or fails saying why).
+ * its replicas start. When none with a weight can serve, the versions at weight 0 that can (kept
+ * warm: the one a rollout moves from, as v1 at 0 and a new v2 at 100) take the calls in equal
+ * shares; when none at all can, the split is by the weights alone (the call waits for its
+ * version, or fails saying why).
  */
 export function pickVersion(spec: ModelDeployment, serves: (deployment: string) => boolean): { deployment: string; version: string } {
   const weighted = spec.versions!.filter((v) => v.weight > 0);
   const able = weighted.filter((v) => serves(versionDeploymentName(spec.name, v.version)));
-  const chosen = able.length > 0 ? able : weighted;
-  const key = chosen.map((v) => v.version).join('/');
+  const standby =
+    able.length > 0
+      ? []
+      : spec
+          .versions!.filter((v) => v.weight === 0 && serves(versionDeploymentName(spec.name, v.version)))
+          .map((v) => ({ ...v, weight: 1 }));
+  const chosen = able.length > 0 ? able : standby.length > 0 ? standby : weighted;
+  const key = `${standby.length > 0 ? 'standby:' : ''}${chosen.map((v) => v.version).join('/')}`;
   let byKey = splits.get(spec);
   if (!byKey) splits.set(spec, (byKey = new Map()));
   let split = byKey.get(key);

@@ -41,6 +41,11 @@ export const SavedActorSchema = z.object({
   /** A class instance's state identity, and whether a process of it served: a process that died while the head was down lost its state. */
   stateId: z.string().min(1).max(64).optional(),
   servedBefore: z.boolean().optional(),
+  /**
+   * A replica of the spec an update replaced, serving until the new spec's replicas are READY (a
+   * surge): adopted after a head restart as that, never as a replica of the new spec.
+   */
+  superseded: z.boolean().optional(),
 });
 export type SavedActor = z.infer<typeof SavedActorSchema>;
 

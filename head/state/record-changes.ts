@@ -107,6 +107,7 @@ export function snapshotState(state: ClusterState): { deployments: ModelDeployme
         secret: a.secret,
         ...(a.stateId === undefined ? {} : { stateId: a.stateId }),
         ...(a.servedBefore ? { servedBefore: true } : {}),
+        ...(a.superseded ? { superseded: true } : {}),
       });
     }
   }
@@ -139,6 +140,7 @@ export function restoredActorRecord(s: SavedActor): ActorRecord {
     awaitingNode: s.node,
     ...(s.stateId === undefined ? {} : { stateId: s.stateId }),
     ...(s.servedBefore ? { servedBefore: true } : {}),
+    ...(s.superseded ? { superseded: true } : {}),
   };
 }
 

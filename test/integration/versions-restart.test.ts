@@ -151,4 +151,39 @@ describe('versions through head restarts', { timeout: 300_000 }, () => {
     );
     await checkAnswers('after a restart with v1 at weight 0');
   });
+
+  test('an update caught mid-surge by a head restart: the replaced replica serves as such, never as the new spec, until the new one is READY', async () => {
+    await put('sw', { model: 'mlp-0.onnx', cpus: 0.25, threads: 1 });
+    // The new spec needs a GPU, which no node has yet: the update surges and waits for one.
+    const updated = await fetch(`${cluster.url}/api/v1/deployments/sw?wait=false`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'mlp-1.onnx', cpus: 0.25, threads: 1, gpus: 1 }),
+    });
+    assert.equal(updated.status, 202, await updated.text());
+    const models = async (n: number) => {
+      const seen = new Set<string>();
+      for (let i = 0; i < n; i++) {
+        seen.add((await probeSdk(client, answers, 'sw')).model);
+        seen.add((await probeHttp(cluster.url, answers, 'sw')).model);
+      }
+      return [...seen].sort();
+    };
+    assert.deepEqual(await models(4), ['mlp-0.onnx'], 'the replaced replica serves while the new one waits');
+    await cluster.restartHead('SIGKILL');
+    await waitFor('sw served again after the head restart', () => models(1).catch(() => undefined), 60_000);
+    assert.deepEqual(await models(4), ['mlp-0.onnx'], 'after the restart, still the replaced replica, as such');
+    // A node with a GPU: the new spec's replica starts there, and the replaced one goes once it is READY.
+    await cluster.startAgent(['--name', 'gpu', '--cpus', '8', '--simulate-gpus', '1', '--heartbeat-ms', '200']);
+    await waitFor(
+      'sw to run only its new spec',
+      async () => {
+        const sw = (await client.describe()).deployments.find((d) => d.name === 'sw');
+        return sw?.actors.length === 1 && sw.actors[0]!.state === 'READY' && sw.actors[0]!.node === 'gpu';
+      },
+      60_000,
+    );
+    assert.deepEqual(await models(6), ['mlp-1.onnx'], 'the new spec answers, and only it');
+    assert.equal((await fetch(`${cluster.url}/api/v1/deployments/sw`, { method: 'DELETE' })).status, 200);
+  });
 });

@@ -158,4 +158,25 @@ describe('a rollout changed under load', { timeout: 300_000 }, () => {
     for (const p of load.seen) assert.equal(modelOf[p.version ?? ''], p.model, JSON.stringify(p));
     await waitFor('r.v2 to stop once v1 serves', async () => !(await client.describe()).deployments.some((d) => d.name === 'r.v2'), 60_000);
   });
+
+  test('a new version at 100 beside the old at 0, under load: the old serves until the new one can (found by the model-based test)', async () => {
+    const put = (body: unknown) => request('PUT', '/api/v1/deployments/z', body);
+    assert.ok((await put(split({ v1: 100 }))).status < 300);
+    const load = keepCalling('z');
+    try {
+      await load.more(50);
+      const moved = await put(split({ v1: 0, v2: 100 }));
+      assert.equal(moved.status, 200, JSON.stringify(moved.body));
+      await load.more(100);
+    } finally {
+      await load.stop();
+    }
+    assert.deepEqual(load.failures, [], 'no call fails while v2 starts with v1 at weight 0');
+    for (const p of load.seen) assert.equal(modelOf[p.version ?? ''], p.model, JSON.stringify(p));
+    assert.ok(
+      load.seen.some((p) => p.version === 'v2'),
+      'v2 takes the calls once READY',
+    );
+    assert.equal((await request('DELETE', '/api/v1/deployments/z')).status, 200);
+  });
 });
