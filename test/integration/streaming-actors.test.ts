@@ -95,6 +95,13 @@ describe('streaming calls: async generator methods read with for await', { timeo
       Array.from({ length: got.length }, (_, i) => i),
     );
     if (got.length > 0) assert.match(failure.message, new RegExp(`after item ${got.length - 1} of the stream`));
+    // Ticker keeps no checkpoint: the restarted instance starts from its constructor, and the next
+    // call (a stream too) says once that what this client saw it hold is gone.
+    await waitFor('ticker READY again', async () =>
+      (await client.describe()).deployments.find((d) => d.name === 'ticker')?.actors.every((a) => a.state === 'READY'),
+    );
+    await rejectsWith(collect(ticker.stream('count', 2)), 'TROUPE_ERR_STATE_LOST', /instance ticker#0 restarted \(exited with code 9\)/);
+    assert.deepEqual(await collect(ticker.stream<number>('count', 2)), [0, 1]);
   });
 
   test('fuzzed call and stream frames never take the head or an instance down, and every answer is proper', async () => {
