@@ -1,4 +1,4 @@
-import { TroupeError, newSecret } from '../../runtime/internal.js';
+import { TroupeError } from '../../runtime/internal.js';
 import type { ActorStats, DeploymentView, ErrorCode, Logger, ModelDeployment, ModelMetadata, WireError } from '../../runtime/internal.js';
 import { DEFAULT_CONTROLLER_OPTIONS } from './controller-options.js';
 import type { ActorExitReport, ControllerOptions } from './controller-options.js';
@@ -9,21 +9,23 @@ import { ReadyWaiters } from './ready-waiters.js';
 import {
   describeExit,
   freeReplicaIndices,
+  markReady,
   needsNewActors,
   newActorRecord,
   newDeployment,
-  restoredActorRecord,
   returnToPending,
   snapshotState,
-  startActorMessage,
 } from '../state/record-changes.js';
-import { isRefusal, refusalOutcome, refusedError } from './refused-deploy.js';
+import { isRefusal, refuseStartsFromZero, refusalOutcome, refusedError } from './refused-deploy.js';
 import { ActorsByNode } from './actors-by-node.js';
-import { fitsOnceSupersededGo, placeDeployment } from './place-deployment.js';
+import { placeDeployment } from './place-deployment.js';
+import { dropSuperseded, retireSuperseded, shouldMakeRoom, supersede, unsupersede } from './surge.js';
 import { MemoryReservations } from './memory-estimate.js';
+import { restoreSaved } from './restore-saved.js';
 import { noteFreshInstance, recordCrash } from './restart-policy.js';
 import { retireActor } from './retire.js';
-import { ownReplicas, restoredSpecs, versionDeploymentName } from './versions.js';
+import { startOnNode } from './start-actor.js';
+import { ownReplicas, versionDeploymentName } from './versions.js';
 import { NodeMembership } from './node-membership.js';
 import { SchedulingTurns } from './scheduling-turns.js';
 import type { ClusterState } from '../state/cluster-state.js';
@@ -35,10 +37,6 @@ import type { HeadActorLink, ActorRecord, DeploymentRecord, NodeRecord } from '.
  * here (node registrations, heartbeats and silence too) so the reasons shown to people stay
  * consistent. Its effects go through ports: each node's AgentLink (agent-link.ts) and a {@link Clock}.
  */
-/** The first and the longest wait before a deployment scaled to zero starts a replica again after a refused start. */
-const MIN_START_BACKOFF_MS = 1000;
-const MAX_START_BACKOFF_MS = 60_000;
-
 export class Controller {
   readonly #state: ClusterState;
   readonly #log: Logger;
@@ -87,26 +85,7 @@ export class Controller {
    * `adoptGraceMs` are placed anew; replicas with no saved actor are created PENDING.
    */
   restore(saved: SavedState): void {
-    // The replicas each deployment runs are computed as a deploy computes them (ownReplicas,
-    // restoredSpecs): a deployment split between versions runs none of its own. Counting its
-    // `replicas` here once started a replica of the split's own `model` that answered for it.
-    for (const spec of restoredSpecs(saved.deployments)) {
-      const d = newDeployment(spec, this.#memory.reserve(spec));
-      this.#state.deployments.set(spec.name, d);
-      const replicas = ownReplicas(spec);
-      const mine = saved.actors.filter((x) => x.deployment === spec.name);
-      // Replicas an update replaced serve on as such until the new spec's are READY: counted as
-      // the new spec's, they had run the old model under it for good.
-      const restoring = [...mine.filter((x) => !x.superseded).slice(0, replicas), ...mine.filter((x) => x.superseded)];
-      for (const s of restoring) {
-        const a = restoredActorRecord(s);
-        this.#state.actors.set(a.id, a);
-        this.#rejoining.add(a);
-        d.actors.push(a);
-      }
-      const own = d.actors.filter((a) => !a.superseded).length;
-      for (const i of freeReplicaIndices(d, replicas - own)) d.actors.push(this.#addActor(newActorRecord(d, i)));
-    }
+    for (const a of restoreSaved(saved, this.#state, this.#memory)) this.#rejoining.add(a);
     const adopting = [...this.#state.actors.values()].filter((a) => a.awaitingNode).length;
     if (saved.deployments.length > 0) {
       this.#log.info({ deployments: saved.deployments.length, adopting }, 'restored deployments from the state file');
@@ -125,19 +104,10 @@ export class Controller {
     this.#dirty();
   }
 
-  /** A replica an update replaced whose process is gone: not placed again, the new spec's serve without it. */
-  #dropSuperseded(a: ActorRecord): void {
-    const d = this.#state.deployments.get(a.deployment);
-    if (d) d.actors = d.actors.filter((x) => x !== a);
-    returnToPending(a, 'its node did not come back');
-    this.#state.actors.delete(a.id);
-    this.#dirty();
-  }
-
   /** An actor that will not be adopted: placed anew as a fresh process (a new secret shuts the old one out). */
   #replace(a: ActorRecord, why: string): void {
-    if (a.superseded) return this.#dropSuperseded(a);
-    returnToPending(a, why);
+    if (a.superseded) dropSuperseded(this.#state, a);
+    else returnToPending(a, why);
     this.#dirty();
   }
 
@@ -169,13 +139,7 @@ export class Controller {
       // A different model or resource shape needs new actors. The READY ones serve on until the
       // new ones are READY (#checkReady retires them then), so an update drops no call, and a
       // refused one leaves them serving as they were (#deployFailed); the rest go now.
-      for (const a of existing.actors) if (!a.superseded && a.state !== 'READY') void this.#retire(a);
-      existing.actors = existing.actors.filter((a) => a.superseded || a.state === 'READY');
-      for (const a of existing.actors) a.superseded = true;
-      if (existing.actors.length === 0) {
-        existing.metadata = null;
-        existing.labelLines = null;
-      }
+      supersede(existing, (a) => void this.#retire(a));
     }
     const d: DeploymentRecord = existing ?? newDeployment(spec, this.#memory.reserve(spec));
     d.spec = spec;
@@ -213,12 +177,8 @@ export class Controller {
     let outcome = refusalOutcome(before, d.spec);
     if (before && outcome === 'restarted' && d.actors.some((a) => a.superseded)) {
       // The replicas that never stopped serve on: the refused update changes nothing that ran.
-      for (const a of d.actors) if (!a.superseded) void this.#retire(a);
-      d.actors = d.actors.filter((a) => a.superseded);
-      for (const a of d.actors) a.superseded = false;
-      d.spec = before;
+      unsupersede(d, before, (a) => void this.#retire(a));
       d.memoryReserved = this.#memory.reserve(before);
-      d.unhealthy = null;
       this.#dirty();
       this.#state.routes.changed();
       outcome = 'restored';
@@ -230,14 +190,7 @@ export class Controller {
       this.schedule();
     }
     const refused = refusedError(error, name, before, outcome);
-    if (before?.replicas === 0 && d.spec.autoscale) {
-      // A start from zero (the autoscaler's, for waiting calls) that cannot succeed: the calls
-      // fail now, with why, and the next start waits (see DeploymentRecord.startRefused).
-      const backoffMs = Math.min(MAX_START_BACKOFF_MS, (d.startRefused?.backoffMs ?? MIN_START_BACKOFF_MS / 2) * 2);
-      d.startRefused = { error: refused, until: this.#clock.now() + backoffMs, backoffMs };
-      d.coldStart.fail(refused);
-      d.dispatcher.failAll(refused);
-    }
+    if (before?.replicas === 0 && d.spec.autoscale) refuseStartsFromZero(d, refused, this.#clock.now());
     if (outcome === 'removed') void this.#forget(d, refused);
     this.#log.warn({ deployment: name, code: error.code }, refused.message);
     this.#state.events.add('deployment-refused', refused.message);
@@ -284,14 +237,8 @@ export class Controller {
         byNode ??= new ActorsByNode(this.#state.actors.values());
         nodes ??= [...this.#state.nodes.values()];
         placeDeployment(d, nodes, byNode, this.#state.metrics.placement, (a, node) => this.#start(a, d, node));
-        // No room for an update's new replicas beside the old: the old make room (a replace, not a
-        // surge), where that gives the room; else they serve on until a node that fits comes.
-        if (
-          d.actors.some((a) => a.superseded) &&
-          d.actors.some((a) => a.state === 'PENDING' && !a.superseded) &&
-          fitsOnceSupersededGo(d, nodes, this.#state.actors.values())
-        )
-          this.#retireSuperseded(d);
+        // No room for an update's new replicas beside the old: the old make room where that gives it.
+        if (shouldMakeRoom(d, nodes, this.#state.actors.values())) this.#retireSuperseded(d);
       }
     } finally {
       this.#turns.add(performance.now() - began, byNode !== undefined);
@@ -304,32 +251,14 @@ export class Controller {
   }
 
   #start(a: ActorRecord, d: DeploymentRecord, node: NodeRecord): void {
-    const agent = node.agent;
-    if (!agent) return;
+    if (!node.agent) return;
     this.#rejoining.delete(a);
-    a.secret = newSecret();
-    a.awaitingNode = null;
-    // Answers to this start count only while the actor is still this start (same secret).
-    const secret = a.secret;
-    this.#dirty();
-    agent.startActor(startActorMessage(a, d)).then(
-      ({ pid }) => {
-        if (a.secret === secret && (a.state === 'STARTING' || a.state === 'READY')) {
-          a.pid = pid;
-          this.#dirty();
-        }
-      },
-      (err: unknown) => {
-        // Only while this start is still current. A connection that dropped meanwhile is settled
-        // elsewhere: a re-registration lists the actor (kept) or not (crashed), a lost node
-        // restarts it.
-        if (a.secret !== secret || a.state !== 'STARTING' || a.nodeId !== node.id || node.agent !== agent) return;
-        const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
-        // A lost agent connection (or an agent shutting down) says nothing about the model: try again.
-        if (error.retryable) this.#crashed(a, `could not start on ${node.name}: ${error.message}`, error.code);
-        else this.#fail(a, error);
-      },
-    );
+    startOnNode(a, d, node, {
+      changed: () => this.#dirty(),
+      // A lost agent connection (or an agent shutting down) says nothing about the model: try again.
+      failed: (error) =>
+        error.retryable ? this.#crashed(a, `could not start on ${node.name}: ${error.message}`, error.code) : this.#fail(a, error),
+    });
   }
 
   /** The actor's process could not start or load its model: retrying will not help. */
@@ -366,19 +295,8 @@ export class Controller {
     const rejoined = a.state === 'READY' || this.#rejoining.has(a);
     this.#rejoining.delete(a);
     if (d.spec.kind === 'class' && !rejoined) noteFreshInstance(a);
-    a.link = link;
-    a.direct = direct;
-    a.visibleDevices = visibleDevices;
-    a.state = 'READY';
-    a.reason = null;
-    d.metadata = metadata;
-    if (labelLines) d.labelLines = labelLines;
-    d.coldStart.ready();
-    d.startRefused = undefined;
-    // A deployment split between versions takes the signature of the first of them to be READY.
     const whole = d.spec.versionOf === undefined ? undefined : this.#state.deployments.get(d.spec.versionOf);
-    if (whole && !whole.metadata) whole.metadata = metadata;
-    if (whole && !whole.labelLines && labelLines) whole.labelLines = labelLines;
+    markReady(a, d, whole, { link, metadata, visibleDevices, direct, labelLines });
     this.#memory.reported(d, a, modelBytes);
     this.#log.info(
       { actor: a.name, node: this.#state.nodeName(a.nodeId) ?? a.awaitingNode, device: a.device, pid: a.pid, rejoined },
@@ -500,11 +418,8 @@ export class Controller {
     this.#waiters.settle(d.spec.name, this.#state.deploymentView(d));
   }
 
-  /** The replicas an update replaced stop (each finishes its in-flight calls first). */
   #retireSuperseded(d: DeploymentRecord): void {
-    if (!d.actors.some((a) => a.superseded)) return;
-    for (const a of d.actors) if (a.superseded) void this.#retire(a);
-    d.actors = d.actors.filter((a) => !a.superseded);
+    if (!retireSuperseded(d, (a) => void this.#retire(a))) return;
     this.#dirty();
     this.#state.routes.changed();
   }

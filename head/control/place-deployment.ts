@@ -41,13 +41,3 @@ export function placeDeployment(
     start(a, placement.node);
   }
 }
-
-/**
- * Whether `d`'s spec would fit somewhere once the replicas an update replaced (superseded) gave
- * back what they hold: only then do they make room (a replace, not a surge). A new spec that
- * needs what no node has (a GPU on CPU-only nodes) gains nothing from it, and they serve on.
- */
-export function fitsOnceSupersededGo(d: DeploymentRecord, nodes: NodeRecord[], actors: Iterable<ActorRecord>): boolean {
-  const left = [...actors].filter((a) => !(a.superseded && a.deployment === d.spec.name));
-  return place({ cpus: d.spec.cpus, gpus: d.spec.gpus, memoryBytes: d.memoryReserved }, d.spec.name, nodes, left, d.spec.placement).ok;
-}

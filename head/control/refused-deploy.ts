@@ -1,5 +1,6 @@
 import { TroupeError } from '../../runtime/internal.js';
 import type { ModelDeployment } from '../../runtime/internal.js';
+import type { DeploymentRecord } from '../state/records.js';
 import { needsNewActors } from '../state/record-changes.js';
 
 /**
@@ -36,4 +37,19 @@ export function refusedError(error: TroupeError, name: string, before: ModelDepl
     unchanged: `deployment '${name}' keeps its spec`,
   }[outcome];
   return new TroupeError(error.code, `${error.message}; ${said}`);
+}
+
+/** The first and the longest wait before a deployment scaled to zero starts a replica again after a refused start. */
+const MIN_START_BACKOFF_MS = 1000;
+const MAX_START_BACKOFF_MS = 60_000;
+
+/**
+ * A start from zero (the autoscaler's, for waiting calls) that cannot succeed: the calls fail now,
+ * with why, and the next start waits, doubling while it keeps being refused (DeploymentRecord.startRefused).
+ */
+export function refuseStartsFromZero(d: DeploymentRecord, refused: TroupeError, now: number): void {
+  const backoffMs = Math.min(MAX_START_BACKOFF_MS, (d.startRefused?.backoffMs ?? MIN_START_BACKOFF_MS / 2) * 2);
+  d.startRefused = { error: refused, until: now + backoffMs, backoffMs };
+  d.coldStart.fail(refused);
+  d.dispatcher.failAll(refused);
 }

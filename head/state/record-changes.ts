@@ -1,12 +1,12 @@
 import { labelFilesOf, newId, newSecret, sameSecret } from '../../runtime/internal.js';
-import type { HeadToAgent, ModelDeployment } from '../../runtime/internal.js';
+import type { HeadToAgent, ModelDeployment, ModelMetadata } from '../../runtime/internal.js';
 import { DeploymentStats } from './deployment-stats.js';
 import { ColdStart } from '../calls/cold-start.js';
 import { Dispatcher } from '../calls/dispatcher.js';
 import type { ActorExitReport } from '../control/controller-options.js';
 import type { SavedActor } from './durable.js';
 import type { ClusterState } from './cluster-state.js';
-import type { ActorRecord, DeploymentRecord } from './records.js';
+import type { ActorRecord, DeploymentRecord, HeadActorLink } from './records.js';
 
 // How the controller's records are made, compared and saved: plain functions over cluster state.
 
@@ -214,4 +214,34 @@ export function joiningActor(state: ClusterState, actorId: string, secret: strin
   const node = a.nodeId ? state.nodes.get(a.nodeId) : undefined;
   if (node?.state === 'DEAD') return undefined;
   return a;
+}
+
+/**
+ * Actor `a` of `d` said `ready` on `link`: it takes calls, and `d` (and `whole`, the deployment
+ * split between versions `d` is one of, which takes the signature of the first to be READY) has
+ * the signature and label files it reported.
+ */
+export function markReady(
+  a: ActorRecord,
+  d: DeploymentRecord,
+  whole: DeploymentRecord | undefined,
+  ready: {
+    link: HeadActorLink;
+    metadata: ModelMetadata;
+    visibleDevices: string;
+    direct: ActorRecord['direct'];
+    labelLines: Record<string, string[]> | undefined;
+  },
+): void {
+  a.link = ready.link;
+  a.direct = ready.direct;
+  a.visibleDevices = ready.visibleDevices;
+  a.state = 'READY';
+  a.reason = null;
+  d.metadata = ready.metadata;
+  if (ready.labelLines) d.labelLines = ready.labelLines;
+  d.coldStart.ready();
+  d.startRefused = undefined;
+  if (whole && !whole.metadata) whole.metadata = ready.metadata;
+  if (whole && !whole.labelLines && ready.labelLines) whole.labelLines = ready.labelLines;
 }
