@@ -21,7 +21,7 @@ async function parents(): Promise<Map<number, number>> {
 export async function processTree(roots: number[]): Promise<number[]> {
   const ppid = await parents();
   const tree = new Set(roots.filter((pid) => ppid.has(pid)));
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const [pid, parent] of ppid)
       if (!tree.has(pid) && tree.has(parent)) {

@@ -5,9 +5,9 @@ intra-op thread), the Open Inference Protocol over REST and gRPC. KServe's reque
 sidecar of its Kubernetes agent, not part of the ModelServer, so there is no batching here.
 
 Roles:
-  predictor: models "mlp" ([N,64] -> [N,10]), "cnn" ([N,3,224,224]) and "pipe-step2" (the MLP).
+  predictor: models "mlp" ([N,64] -> [N,10]), "cnn" ([N,3,224,224]) and "pipe" (the MLP: the second step).
   transformer: model "pipe", KServe's two-step form: its preprocess runs the first step (link,
-    [N,64] -> [N,64]) and the ModelServer sends the result to the predictor's "pipe-step2" over
+    [N,64] -> [N,64]) and the ModelServer sends the result to the predictor's "pipe" over
     REST (Open Inference Protocol), as an InferenceService's transformer calls its predictor.
 
 usage: kserve_server.py predictor HTTP_PORT GRPC_PORT MLP CNN WORKERS
@@ -69,14 +69,14 @@ class FirstStep(OnnxModel):
         (hidden,) = self.session.run(None, {self.input: x})
         tensor = InferInput(name="x", shape=list(hidden.shape), datatype="FP32")
         tensor.set_data_from_numpy(hidden.astype(np.float32), binary_data=False)
-        return InferRequest(model_name="pipe-step2", infer_inputs=[tensor], request_id=payload.id)
+        return InferRequest(model_name="pipe", infer_inputs=[tensor], request_id=payload.id)
 
 
 def main():
     role, http_port, grpc_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     if role == "predictor":
         mlp, cnn, workers = sys.argv[4], sys.argv[5], int(sys.argv[6])
-        models = [OnnxModel("mlp", mlp), OnnxModel("cnn", cnn), OnnxModel("pipe-step2", mlp)]
+        models = [OnnxModel("mlp", mlp), OnnxModel("cnn", cnn), OnnxModel("pipe", mlp)]
         ModelServer(http_port=http_port, grpc_port=grpc_port, workers=workers, enable_latency_logging=False).start(models)
     else:
         link, predictor = sys.argv[4], sys.argv[5]

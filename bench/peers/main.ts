@@ -51,7 +51,9 @@ async function shapeArgs(http: string, name: string): Promise<string[]> {
   const answer = await fetch(`http://${http}/v2/models/${name}/config`);
   if (!answer.ok) return [];
   const config = (await answer.json()) as { input: { name: string; dims: number[] }[] };
-  return config.input.filter((i) => i.dims.some((d) => d < 0)).flatMap((i) => ['--shape', `${i.name}:${i.dims.map((d) => (d < 0 ? 1 : d)).join(',')}`]);
+  return config.input
+    .filter((i) => i.dims.some((d) => d < 0))
+    .flatMap((i) => ['--shape', `${i.name}:${i.dims.map((d) => (d < 0 ? 1 : d)).join(',')}`]);
 }
 
 async function perfRuns(served: Served, work: string): Promise<Figures['perf']> {
@@ -67,9 +69,27 @@ async function perfRuns(served: Served, work: string): Promise<Figures['perf']> 
       ['MLP', 'mlp', '1:64:63'],
       ['MobileNet', 'cnn', '16'],
     ] as const) {
-      const args = ['-m', name, ...(await shapeArgs(served.oip.http, name)), '-u', url, '-i', protocol, '--concurrency-range', concurrency, ...common];
+      const args = [
+        '-m',
+        name,
+        ...(await shapeArgs(served.oip.http, name)),
+        '-u',
+        url,
+        '-i',
+        protocol,
+        '--concurrency-range',
+        concurrency,
+        ...common,
+      ];
       const run = await perfAnalyzer(args, work, 180_000);
-      out.push({ protocol, what, run: run.status === 0 && run.errors.length === 0 ? run : `perf_analyzer: ${run.errors.join(' ') || run.output.trim().split('\n').slice(-2).join(' ')}` });
+      out.push({
+        protocol,
+        what,
+        run:
+          run.status === 0 && run.errors.length === 0
+            ? run
+            : `perf_analyzer: ${run.errors.join(' ') || run.output.trim().split('\n').slice(-2).join(' ')}`,
+      });
     }
   }
   return out;
@@ -86,9 +106,21 @@ async function measure(system: System, files: ModelFiles, work: string): Promise
     const rss = await treeRss(served.roots);
     const cnn16 = await cnnRun;
     const pipe = served.pipe;
-    const pipes = typeof pipe === 'string' ? { pipeNone: pipe } : { pipe1: await httpLoad(pipe, 1, SECONDS), pipe16: await httpLoad(pipe, 16, SECONDS) };
+    const pipes =
+      typeof pipe === 'string'
+        ? { pipeNone: pipe }
+        : { pipe1: await httpLoad(pipe, 1, SECONDS), pipe16: await httpLoad(pipe, 16, SECONDS) };
     const perf = await perfRuns(served, work);
-    return { mlp1, mlp64, cnn16, ...pipes, firstAnswerS: served.firstAnswerS, rssBytes: rss.bytes, processes: rss.processes, ...(perf ? { perf } : {}) };
+    return {
+      mlp1,
+      mlp64,
+      cnn16,
+      ...pipes,
+      firstAnswerS: served.firstAnswerS,
+      rssBytes: rss.bytes,
+      processes: rss.processes,
+      ...(perf ? { perf } : {}),
+    };
   } finally {
     await served.stop();
   }
@@ -128,7 +160,10 @@ function versions(): string[] {
     const code = `import importlib.metadata as m, sys; print(', '.join(p + ' ' + m.version(p) for p in sys.argv[1:]) + ', Python ' + sys.version.split()[0])`;
     lines.push(`- ${venv}: ${execFileSync(python, ['-c', code, ...packages], { encoding: 'utf8' }).trim()}`);
   }
-  if (existsSync(PERF_ANALYZER)) lines.push(`- perf_analyzer: ${execFileSync(PERF_ANALYZER, ['--version'], { encoding: 'utf8', env: { ...process.env, LD_LIBRARY_PATH: join(PERF_ANALYZER, '..', '..', 'nvidia', 'cuda_runtime', 'lib') } }).trim()}`);
+  if (existsSync(PERF_ANALYZER))
+    lines.push(
+      `- perf_analyzer: ${execFileSync(PERF_ANALYZER, ['--version'], { encoding: 'utf8', env: { ...process.env, LD_LIBRARY_PATH: join(PERF_ANALYZER, '..', '..', 'nvidia', 'cuda_runtime', 'lib') } }).trim()}`,
+    );
   return lines;
 }
 
@@ -158,7 +193,8 @@ function report(outcomes: Outcome[], started: Date): string {
       if (value === undefined) return o.figures.pipeNone ? `none (${o.figures.pipeNone})` : 'none';
       const troupe = advised ? metric.value(advised) : undefined;
       const ratio = troupe === undefined || o.system === TROUPE_ADVISED ? undefined : metric.higherBetter ? troupe / value : value / troupe;
-      if (ratio !== undefined && ratio < 1 && o.system !== TROUPE_FIRST) behind.push(`${metric.label}: ${o.system.name} ${fmt(1 / ratio, 2)}x Troupe's`);
+      if (ratio !== undefined && ratio < 1 && o.system !== TROUPE_FIRST)
+        behind.push(`${metric.label}: ${o.system.name} ${fmt(1 / ratio, 2)}x Troupe's`);
       const extra = metric.label.startsWith('MLP, concurrency 64')
         ? errorsOf(o.figures.mlp64)
         : metric.label.startsWith('MobileNet')
@@ -176,7 +212,7 @@ function report(outcomes: Outcome[], started: Date): string {
 
   out.push('', "## Triton's perf_analyzer", '');
   out.push(
-    "Its own figures (client side, from its CSV), over HTTP and gRPC, `-x 1 -s 1000 -p " +
+    'Its own figures (client side, from its CSV), over HTTP and gRPC, `-x 1 -s 1000 -p ' +
       `${SECONDS * 1000}\`, where a system answers it: it needs Triton's model configuration extension (\`/v2/models/{name}/config\`, gRPC \`ModelConfig\`).`,
     '',
     '| system | protocol | model | concurrency | infer/s | p50 ms | p99 ms |',
@@ -221,4 +257,3 @@ try {
 const text = report(outcomes, started);
 process.stdout.write(text);
 if (!process.env.PEERS) await writeFile(new URL('../../../bench/RESULTS-peers.md', import.meta.url), text);
-

@@ -125,12 +125,7 @@ function oip(base: string): { mlp: HttpRequest; cnn: HttpRequest; pipe: HttpRequ
 }
 
 /** Troupe with a head and one agent, the three models deployed over HTTP as `specs` says. */
-function troupe(
-  name: string,
-  config: string,
-  headArgs: string[],
-  specs: (files: ModelFiles) => Promise<Record<string, unknown>>,
-): System {
+function troupe(name: string, config: string, headArgs: string[], specs: (files: ModelFiles) => Promise<Record<string, unknown>>): System {
   return {
     name,
     config,
@@ -162,13 +157,19 @@ function troupe(
   };
 }
 
-const linkPipeline = () => pipeline('pipe', [model('step1', { path: 'link.onnx' }), model('step2', { path: 'mlp.onnx' })]);
+// Every deployment asks for half a CPU: the agent offers its 2 cores, and at the default of one
+// CPU each the third of the four models stays PENDING, saying it does not fit.
+const linkPipeline = (cpus?: number) =>
+  pipeline('pipe', [
+    model('step1', { path: 'link.onnx', ...(cpus ? { cpus } : {}) }),
+    model('step2', { path: 'mlp.onnx', ...(cpus ? { cpus } : {}) }),
+  ]);
 
 export const TROUPE_FIRST = troupe(
   'Troupe, as first deployed',
-  'a head and one agent as `troupe head` / `troupe agent` start them (front-door workers); each model deployed with no options (1 replica, no batching); the pipeline a graph on the head',
+  'a head and one agent as `troupe head` / `troupe agent` start them (front-door workers); each model deployed with no options but `cpus: 0.5` (1 replica, no batching; at the default of 1 CPU the third of the four models does not fit the 2 cores and stays PENDING); the pipeline a graph on the head',
   [],
-  async () => ({ mlp: { model: 'mlp.onnx' }, cnn: { model: 'mobilenet.onnx' }, pipe: linkPipeline() }),
+  async () => ({ mlp: { model: 'mlp.onnx', cpus: 0.5 }, cnn: { model: 'mobilenet.onnx', cpus: 0.5 }, pipe: linkPipeline(0.5) }),
 );
 
 export const TROUPE_ADVISED = troupe(
@@ -178,9 +179,9 @@ export const TROUPE_ADVISED = troupe(
   async (files) => {
     await writeFile(join(files.dir, 'pipe.graph.json'), JSON.stringify(linkPipeline()));
     return {
-      mlp: { model: 'mlp.onnx', threads: 1, batch: { maxSize: 64 } },
-      cnn: { model: 'mobilenet.onnx', replicas: 2, threads: 1, batch: { maxSize: 4, maxDelayMs: 2 } },
-      pipe: { model: 'pipe.graph.json', threads: 1, batch: { maxSize: 64 } },
+      mlp: { model: 'mlp.onnx', cpus: 0.5, threads: 1, batch: { maxSize: 64 } },
+      cnn: { model: 'mobilenet.onnx', cpus: 0.5, replicas: 2, threads: 1, batch: { maxSize: 4, maxDelayMs: 2 } },
+      pipe: { model: 'pipe.graph.json', cpus: 0.5, threads: 1, batch: { maxSize: 64 } },
     };
   },
 );
@@ -192,7 +193,11 @@ export const KSERVE: System = {
   async start(files) {
     const [http, grpc, pipeHttp, pipeGrpc] = [await freePort(), await freePort(), await freePort(), await freePort()];
     const start = performance.now();
-    const predictor = python(bin('kserve', 'python'), ['kserve_server.py', 'predictor', String(http), String(grpc), files.mlp, files.mobilenet, '2'], {});
+    const predictor = python(
+      bin('kserve', 'python'),
+      ['kserve_server.py', 'predictor', String(http), String(grpc), files.mlp, files.mobilenet, '2'],
+      {},
+    );
     const transformer = python(
       bin('kserve', 'python'),
       ['kserve_server.py', 'transformer', String(pipeHttp), String(pipeGrpc), files.link, `127.0.0.1:${http}`],
@@ -267,7 +272,9 @@ export const BENTOML: System = {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ x: rows }),
     });
-    const image = [[0, 1, 2].map((c) => Array.from({ length: 224 }, (_, h) => Array.from(IMAGE.subarray((c * 224 + h) * 224, (c * 224 + h + 1) * 224))))];
+    const image = [
+      [0, 1, 2].map((c) => Array.from({ length: 224 }, (_, h) => Array.from(IMAGE.subarray((c * 224 + h) * 224, (c * 224 + h + 1) * 224)))),
+    ];
     const requests = { mlp: json(mlpPort, [Array.from(X)]), cnn: json(cnnPort, image), pipe: json(pipePort, [Array.from(X)]) };
     const stop = async () => {
       await Promise.all(servers.map((s) => s.stop()));
