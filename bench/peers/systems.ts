@@ -60,7 +60,7 @@ async function freePort(): Promise<number> {
 async function firstAnswer(request: HttpRequest, timeoutMs: number, exited: () => string | undefined): Promise<number> {
   const url = new URL(request.url);
   const deadline = Date.now() + timeoutMs;
-  let last = '';
+  let last: string;
   for (;;) {
     const gone = exited();
     if (gone) throw new Error(gone);
