@@ -8,10 +8,10 @@
 // with Triton's model configuration). Writes bench/RESULTS-peers.md. Bounded: each load run lasts
 // SECONDS (default 3) after its warm-up; a system that does not answer within its bound is a row
 // saying what failed. PEERS=troupe-first,troupe,kserve,ray,bentoml picks systems.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildMlp, writeExampleModels } from '../../models/index.js';
 import { PERF_ANALYZER, clientsMissing, perfAnalyzer } from '../../test/helpers/python-clients.js';
@@ -42,6 +42,8 @@ interface Figures {
   firstAnswerS: number;
   rssBytes: number;
   processes: number;
+  /** The machine's 1-minute load average before and after this system's runs (other work shares it). */
+  load: [number, number];
   perf?: { protocol: string; what: string; run: PerfAnalyzerRun | string }[];
 }
 type Outcome = { system: System; figures?: Figures; failed?: string };
@@ -96,13 +98,15 @@ async function perfRuns(served: Served, work: string): Promise<Figures['perf']> 
 }
 
 async function measure(system: System, files: ModelFiles, work: string): Promise<Figures> {
+  const loadBefore = loadavg()[0]!;
   const served = await system.start(files);
   try {
     const mlp1 = await httpLoad(served.mlp, 1, SECONDS);
     const mlp64 = await httpLoad(served.mlp, 64, SECONDS);
-    // Memory in the middle of the image load: every process is up and holding its buffers.
-    const cnnRun = imageLoad(served.cnn, 16, SECONDS);
-    await new Promise((r) => setTimeout(r, 1000 + SECONDS * 500));
+    // Memory in the middle of the image load: every process is up and holding its buffers. Twice
+    // the window: a system that takes a second an image still answers a few in it.
+    const cnnRun = imageLoad(served.cnn, 16, 2 * SECONDS);
+    await new Promise((r) => setTimeout(r, 1000 + SECONDS * 1000));
     const rss = await treeRss(served.roots);
     const cnn16 = await cnnRun;
     const pipe = served.pipe;
@@ -119,6 +123,7 @@ async function measure(system: System, files: ModelFiles, work: string): Promise
       firstAnswerS: served.firstAnswerS,
       rssBytes: rss.bytes,
       processes: rss.processes,
+      load: [loadBefore, loadavg()[0]!],
       ...(perf ? { perf } : {}),
     };
   } finally {
@@ -148,6 +153,13 @@ const METRICS: Metric[] = [
   { label: 'memory, all processes (RSS, under load)', unit: 'MiB', higherBetter: false, value: (f) => f.rssBytes / 2 ** 20 },
 ];
 
+/** What `perf_analyzer --version` prints (on stderr). */
+function perfAnalyzerVersion(): string {
+  const lib = join(PERF_ANALYZER, '..', '..', 'nvidia', 'cuda_runtime', 'lib');
+  const run = spawnSync(PERF_ANALYZER, ['--version'], { encoding: 'utf8', env: { ...process.env, LD_LIBRARY_PATH: lib } });
+  return `${run.stdout}${run.stderr}`.trim();
+}
+
 function versions(): string[] {
   const lines: string[] = [];
   for (const [venv, packages] of [
@@ -160,10 +172,7 @@ function versions(): string[] {
     const code = `import importlib.metadata as m, sys; print(', '.join(p + ' ' + m.version(p) for p in sys.argv[1:]) + ', Python ' + sys.version.split()[0])`;
     lines.push(`- ${venv}: ${execFileSync(python, ['-c', code, ...packages], { encoding: 'utf8' }).trim()}`);
   }
-  if (existsSync(PERF_ANALYZER))
-    lines.push(
-      `- perf_analyzer: ${execFileSync(PERF_ANALYZER, ['--version'], { encoding: 'utf8', env: { ...process.env, LD_LIBRARY_PATH: join(PERF_ANALYZER, '..', '..', 'nvidia', 'cuda_runtime', 'lib') } }).trim()}`,
-    );
+  if (existsSync(PERF_ANALYZER)) lines.push(`- perf_analyzer: ${perfAnalyzerVersion()}`);
   return lines;
 }
 
@@ -190,10 +199,12 @@ function report(outcomes: Outcome[], started: Date): string {
     const cells = outcomes.map((o) => {
       if (!o.figures) return 'failed';
       const value = metric.value(o.figures);
+      if (metric.label.startsWith('MobileNet') && o.figures.cnn16.requests === 0)
+        return `none answered in ${fmt(o.figures.cnn16.seconds, 1)} s`;
       if (value === undefined) return o.figures.pipeNone ? `none (${o.figures.pipeNone})` : 'none';
       const troupe = advised ? metric.value(advised) : undefined;
       const ratio = troupe === undefined || o.system === TROUPE_ADVISED ? undefined : metric.higherBetter ? troupe / value : value / troupe;
-      if (ratio !== undefined && ratio < 1 && o.system !== TROUPE_FIRST)
+      if (ratio !== undefined && Number.isFinite(ratio) && ratio < 1 && o.system !== TROUPE_FIRST)
         behind.push(`${metric.label}: ${o.system.name} ${fmt(1 / ratio, 2)}x Troupe's`);
       const extra = metric.label.startsWith('MLP, concurrency 64')
         ? errorsOf(o.figures.mlp64)
@@ -205,6 +216,9 @@ function report(outcomes: Outcome[], started: Date): string {
     out.push(`| ${metric.label} | ${cells.join(' | ')} |`);
   }
   out.push(`| processes | ${outcomes.map((o) => (o.figures ? String(o.figures.processes) : 'failed')).join(' | ')} |`);
+  out.push(
+    `| load average (1 min) before / after, 2 cores | ${outcomes.map((o) => (o.figures ? o.figures.load.map((l) => fmt(l, 1)).join(' / ') : '')).join(' | ')} |`,
+  );
   for (const o of outcomes) if (o.failed) out.push('', `**${o.system.name} could not be run**: ${o.failed}`);
   out.push('', '## Where Troupe (as advised) is not ahead', '');
   out.push(behind.length ? behind.map((b) => `- ${b}`).join('\n') : '- nowhere in this run');
