@@ -29,7 +29,18 @@ const layer = (self, others) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'head/status/client/**', 'native/**', '**/*.js', '**/*.mjs'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      '.venv-clients/**',
+      '.venv-peers/**',
+      'head/status/client/**',
+      'native/**',
+      '**/*.js',
+      '**/*.mjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
