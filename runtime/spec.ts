@@ -298,8 +298,8 @@ export const ModelDeploymentSchema = z
     path: ['versions'],
   })
   .refine((d) => !d.multiplex || (d.kind ?? 'model') === 'model', { message: 'only a model deployment multiplexes', path: ['multiplex'] })
-  .refine((d) => !d.multiplex || (d.model !== undefined && !d.versions), {
-    message: 'a multiplexed deployment names the directory of its models in model (and has no versions)',
+  .refine((d) => !d.multiplex || d.model !== undefined || d.versions !== undefined, {
+    message: "a multiplexed deployment names the directory of its models in model (or each version's in its model)",
     path: ['model'],
   })
   .refine((d) => d.args === undefined || d.kind === 'class', { message: "only a class actor (kind 'class') takes args", path: ['args'] })

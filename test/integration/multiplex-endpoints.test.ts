@@ -256,4 +256,78 @@ describe('multiplexed deployments: each model of the set answers as a model', { 
     assert.equal(await status('/v2/models/tenants:t1/ready'), 404);
     assert.equal(await entry('tenants:t1'), undefined);
   });
+
+  test('versions of a multiplexed set: each version a directory, calls split by weight, a version pinned, promoted', async () => {
+    // Two directories, one model 'm' each, of different weights.
+    for (const [version, seed] of [
+      ['a', 700],
+      ['b', 701],
+    ] as const) {
+      await mkdir(join(cluster.modelDir, `sets-${version}`));
+      const path = join(cluster.modelDir, `sets-${version}`, 'm.onnx');
+      await writeFile(path, buildMlp({ seed, hidden: [16] }).bytes);
+      wanted.set(`m@${version}`, (await runInProcess(path, input())).logits!.data as Float32Array);
+    }
+    const spec = (wa: number) => ({
+      name: 'sets',
+      replicas: 1,
+      cpus: 0.5,
+      threads: 1,
+      batch: { maxSize: 1 },
+      multiplex: { maxModels: 2 },
+      versions: [
+        { version: 'v1', model: 'sets-a', weight: wa },
+        { version: 'v2', model: 'sets-b', weight: 100 - wa },
+      ],
+    });
+    await client.deploy(spec(100));
+    const answered = async (path: string) => {
+      const a = await call(cluster.url, 'POST', path, { body: inferBody, headers: JSON_HEADERS });
+      assert.equal(a.status, 200, a.body.toString());
+      return a.json as { model_name: string; model_version: string; outputs: { data: number[] }[] };
+    };
+    const first = await answered('/v2/models/sets:m/infer');
+    assert.deepEqual([first.model_name, first.model_version], ['sets:m', 'v1']);
+    assertAnswer('m@a', first.outputs[0]!.data);
+    const pinned = await answered('/v2/models/sets:m/versions/v2/infer');
+    assert.equal(pinned.model_version, 'v2');
+    assertAnswer('m@b', pinned.outputs[0]!.data);
+    const future = client.run('sets:m', input());
+    assertAnswer('m@a', (await future).logits!.data as Float32Array);
+    assert.equal(await future.version(), 'v1');
+
+    // The model's endpoints answer for the set's versions.
+    assert.equal(await status('/v2/models/sets:m/ready'), 200);
+    assert.equal(await status('/v2/models/sets:m/versions/v2/ready'), 200);
+    assert.equal(await status('/v2/models/sets:m/versions/v3/ready'), 404);
+    assert.deepEqual((await call(cluster.url, 'GET', '/v2/models/sets:m')).json, {
+      name: 'sets:m',
+      versions: ['v1', 'v2'],
+      platform: 'onnx_onnxv1',
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 64] }],
+      outputs: [{ name: 'logits', datatype: 'FP32', shape: [-1, 10] }],
+    });
+    const stats = await waitFor(
+      "sets:m's statistics per version",
+      async () => {
+        const s = (await call(cluster.url, 'GET', '/v2/models/sets:m/stats')).json as { model_stats: (Stat & { version: string })[] };
+        const byVersion = Object.fromEntries(s.model_stats.map((m) => [m.version, m.inference_count]));
+        return byVersion.v1 === 2 && byVersion.v2 === 1 ? s : undefined;
+      },
+      30_000,
+    );
+    assert.ok(stats.model_stats.every((m) => m.name === 'sets:m'));
+    assert.equal((await entry('sets:m'))?.state, 'LOADED');
+
+    // The rollout: the weights move to v2 while the set serves, then v2 is promoted.
+    await client.update(spec(0));
+    const moved = await answered('/v2/models/sets:m/infer');
+    assert.equal(moved.model_version, 'v2');
+    assertAnswer('m@b', moved.outputs[0]!.data);
+    await client.promote('sets', 'v2');
+    const promoted = await answered('/v2/models/sets:m/infer');
+    assert.equal(promoted.model_version, 'v2');
+    assertAnswer('m@b', promoted.outputs[0]!.data);
+    await client.undeploy('sets');
+  });
 });
