@@ -11,6 +11,7 @@ import type { TestCluster } from '../helpers/cluster.js';
 import { floatsOfRaw, grpcClient, rawFloats } from '../helpers/grpc-client.js';
 import type { GrpcClient } from '../helpers/grpc-client.js';
 import { call } from '../helpers/http.js';
+import { StreamReader } from '../helpers/status-stream.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 
 /**
@@ -324,10 +325,49 @@ describe('multiplexed deployments: each model of the set answers as a model', { 
     const moved = await answered('/v2/models/sets:m/infer');
     assert.equal(moved.model_version, 'v2');
     assertAnswer('m@b', moved.outputs[0]!.data);
+    // What the operator sees (/metrics, the status page's stream): each version's weight, replicas and calls.
+    const metrics = (await call(cluster.url, 'GET', '/metrics')).body.toString();
+    const sample = (name: string, version: string) =>
+      Number(new RegExp(`^${name}\\{model="sets",version="${version}"\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? Number.NaN);
+    assert.deepEqual(
+      ['v1', 'v2'].map((v) => [sample('troupe_version_weight_percent', v), sample('troupe_version_ready_replicas', v)]),
+      [
+        [0, 1],
+        [100, 1],
+      ],
+    );
+    assert.deepEqual(
+      ['v1', 'v2'].map((v) => sample('troupe_version_requests_total', v)),
+      [2, 2],
+    );
+    assert.equal(sample('troupe_version_promoted', 'v2'), 0);
+
     await client.promote('sets', 'v2');
     const promoted = await answered('/v2/models/sets:m/infer');
     assert.equal(promoted.model_version, 'v2');
     assertAnswer('m@b', promoted.outputs[0]!.data);
+    assert.match((await call(cluster.url, 'GET', '/metrics')).body.toString(), /^troupe_version_promoted\{model="sets",version="v2"\} 1$/m);
+    const page = new StreamReader(cluster.url);
+    try {
+      const row = await waitFor(
+        'the status page to show the promotion',
+        async () => {
+          const seen = (await page.next()).deployments.find((d) => d.name === 'sets');
+          return seen?.promotedFrom ? seen : undefined;
+        },
+        30_000,
+      );
+      assert.deepEqual(row.promotedFrom, [
+        { version: 'v1', weight: 0 },
+        { version: 'v2', weight: 100 },
+      ]);
+      assert.deepEqual(
+        row.versions?.map(({ version, weight, model, replicas, ready, calls }) => ({ version, weight, model, replicas, ready, calls })),
+        [{ version: 'v2', weight: 100, model: 'sets-b', replicas: 1, ready: 1, calls: 3 }],
+      );
+    } finally {
+      page.close();
+    }
     await client.undeploy('sets');
   });
 });
