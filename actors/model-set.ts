@@ -396,7 +396,10 @@ export class ModelSet {
     const budget = this.#spec.maxModelMemory;
     const over = () => {
       const inUse = [...this.#loaded.values()].reduce((n, l) => n + l.bytes, 0);
-      return this.#loaded.size > this.#spec.maxModels || (budget !== undefined && inUse + bytes > budget);
+      // Before a load only memory is made room for: a set that pins hold over maxModels must not
+      // lose a model to a load that may fail.
+      if (bytes > 0) return budget !== undefined && inUse + bytes > budget;
+      return this.#loaded.size > this.#spec.maxModels || (budget !== undefined && inUse > budget);
     };
     while (over()) {
       const names = [...this.#loaded.keys()];
