@@ -170,11 +170,16 @@ describe('multiplexed deployments: each model of the set answers as a model', { 
     assert.equal(stats.inference_stats.success.count, 3);
     assert.equal(stats.inference_count, 3);
     assert.equal(stats.execution_count, 3);
-    const grpcStats = await grpc.call<{ model_stats: { name: string; inference_count: string }[] }>('ModelStatistics', {
-      name: 'tenants:t1',
-    });
+    // t1's call may have run on the other replica, whose report comes in its own second.
+    const grpcStats = await waitFor(
+      "t1's statistics over gRPC",
+      async () => {
+        const g = await grpc.call<{ model_stats: { name: string; inference_count: string }[] }>('ModelStatistics', { name: 'tenants:t1' });
+        return g.model_stats[0]!.inference_count === '1' ? g : undefined;
+      },
+      30_000,
+    );
     assert.equal(grpcStats.model_stats[0]!.name, 'tenants:t1');
-    assert.equal(grpcStats.model_stats[0]!.inference_count, '1');
     const idle = (await call(cluster.url, 'GET', '/v2/models/tenants:t3/stats')).json as { model_stats: Stat[] };
     assert.equal(idle.model_stats[0]!.inference_count, 0, 'a model never called has empty statistics');
 
