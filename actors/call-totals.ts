@@ -31,6 +31,9 @@ export class CallTotalsRecorder {
     bySize: {},
   };
 
+  /** `parent` gets every call too: a multiplexed replica's per-model totals add up to its own. */
+  constructor(readonly parent?: CallTotalsRecorder) {}
+
   /** A batch ran: `queueMs` per call (arrival to the start of the run), its rows and phase times. */
   executed(queueMs: readonly number[], rows: number, times: ExecutionTimes): void {
     const t = this.totals;
@@ -60,11 +63,13 @@ export class CallTotalsRecorder {
     slot.inputMs += times.inputMs;
     slot.inferMs += times.inferMs;
     slot.outputMs += times.outputMs;
+    this.parent?.executed(queueMs, rows, times);
   }
 
   /** Calls that failed (in the run, or dropped at their deadline) after `ms` each in this actor. */
   failed(ms: readonly number[]): void {
     for (const m of ms) add(this.totals.fail, 1, m);
     this.totals.lastAt = Date.now();
+    this.parent?.failed(ms);
   }
 }

@@ -217,6 +217,10 @@ async function main(): Promise<void> {
         );
         return;
       }
+      if (message.type === 'tenant') {
+        channel.fail(message.id, new TroupeError('TROUPE_ERR_BAD_MESSAGE', `actor ${env.TROUPE_ACTOR_ID} serves one model, not a set`));
+        return;
+      }
       const { type: _type, id, ...settings } = message;
       try {
         if (!door) throw new TroupeError('TROUPE_ERR_BAD_MESSAGE', 'this actor offered no handoff');

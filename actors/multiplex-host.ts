@@ -4,7 +4,9 @@ import { withShownPath } from '../runtime/model-path.js';
 import { batchOptions } from './batch-options.js';
 import { joinHead } from './head-socket.js';
 import type { HeadSocket } from './head-socket.js';
+import { DEFAULT_POLL_INTERVAL_MS } from './model-files.js';
 import { ModelSet } from './model-set.js';
+import { answerTenant } from './tenant-ops.js';
 import { ACTOR_EXIT, followAgent, readActorEnv } from './process-boot.js';
 
 /**
@@ -104,12 +106,22 @@ async function main(): Promise<void> {
     onMessage: (message, channel, release) => {
       if (message.type === 'call') return serveCall(message, channel, release);
       release?.();
+      if (message.type === 'tenant') {
+        if (!set) return channel.fail(message.id, loadError ?? new TroupeError('TROUPE_ERR_MODEL_LOAD', 'the models did not load'));
+        return void answerTenant(set, message).then(
+          (value) => channel.reply(message.id, value),
+          (err: unknown) => channel.fail(message.id, err),
+        );
+      }
       // Stream credit and cancel are for class actors' streams: a model replica has none to steer.
       if (message.type !== 'connection' && message.type !== 'streamCredit' && message.type !== 'streamCancel')
         channel.fail(message.id, new TroupeError('TROUPE_ERR_BAD_MESSAGE', 'a multiplexed replica offers no handoff'));
     },
   });
   if (!set) return;
+  const spec = MultiplexSchema.parse(JSON.parse(env.TROUPE_MULTIPLEX ?? '{}'));
+  // The live model directory: new files served, changed ones reloaded on their next call, removed ones refused.
+  setInterval(() => set.refresh(), spec.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS).unref();
   setInterval(() => {
     const stats: ActorStats = {
       ...set.stats(),
@@ -117,6 +129,7 @@ async function main(): Promise<void> {
       inFlight,
       totals: set.totals.totals,
       models: set.report(),
+      tenantTotals: set.tenantTotals(),
     };
     const text = JSON.stringify(stats);
     if (text !== last) head?.send({ type: 'stats', stats });

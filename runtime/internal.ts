@@ -18,6 +18,8 @@ export { childNodeArgs } from './profiling.js';
 export { LOG_FORMATS, createLogger } from './log.js';
 export type { LogFormat, Logger } from './log.js';
 export { plural } from './plural.js';
+export { inspectOnnx } from './onnx-inspect.js';
+export type { OnnxSummary } from './onnx-inspect.js';
 export {
   ActorEnvSchema,
   ActorStatsSchema,
@@ -30,6 +32,8 @@ export {
   ClientToReplicaSchema,
   HeadToActorReplies,
   HeadToActorSchema,
+  TenantReplySchema,
+  TenantStateSchema,
 } from './protocol/actor.js';
 export type {
   ActorCall,
@@ -42,6 +46,8 @@ export type {
   DurationTotal,
   ClientToReplica,
   HeadToActor,
+  TenantReply,
+  TenantState,
 } from './protocol/actor.js';
 export {
   AGENT_LEAVING,

@@ -105,10 +105,13 @@ export type VersionSpec = z.output<typeof VersionSchema>;
  * under the agents' model directory and each `*.onnx` in it a model of the set, called by its file
  * name without `.onnx`. A replica loads a model on its first call and keeps at most `maxModels`
  * (and, when given, `maxModelMemory` bytes of model files), evicting the least recently used.
+ * Each replica lists the directory again every `pollIntervalMs` (2000 when not given): new files
+ * are served, changed ones reloaded on their next call, removed ones refused (docs/multiplexing.md).
  */
 export const MultiplexSchema = z
   .object({
     maxModels: z.number().int().min(1).max(1024).default(4),
+    pollIntervalMs: z.number().int().min(100).max(3_600_000).optional(),
     maxModelMemory: z.union([z.number().int().positive(), z.string()]).transform(toBytes).optional(),
   })
   .strict();
@@ -295,8 +298,8 @@ export const ModelDeploymentSchema = z
     path: ['versions'],
   })
   .refine((d) => !d.multiplex || (d.kind ?? 'model') === 'model', { message: 'only a model deployment multiplexes', path: ['multiplex'] })
-  .refine((d) => !d.multiplex || (d.model !== undefined && !d.versions), {
-    message: 'a multiplexed deployment names the directory of its models in model (and has no versions)',
+  .refine((d) => !d.multiplex || d.model !== undefined || d.versions !== undefined, {
+    message: "a multiplexed deployment names the directory of its models in model (or each version's in its model)",
     path: ['model'],
   })
   .refine((d) => d.args === undefined || d.kind === 'class', { message: "only a class actor (kind 'class') takes args", path: ['args'] })

@@ -1,6 +1,7 @@
 import { TroupeError } from '../../runtime/internal.js';
 import { DEFAULT_DEPLOY_TIMEOUT_S, pendingActors } from '../../runtime/deploy-timeout.js';
 import type { Controller } from './controller.js';
+import { isMultiplexed, tenantEntries } from './tenants.js';
 import { boundDeploy } from './deploy-bound.js';
 import { MODEL_VERSION as VERSION } from '../../runtime/oip/infer-backend.js';
 import type { ClusterState } from '../state/cluster-state.js';
@@ -13,8 +14,14 @@ import type { GraphView } from '../../runtime/internal.js';
  * Shared by every protocol that offers it (HTTP now, gRPC later).
  */
 
-/** Triton's model states (model_repository_manager), as the index reports them. */
-export type RepositoryState = 'READY' | 'LOADING' | 'UNAVAILABLE';
+/**
+ * Triton's model states (model_repository_manager), as the index reports them; a model of a
+ * multiplexed set (control/tenants.ts) is LOADED in some replica, or AVAILABLE to load on demand.
+ */
+export type RepositoryState = 'READY' | 'LOADING' | 'UNAVAILABLE' | 'LOADED' | 'AVAILABLE';
+
+/** The states of models that can serve a call now or after a load: what `{"ready": true}` lists. */
+const SERVABLE = new Set<RepositoryState>(['READY', 'LOADED', 'AVAILABLE']);
 
 export interface RepositoryEntry {
   name: string;
@@ -47,12 +54,20 @@ function graphEntryOf(state: ClusterState, graph: GraphView): RepositoryEntry {
   return { name: graph.name, version: VERSION, state: 'UNAVAILABLE', reason: `steps' deployments not READY: ${waiting.join(', ')}` };
 }
 
-/** Every deployment and graph, or only those READY, sorted by name. */
-export function repositoryIndex(state: ClusterState, graphs: readonly GraphView[], onlyReady: boolean): RepositoryEntry[] {
-  const entries = [...[...state.deployments.values()].map((d) => entryOf(state, d)), ...graphs.map((g) => graphEntryOf(state, g))].sort(
-    (a, b) => a.name.localeCompare(b.name),
-  );
-  return onlyReady ? entries.filter((e) => e.state === 'READY') : entries;
+/**
+ * Every deployment and graph, and each model of every multiplexed set (`{deployment}:{model}`,
+ * whose replicas list their directories again for it), sorted by name; or only those that can
+ * serve a call (READY, LOADED, AVAILABLE).
+ */
+export async function repositoryIndex(state: ClusterState, graphs: readonly GraphView[], onlyReady: boolean): Promise<RepositoryEntry[]> {
+  const sets = [...state.deployments.values()].filter((d) => isMultiplexed(d) && d.spec.versionOf === undefined);
+  const tenants = (await Promise.all(sets.map((d) => tenantEntries(state, d)))).flat();
+  const entries = [
+    ...[...state.deployments.values()].map((d) => entryOf(state, d)),
+    ...graphs.map((g) => graphEntryOf(state, g)),
+    ...tenants,
+  ].sort((a, b) => a.name.localeCompare(b.name));
+  return onlyReady ? entries.filter((e) => SERVABLE.has(e.state)) : entries;
 }
 
 function deploymentNamed(state: ClusterState, name: string): DeploymentRecord {

@@ -26,10 +26,10 @@ export function modelHandlers(ctx: GrpcContext): Record<string, (request: unknow
     ServerLive: () => ({ live: true }),
     ServerReady: () => ({ ready: serverReadiness(state, ctx.gate.draining).ready }),
     ServerMetadata: () => ({ name: 'troupe', version: TROUPE_VERSION, extensions: EXTENSIONS }),
-    ModelReady: (request) => ({ ready: modelReadiness(state, graphs, paramsOf(request, 'ModelReadyRequest')) === 'ready' }),
+    ModelReady: async (request) => ({ ready: (await modelReadiness(state, graphs, paramsOf(request, 'ModelReadyRequest'))) === 'ready' }),
     ModelMetadata: (request) => modelMetadata(state, graphs, paramsOf(request, 'ModelMetadataRequest')),
-    ModelConfig: (request) => ({ config: tritonConfigOf(state, graphs, paramsOf(request, 'ModelConfigRequest')) }),
-    ModelStatistics: (request) => {
+    ModelConfig: async (request) => ({ config: await tritonConfigOf(state, graphs, paramsOf(request, 'ModelConfigRequest')) }),
+    ModelStatistics: async (request) => {
       const params = paramsOf(request, 'ModelStatisticsRequest');
       // No name: every model (as Triton answers), sorted as the HTTP route sorts them.
       if (params.name === '') {
@@ -41,11 +41,11 @@ export function modelHandlers(ctx: GrpcContext): Record<string, (request: unknow
         const all = [...state.deployments.values()].sort((a, b) => a.spec.name.localeCompare(b.spec.name));
         return { model_stats: all.map((d) => d.stats.triton(d.spec.name)) };
       }
-      return { model_stats: tritonStatsOf(state, params) };
+      return { model_stats: await tritonStatsOf(state, params) };
     },
-    RepositoryIndex: (request) => {
+    RepositoryIndex: async (request) => {
       const { ready } = parseMessage(RepositoryIndexRequestSchema, request, 'RepositoryIndexRequest');
-      return { models: repositoryIndex(state, graphs.views(), ready) };
+      return { models: await repositoryIndex(state, graphs.views(), ready) };
     },
   };
 }

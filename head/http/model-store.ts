@@ -10,7 +10,7 @@ import { NameSchema, TroupeError, newId } from '../../runtime/internal.js';
 import type { Logger } from '../../runtime/internal.js';
 import { parseModelRef } from '../../runtime/model-ref.js';
 import { TensorInfoSchema } from '../../runtime/protocol/common.js';
-import { inspectOnnx } from './onnx-inspect.js';
+import { inspectOnnx } from '../../runtime/onnx-inspect.js';
 
 /**
  * Uploaded models, stored content-addressed under the head's data directory:

@@ -1,6 +1,7 @@
-import { MODEL_VERSION, TroupeError, datatypeOfDtype, oipShape } from '../../runtime/internal.js';
+import { MODEL_VERSION, TroupeError, datatypeOfDtype, oipShape, unknownVersion } from '../../runtime/internal.js';
 import type { Params, TensorInfo } from '../../runtime/internal.js';
 import { startsOnDemand } from '../calls/cold-start.js';
+import { isMultiplexed, tenantMetadata, tenantNamed, tenantReadiness } from '../control/tenants.js';
 import { versionDeploymentName, versionMap } from '../control/versions.js';
 import type { RunGateway } from '../graph/run-gateway.js';
 import type { ClusterState } from '../state/cluster-state.js';
@@ -42,9 +43,26 @@ export const PLATFORMS = { model: 'onnx_onnxv1', graph: 'ensemble', fn: 'troupe_
 
 /**
  * A deployment's or graph's metadata. A graph is a model here too, as Triton's ensembles are:
- * platform "ensemble", its inputs and outputs inferred from its nodes' signatures.
+ * platform "ensemble", its inputs and outputs inferred from its nodes' signatures. A model of a
+ * multiplexed set (`{deployment}:{model}`) is one too, described from its file; the multiplexed
+ * deployment itself has no one signature: its inputs and outputs are empty.
  */
-export function modelMetadata(state: ClusterState, graphs: RunGateway, params: Params): OipModelMetadata {
+export async function modelMetadata(state: ClusterState, graphs: RunGateway, params: Params): Promise<OipModelMetadata> {
+  const tenant = tenantNamed(state, params);
+  const set = tenant?.d ?? state.deployments.get(params.name);
+  if (set && isMultiplexed(set)) {
+    const versions = versionMap(set.spec);
+    if (!tenant && params.version !== undefined && !(versions ? Object.hasOwn(versions, params.version) : params.version === MODEL_VERSION))
+      throw unknownVersion(params.name, params.version, versions ? Object.keys(versions) : [MODEL_VERSION]);
+    const metadata = tenant ? await tenantMetadata(state, tenant) : { inputs: [], outputs: [] };
+    return {
+      name: params.name,
+      versions: versions ? Object.keys(versions) : [MODEL_VERSION],
+      platform: PLATFORMS.model,
+      inputs: metadata.inputs.map(tensorMetadata),
+      outputs: metadata.outputs.map(tensorMetadata),
+    };
+  }
   const target = targetFor(state, graphs, params);
   const whole = params.version === undefined ? target : targetFor(state, graphs, { name: params.name });
   if (!target.metadata) {
@@ -69,10 +87,18 @@ function isReady(d: DeploymentRecord): boolean {
 /**
  * Whether a model is ready: a deployment with a READY replica whose signature is known (or one
  * scaled to zero that starts for a call), a graph whose every deployment is, a deployment split
- * between versions whose every version that takes calls is, a pinned version by itself; 'unknown'
- * for a name (or version) nothing answers to.
+ * between versions whose every version that takes calls is, a pinned version by itself, a model
+ * of a multiplexed set that can be served now or after a load (control/tenants.ts); 'unknown' for
+ * a name (or version) nothing answers to.
  */
-export function modelReadiness(state: ClusterState, graphs: RunGateway, params: Params): 'ready' | 'not ready' | 'unknown' {
+export async function modelReadiness(state: ClusterState, graphs: RunGateway, params: Params): Promise<'ready' | 'not ready' | 'unknown'> {
+  let tenant;
+  try {
+    tenant = tenantNamed(state, params);
+  } catch {
+    return 'unknown';
+  }
+  if (tenant) return tenantReadiness(state, tenant);
   const used = deploymentsServing(state, graphs, params);
   if (!used) return 'unknown';
   return used.every((d) => d !== undefined && isReady(d)) ? 'ready' : 'not ready';

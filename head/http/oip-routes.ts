@@ -104,7 +104,7 @@ export function registerOipRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   const metadata = async (request: FastifyRequest) => modelMetadata(state, ctx.graphs, request.params as Params);
   const ready = async (request: FastifyRequest, reply: FastifyReply) => {
-    const readiness = modelReadiness(state, ctx.graphs, request.params as Params);
+    const readiness = await modelReadiness(state, ctx.graphs, request.params as Params);
     return reply.code(readiness === 'ready' ? 200 : readiness === 'unknown' ? 404 : 400).send();
   };
   const infer = async (request: FastifyRequest, reply: FastifyReply) => {

@@ -1,11 +1,12 @@
 import { EVERY_OUTPUT, MODEL_VERSION, TroupeError, labelFilesOf, unknownVersion } from '../../runtime/internal.js';
-import type { DType, Params, Signature, TensorInfo } from '../../runtime/internal.js';
+import type { DType, ModelMetadata, Params, Signature, TensorInfo } from '../../runtime/internal.js';
 import type { RunGateway } from '../graph/run-gateway.js';
 import { PLATFORMS } from './oip-models.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
 import type { TritonModelStat } from '../state/inference-statistics.js';
 import { versionMap } from '../control/versions.js';
+import { tenantMetadata, tenantNamed, tenantStats } from '../control/tenants.js';
 
 /**
  * A deployment as Triton's model configuration (model_config.proto, in the JSON shape Triton's
@@ -89,8 +90,10 @@ function outputConfig(t: TensorInfo, tensorDims: number[], labelFile: string): T
   return { name: t.name, data_type: tritonDataType(t.dtype), dims: tensorDims, label_filename: labelFile, is_shape_tensor: false };
 }
 
-export function tritonModelConfig(d: DeploymentRecord): TritonModelConfig {
-  const { spec, metadata } = d;
+/** `as`: a model of a multiplexed set, under its own name and signature, with the deployment's batching and instances. */
+export function tritonModelConfig(d: DeploymentRecord, as?: { name: string; metadata: ModelMetadata }): TritonModelConfig {
+  const { spec } = d;
+  const metadata = as?.metadata ?? d.metadata;
   if (!metadata)
     throw new TroupeError('TROUPE_ERR_NOT_READY', `model '${spec.name}' has no READY replica yet, so its inputs and outputs are not known`);
   const batching = batches(d, metadata.inputs, metadata.outputs);
@@ -98,7 +101,7 @@ export function tritonModelConfig(d: DeploymentRecord): TritonModelConfig {
   const kind = spec.kind ?? 'model';
   const gpus = [...new Set(d.actors.flatMap((a) => a.gpus))].sort((a, b) => a - b);
   return {
-    name: spec.name,
+    name: as?.name ?? spec.name,
     // A fn step or a class actor is code of ours, not a model file: no Triton platform fits it.
     platform: kind === 'model' ? 'onnxruntime_onnx' : '',
     backend: kind === 'model' ? 'onnxruntime' : PLATFORMS[kind],
@@ -160,8 +163,10 @@ export function tritonGraphConfig(name: string, signature: Signature): TritonMod
   };
 }
 
-/** The configuration of what a request names: a deployment, or a graph (as an ensemble). */
-export function tritonConfigOf(state: ClusterState, graphs: RunGateway, params: Params): TritonModelConfig {
+/** The configuration of what a request names: a deployment, a model of a multiplexed set, or a graph (as an ensemble). */
+export async function tritonConfigOf(state: ClusterState, graphs: RunGateway, params: Params): Promise<TritonModelConfig> {
+  const tenant = tenantNamed(state, params);
+  if (tenant) return tritonModelConfig(tenant.d, { name: tenant.name, metadata: await tenantMetadata(state, tenant) });
   const signature = state.deployments.has(params.name) ? undefined : graphs.signature(params.name);
   if (!signature) return tritonModelConfig(tritonDeployment(state, params));
   if (params.version !== undefined && params.version !== MODEL_VERSION) throw unknownVersion(params.name, params.version, [MODEL_VERSION]);
@@ -170,9 +175,12 @@ export function tritonConfigOf(state: ClusterState, graphs: RunGateway, params: 
 
 /**
  * Triton's statistics of what a request names: a deployment's, or, for one split between versions,
- * each version's (the deployment running it counts its calls) under the name and version asked for.
+ * each version's (the deployment running it counts its calls) under the name and version asked for;
+ * a model of a multiplexed set's own (control/tenants.ts).
  */
-export function tritonStatsOf(state: ClusterState, params: Params): TritonModelStat[] {
+export async function tritonStatsOf(state: ClusterState, params: Params): Promise<TritonModelStat[]> {
+  const tenant = tenantNamed(state, params);
+  if (tenant) return tenantStats(state, tenant);
   const d = state.deployments.get(params.name);
   const versions = d ? versionMap(d.spec) : undefined;
   if (!versions) {

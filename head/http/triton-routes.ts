@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TroupeError } from '../../runtime/internal.js';
 import { loadModel, repositoryIndex, unloadModel } from '../control/model-repository.js';
+import { loadTenant, tenantNamed, unloadTenant } from '../control/tenants.js';
 import type { DeploymentRecord } from '../state/records.js';
 import { tritonConfigOf, tritonDeployment, tritonStatsOf } from './triton-config.js';
 import { bodyBuffer } from './body.js';
@@ -51,7 +52,12 @@ const ModelStatSchema = z.object({
 });
 const StatsResponseSchema = z.object({ model_stats: z.array(ModelStatSchema) });
 const RepositoryIndexSchema = z.array(
-  z.object({ name: z.string(), version: z.string(), state: z.enum(['READY', 'LOADING', 'UNAVAILABLE']), reason: z.string() }),
+  z.object({
+    name: z.string(),
+    version: z.string(),
+    state: z.enum(['READY', 'LOADING', 'UNAVAILABLE', 'LOADED', 'AVAILABLE']),
+    reason: z.string(),
+  }),
 );
 
 /** Triton's request bodies: the client sends "" for the index, `{}` or parameters for load and unload. */
@@ -117,7 +123,7 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
           'Times run from arrival in the replica; inference_count counts rows, execution_count model executions (batches).',
         responses: { 200: { description: 'statistics', schema: StatsResponseSchema } },
       },
-      async (request) => ({ model_stats: tritonStatsOf(state, request.params as Params) }),
+      async (request) => ({ model_stats: await tritonStatsOf(state, request.params as Params) }),
     );
   }
 
@@ -146,6 +152,10 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       tag,
       auth: 'read',
       summary: 'Every model (deployment) with its state: READY, LOADING (with the replicas not READY and why) or UNAVAILABLE (with why)',
+      description:
+        "Each model of a multiplexed deployment's set is listed too, as {deployment}:{model}: LOADED (the reason names the replicas, and those that pin it), " +
+        'LOADING, AVAILABLE (its file is there; it loads on its first call) or UNAVAILABLE (its last load failed: the reason says why and when it is retried). ' +
+        'The replicas list their directories again first, so a file added or removed shows at once.',
       body: {
         content: { 'application/json': IndexRequestSchema },
         required: false,
@@ -153,7 +163,10 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       },
       responses: { 200: { description: 'the index', schema: RepositoryIndexSchema } },
     },
-    async (request) => repositoryIndex(state, ctx.graphs.views(), jsonBody(request, IndexRequestSchema, 'repository index').ready === true),
+    async (request) => {
+      const { ready } = jsonBody(request, IndexRequestSchema, 'repository index');
+      return repositoryIndex(state, ctx.graphs.views(), ready === true);
+    },
   );
 
   docs.route(
@@ -166,6 +179,8 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       summary: 'Load a model: starts the replicas an unload stopped (one where it has none) and answers once they are READY',
       description:
         'A deployment is the model: create or change one with PUT /api/v1/deployments/{name}. A config override or model files in "parameters" are refused. ' +
+        '{deployment}:{model} loads one model of a multiplexed set into the replica its calls go to first and pins it there (never evicted for another model) until an unload; ' +
+        'a replica pins at most maxModels models. ' +
         'Past the deploy bound the answer is 504 TROUPE_ERR_DEPLOY_TIMEOUT naming the replicas not READY; the head keeps placing them.',
       body: { content: { 'application/json': LoadRequestSchema }, required: false },
       responses: { 200: { description: 'loaded (no body)' } },
@@ -182,7 +197,9 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
             .join(', ')}): change a deployment's model or config with PUT /api/v1/deployments/{name}`,
         );
       }
-      await loadModel(state, controller, named(request).spec.name);
+      const tenant = tenantNamed(state, request.params as Params);
+      if (tenant) await loadTenant(state, tenant);
+      else await loadModel(state, controller, named(request).spec.name);
       return reply.code(200).send();
     },
   );
@@ -196,13 +213,16 @@ export function registerTritonRoutes(app: FastifyInstance, ctx: ApiContext): voi
       auth: 'write',
       summary: 'Unload a model: its replicas finish their calls and stop; the deployment and its spec stay, UNAVAILABLE, until a load',
       description:
+        '{deployment}:{model} unpins one model of a multiplexed set and takes it out of every replica once its calls are done (a later call loads it again). ' +
         'parameters.unload_dependents is accepted and changes nothing: no model depends on another in this repository (graphs name deployments, and fail with TROUPE_ERR_NOT_READY while one is unloaded).',
       body: { content: { 'application/json': UnloadRequestSchema }, required: false },
       responses: { 200: { description: 'unloaded (no body)' } },
     },
     async (request, reply) => {
       jsonBody(request, UnloadRequestSchema, 'unload');
-      await unloadModel(state, controller, named(request).spec.name);
+      const tenant = tenantNamed(state, request.params as Params);
+      if (tenant) await unloadTenant(state, tenant);
+      else await unloadModel(state, controller, named(request).spec.name);
       return reply.code(200).send();
     },
   );

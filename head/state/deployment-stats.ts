@@ -31,6 +31,8 @@ export class DeploymentStats {
   readonly inference = new InferenceStatistics();
   /** A multiplexed deployment's per-model counts: kept here, so they never fall when replicas are replaced. */
   readonly models = new Map<string, ModelTotals>();
+  /** A multiplexed deployment's Triton statistics per model, over every replica it has had. */
+  readonly tenants = new Map<string, InferenceStatistics>();
   readonly #latencies = new Float64Array(WINDOW);
   #count = 0;
 
@@ -57,6 +59,11 @@ export class DeploymentStats {
     for (const ms of next.directLatencyMs ?? []) this.#latencies[this.#count++ % WINDOW] = ms;
     if (next.totals) this.inference.absorb(base === previous ? previous?.totals : undefined, next.totals);
     this.#absorbModels(base === previous ? previous?.models : undefined, next.models);
+    for (const [name, totals] of Object.entries(next.tenantTotals ?? {})) {
+      let stats = this.tenants.get(name);
+      if (!stats) this.tenants.set(name, (stats = new InferenceStatistics()));
+      stats.absorb(base === previous ? previous?.tenantTotals?.[name] : undefined, totals);
+    }
   }
 
   #absorbModels(previous: ActorStats['models'], next: ActorStats['models']): void {

@@ -59,6 +59,20 @@ export class InferenceStatistics {
   }
 
   /**
+   * Triton's shape with the rows and executions counted from the batch sizes: for one model of a
+   * multiplexed set, whose replica reports no other count per model.
+   */
+  tritonBySize(name: string, version: string): TritonModelStat {
+    let rows = 0;
+    let executions = 0;
+    for (const [size, s] of this.#bySize) {
+      rows += size * s.count;
+      executions += s.count;
+    }
+    return this.triton(name, version, rows, executions);
+  }
+
+  /**
    * Triton's shape. `rows` and `executions` are the deployment's monotonic counts of rows run and
    * model executions (inference_count counts rows, as Triton's does: one request of 64 rows to a batching deployment is 64).
    */

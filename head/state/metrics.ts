@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { CallResult } from '../../runtime/internal.js';
 import { headLoopDelay } from './event-loop.js';
 import { registerMultiplexMetrics } from './multiplex-metrics.js';
+import { registerVersionMetrics } from './version-metrics.js';
 import type { ClusterRecords, DeploymentRecord, ProcessUsage } from './records.js';
 
 type ModelHistograms = [Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>, Histogram.Internal<'model'>];
@@ -62,6 +63,7 @@ export class HeadMetrics {
     // which promtool rejects; the same numbers are the sum of the series by type it keeps.
     for (const name of DEFAULT_GAUGES_NAMED_TOTAL) this.registry.removeSingleMetric(`troupe_head_${name}`);
     registerMultiplexMetrics(state, this.registry);
+    registerVersionMetrics(state, this.registry);
     this.#request = new Histogram({
       name: 'troupe_request_duration_seconds',
       help: 'Inference request time seen by the head, from arrival to answer.',

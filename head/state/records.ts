@@ -4,6 +4,7 @@ import type {
   CallQueue,
   ClassMethods,
   InvokeReply,
+  TenantReply,
   LinkStream,
   ModelDeployment,
   ModelMetadata,
@@ -152,6 +153,8 @@ export interface HeadActorLink extends Replica {
   terminate(reason?: string): void;
   /** A method call to a class actor (ReplicaLink has it; absent from test fakes that serve tensor calls only). */
   invoke?(method: string, args: unknown[], tensors?: boolean): Promise<InvokeReply>;
+  /** A question to a multiplexed replica about the models of its set (ReplicaLink has it). */
+  tenant?(op: 'scan' | 'describe' | 'load' | 'unload', model: string | undefined, timeoutMs: number): Promise<TenantReply>;
   /** A streaming method call to a class actor (ReplicaLink has it). */
   invokeStream?(
     method: string,

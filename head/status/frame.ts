@@ -148,7 +148,21 @@ export class StatusFrame {
         replicas: versions ? versions.reduce((sum, v) => sum + (v.runs?.spec.replicas ?? 0), 0) : d.spec.replicas,
         ...(versions
           ? {
-              versions: versions.map((v) => ({ version: v.version, weight: v.weight, deployment: versionDeploymentName(name, v.version) })),
+              versions: versions.map((v) => {
+                const deployment = versionDeploymentName(name, v.version);
+                const calls = v.runs?.stats.snapshot();
+                return {
+                  version: v.version,
+                  weight: v.weight,
+                  deployment,
+                  model: v.model,
+                  replicas: v.runs?.spec.replicas ?? 0,
+                  ready: v.runs?.actors.filter((a) => a.state === 'READY').length ?? 0,
+                  calls: calls ? calls.ok + Object.values(calls.failed).reduce((a, b) => a + b, 0) : 0,
+                  rps: store.mean(seriesId('rps', deployment), SMOOTHING_SAMPLES) ?? 0,
+                };
+              }),
+              ...(d.spec.promotedFrom ? { promotedFrom: d.spec.promotedFrom.map((v) => ({ version: v.version, weight: v.weight })) } : {}),
             }
           : {}),
         state: state.deploymentState(d),

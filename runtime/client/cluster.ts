@@ -24,6 +24,7 @@ import { ActorHandle, CallFuture, actorDeployment } from './actor-handle.js';
 import { StreamRegistry } from './actor-stream.js';
 import type { ActorStream } from './actor-stream.js';
 import { openRunStream } from './run-stream.js';
+import { splitModelName } from '../oip/infer-backend.js';
 import type { StreamRunOptions } from './run-stream.js';
 import type { ActorSpec } from './actor-handle.js';
 import type { Outputs } from './future.js';
@@ -188,8 +189,23 @@ export class Cluster {
    * An input may be another run's Future (or `future.output(name)`): the request goes out now and
    * the head feeds that run's result in when it is ready, without a round trip through here.
    * (A run this client sent to a replica directly is resolved here instead: the head never held it.)
+   * A model of a multiplexed deployment is named `deployment:model`, as over HTTP and gRPC (or
+   * with `options.model`).
+   *
+   * @example
+   * const { logits } = await cluster.run('tenants:t05', { x });
    */
-  run(deployment: string, inputs: RunInputs, options: RunOptions = {}): Future<Outputs> {
+  run(name: string, inputs: RunInputs, options: RunOptions = {}): Future<Outputs> {
+    const split = splitModelName(name);
+    if (split.model !== undefined) {
+      if (options.model !== undefined && options.model !== split.model)
+        throw new TroupeError(
+          'TROUPE_ERR_BAD_REQUEST',
+          `run('${name.slice(0, 100)}') names model '${split.model}' and options.model '${options.model.slice(0, 100)}': name one`,
+        );
+      options = { ...options, model: split.model };
+    }
+    const deployment = split.deployment;
     const id = newId();
     const tensors: Record<string, Tensor> = {};
     const refs: Record<string, RunRef> = {};

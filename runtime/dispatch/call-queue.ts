@@ -242,6 +242,27 @@ export class CallQueue {
     return holder ?? home ?? best;
   }
 
+  /**
+   * The replica a multiplexed deployment's calls of `model` go to first (one that holds it, else
+   * its home), whatever their load now: where a repository load of the model belongs.
+   */
+  placeOf(model: string): Replica | undefined {
+    let home: Replica | undefined;
+    let homeScore = -1;
+    for (const r of this.#target.replicas()) {
+      if (this.#holds.get(r)?.has(model)) return r;
+      const score = rendezvous(model, this.#idOf(r));
+      if (score > homeScore) [home, homeScore] = [r, score];
+    }
+    return home;
+  }
+
+  /** A repository load put `model` in `replica` (true), or an unload took it out (false): calls follow. */
+  setHeld(replica: Replica, model: string, held: boolean): void {
+    if (held) this.#answeredModel(replica, model);
+    else this.#holds.get(replica)?.delete(model);
+  }
+
   /** A number per replica, stable while this queue knows it. */
   #idOf(replica: Replica): number {
     let id = this.#ids.get(replica);

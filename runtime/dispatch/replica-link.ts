@@ -1,5 +1,5 @@
 import { TroupeError } from '../errors.js';
-import type { CallReply, CallReplySchema, HeadToActor } from '../protocol/actor.js';
+import type { CallReply, CallReplySchema, HeadToActor, TenantReply, TenantReplySchema } from '../protocol/actor.js';
 import type { Channel, OmitId } from '../transport/channel.js';
 import type { InvokeReply, InvokeReplySchema, StreamItem } from '../protocol/class-actor.js';
 import { newId } from '../ids.js';
@@ -90,6 +90,16 @@ export class ReplicaLink<In extends { type: string } = { type: string }, Out ext
       credit: (n) => send({ type: 'streamCredit', stream: id, n }),
       cancel: () => send({ type: 'streamCancel', stream: id }),
     };
+  }
+
+  /**
+   * Asks a multiplexed replica about the models of its set (protocol/actor.ts `tenant`). Not
+   * counted in flight: it is no call, and must not steer the calls' balance.
+   */
+  tenant(op: 'scan' | 'describe' | 'load' | 'unload', model: string | undefined, timeoutMs: number): Promise<TenantReply> {
+    const channel = this.#channel as unknown as Channel<In, Out, { tenant: typeof TenantReplySchema }>;
+    const message = { type: 'tenant', op, ...(model !== undefined ? { model } : {}) };
+    return channel.request(message as unknown as OmitId<Out> & { type: 'tenant' }, timeoutMs);
   }
 
   /** An item of one of this link's streams (unknown ones, of streams already over, are dropped). */

@@ -117,7 +117,8 @@ export function findTarget(params: Params, lookup: (name: string) => InferTarget
   const pinned = target.versions ? target.versions[params.version] : params.version === MODEL_VERSION ? target.name : undefined;
   const version = pinned === undefined ? undefined : pinned === target.name ? target : lookup(pinned);
   if (!version) throw unknownVersion(params.name, params.version, target.versions ? Object.keys(target.versions) : [MODEL_VERSION]);
-  return version;
+  // A pinned version of a multiplexed set runs the model the name gave.
+  return model !== undefined && version !== target ? { ...version, model } : version;
 }
 
 /** The 404 for a version a model does not have, naming those it has. */

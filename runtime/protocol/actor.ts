@@ -60,6 +60,17 @@ export const HeadToActorSchema = z.discriminatedUnion('type', [
   RestoreSchema,
   StreamCreditSchema,
   StreamCancelSchema,
+  /**
+   * A multiplexed replica's models (tenants), asked by the head: `scan` lists them with their state
+   * (re-reading the directory first; one `model`, or all), `describe` reads one's inputs and
+   * outputs from its file, `load` loads one and pins it in memory, `unload` evicts and unpins it.
+   */
+  z.object({
+    type: z.literal('tenant'),
+    id: IdSchema,
+    op: z.enum(['scan', 'describe', 'load', 'unload']),
+    model: z.string().min(1).max(256).optional(),
+  }),
 ]);
 
 /**
@@ -90,8 +101,33 @@ export type CallTiming = z.infer<typeof CallTimingSchema>;
 export const CallReplySchema = z.object({ outputs: WireTensorMapSchema, timing: CallTimingSchema.optional() });
 export type CallReply = z.infer<typeof CallReplySchema>;
 
+/** One model of a multiplexed replica's set as the replica sees it (Triton's repository states, ModelMesh's AVAILABLE). */
+export const TenantStateSchema = z.object({
+  name: z.string().min(1).max(256),
+  /** LOADED in memory, LOADING now, AVAILABLE (its file is there; it loads on its first call), UNAVAILABLE (its last load failed). */
+  state: z.enum(['LOADED', 'LOADING', 'AVAILABLE', 'UNAVAILABLE']),
+  /** Kept in memory by a repository load until an unload (never evicted for another model). */
+  pinned: z.boolean().optional(),
+  /** Why it is UNAVAILABLE: the load's error, naming the model, never a path. */
+  reason: z.string().max(2000).optional(),
+});
+export type TenantState = z.infer<typeof TenantStateSchema>;
+
+/** A replica's answer to a `tenant` message: the models asked about (scan, load, unload), or one's signature (describe). */
+export const TenantReplySchema = z.object({
+  tenants: z.array(TenantStateSchema).max(100_000).optional(),
+  metadata: ModelMetadataSchema.optional(),
+});
+export type TenantReply = z.infer<typeof TenantReplySchema>;
+
 /** The replies to what the head asks an actor, and to what a client asks a replica directly. */
-export const HeadToActorReplies = { call: CallReplySchema, handoffOpen: AckSchema, invoke: InvokeReplySchema, restore: AckSchema };
+export const HeadToActorReplies = {
+  call: CallReplySchema,
+  handoffOpen: AckSchema,
+  invoke: InvokeReplySchema,
+  restore: AckSchema,
+  tenant: TenantReplySchema,
+};
 export const ClientToReplicaReplies = { hello: AckSchema, call: CallReplySchema, region: AckSchema };
 
 /** Summed time of one kind, for Triton's statistics extension: how many, and ms in all. */
@@ -164,6 +200,8 @@ export const ActorStatsSchema = z.object({
       }),
     )
     .optional(),
+  /** A multiplexed replica's call totals of each model it has run (Triton's statistics per tenant). */
+  tenantTotals: z.record(z.string().max(256), CallTotalsSchema).optional(),
   /** A class actor's state size in bytes, when its class reports one (`stateSize()`). */
   stateBytes: z.number().min(0).optional(),
 });

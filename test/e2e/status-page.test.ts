@@ -257,6 +257,30 @@ describe('the status page, in Chromium, against a real cluster', { timeout: 300_
     assert.equal(await page.evaluate('typeof window.__statusTest'), 'object', 'the page was not reloaded');
   });
 
+  test('a deployment split between versions: each version with its weight, model, replicas and share of calls; then promoted', async () => {
+    const versions = (a: number) => [
+      { version: 'v1', model: 'mlp.onnx', weight: a },
+      { version: 'v2', model: 'mlp.onnx', weight: 100 - a },
+    ];
+    await client.deploy({ name: 'ab', cpus: 0.1, threads: 1, versions: versions(70) });
+    const x = tensor('float32', [1, 64], seededFloats(64, 3));
+    for (let i = 0; i < 10; i++) await client.run('ab', { x });
+    const row = page.locator('tr[data-deployment="ab"]');
+    await inPage(
+      page,
+      "ab's versions with their calls",
+      `/v1 70% · mlp\\.onnx · 1\\/1 READY · 70% of calls/.test(document.querySelector('tr[data-deployment="ab"] [data-version="v1"]')?.textContent.replace(/\\s+/g, ' ') ?? '')`,
+    );
+    assert.match(
+      (await row.locator('[data-version="v2"]').innerText()).replace(/\s+/g, ' '),
+      /v2 30% · mlp\.onnx · 1\/1 READY · 30% of calls/,
+    );
+    await client.promote('ab', 'v2');
+    await row.locator('[data-promoted]').waitFor();
+    assert.match((await row.locator('[data-promoted]').innerText()).replace(/\s+/g, ' '), /promoted v2; rollback restores v1 70% · v2 30%/);
+    await client.undeploy('ab');
+  });
+
   test('takes a screenshot (docs/observability.md shows one)', async () => {
     // Let the charts fill with a few more seconds of traffic after the reconnect.
     await new Promise((r) => setTimeout(r, 6000));

@@ -351,10 +351,20 @@ describe('versions and traffic splitting', { timeout: 180_000 }, () => {
     try {
       const row = (await page.next()).deployments.find((d) => d.name === 'cli-split')!;
       assert.deepEqual([row.state, row.replicas, row.states], ['READY', 2, { READY: 2 }]);
-      assert.deepEqual(row.versions, [
-        { version: 'a', weight: 75, deployment: 'cli-split.a' },
-        { version: 'b', weight: 25, deployment: 'cli-split.b' },
-      ]);
+      assert.deepEqual(
+        row.versions?.map(({ version, weight, deployment, model, replicas, ready }) => ({
+          version,
+          weight,
+          deployment,
+          model,
+          replicas,
+          ready,
+        })),
+        [
+          { version: 'a', weight: 75, deployment: 'cli-split.a', model: 'mlp.onnx', replicas: 1, ready: 1 },
+          { version: 'b', weight: 25, deployment: 'cli-split.b', model: 'mlp-b.onnx', replicas: 1, ready: 1 },
+        ],
+      );
     } finally {
       page.close();
     }

@@ -5,7 +5,7 @@ import Fastify from 'fastify';
 import { parseDocument } from '../../head/http/body.js';
 import { errorHandler } from '../../head/http/errors.js';
 import { checkModelName } from '../../head/http/model-store.js';
-import { inspectOnnx } from '../../head/http/onnx-inspect.js';
+import { inspectOnnx } from '../../runtime/onnx-inspect.js';
 import { buildMlp } from '../../models/index.js';
 import { TroupeError, createLogger } from '../../runtime/internal.js';
 import type { ErrorCode } from '../../runtime/internal.js';

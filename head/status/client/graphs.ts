@@ -2,6 +2,7 @@ import dagre from '@dagrejs/dagre';
 import { badge, fmtMs, fmtNumber, html, plural } from './html.js';
 import type { Html } from './html.js';
 import type { ActorStateName, Dag, DagNode, StatusDeployment, StatusGraph } from './protocol.js';
+import { versionLines } from './versions.js';
 
 interface Box {
   x: number;
@@ -198,11 +199,13 @@ export function renderDeployments(deployments: StatusDeployment[]): Html {
         </button>
         <span class="tag">${d.kind}</span>
       </td>
-      <td class="mono muted" title="${d.model}">${clip(d.model, 36)}${d.models ? modelsLine(d.models) : ''}</td>
+      <td class="mono muted" title="${d.model}">
+        ${d.versions ? versionLines(d) : clip(d.model, 36)}${d.models ? modelsLine(d.models) : ''}
+      </td>
       <td>${badge(d.state)}${d.unhealthy ? html`<div class="reason" title="${d.unhealthy}">${clip(d.unhealthy, 90)}</div>` : ''}</td>
       <td>
         <span class="dots">${stateDots(d)}</span>
-        ${ready}/${d.replicas}${d.versions ? html`<div class="muted small">${d.versions.map((v) => `${v.version} ${v.weight}%`).join(' · ')} (its versions' replicas)</div>` : ''}
+        ${ready}/${d.replicas}${d.versions ? html`<div class="muted small">its versions' replicas</div>` : ''}
       </td>
       <td class="num">${fmtNumber(d.rps)}</td>
       <td class="num">${fmtMs(d.p50Ms)}</td>

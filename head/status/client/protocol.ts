@@ -93,8 +93,25 @@ export interface StatusDeployment {
   meanBatch: number | null;
   /** Its actors, counted by state (a split's: its versions' actors, as `replicas` counts theirs). */
   states: Partial<Record<ActorStateName, number>>;
-  /** A deployment split between versions: each version, its share of calls, and the deployment that runs it. */
-  versions?: { version: string; weight: number; deployment: string }[] | undefined;
+  /**
+   * A deployment split between versions: each version, its weight (percent of calls), the
+   * deployment that runs it, its model, its replicas (wanted and READY), the calls it ran and its
+   * requests per second now (the share of calls it takes in fact).
+   */
+  versions?:
+    | {
+        version: string;
+        weight: number;
+        deployment: string;
+        model: string;
+        replicas: number;
+        ready: number;
+        calls: number;
+        rps: number;
+      }[]
+    | undefined;
+  /** After a promotion: the split as it was, which a rollback restores. */
+  promotedFrom?: { version: string; weight: number }[] | undefined;
   /** A multiplexed deployment's models, most called first (at most 10): loads, hits, misses, replicas holding it. */
   models?: { name: string; loads: number; hits: number; misses: number; replicas: number }[] | undefined;
 }

@@ -1,15 +1,15 @@
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
-import { TroupeError } from '../../runtime/internal.js';
-import type { TensorInfo } from '../../runtime/internal.js';
+import { TroupeError } from './errors.js';
+import type { TensorInfo } from './protocol/common.js';
 
 // onnx-proto is CommonJS; under NodeNext only its default export is reliably importable.
 const { onnx } = onnxProto;
 
 /**
- * Reads an uploaded model's metadata by parsing it as an ONNX ModelProto (protobuf only: the head
- * never loads onnxruntime or runs a model). A file that does not parse, or has no graph or no
- * outputs, is refused before anything deploys it.
+ * Reads a model's metadata by parsing it as an ONNX ModelProto (protobuf only, no onnxruntime
+ * session): the head's check of an uploaded model, and a multiplexed replica's answer for a model
+ * of its set it has not loaded. A file that does not parse, or has no graph or no outputs, is refused.
  */
 export interface OnnxSummary {
   irVersion: number;
