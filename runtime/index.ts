@@ -12,6 +12,7 @@ export type { ConnectOptions, DeployOptions, RunInputs, UndeployOptions, RunOpti
 export { Future, FutureOutput } from './client/future.js';
 export type { FutureStatus, Outputs } from './client/future.js';
 export { wait } from './client/wait.js';
+export type { ActorContext } from './client/actor-context.js';
 export type { WaitOptions, WaitResult } from './client/wait.js';
 
 // Class actors: stateful instances of a user's class, their methods called by name.

@@ -5,6 +5,7 @@ export type { ConnectOptions, DeployOptions, RunInputs, UndeployOptions, RunOpti
 export { Future, FutureOutput } from './client/future.js';
 export type { FutureStatus, Outputs } from './client/future.js';
 export { wait } from './client/wait.js';
+export type { ActorContext } from './client/actor-context.js';
 export type { WaitOptions, WaitResult } from './client/wait.js';
 export { ActorHandle, CallFuture } from './client/actor-handle.js';
 export type { ActorCallOptions, ActorSpec, ActorStreamOptions } from './client/actor-handle.js';

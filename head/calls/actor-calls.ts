@@ -42,14 +42,38 @@ export class ActorCalls {
   readonly #results = new CallResults();
   /** Streams in progress, by caller (a client connection) and the caller's id for them. */
   readonly #streams = new WeakMap<object, Map<string, StreamControl>>();
+  /** Calls in progress that their caller may cancel, by caller and the caller's id for them. */
+  readonly #calls = new WeakMap<object, Map<string, AbortController>>();
 
   constructor(state: ClusterState) {
     this.#state = state;
   }
 
-  /** Runs one call (made from inside instance `from`, if given); resolves with the method's value. */
-  call(request: MethodCallRequest, from?: string): Promise<{ value: unknown }> {
-    return this.#results.add(request.id, this.#run(request, from)).then((value) => ({ value }));
+  /**
+   * Runs one call (made from inside instance `from`, if given); resolves with the method's value.
+   * `caller` (a client connection) may cancel it by its id ({@link cancelCall}); `signal` cancels
+   * it too (an HTTP request whose connection closed).
+   */
+  call(request: MethodCallRequest, from?: string, caller?: object, signal?: AbortSignal): Promise<{ value: unknown }> {
+    const cancel = new AbortController();
+    const onAbort = () => cancel.abort();
+    if (signal?.aborted) cancel.abort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    const calls = caller === undefined ? undefined : (this.#calls.get(caller) ?? new Map<string, AbortController>());
+    if (caller !== undefined && calls) {
+      this.#calls.set(caller, calls);
+      calls.set(request.id, cancel);
+    }
+    const work = this.#run(request, from, cancel.signal).finally(() => {
+      signal?.removeEventListener('abort', onAbort);
+      if (calls?.get(request.id) === cancel) calls.delete(request.id);
+    });
+    return this.#results.add(request.id, work).then((value) => ({ value }));
+  }
+
+  /** The caller of call `id` no longer wants it: queued, it never runs; running, its instance is told (the method's signal aborts). */
+  cancelCall(caller: object, id: string): void {
+    this.#calls.get(caller)?.get(id)?.abort();
   }
 
   /**
@@ -117,6 +141,11 @@ export class ActorCalls {
     control.started?.cancel();
   }
 
+  /** `caller` (an HTTP request) went away: the calls it made are cancelled too, as by {@link cancelCall}. */
+  cancelCalls(caller: object): void {
+    for (const cancel of this.#calls.get(caller)?.values() ?? []) cancel.abort();
+  }
+
   /** `caller` went away: its streams stop. */
   closed(caller: object): void {
     for (const id of this.#streams.get(caller)?.keys() ?? []) this.cancel(caller, id);
@@ -146,12 +175,13 @@ export class ActorCalls {
     return d as DeploymentRecord & { dispatcher: Dispatcher };
   }
 
-  async #run(request: MethodCallRequest, from: string | undefined): Promise<unknown> {
+  async #run(request: MethodCallRequest, from: string | undefined, signal: AbortSignal): Promise<unknown> {
     const deadline = request.timeoutMs === undefined ? undefined : Date.now() + request.timeoutMs;
     const d = this.#classActor(request);
     const args = await this.#resolveRefs(request);
     // Bound to the deployment as it was when the call arrived: a replaced deployment gets a new dispatcher.
-    const { value } = await d.dispatcher.methods.submit(request.method, args, { sessionKey: request.sessionKey, deadline, from });
+    // A call cancelled while its arguments were resolved is refused by submit, unsent.
+    const { value } = await d.dispatcher.methods.submit(request.method, args, { sessionKey: request.sessionKey, deadline, from, signal });
     return value;
   }
 

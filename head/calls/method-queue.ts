@@ -15,6 +15,12 @@ export interface MethodCallOptions {
   /** A graph step's call: the one argument is a map of wire tensors, and so is the answer. */
   tensors?: boolean | undefined;
   /**
+   * Aborted when the caller cancels (docs/actors.md, Cancelling calls): a waiting call fails at once
+   * with TROUPE_ERR_CANCELLED and is never sent; a sent one fails the same way and the instance is
+   * told, so the method's context signal aborts.
+   */
+  signal?: AbortSignal | undefined;
+  /**
    * A streaming call: `credit` items may come before more are granted; `onItem` gets each one,
    * and `onStart` the controls once the call reached an instance. A started stream has no
    * deadline: its reader paces it, and cancels it.
@@ -30,6 +36,9 @@ interface Waiting {
   enqueued: number;
   timer: NodeJS.Timeout;
   settled: boolean;
+  /** The instance it was sent to, once sent (named when it is cancelled). */
+  sentTo?: string;
+  onAbort?: () => void;
   resolve: (reply: InvokeReply) => void;
   reject: (error: TroupeError) => void;
 }
@@ -75,6 +84,7 @@ export class MethodQueue {
         ),
       );
     }
+    if (options.signal?.aborted) return Promise.reject(this.#cancelled(method));
     return new Promise((resolve, reject) => {
       const enqueued = Date.now();
       const wait = options.deadline === undefined ? MAX_QUEUE_WAIT_MS : Math.max(0, options.deadline - enqueued);
@@ -89,6 +99,14 @@ export class MethodQueue {
         timer: undefined as unknown as NodeJS.Timeout,
       };
       call.timer = setTimeout(() => this.#expire(call), wait);
+      if (options.signal) {
+        call.onAbort = () => {
+          this.#settle(call, this.#cancelled(method, call.sentTo));
+          // Out of the queue now, so it no longer counts against maxQueue.
+          if (call.sentTo === undefined) this.#waiting = this.#waiting.filter((c) => c !== call);
+        };
+        options.signal.addEventListener('abort', call.onAbort, { once: true });
+      }
       this.#waiting.push(call);
       this.pump();
     });
@@ -225,7 +243,8 @@ export class MethodQueue {
       const { done, ...controls } = actor.link!.invokeStream(call.method, call.args, stream.credit, stream.onItem, call.options.tensors);
       stream.onStart(controls);
       sent = done;
-    } else sent = actor.link!.invoke!(call.method, call.args, call.options.tensors);
+    } else sent = actor.link!.invoke!(call.method, call.args, call.options.tensors, call.options.signal);
+    call.sentTo = actor.name;
     sent.then(
       (reply) => {
         // Kept on the record, which outlives the process: a restart of this instance restores it.
@@ -253,10 +272,19 @@ export class MethodQueue {
     this.#settle(call, new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `actor '${this.#d.spec.name}': ${why}`));
   }
 
+  /** What a cancelled call fails with: where it was when its caller cancelled it. */
+  #cancelled(method: string, sentTo?: string): TroupeError {
+    const where = sentTo
+      ? `while instance ${sentTo} ran it (its context's signal aborted; what it changed before it stopped stays)`
+      : 'before it ran';
+    return new TroupeError('TROUPE_ERR_CANCELLED', `${this.#d.spec.name}.${method}() was cancelled by its caller ${where}`);
+  }
+
   #settle(call: Waiting, error: TroupeError | undefined, reply?: InvokeReply): void {
     if (call.settled) return;
     call.settled = true;
     clearTimeout(call.timer);
+    if (call.onAbort) call.options.signal?.removeEventListener('abort', call.onAbort);
     if (error) call.reject(error);
     else call.resolve(reply!);
   }

@@ -128,7 +128,16 @@ export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void
     },
     async (request, reply) => {
       const id = newId();
-      const { value } = await ctx.actors.call({ id, ...methodCall(request) });
+      // A client that closes its connection before the answer no longer wants it: the call is
+      // cancelled (dropped unrun if queued; a running method's signal aborts).
+      const gone = new AbortController();
+      const onClose = () => {
+        if (!reply.raw.writableFinished) gone.abort();
+      };
+      reply.raw.once('close', onClose);
+      const { value } = await ctx.actors
+        .call({ id, ...methodCall(request) }, undefined, undefined, gone.signal)
+        .finally(() => reply.raw.off('close', onClose));
       // A method that returns nothing answers null: JSON has no undefined.
       const text = `{"id":${JSON.stringify(id)},"value":${jsonText(value === undefined ? null : value)}}`;
       return reply.type('application/json; charset=utf-8').send(text);

@@ -151,12 +151,13 @@ function generation(ctx: ApiContext, { model, version, deployment: name }: Named
               { id, actor: name, method: 'generate', args, credit: Math.min(credit, MAX_STREAM_WINDOW), ...sessionKey },
               push,
             );
-          const { value } = await ctx.actors.call({ id, actor: name, method: 'generate', args, ...sessionKey });
+          const { value } = await ctx.actors.call({ id, actor: name, method: 'generate', args, ...sessionKey }, undefined, caller);
           push(0, value === undefined ? null : value);
           return { items: 1 };
         },
         credit: (caller, id, n) => ctx.actors.credit(caller, id, n),
-        closed: (caller) => ctx.actors.closed(caller),
+        // A closed connection cancels a plain generate call as it stops a stream.
+        closed: (caller) => (ctx.actors.closed(caller), ctx.actors.cancelCalls(caller)),
       },
     };
   }

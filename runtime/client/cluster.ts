@@ -347,6 +347,7 @@ export class Cluster {
       stream: (message, stream) => this.#streams.add(stream, conn.request(message)),
       credit: (stream, n) => void conn.request({ type: 'streamCredit', stream, n }, 30_000).catch(() => {}),
       cancel: (stream) => void conn.request({ type: 'streamCancel', stream }, 30_000).catch(() => {}),
+      cancelCall: (call) => void conn.request({ type: 'cancel', call }, 30_000).catch(() => {}),
     });
   }
 

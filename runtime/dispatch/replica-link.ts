@@ -59,10 +59,17 @@ export class ReplicaLink<In extends { type: string } = { type: string }, Out ext
    * Calls a method of a class actor (protocol/class-actor.ts); counted in flight like a call, so
    * the head balances instances on it. Only the head's link to a class actor sends these.
    */
-  invoke(method: string, args: unknown[], tensors?: boolean): Promise<InvokeReply> {
+  invoke(method: string, args: unknown[], tensors?: boolean, signal?: AbortSignal): Promise<InvokeReply> {
     const channel = this.#channel as unknown as Channel<In, Out, { invoke: typeof InvokeReplySchema }>;
-    const message = { type: 'invoke', method, args, ...(tensors ? { tensors: true } : {}) };
-    return this.#counted(() => channel.request(message as unknown as OmitId<Out> & { type: 'invoke' }));
+    const id = newId();
+    const message = { type: 'invoke', id, method, args, ...(tensors ? { tensors: true } : {}) };
+    // The call stays counted in flight until the instance answers it: a cancelled method that
+    // goes on running still holds its slot there, and the queue must not send past it.
+    const cancel = () => this.#channel.send({ type: 'invokeCancel', call: id } as unknown as Out);
+    signal?.addEventListener('abort', cancel, { once: true });
+    return this.#counted(() => channel.request(message as unknown as OmitId<Out> & { type: 'invoke' })).finally(() =>
+      signal?.removeEventListener('abort', cancel),
+    );
   }
 
   /**

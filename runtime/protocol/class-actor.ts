@@ -70,6 +70,12 @@ export const StreamCreditSchema = z.object({
 });
 /** head -> actor: the reader is gone; stop the generator (its `finally` runs) and answer. */
 export const StreamCancelSchema = z.object({ type: z.literal('streamCancel'), stream: IdSchema });
+/**
+ * head -> actor: the caller cancelled call `call` (an `invoke` without credit). Queued in the
+ * instance, it is dropped unrun; running, its context's signal aborts so the method can stop.
+ * Either way the instance answers the call (TROUPE_ERR_CANCELLED, or what the method returned).
+ */
+export const InvokeCancelSchema = z.object({ type: z.literal('invokeCancel'), call: IdSchema });
 /** actor -> head (and head -> SDK client): item `seq` (from 0) of stream `stream`. */
 export const StreamItemSchema = z.object({
   type: z.literal('streamItem'),

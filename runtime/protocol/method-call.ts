@@ -66,3 +66,10 @@ export const ClientStreamCreditSchema = z.object({
 });
 export const ClientStreamCancelSchema = z.object({ type: z.literal('streamCancel'), id: IdSchema, stream: IdSchema });
 export const StreamEndSchema = z.object({ items: z.number().int().min(0) });
+
+/**
+ * The caller no longer wants call `call` (an `invoke` it sent on this connection): `future.cancel()`
+ * or an aborted signal. A call still queued never runs; a running one is asked to stop (its
+ * context's signal aborts). The call fails with TROUPE_ERR_CANCELLED; a call already answered is left as it is.
+ */
+export const ClientCallCancelSchema = z.object({ type: z.literal('cancel'), id: IdSchema, call: IdSchema });

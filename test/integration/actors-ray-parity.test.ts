@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connect, tensor, wait } from '../../runtime/internal.js';
 import type { Cluster } from '../../runtime/internal.js';
-import { startCluster } from '../helpers/cluster.js';
+import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, rejectsWith } from '../helpers/graphs.js';
 
@@ -12,6 +16,12 @@ import { GRAPH_AGENT, rejectsWith } from '../helpers/graphs.js';
  */
 const PARITY = 'test/fixtures/ray-parity.js';
 
+/** The lines a Cancellable wrote to `file` so far (read while a call holds its instance). */
+async function linesOf(file: string): Promise<string[]> {
+  const text = await readFile(file, 'utf8').catch(() => '');
+  return text.split('\n').filter(Boolean);
+}
+
 /** Each tag's start and end index in `events`. */
 function spans(events: string[], tags: string[]): { tag: string; start: number; end: number }[] {
   return tags.map((tag) => ({ tag, start: events.indexOf(`start ${tag}`), end: events.indexOf(`end ${tag}`) }));
@@ -20,14 +30,17 @@ function spans(events: string[], tags: string[]): { tag: string; start: number; 
 describe('class actors as a Ray user writes them', { timeout: 180_000 }, () => {
   let cluster: TestCluster;
   let client: Cluster;
+  let dir: string;
 
   before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'troupe-parity-'));
     cluster = await startCluster({ agents: [GRAPH_AGENT] });
     client = await connect(cluster.url);
   });
   after(async () => {
     await client?.close();
     await cluster?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   test('maxConcurrency 5 (Ray: @ray.remote(max_concurrency=5) on an async actor): five slow calls run at once', async () => {
@@ -117,6 +130,81 @@ describe('class actors as a Ray user writes them', { timeout: 180_000 }, () => {
     assert.equal(await alone.call('ping'), 'pong');
     const roomy = await client.actor({ name: 'selfish2', module: PARITY, export: 'SelfCaller', cpus: 0.1, maxConcurrency: 2 });
     assert.deepEqual(await roomy.call('callSelf'), { value: 'pong' });
+  });
+
+  test('future.cancel() (Ray: ray.cancel): a queued call never runs, a running one sees its signal abort; both fail CANCELLED', async () => {
+    const file = join(dir, 'cancel1.log');
+    const actor = await client.actor({ name: 'cancel1', module: PARITY, export: 'Cancellable', args: [file], cpus: 0.1 });
+    const running = actor.call<string>('hang', 'a');
+    await waitFor('hang(a) to start', async () => (await linesOf(file)).includes('start a'));
+    // Queued behind it (maxConcurrency 1): cancelled, it never runs.
+    const queued = actor.call('record', 'q');
+    queued.cancel();
+    await rejectsWith(queued, 'TROUPE_ERR_CANCELLED', /^cancel1\.record\(\) was cancelled by its caller before it ran/);
+    running.cancel();
+    await rejectsWith(running, 'TROUPE_ERR_CANCELLED', /^cancel1\.hang\(\) was cancelled by its caller while instance cancel1#\d+ ran it/);
+    // The method saw its signal abort and stopped; the instance takes the next call, and the cancelled one never ran.
+    assert.equal(await actor.call('record', 'after'), 'after');
+    assert.deepEqual(await actor.call('log'), ['start a', 'stopped a (aborted)', 'ran after']);
+    // A call already answered is left as it is.
+    const done = actor.call('record', 'done');
+    assert.equal(await done, 'done');
+    done.cancel();
+    assert.equal(done.status(), 'fulfilled');
+  });
+
+  test('a signal in the call options cancels; with maxConcurrency 2 each call has its own signal', async () => {
+    const file = join(dir, 'cancel2.log');
+    const actor = await client.actor({
+      name: 'cancel2',
+      module: PARITY,
+      export: 'Cancellable',
+      args: [file],
+      cpus: 0.1,
+      maxConcurrency: 2,
+    });
+    const x = new AbortController();
+    const first = actor.withOptions({ signal: x.signal }).call('hang', 'x');
+    const second = actor.call<string>('hang', 'y');
+    await waitFor('both to start', async () => {
+      const lines = await linesOf(file);
+      return lines.includes('start x') && lines.includes('start y');
+    });
+    x.abort();
+    await rejectsWith(first, 'TROUPE_ERR_CANCELLED', /hang\(\) was cancelled by its caller while instance/);
+    await waitFor('x to stop', async () => (await linesOf(file)).includes('stopped x (aborted)'));
+    assert.equal(second.status(), 'pending', 'the other call runs on: its signal did not abort');
+    second.cancel();
+    await rejectsWith(second, 'TROUPE_ERR_CANCELLED', /hang\(\) was cancelled/);
+    await waitFor('y to stop', async () => (await linesOf(file)).includes('stopped y (aborted)'));
+    // Aborted before the call: nothing is sent.
+    await rejectsWith(
+      actor.withOptions({ signal: AbortSignal.abort() }).call('record', 'never'),
+      'TROUPE_ERR_CANCELLED',
+      /record\(\) was cancelled by its caller: its signal was aborted before it was sent/,
+    );
+    assert.deepEqual(await actor.call('log'), ['start x', 'start y', 'stopped x (aborted)', 'stopped y (aborted)']);
+  });
+
+  test('over HTTP, closing the request cancels the call (the method sees its signal abort)', async () => {
+    const file = join(dir, 'cancel3.log');
+    const actor = await client.actor({ name: 'cancel3', module: PARITY, export: 'Cancellable', args: [file], cpus: 0.1 });
+    const url = new URL(cluster.url);
+    const req = httpRequest({
+      host: url.hostname,
+      port: url.port,
+      method: 'POST',
+      path: '/api/v1/actors/cancel3/hang',
+      agent: false,
+      headers: { 'content-type': 'application/json' },
+    });
+    const closed = new Promise<void>((resolve) => req.on('error', () => resolve()).on('close', () => resolve()));
+    req.end(JSON.stringify({ args: ['h'] }));
+    await waitFor('hang(h) to start', async () => (await linesOf(file)).includes('start h'));
+    req.destroy();
+    await closed;
+    await waitFor('hang(h) to stop', async () => (await linesOf(file)).includes('stopped h (aborted)'));
+    assert.equal(await actor.call('record', 'next'), 'next');
   });
 
   test('maxConcurrency is for class actors, and a whole number from 1', async () => {
