@@ -2,6 +2,9 @@ import { MAX_QUEUE_WAIT_MS, TroupeError, plural } from '../../runtime/internal.j
 import type { InvokeReply, LinkStream } from '../../runtime/internal.js';
 import type { ActorRecord, DeploymentRecord } from '../state/records.js';
 
+/** How long a call whose instance died waits for the agent's report of why, to name it. */
+const DEATH_REPORT_MS = 5_000;
+
 /** Sessions one class deployment remembers; past it the oldest binding is forgotten (its next call may land elsewhere). */
 export const MAX_SESSIONS = 100_000;
 
@@ -38,6 +41,8 @@ interface Waiting {
   settled: boolean;
   /** The instance it was sent to, once sent (named when it is cancelled). */
   sentTo?: string;
+  /** Times it was sent again after its instance died running it (maxTaskRetries). */
+  retries: number;
   onAbort?: () => void;
   resolve: (reply: InvokeReply) => void;
   reject: (error: TroupeError) => void;
@@ -65,6 +70,9 @@ export class MethodQueue {
   /** Instance id -> sessions bound to it. */
   readonly #bound = new Map<string, number>();
   #turn = 0;
+  /** Calls whose instance died running them with no restart left, waiting for the cause (#settleDying). */
+  #dying: { call: Waiting; actor: ActorRecord; error: TroupeError; until: number }[] = [];
+  #dyingTimer: NodeJS.Timeout | undefined;
 
   constructor(d: DeploymentRecord) {
     this.#d = d;
@@ -94,6 +102,7 @@ export class MethodQueue {
         options,
         enqueued,
         settled: false,
+        retries: 0,
         resolve,
         reject,
         timer: undefined as unknown as NodeJS.Timeout,
@@ -112,8 +121,62 @@ export class MethodQueue {
     });
   }
 
+  /**
+   * A call of a method the spec names `retryable` whose instance died running it goes back to the
+   * front of the queue, up to maxTaskRetries times (Ray's max_task_retries): it runs again on the
+   * instance once restarted (its session's), or on another. True if it went back.
+   */
+  #retry(call: Waiting): boolean {
+    const { maxTaskRetries = 0, retryable } = this.#d.spec;
+    if (maxTaskRetries === 0 || !retryable?.includes(call.method)) return false;
+    if (maxTaskRetries >= 0 && call.retries >= maxTaskRetries) return false;
+    call.retries++;
+    call.sentTo = undefined;
+    this.#waiting.unshift(call);
+    this.pump();
+    return true;
+  }
+
+  /** `a` will not be restarted once its death is known: its maxRestarts are used up (or it is DEAD already). */
+  #outOfRestarts(a: ActorRecord): boolean {
+    const own = this.#d.spec.maxRestarts;
+    return a.state === 'DEAD' || (own !== undefined && own >= 0 && a.restarts >= own);
+  }
+
+  /**
+   * Calls whose instance died running them and will not come back: they fail with the
+   * non-retryable TROUPE_ERR_ACTOR_DEAD naming the cause once the agent reports the exit (the
+   * socket closes first), or with the ACTOR_DIED they got if no report comes in time.
+   */
+  #settleDying(): void {
+    const now = Date.now();
+    this.#dying = this.#dying.filter(({ call, actor, error, until }) => {
+      if (call.settled) return false;
+      if (actor.state === 'DEAD') {
+        this.#settle(
+          call,
+          new TroupeError(
+            'TROUPE_ERR_ACTOR_DEAD',
+            `${this.#d.spec.name}.${call.method}(): instance ${actor.name} died running it and is DEAD: ${actor.reason ?? 'no cause kept'}`,
+          ),
+        );
+        return false;
+      }
+      // Until the exit is reported its socket may just have dropped (STARTING: reconnecting); RESTARTING means it comes back after all.
+      if (now < until && actor.state !== 'RESTARTING') return true;
+      this.#settle(call, error);
+      return false;
+    });
+    if (this.#dying.length > 0) {
+      clearTimeout(this.#dyingTimer);
+      this.#dyingTimer = setTimeout(() => this.#settleDying(), Math.max(1, this.#dying[0]!.until - now));
+      this.#dyingTimer.unref();
+    }
+  }
+
   /** Sends waiting calls whose instance can take them, oldest first. Called on every change that can make room. */
   pump(): void {
+    if (this.#dying.length > 0) this.#settleDying();
     if (this.#waiting.length === 0) return;
     const left: Waiting[] = [];
     for (const call of this.#waiting) {
@@ -142,8 +205,9 @@ export class MethodQueue {
   }
 
   failAll(error: TroupeError): void {
-    const calls = this.#waiting;
+    const calls = [...this.#waiting, ...this.#dying.map((d) => d.call)];
     this.#waiting = [];
+    this.#dying = [];
     for (const call of calls) this.#settle(call, error);
   }
 
@@ -256,6 +320,14 @@ export class MethodQueue {
       (err: unknown) => {
         const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
         this.#d.stats.record(Date.now() - started, error.code);
+        if (error.code === 'TROUPE_ERR_ACTOR_DIED' && !stream && !call.settled) {
+          if (this.#retry(call)) return;
+          if (this.#outOfRestarts(actor)) {
+            this.#dying.push({ call, actor, error, until: Date.now() + DEATH_REPORT_MS });
+            this.pump();
+            return;
+          }
+        }
         this.#settle(call, error);
         this.pump();
       },

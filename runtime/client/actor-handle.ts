@@ -30,6 +30,19 @@ export interface ActorSpec {
    * `max_concurrency`); a stream holds one of them while it is open.
    */
   maxConcurrency?: number;
+  /**
+   * Restarts each instance gets over its life after its process dies (Ray's `max_restarts`): 0 none
+   * (DEAD at its first crash; calls then fail with TROUPE_ERR_ACTOR_DEAD naming the cause), -1
+   * without end. Default: the head's --max-restarts (5 crashes within 10 minutes).
+   */
+  maxRestarts?: number;
+  /**
+   * How many times a call of a method named in `retryable` is sent again after its instance died
+   * running it (Ray's `max_task_retries`; -1 without end, default 0). Only for idempotent methods.
+   */
+  maxTaskRetries?: number;
+  /** The methods safe to run again, which maxTaskRetries retries (e.g. `['get']`). */
+  retryable?: string[];
   /** Instances (default 1); each keeps its own state. */
   replicas?: number;
   /** CPUs each instance reserves (default 1). */

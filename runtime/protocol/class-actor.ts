@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { HeadLinkEnv, IdSchema, ModelMetadataSchema } from './common.js';
+import { HeadLinkEnv, IdSchema, MethodNameSchema, ModelMetadataSchema } from './common.js';
 import { MAX_CONCURRENCY } from '../spec.js';
 
 /**
@@ -39,9 +39,8 @@ export type ClassActorEnv = z.infer<typeof ClassActorEnvSchema>;
 
 /** Arguments of one method call: msgpack values (JSON values, byte arrays), at most this many. */
 export const MAX_METHOD_ARGS = 256;
-export const MethodNameSchema = z
-  .string()
-  .regex(/^[A-Za-z$][A-Za-z0-9_$]{0,127}$/, "a method name is 1-128 letters, digits, '_' or '$', not starting with '_' or a digit");
+// In common.ts, since the deployment spec names methods too (retryable) and spec.ts cannot import this file.
+export { MethodNameSchema } from './common.js';
 
 /** The most items a stream may have granted and not yet sent: a reader's window is far smaller. */
 export const MAX_STREAM_CREDIT = 1 << 20;

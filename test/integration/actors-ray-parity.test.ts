@@ -207,6 +207,50 @@ describe('class actors as a Ray user writes them', { timeout: 180_000 }, () => {
     assert.equal(await actor.call('record', 'next'), 'next');
   });
 
+  test('maxRestarts 0 (Ray: max_restarts=0): the first crash leaves the instance DEAD, and calls fail ACTOR_DEAD naming the cause', async () => {
+    const fragile = await client.actor({ name: 'fragile0', module: PARITY, export: 'Fragile', cpus: 0.1, maxRestarts: 0 });
+    assert.equal(await fragile.call('count'), 1);
+    // The call that was running when it died: not retryable, and it says why.
+    await rejectsWith(
+      fragile.call('boom', 'kaput'),
+      'TROUPE_ERR_ACTOR_DEAD',
+      /^fragile0\.boom\(\): instance fragile0#\d+ died running it and is DEAD: exited with code \d+.*kaput.*not restarted \(maxRestarts 0\)/s,
+    );
+    const later = fragile.call('count');
+    await rejectsWith(later, 'TROUPE_ERR_ACTOR_DEAD', /fragile0#\d+ DEAD: .*kaput.*not restarted \(maxRestarts 0\)/s);
+    await later.then(undefined, (err: unknown) => assert.equal((err as { retryable?: boolean }).retryable, false));
+  });
+
+  test('maxRestarts 1: one restart, then DEAD at the second crash', async () => {
+    const fragile = await client.actor({ name: 'fragile1', module: PARITY, export: 'Fragile', cpus: 0.1, maxRestarts: 1 });
+    // It will come back: the running call fails with the retryable ACTOR_DIED, and the next one waits for the restart.
+    await rejectsWith(fragile.call('boom', 'first'), 'TROUPE_ERR_ACTOR_DIED', /exited|lost its connection/);
+    assert.equal(await fragile.withOptions({ timeoutMs: 60_000 }).call('count'), 1, 'a fresh process (no checkpoint)');
+    await rejectsWith(fragile.call('boom', 'second'), 'TROUPE_ERR_ACTOR_DEAD', /second.*gave up after 1 restarts \(maxRestarts 1\)/s);
+  });
+
+  test('maxTaskRetries with retryable methods (Ray: max_task_retries): a retryable call runs again after a restart; others do not', async () => {
+    const fragile = await client.actor({
+      name: 'fragile2',
+      module: PARITY,
+      export: 'Fragile',
+      cpus: 0.1,
+      maxRestarts: -1,
+      maxTaskRetries: 1,
+      retryable: ['flaky'],
+    });
+    // The first run crashes the instance; the head sends the call again once it is back, and it answers.
+    assert.equal(await fragile.withOptions({ timeoutMs: 60_000 }).call('flaky', join(dir, 'flaky-once')), 'ok');
+    // boom is not named retryable: it is not sent again.
+    await rejectsWith(fragile.call('boom', 'not retried'), 'TROUPE_ERR_ACTOR_DIED', /exited|lost its connection/);
+    await rejectsWith(
+      client.actor({ name: 'bad', module: PARITY, export: 'Fragile', maxTaskRetries: 2 }),
+      'TROUPE_ERR_BAD_SPEC',
+      /maxTaskRetries retries only the methods named in retryable/,
+    );
+    await rejectsWith(client.deploy({ name: 'bad', model: 'mlp.onnx', retryable: ['x'] }), 'TROUPE_ERR_BAD_SPEC', /only a class actor/);
+  });
+
   test('maxConcurrency is for class actors, and a whole number from 1', async () => {
     await rejectsWith(
       client.actor({ name: 'bad', module: PARITY, export: 'Sleeper', maxConcurrency: 0 }),
