@@ -320,7 +320,8 @@ export const ModelDeploymentSchema = z
     path: ['maxConcurrency'],
   })
   .refine((d) => (d.maxTaskRetries === undefined && d.retryable === undefined) || d.kind === 'class', {
-    message: "only a class actor (kind 'class') retries method calls (maxTaskRetries, retryable): a model's inference is retried on another replica anyway",
+    message:
+      "only a class actor (kind 'class') retries method calls (maxTaskRetries, retryable): a model's inference is retried on another replica anyway",
     path: ['maxTaskRetries'],
   })
   .refine((d) => d.kind !== 'class' || (d.maxTaskRetries ?? 0) === 0 || (d.retryable?.length ?? 0) > 0, {
