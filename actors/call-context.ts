@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { TroupeError, connect } from '../runtime/internal.js';
-import type { ActorContext, Cluster } from '../runtime/internal.js';
+import { TroupeError, connect, withCallOrigin } from '../runtime/internal.js';
+import type { ActorContext, CallOrigin, Cluster } from '../runtime/internal.js';
 
 /** Where the instance is: what its context names, and the head its own client connects to. */
 export interface ContextPlace {
@@ -40,9 +40,13 @@ export class CallContexts {
     });
   }
 
-  /** Runs `work` (a call, or a stream's generator) with `signal` as its context's. */
-  run<T>(signal: AbortSignal, work: () => T): T {
-    return this.#current.run(this.#context(signal), work);
+  /**
+   * Runs `work` (a call, or a step of a stream's generator) with `signal` as its context's, and
+   * `origin` (the chain of instances waiting on it, its deadline) for the calls it makes.
+   */
+  run<T>(signal: AbortSignal, work: () => T, origin?: CallOrigin): T {
+    const context = this.#context(signal, origin?.deadline);
+    return this.#current.run(context, () => (origin ? withCallOrigin(origin, work) : work()));
   }
 
   /** Closes the instance's own client, if it opened one. */
@@ -52,10 +56,11 @@ export class CallContexts {
     await cluster?.then((c) => c.close()).catch(() => {});
   }
 
-  #context(signal: AbortSignal): ActorContext {
+  #context(signal: AbortSignal, deadline?: number): ActorContext {
     const place = this.#place;
     return {
       signal,
+      deadline,
       deployment: place.deployment,
       instance: place.instance,
       cluster: () => this.#openCluster(),

@@ -153,7 +153,13 @@ async function main(): Promise<void> {
             void work.finally(() => streams.delete(id)).catch(() => {});
             // A head that is gone grants nothing more: stop the generator instead of holding the instance.
             void channel.whenClosed.then(() => credit.cancel());
-          } else work = it.invoke(message.method, message.args, message.tensors === true, cancel.signal);
+          } else {
+            // The chain of instances waiting on this call and its deadline, for the calls its method makes.
+            const origin = message.via
+              ? { via: message.via, deadline: message.timeoutMs === undefined ? undefined : Date.now() + message.timeoutMs }
+              : undefined;
+            work = it.invoke(message.method, message.args, message.tensors === true, cancel.signal, origin);
+          }
           void work.finally(() => cancels.delete(id)).catch(() => {});
           work.then(
             (reply) => (channel.reply(message.id, reply), done()),

@@ -11,7 +11,7 @@ import {
   mapToWire,
   toWireValue,
 } from '../runtime/internal.js';
-import type { ClassMethods, InvokeReply } from '../runtime/internal.js';
+import type { CallOrigin, ClassMethods, InvokeReply } from '../runtime/internal.js';
 import { checkTensorOutputs } from './tensor-outputs.js';
 import type { StreamCredit } from './stream-credit.js';
 import { Slots } from './slots.js';
@@ -264,10 +264,10 @@ export class ClassInstance {
    * it leaves unrun (rejecting with the signal's reason); running, the method sees it aborted as
    * `this.context.signal`.
    */
-  invoke(method: string, args: unknown[], tensors = false, signal: AbortSignal = NEVER): Promise<InvokeReply> {
+  invoke(method: string, args: unknown[], tensors = false, signal: AbortSignal = NEVER, origin?: CallOrigin): Promise<InvokeReply> {
     const unknown = this.#unknown(method);
     if (unknown) return Promise.reject(unknown);
-    return this.#serial(false, () => this.#run(method, args, tensors, signal), signal);
+    return this.#serial(false, () => this.#run(method, args, tensors, signal, origin), signal);
   }
 
   /**
@@ -377,7 +377,7 @@ export class ClassInstance {
     });
   }
 
-  async #run(method: string, args: unknown[], tensors: boolean, signal: AbortSignal): Promise<InvokeReply> {
+  async #run(method: string, args: unknown[], tensors: boolean, signal: AbortSignal, origin?: CallOrigin): Promise<InvokeReply> {
     const started = performance.now();
     const who = `${this.className}.${method}()`;
     let value: unknown;
@@ -385,7 +385,7 @@ export class ClassInstance {
       // A graph step's call: tensors in (checked against their bytes), tensors out.
       const given = tensors ? [mapFromWire(wireInputs(who, args[0]), 'input')] : args;
       value = await this.#bounded(
-        this.#contexts.run(signal, () => (this.#instance[method] as Method)(...given)),
+        this.#contexts.run(signal, () => (this.#instance[method] as Method)(...given), origin),
         who,
       );
       if (tensors) value = mapToWire(checkTensorOutputs(who, value, 'TROUPE_ERR_METHOD_FAILED'));

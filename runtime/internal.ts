@@ -6,6 +6,8 @@ export { Future, FutureOutput } from './client/future.js';
 export type { FutureStatus, Outputs } from './client/future.js';
 export { wait } from './client/wait.js';
 export type { ActorContext } from './client/actor-context.js';
+export { MAX_CALL_DEPTH, currentCallOrigin, withCallOrigin } from './client/call-origin.js';
+export type { CallOrigin } from './client/call-origin.js';
 export type { WaitOptions, WaitResult } from './client/wait.js';
 export { ActorHandle, CallFuture } from './client/actor-handle.js';
 export type { ActorCallOptions, ActorSpec, ActorStreamOptions } from './client/actor-handle.js';
@@ -237,7 +239,7 @@ export { MAX_SESSION_KEY, MAX_STREAM_WINDOW, MethodCallReplySchema, MethodCallSc
 export type { CallRef, MethodCall, MethodStream } from './protocol/method-call.js';
 export { CallQueue, MAX_QUEUE_WAIT_MS, rendezvous, replicaCallLimit } from './dispatch/call-queue.js';
 export { ReplicaLink } from './dispatch/replica-link.js';
-export type { LinkStream } from './dispatch/replica-link.js';
+export type { InvokeOrigin, LinkStream } from './dispatch/replica-link.js';
 export type { CallResult, DispatchOptions, QueueTarget, Replica } from './dispatch/call-queue.js';
 export { authError, isLoopback, needsToken } from './http/auth.js';
 export type { AuthPolicy } from './http/auth.js';

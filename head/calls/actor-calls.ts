@@ -1,4 +1,4 @@
-import { TroupeError, replaceCallReferences, toWireValue } from '../../runtime/internal.js';
+import { MAX_CALL_DEPTH, TroupeError, replaceCallReferences, toWireValue } from '../../runtime/internal.js';
 import type { LinkStream, MethodCall } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
@@ -181,8 +181,30 @@ export class ActorCalls {
     const args = await this.#resolveRefs(request);
     // Bound to the deployment as it was when the call arrived: a replaced deployment gets a new dispatcher.
     // A call cancelled while its arguments were resolved is refused by submit, unsent.
-    const { value } = await d.dispatcher.methods.submit(request.method, args, { sessionKey: request.sessionKey, deadline, from, signal });
+    const { value } = await d.dispatcher.methods.submit(request.method, args, {
+      sessionKey: request.sessionKey,
+      deadline,
+      from,
+      via: this.#via(request, from),
+      signal,
+    });
     return value;
+  }
+
+  /**
+   * The chain of instances waiting on a call, ending with `from`: what the client inside `from`
+   * said (its method's context), believed only from a client whose hello proved it is `from`.
+   */
+  #via(request: MethodCallRequest, from: string | undefined): { id: string; name: string }[] | undefined {
+    if (from === undefined) return undefined;
+    const ids = request.via?.at(-1) === from ? request.via : [...(request.via ?? []), from];
+    // The instance it goes to joins the chain too, which may be at most MAX_CALL_DEPTH long.
+    if (ids.length >= MAX_CALL_DEPTH)
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_REQUEST',
+        `${request.actor}.${request.method}(): a chain of nested calls may pass through at most ${MAX_CALL_DEPTH} instances`,
+      );
+    return ids.map((id) => ({ id, name: this.#state.actors.get(id)?.name ?? id }));
   }
 
   /** The arguments, with those that name earlier calls (Futures) replaced by their values. */

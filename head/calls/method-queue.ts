@@ -15,6 +15,11 @@ export interface MethodCallOptions {
   deadline?: number | undefined;
   /** The instance the call was made from (a client inside a class actor), to refuse one that would wait on itself. */
   from?: string | undefined;
+  /**
+   * The instances whose running calls wait on this one, outermost first, ending with `from`: a
+   * call to one of them that is busy (maxConcurrency 1) would wait on itself through the cycle.
+   */
+  via?: { id: string; name: string }[] | undefined;
   /** A graph step's call: the one argument is a map of wire tensors, and so is the answer. */
   tensors?: boolean | undefined;
   /**
@@ -260,10 +265,20 @@ export class MethodQueue {
    */
   #waitsOnItself(call: Waiting, a: ActorRecord): TroupeError | undefined {
     const limit = this.#d.spec.maxConcurrency ?? 1;
-    if (call.options.from !== a.id || limit > 1 || (a.link?.inFlight ?? 0) < limit) return undefined;
+    if (limit > 1 || (a.link?.inFlight ?? 0) < limit) return undefined;
+    const via = call.options.via ?? (call.options.from ? [{ id: call.options.from, name: a.name }] : []);
+    const at = via.findIndex((v) => v.id === a.id);
+    if (at < 0) return undefined;
+    const name = this.#d.spec.name;
+    if (at === via.length - 1)
+      return new TroupeError(
+        'TROUPE_ERR_DEADLOCK',
+        `${name}.${call.method}() was called by instance ${a.name} on itself (${a.name} -> ${a.name}) while it runs a call, with maxConcurrency 1: it would wait behind the call that made it forever. Call the method directly (this.${call.method}()), or deploy with maxConcurrency above 1`,
+      );
+    const cycle = [...via.slice(at).map((v) => v.name), a.name].join(' -> ');
     return new TroupeError(
       'TROUPE_ERR_DEADLOCK',
-      `${this.#d.spec.name}.${call.method}() was called by instance ${a.name} on itself (${a.name} -> ${a.name}) while it runs a call, with maxConcurrency 1: it would wait behind the call that made it forever. Call the method directly (this.${call.method}()), or deploy with maxConcurrency above 1`,
+      `${name}.${call.method}() would wait on itself through a cycle (${cycle}): instance ${a.name} runs the call that waits on this one, with maxConcurrency 1, so this one could start only after it ended. Break the cycle, or deploy ${name} with maxConcurrency above 1`,
     );
   }
 
@@ -307,7 +322,15 @@ export class MethodQueue {
       const { done, ...controls } = actor.link!.invokeStream(call.method, call.args, stream.credit, stream.onItem, call.options.tensors);
       stream.onStart(controls);
       sent = done;
-    } else sent = actor.link!.invoke!(call.method, call.args, call.options.tensors, call.options.signal);
+    } else {
+      // The instance's context learns the chain and the time left, and calls its method makes carry them on.
+      const { deadline, via } = call.options;
+      const origin = {
+        via: [...(via ?? []).map((v) => v.id), actor.id],
+        timeoutMs: deadline === undefined ? undefined : deadline - Date.now(),
+      };
+      sent = actor.link!.invoke!(call.method, call.args, call.options.tensors, call.options.signal, origin);
+    }
     call.sentTo = actor.name;
     sent.then(
       (reply) => {

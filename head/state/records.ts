@@ -4,6 +4,7 @@ import type {
   CallQueue,
   ClassMethods,
   InvokeReply,
+  InvokeOrigin,
   LinkStream,
   ModelDeployment,
   ModelMetadata,
@@ -149,7 +150,7 @@ export interface HeadActorLink extends Replica {
   /** Drops the socket at once; calls in flight fail as ACTOR_DIED (and are retried elsewhere). */
   terminate(reason?: string): void;
   /** A method call to a class actor (ReplicaLink has it; absent from test fakes that serve tensor calls only). */
-  invoke?(method: string, args: unknown[], tensors?: boolean, signal?: AbortSignal): Promise<InvokeReply>;
+  invoke?(method: string, args: unknown[], tensors?: boolean, signal?: AbortSignal, origin?: InvokeOrigin): Promise<InvokeReply>;
   /** A streaming method call to a class actor (ReplicaLink has it). */
   invokeStream?(
     method: string,

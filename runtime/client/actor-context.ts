@@ -28,6 +28,11 @@ export interface ActorContext {
    * Outside a call (in `checkpoint()`, `restore()`) it never aborts.
    */
   readonly signal: AbortSignal;
+  /**
+   * Date.now() past which the caller no longer waits for this call (its `timeoutMs`), or undefined.
+   * Calls the method makes inherit it: each is bounded by the time left (docs/actors.md).
+   */
+  readonly deadline: number | undefined;
   /** The deployment this instance belongs to. */
   readonly deployment: string;
   /** This instance's actor id (as `describe()` lists it). */

@@ -2,6 +2,7 @@ import { TroupeError } from '../errors.js';
 import { CallReference } from '../protocol/value-types.js';
 import { toWireValue } from '../protocol/values.js';
 import { newId } from '../ids.js';
+import { currentCallOrigin } from './call-origin.js';
 import type { ClientToHead } from '../protocol/client.js';
 import type { CallRef } from '../protocol/method-call.js';
 import type { ModelDeploymentInput } from '../spec.js';
@@ -205,9 +206,21 @@ export class ActorHandle {
   #call<T>(method: string, args: unknown[]): CallFuture<T> {
     const waits: Waits = { runs: new Set(), calls: new Set() };
     const message = this.#message(method, args, newId(), waits);
-    const { timeoutMs, signal } = this.#options;
+    const { signal } = this.#options;
+    const timeoutMs = message.timeoutMs;
     if (signal?.aborted)
       return new CallFuture<T>(message.id, Promise.reject(this.#cancelled(method, 'its signal was aborted before it was sent')));
+    const inherited = currentCallOrigin()?.deadline;
+    if (inherited !== undefined && inherited <= Date.now())
+      return new CallFuture<T>(
+        message.id,
+        Promise.reject(
+          new TroupeError(
+            'TROUPE_ERR_DEADLINE_EXCEEDED',
+            `${this.name}.${method}(): the deadline of the call this method runs for has passed, and a nested call inherits it`,
+          ),
+        ),
+      );
     const bound = timeoutMs === undefined ? undefined : timeoutMs + DEADLINE_GRACE_MS;
     if (waits.runs.size === 0 && waits.calls.size === 0) {
       // Sent synchronously, so a call that takes this one's Future always reaches the head after it.
@@ -254,6 +267,19 @@ export class ActorHandle {
       sent,
       () => (went ? this.#transport.cancelCall(message.id) : cancelledHere?.(this.#cancelled(method, 'before it was sent'))),
     );
+  }
+
+  /**
+   * The call's timeout: the handle's, bounded inside a class actor's method by the time left of
+   * the call it runs for (a nested call's deadline is at most the outer one's), so the whole chain
+   * gives up together.
+   */
+  #timeoutMs(): number | undefined {
+    const own = this.#options.timeoutMs;
+    const deadline = currentCallOrigin()?.deadline;
+    if (deadline === undefined) return own;
+    const left = deadline - Date.now();
+    return own === undefined ? left : Math.min(own, left);
   }
 
   #cancelled(method: string, when: string): TroupeError {
@@ -344,12 +370,16 @@ export class ActorHandle {
         throw err;
       }
     });
-    const { sessionKey, timeoutMs } = this.#options;
+    const { sessionKey } = this.#options;
+    const timeoutMs = this.#timeoutMs();
     const message: CallMessage = { type: 'invoke', id, actor: this.name, method, args: wire };
     if (Object.keys(refs).length > 0) message.refs = refs;
     if (nested.size > 0) message.nestedRefs = [...nested];
     if (sessionKey !== undefined) message.sessionKey = sessionKey;
-    if (timeoutMs !== undefined) message.timeoutMs = timeoutMs;
+    if (timeoutMs !== undefined) message.timeoutMs = Math.max(1, timeoutMs);
+    // Made inside a class actor's method: the head sees the chain of calls waiting on this one.
+    const origin = currentCallOrigin();
+    if (origin) message.via = origin.via;
     return message;
   }
 }

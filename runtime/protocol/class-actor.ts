@@ -59,6 +59,10 @@ export const InvokeSchema = z.object({
    * the reply, after the last item, is their count.
    */
   credit: z.number().int().min(1).max(MAX_STREAM_CREDIT).optional(),
+  /** The instances whose running calls wait on this one, outermost first, ending with the instance it is sent to. */
+  via: z.array(IdSchema).max(64).optional(),
+  /** Time left until the caller's deadline: the method's context says it, and calls it makes inherit it. */
+  timeoutMs: z.number().positive().optional(),
 });
 
 /** head -> actor: `n` more items of stream `stream` may be sent. */

@@ -40,6 +40,13 @@ export const MethodCallSchema = z.object({
     .positive()
     .max(24 * 3600 * 1000)
     .optional(),
+  /**
+   * From a client inside a class actor: the instances whose running calls wait on this one,
+   * outermost first, ending with the caller's own (as the head told it). The head refuses a call
+   * that would wait on one of them (a cycle), and believes it only from a client whose hello proved
+   * it is that last instance.
+   */
+  via: z.array(IdSchema).max(64).optional(),
 });
 export type MethodCall = z.infer<typeof MethodCallSchema>;
 

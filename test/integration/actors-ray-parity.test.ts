@@ -251,6 +251,23 @@ describe('class actors as a Ray user writes them', { timeout: 180_000 }, () => {
     await rejectsWith(client.deploy({ name: 'bad', model: 'mlp.onnx', retryable: ['x'] }), 'TROUPE_ERR_BAD_SPEC', /only a class actor/);
   });
 
+  test('a cycle A -> B -> A the head can see fails at once naming it, and the deadline travels with nested calls', async () => {
+    const a = await client.actor({ name: 'hop-a', module: PARITY, export: 'Hop', cpus: 0.1 });
+    await client.actor({ name: 'hop-b', module: PARITY, export: 'Hop', cpus: 0.1 });
+    // A chain without a cycle is answered, each hop through the instance's own client (this.context.cluster()).
+    assert.deepEqual(await a.call('forward', ['hop-b']), { via: 'end' });
+    // a -> b -> a: a runs the call that waits on b, with maxConcurrency 1, so b's call to a could never start.
+    const answer = await a.withOptions({ timeoutMs: 30_000 }).call('forward', ['hop-b', 'hop-a']);
+    const nested = (answer as { via: { code?: string; message?: string } }).via;
+    assert.equal(nested.code, 'TROUPE_ERR_DEADLOCK', nested.message);
+    assert.match(nested.message!, /^hop-a\.forward\(\) would wait on itself through a cycle \((hop-a#\d+) -> hop-b#\d+ -> \1\)/);
+    // The deadline: a call made inside a method is bounded by the time its caller has left.
+    const { mine, nested: left } = await a.withOptions({ timeoutMs: 20_000 }).call<{ mine: number; nested: number }>('budgets', 'hop-b');
+    assert.ok(mine <= 20_000, `the method's own budget ${mine} ms is its caller's at most`);
+    assert.ok(left <= mine, `the nested call's budget ${left} ms is at most the outer call's ${mine} ms`);
+    assert.equal(await client.actorHandle('hop-b').call('left'), null, 'a call without a deadline has none');
+  });
+
   test('maxConcurrency is for class actors, and a whole number from 1', async () => {
     await rejectsWith(
       client.actor({ name: 'bad', module: PARITY, export: 'Sleeper', maxConcurrency: 0 }),
