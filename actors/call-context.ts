@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { TroupeError, connect, withCallOrigin } from '../runtime/internal.js';
-import type { ActorContext, CallOrigin, Cluster } from '../runtime/internal.js';
+import { ActorHandle, TroupeError, connect, withCallOrigin } from '../runtime/internal.js';
+import type { ActorContext, ActorReference, ActorTransport, CallOrigin, Cluster } from '../runtime/internal.js';
 
 /** Where the instance is: what its context names, and the head its own client connects to. */
 export interface ContextPlace {
@@ -47,6 +47,27 @@ export class CallContexts {
   run<T>(signal: AbortSignal, work: () => T, origin?: CallOrigin): T {
     const context = this.#context(signal, origin?.deadline);
     return this.#current.run(context, () => (origin ? withCallOrigin(origin, work) : work()));
+  }
+
+  /**
+   * A handle that arrived as a value (an argument): usable at once, on the instance's own client,
+   * which the first call through it opens. Calls through it keep their order, as on any handle.
+   */
+  handle(ref: ActorReference): ActorHandle {
+    const via = (use: (t: ActorTransport) => void, failed?: (err: unknown) => void) =>
+      void this.#openCluster().then((c) => use(c.actorTransport), failed ?? (() => {}));
+    const transport: ActorTransport = {
+      call: (message, timeoutMs) => this.#openCluster().then((c) => c.actorTransport.call(message, timeoutMs)),
+      stream: (message, stream) =>
+        via(
+          (t) => t.stream(message, stream),
+          (err) => stream.fail(err),
+        ),
+      credit: (id, n) => via((t) => t.credit(id, n)),
+      cancel: (id) => via((t) => t.cancel(id)),
+      cancelCall: (id) => via((t) => t.cancelCall(id)),
+    };
+    return new ActorHandle(ref.actor, transport, ref.sessionKey === undefined ? {} : { sessionKey: ref.sessionKey });
   }
 
   /** Closes the instance's own client, if it opened one. */

@@ -1,4 +1,11 @@
-import { ClassActorEnvSchema, ClassArgsSchema, TroupeError, createLogger, disableOrtTelemetryByDefault } from '../runtime/internal.js';
+import {
+  ClassActorEnvSchema,
+  ClassArgsSchema,
+  TroupeError,
+  createLogger,
+  disableOrtTelemetryByDefault,
+  readActorReferencesWith,
+} from '../runtime/internal.js';
 import type { ClassActorEnv, InvokeReply } from '../runtime/internal.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { ClassInstance } from './class-instance.js';
@@ -56,20 +63,16 @@ async function main(): Promise<void> {
 
   let instance: ClassInstance | undefined;
   let loadError: TroupeError | undefined;
+  const contexts = new CallContexts({
+    headUrl: env.TROUPE_HEAD_URL,
+    deployment: env.TROUPE_DEPLOYMENT ?? env.TROUPE_CLASS_EXPORT,
+    instance: env.TROUPE_ACTOR_ID,
+  });
+  // An ActorHandle passed in as a value arrives as a handle on this instance's own client.
+  readActorReferencesWith((ref) => contexts.handle(ref));
   try {
     instance = await refusingExit(shown, () =>
-      ClassInstance.create(
-        env.TROUPE_CLASS_MODULE,
-        shown,
-        env.TROUPE_CLASS_EXPORT,
-        readArgs(env),
-        env.TROUPE_MAX_CONCURRENCY,
-        new CallContexts({
-          headUrl: env.TROUPE_HEAD_URL,
-          deployment: env.TROUPE_DEPLOYMENT ?? env.TROUPE_CLASS_EXPORT,
-          instance: env.TROUPE_ACTOR_ID,
-        }),
-      ),
+      ClassInstance.create(env.TROUPE_CLASS_MODULE, shown, env.TROUPE_CLASS_EXPORT, readArgs(env), env.TROUPE_MAX_CONCURRENCY, contexts),
     );
   } catch (err) {
     const full = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));

@@ -17,6 +17,7 @@ export type { WaitOptions, WaitResult } from './client/wait.js';
 
 // Class actors: stateful instances of a user's class, their methods called by name.
 export { ActorHandle, CallFuture } from './client/actor-handle.js';
+export { ActorReference } from './protocol/value-types.js';
 export type { ActorCallOptions, ActorSpec, ActorStreamOptions } from './client/actor-handle.js';
 export { ActorStream } from './client/actor-stream.js';
 export type { StreamRunOptions } from './client/run-stream.js';

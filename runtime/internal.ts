@@ -10,6 +10,7 @@ export { MAX_CALL_DEPTH, currentCallOrigin, withCallOrigin } from './client/call
 export type { CallOrigin } from './client/call-origin.js';
 export type { WaitOptions, WaitResult } from './client/wait.js';
 export { ActorHandle, CallFuture } from './client/actor-handle.js';
+export type { ActorTransport } from './client/actor-handle.js';
 export type { ActorCallOptions, ActorSpec, ActorStreamOptions } from './client/actor-handle.js';
 export { ActorStream } from './client/actor-stream.js';
 export { ERRORS, ERROR_CODES, TroupeError, fromWireError, isErrorCode, toWireError } from './errors.js';
@@ -65,7 +66,7 @@ export { ActorToAgentIpcSchema, ActorToRelayIpcSchema, AgentToActorIpcSchema, Re
 export type { ActorToAgentIpc, ActorToRelayIpc, AgentToActorIpc, RelayToActorIpc } from './protocol/health.js';
 export { DEFAULT_MAX_FRAME_BYTES, decodeFrame, encodeFrame, encodeFrameParts } from './protocol/codec.js';
 export { MAX_VALUE_DEPTH, MAX_VALUE_ITEMS, toWireValue } from './protocol/values.js';
-export { CallReference, MapEntries, NEGATIVE_ZERO, UserBytes } from './protocol/value-types.js';
+export { ActorReference, CallReference, MapEntries, NEGATIVE_ZERO, UserBytes, readActorReferencesWith } from './protocol/value-types.js';
 export { replaceCallReferences } from './protocol/call-references.js';
 export { ModelMetadataSchema, NameSchema } from './protocol/common.js';
 export type { ModelMetadata, TensorInfo } from './protocol/common.js';

@@ -1,5 +1,5 @@
 import { TroupeError } from '../errors.js';
-import { CallReference } from '../protocol/value-types.js';
+import { ActorReference, CallReference, WIRE_FORM } from '../protocol/value-types.js';
 import { toWireValue } from '../protocol/values.js';
 import { newId } from '../ids.js';
 import { currentCallOrigin } from './call-origin.js';
@@ -178,6 +178,14 @@ export class ActorHandle {
     this.name = name;
     this.#transport = transport;
     this.#options = options;
+  }
+
+  /**
+   * @internal What this handle crosses as when passed as a value (an argument, a return value, a
+   * checkpoint): the actor's name and session; the receiving actor makes it a handle on its own client.
+   */
+  [WIRE_FORM](): ActorReference {
+    return new ActorReference(this.name, this.#options.sessionKey);
   }
 
   /** The same actor, with calls bound to `sessionKey`: they go to the instance the first one went to, while it lives. */

@@ -24,7 +24,7 @@ import { StreamRegistry } from './actor-stream.js';
 import type { ActorStream } from './actor-stream.js';
 import { openRunStream } from './run-stream.js';
 import type { StreamRunOptions } from './run-stream.js';
-import type { ActorSpec } from './actor-handle.js';
+import type { ActorSpec, ActorTransport } from './actor-handle.js';
 import type { Outputs } from './future.js';
 import type { ConnectOptions, DeployOptions, RunInputs, RunOptions, SharedMemoryStats, UndeployOptions } from './cluster-options.js';
 export type { ConnectOptions, DeployOptions, RunInputs, RunOptions, SharedMemoryStats, UndeployOptions } from './cluster-options.js';
@@ -340,15 +340,20 @@ export class Cluster {
 
   /** A handle on a class actor deployed earlier (by any client, HTTP or the CLI); nothing is sent until a call. */
   actorHandle(name: string): ActorHandle {
+    return new ActorHandle(name, this.actorTransport);
+  }
+
+  /** @internal How this client's actor handles reach the head (a class actor binds handles it receives to it). */
+  get actorTransport(): ActorTransport {
     const conn = this.#conn;
-    return new ActorHandle(name, {
+    return {
       call: (message, timeoutMs) => conn.request(message, timeoutMs),
       // A stream has no overall deadline: its reader paces it, and cancels it.
       stream: (message, stream) => this.#streams.add(stream, conn.request(message)),
       credit: (stream, n) => void conn.request({ type: 'streamCredit', stream, n }, 30_000).catch(() => {}),
       cancel: (stream) => void conn.request({ type: 'streamCancel', stream }, 30_000).catch(() => {}),
       cancelCall: (call) => void conn.request({ type: 'cancel', call }, 30_000).catch(() => {}),
-    });
+    };
   }
 
   /** Nodes, deployments and actors as the head sees them now. */

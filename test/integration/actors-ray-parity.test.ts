@@ -268,6 +268,16 @@ describe('class actors as a Ray user writes them', { timeout: 180_000 }, () => {
     assert.equal(await client.actorHandle('hop-b').call('left'), null, 'a call without a deadline has none');
   });
 
+  test('an ActorHandle passed as an argument (Ray: passing a handle to an actor) arrives usable in the callee', async () => {
+    const a = await client.actor({ name: 'hop-h', module: PARITY, export: 'Hop', cpus: 0.1 });
+    const counter = await client.actor({ name: 'fragile-h', module: PARITY, export: 'Fragile', cpus: 0.1 });
+    assert.equal(await counter.call('count'), 1);
+    // Inside hop-h the handle calls fragile-h through hop-h's own client; anywhere in a value too.
+    assert.deepEqual(await a.call('through', counter, 'count'), { name: 'fragile-h', value: 2 });
+    assert.deepEqual(await a.call('forward', []), 'end');
+    assert.equal(await counter.call('count'), 3);
+  });
+
   test('maxConcurrency is for class actors, and a whole number from 1', async () => {
     await rejectsWith(
       client.actor({ name: 'bad', module: PARITY, export: 'Sleeper', maxConcurrency: 0 }),
