@@ -105,7 +105,7 @@ export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void
       const call = methodCall(request);
       // Refused as JSON while a status can still say so; once the events start it is 200.
       ctx.actors.check(call.actor);
-      await streamOverSse(ctx.actors, reply, call);
+      await streamOverSse(ctx.actors, reply, call, ctx.streamIdleMs);
     },
   );
   ctx.docs.route(

@@ -240,15 +240,20 @@ export function registerGenerateRoutes(app: FastifyInstance, ctx: ApiContext): v
       async (request: FastifyRequest, reply: FastifyReply) => {
         // Refused as JSON while a status can still say so; once the events start it is 200.
         const g = generation(ctx, named(ctx, request), requestBody(request));
-        await pumpSse(reply, g.source, {
-          contentType: 'text/event-stream; charset=utf-8',
-          item: (_seq, value) => `data: ${g.text(value)}\n\n`,
-          end: () => '',
-          error: (err) => {
-            const { code, message } = toWireError(err);
-            return `data: ${JSON.stringify({ error: message, code })}\n\n`;
+        await pumpSse(
+          reply,
+          g.source,
+          {
+            contentType: 'text/event-stream; charset=utf-8',
+            item: (_seq, value) => `data: ${g.text(value)}\n\n`,
+            end: () => '',
+            error: (err) => {
+              const { code, message } = toWireError(err);
+              return `data: ${JSON.stringify({ error: message, code })}\n\n`;
+            },
           },
-        });
+          ctx.streamIdleMs,
+        );
       },
     );
   }
