@@ -98,7 +98,7 @@ async function main(): Promise<void> {
   const cancels = new Map<string, AbortController>();
   // SIGTERM drains: calls already accepted finish, new ones are refused with a retryable code,
   // and the last replies leave (the socket is closed after a flush) before the process exits.
-  const exitClean = () => void (head?.close(1000) ?? Promise.resolve()).then(() => process.exit(0));
+  const exitClean = () => void Promise.all([head?.close(1000), contexts.close()]).then(() => process.exit(0));
   let idle: (() => void) | undefined;
   process.on('SIGTERM', () => {
     if (stopping) return;
