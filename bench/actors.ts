@@ -61,7 +61,9 @@ try {
     await load(() => handle.call('count'), 8);
     for (const inFlight of CONCURRENCY) {
       const cell = await load(() => handle.call('count'), inFlight);
-      rows.push(`| Troupe: handle.call | ${maxConcurrency} | ${inFlight} | ${fmt(cell.rate)} | ${fmt(cell.p50Ms, 3)} | ${fmt(cell.p99Ms, 3)} |`);
+      rows.push(
+        `| Troupe: handle.call | ${maxConcurrency} | ${inFlight} | ${fmt(cell.rate)} | ${fmt(cell.p50Ms, 3)} | ${fmt(cell.p99Ms, 3)} |`,
+      );
     }
     await client.undeploy(handle.name);
   }
