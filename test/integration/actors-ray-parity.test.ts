@@ -186,6 +186,25 @@ describe('class actors as a Ray user writes them', { timeout: 180_000 }, () => {
     assert.deepEqual(await actor.call('log'), ['start x', 'start y', 'stopped x (aborted)', 'stopped y (aborted)']);
   });
 
+  test('a signal in the options of a stream ends it as leaving the loop does, and the loop throws CANCELLED', async () => {
+    const sleeper = await client.actor({ name: 'sleeper-sig', module: PARITY, export: 'Sleeper', cpus: 0.1 });
+    const stop = new AbortController();
+    const seen: number[] = [];
+    await rejectsWith(
+      (async () => {
+        for await (const i of sleeper.withOptions({ signal: stop.signal }).streamWith<number>({ window: 2 }, 'ticks')) {
+          seen.push(i);
+          if (i === 3) stop.abort();
+        }
+      })(),
+      'TROUPE_ERR_CANCELLED',
+      /ticks\(\) was cancelled by its caller: its signal was aborted while it streamed/,
+    );
+    assert.deepEqual(seen, [0, 1, 2, 3]);
+    // The generator ended (its finally ran) and the instance takes the next call.
+    assert.deepEqual(await sleeper.call('events'), ['stream open', 'stream closed']);
+  });
+
   test('over HTTP, closing the request cancels the call (the method sees its signal abort)', async () => {
     const file = join(dir, 'cancel3.log');
     const actor = await client.actor({ name: 'cancel3', module: PARITY, export: 'Cancellable', args: [file], cpus: 0.1 });
