@@ -1,7 +1,15 @@
-import { ClassActorEnvSchema, ClassArgsSchema, TroupeError, createLogger, disableOrtTelemetryByDefault } from '../runtime/internal.js';
+import {
+  ClassActorEnvSchema,
+  ClassArgsSchema,
+  TroupeError,
+  createLogger,
+  disableOrtTelemetryByDefault,
+  readActorReferencesWith,
+} from '../runtime/internal.js';
 import type { ClassActorEnv, InvokeReply } from '../runtime/internal.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { ClassInstance } from './class-instance.js';
+import { CallContexts } from './call-context.js';
 import { refusingExit } from './exit-guard.js';
 import { StreamCredit } from './stream-credit.js';
 import { joinHead } from './head-socket.js';
@@ -55,9 +63,16 @@ async function main(): Promise<void> {
 
   let instance: ClassInstance | undefined;
   let loadError: TroupeError | undefined;
+  const contexts = new CallContexts({
+    headUrl: env.TROUPE_HEAD_URL,
+    deployment: env.TROUPE_DEPLOYMENT ?? env.TROUPE_CLASS_EXPORT,
+    instance: env.TROUPE_ACTOR_ID,
+  });
+  // An ActorHandle passed in as a value arrives as a handle on this instance's own client.
+  readActorReferencesWith((ref) => contexts.handle(ref));
   try {
     instance = await refusingExit(shown, () =>
-      ClassInstance.create(env.TROUPE_CLASS_MODULE, shown, env.TROUPE_CLASS_EXPORT, readArgs(env), env.TROUPE_MAX_CONCURRENCY),
+      ClassInstance.create(env.TROUPE_CLASS_MODULE, shown, env.TROUPE_CLASS_EXPORT, readArgs(env), env.TROUPE_MAX_CONCURRENCY, contexts),
     );
   } catch (err) {
     const full = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
@@ -79,9 +94,11 @@ async function main(): Promise<void> {
     });
   /** The credit of each streaming call in progress, by call id. */
   const streams = new Map<string, StreamCredit>();
+  /** What cancels each call in progress (a plain call or a stream), by call id: its context's signal. */
+  const cancels = new Map<string, AbortController>();
   // SIGTERM drains: calls already accepted finish, new ones are refused with a retryable code,
   // and the last replies leave (the socket is closed after a flush) before the process exits.
-  const exitClean = () => void (head?.close(1000) ?? Promise.resolve()).then(() => process.exit(0));
+  const exitClean = () => void Promise.all([head?.close(1000), contexts.close()]).then(() => process.exit(0));
   let idle: (() => void) | undefined;
   process.on('SIGTERM', () => {
     if (stopping) return;
@@ -121,22 +138,32 @@ async function main(): Promise<void> {
             return;
           }
           let work: Promise<InvokeReply>;
+          const cancel = new AbortController();
+          const id = message.id;
+          cancels.set(id, cancel);
           if (message.credit !== undefined) {
             // A streaming call: items go out as the generator yields them, while the head's credit lasts.
             const credit = new StreamCredit(message.credit);
             streams.set(message.id, credit);
-            const id = message.id;
             work = it.stream(
               message.method,
               message.args,
               credit,
               (seq, value) => channel.send({ type: 'streamItem', stream: id, seq, value }),
               message.tensors === true,
+              cancel.signal,
             );
             void work.finally(() => streams.delete(id)).catch(() => {});
             // A head that is gone grants nothing more: stop the generator instead of holding the instance.
             void channel.whenClosed.then(() => credit.cancel());
-          } else work = it.invoke(message.method, message.args, message.tensors === true);
+          } else {
+            // The chain of instances waiting on this call and its deadline, for the calls its method makes.
+            const origin = message.via
+              ? { via: message.via, deadline: message.timeoutMs === undefined ? undefined : Date.now() + message.timeoutMs }
+              : undefined;
+            work = it.invoke(message.method, message.args, message.tensors === true, cancel.signal, origin);
+          }
+          void work.finally(() => cancels.delete(id)).catch(() => {});
           work.then(
             (reply) => (channel.reply(message.id, reply), done()),
             (err: unknown) => (channel.fail(message.id, err), done()),
@@ -148,6 +175,12 @@ async function main(): Promise<void> {
           return;
         case 'streamCancel':
           streams.get(message.stream)?.cancel();
+          cancels.get(message.stream)?.abort(new TroupeError('TROUPE_ERR_CANCELLED', 'the stream was cancelled by its reader'));
+          return;
+        case 'invokeCancel':
+          cancels
+            .get(message.call)
+            ?.abort(new TroupeError('TROUPE_ERR_CANCELLED', `call ${message.call} was cancelled by its caller before it ran`));
           return;
         case 'restore':
           withDeadline(it.restore(message.state), message.timeoutMs, `${it.className}.restore()`).then(

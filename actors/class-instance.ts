@@ -11,12 +11,16 @@ import {
   mapToWire,
   toWireValue,
 } from '../runtime/internal.js';
-import type { ClassMethods, InvokeReply } from '../runtime/internal.js';
+import type { CallOrigin, ClassMethods, InvokeReply } from '../runtime/internal.js';
 import { checkTensorOutputs } from './tensor-outputs.js';
 import type { StreamCredit } from './stream-credit.js';
 import { Slots } from './slots.js';
+import { CallContexts } from './call-context.js';
 
 type Method = (...args: unknown[]) => unknown;
+
+/** The signal of a call nobody can cancel. */
+const NEVER = new AbortController().signal;
 
 /** The lifecycle hooks a class may define (docs/actors.md). */
 interface Hooks {
@@ -137,6 +141,7 @@ export class ClassInstance {
   readonly streaming: readonly string[];
   readonly #instance: Record<string, unknown> & Hooks;
   readonly #slots: Slots;
+  readonly #contexts: CallContexts;
   #ran = 0;
   #failed = 0;
   #computeMs = 0;
@@ -148,22 +153,34 @@ export class ClassInstance {
   /** Set once a call overran: what the calls behind it fail with. */
   #overran: TroupeError | undefined;
 
-  private constructor(className: string, instance: Record<string, unknown> & Hooks, cls: { signatures?: unknown }, maxConcurrency: number) {
+  private constructor(
+    className: string,
+    instance: Record<string, unknown> & Hooks,
+    cls: { signatures?: unknown },
+    maxConcurrency: number,
+    contexts: CallContexts,
+  ) {
     this.className = className;
     this.#slots = new Slots(maxConcurrency);
+    this.#contexts = contexts;
+    contexts.install(instance, className);
     this.#instance = instance;
     this.methods = publicMethods(instance);
     this.signatures = methodSignatures(cls, this.methods, className);
     this.streaming = generatorMethods(instance, this.methods);
   }
 
-  /** Imports `modulePath`, finds the class `exportName` and builds one instance with `args`, running up to `maxConcurrency` calls at once. */
+  /**
+   * Imports `modulePath`, finds the class `exportName` and builds one instance with `args`, running
+   * up to `maxConcurrency` calls at once; its methods read their call's context from `contexts`.
+   */
   static async create(
     modulePath: string,
     shownPath: string,
     exportName: string,
     args: unknown[],
     maxConcurrency = 1,
+    contexts = new CallContexts({ deployment: exportName, instance: exportName }),
   ): Promise<ClassInstance> {
     let mod: Record<string, unknown>;
     try {
@@ -188,7 +205,13 @@ export class ClassInstance {
     } catch (err) {
       throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `new ${exportName}(...args) threw: ${(err as Error)?.message ?? String(err)}`);
     }
-    return new ClassInstance(exportName, instance as Record<string, unknown> & Hooks, cls as { signatures?: unknown }, maxConcurrency);
+    return new ClassInstance(
+      exportName,
+      instance as Record<string, unknown> & Hooks,
+      cls as { signatures?: unknown },
+      maxConcurrency,
+      contexts,
+    );
   }
 
   /**
@@ -235,11 +258,16 @@ export class ClassInstance {
     };
   }
 
-  /** Runs `method` once every call that arrived before it started and a slot is free; answers with its value and, if the class keeps one, the checkpoint after it. */
-  invoke(method: string, args: unknown[], tensors = false): Promise<InvokeReply> {
+  /**
+   * Runs `method` once every call that arrived before it started and a slot is free; answers with
+   * its value and, if the class keeps one, the checkpoint after it. `signal` cancels it: waiting,
+   * it leaves unrun (rejecting with the signal's reason); running, the method sees it aborted as
+   * `this.context.signal`.
+   */
+  invoke(method: string, args: unknown[], tensors = false, signal: AbortSignal = NEVER, origin?: CallOrigin): Promise<InvokeReply> {
     const unknown = this.#unknown(method);
     if (unknown) return Promise.reject(unknown);
-    return this.#serial(false, () => this.#run(method, args, tensors));
+    return this.#serial(false, () => this.#run(method, args, tensors, signal, origin), signal);
   }
 
   /**
@@ -255,65 +283,74 @@ export class ClassInstance {
     credit: StreamCredit,
     send: (seq: number, value: unknown) => void,
     tensors = false,
+    signal: AbortSignal = NEVER,
   ): Promise<InvokeReply> {
     const unknown = this.#unknown(method);
     if (unknown) return Promise.reject(unknown);
-    return this.#serial(false, async () => {
-      const who = `${this.className}.${method}()`;
-      const started = performance.now();
-      let items = 0;
-      try {
-        let produced: unknown;
+    return this.#serial(
+      false,
+      async () => {
+        const who = `${this.className}.${method}()`;
+        const started = performance.now();
+        let items = 0;
         try {
-          const given = tensors ? [mapFromWire(wireInputs(who, args[0]), 'input')] : args;
-          produced = (this.#instance[method] as Method)(...given);
-        } catch (err) {
-          if (err instanceof TroupeError) throw err;
-          throw new TroupeError('TROUPE_ERR_METHOD_FAILED', `${who} threw: ${(err as Error)?.message ?? String(err)}`);
-        }
-        const iterator = asyncIterator(produced);
-        if (!iterator)
-          throw new TroupeError(
-            'TROUPE_ERR_METHOD_FAILED',
-            `${who} returned no stream: streaming calls are for async generator methods (async *${method}() { yield … })`,
-          );
-        let ended = false;
-        try {
-          while (await credit.take()) {
-            let next: IteratorResult<unknown>;
-            try {
-              next = await this.#bounded(iterator.next(), who);
-            } catch (err) {
-              ended = true;
-              if (err instanceof TroupeError && err.code === 'TROUPE_ERR_DEADLINE_EXCEEDED') throw err;
-              throw new TroupeError(
-                'TROUPE_ERR_METHOD_FAILED',
-                `${who} threw after ${items} items: ${(err as Error)?.message ?? String(err)}`,
-              );
-            }
-            if (next.done) {
-              ended = true;
-              break;
-            }
-            const item = tensors
-              ? mapToWire(checkTensorOutputs(`item ${items} of ${who}`, next.value, 'TROUPE_ERR_METHOD_FAILED'))
-              : next.value;
-            send(items, sendable(`item ${items} of ${who}`, item, 'TROUPE_ERR_UNSENDABLE_VALUE', tensors));
-            items++;
+          let produced: unknown;
+          try {
+            const given = tensors ? [mapFromWire(wireInputs(who, args[0]), 'input')] : args;
+            produced = this.#contexts.run(signal, () => (this.#instance[method] as Method)(...given));
+          } catch (err) {
+            if (err instanceof TroupeError) throw err;
+            throw new TroupeError('TROUPE_ERR_METHOD_FAILED', `${who} threw: ${(err as Error)?.message ?? String(err)}`);
           }
+          const iterator = asyncIterator(produced);
+          if (!iterator)
+            throw new TroupeError(
+              'TROUPE_ERR_METHOD_FAILED',
+              `${who} returned no stream: streaming calls are for async generator methods (async *${method}() { yield … })`,
+            );
+          let ended = false;
+          try {
+            while (await credit.take()) {
+              let next: IteratorResult<unknown>;
+              try {
+                // Each step inside the call's context: the generator's body runs in next().
+                next = await this.#bounded(
+                  this.#contexts.run(signal, () => iterator.next()),
+                  who,
+                );
+              } catch (err) {
+                ended = true;
+                if (err instanceof TroupeError && err.code === 'TROUPE_ERR_DEADLINE_EXCEEDED') throw err;
+                throw new TroupeError(
+                  'TROUPE_ERR_METHOD_FAILED',
+                  `${who} threw after ${items} items: ${(err as Error)?.message ?? String(err)}`,
+                );
+              }
+              if (next.done) {
+                ended = true;
+                break;
+              }
+              const item = tensors
+                ? mapToWire(checkTensorOutputs(`item ${items} of ${who}`, next.value, 'TROUPE_ERR_METHOD_FAILED'))
+                : next.value;
+              send(items, sendable(`item ${items} of ${who}`, item, 'TROUPE_ERR_UNSENDABLE_VALUE', tensors));
+              items++;
+            }
+          } finally {
+            // A cancelled stream (or one whose item could not be sent) ends the generator, so its `finally` blocks run now.
+            if (!ended) await Promise.resolve(iterator.return?.(undefined)).catch(() => {});
+          }
+        } catch (err) {
+          this.#failed++;
+          throw err;
         } finally {
-          // A cancelled stream (or one whose item could not be sent) ends the generator, so its `finally` blocks run now.
-          if (!ended) await Promise.resolve(iterator.return?.(undefined)).catch(() => {});
+          this.#computeMs += performance.now() - started;
         }
-      } catch (err) {
-        this.#failed++;
-        throw err;
-      } finally {
-        this.#computeMs += performance.now() - started;
-      }
-      this.#ran++;
-      return this.#checkpointed(method, { value: items });
-    });
+        this.#ran++;
+        return this.#checkpointed(method, { value: items });
+      },
+      signal,
+    );
   }
 
   #unknown(method: string): TroupeError | undefined {
@@ -340,18 +377,27 @@ export class ClassInstance {
     });
   }
 
-  async #run(method: string, args: unknown[], tensors: boolean): Promise<InvokeReply> {
+  async #run(method: string, args: unknown[], tensors: boolean, signal: AbortSignal, origin?: CallOrigin): Promise<InvokeReply> {
     const started = performance.now();
     const who = `${this.className}.${method}()`;
     let value: unknown;
     try {
       // A graph step's call: tensors in (checked against their bytes), tensors out.
       const given = tensors ? [mapFromWire(wireInputs(who, args[0]), 'input')] : args;
-      value = await this.#bounded((this.#instance[method] as Method)(...given), who);
+      value = await this.#bounded(
+        this.#contexts.run(signal, () => (this.#instance[method] as Method)(...given), origin),
+        who,
+      );
       if (tensors) value = mapToWire(checkTensorOutputs(who, value, 'TROUPE_ERR_METHOD_FAILED'));
     } catch (err) {
       this.#failed++;
       if (err instanceof TroupeError) throw err;
+      // A method that stopped because its caller cancelled it (its signal's AbortError, or anything it threw then).
+      if (signal.aborted)
+        throw new TroupeError(
+          'TROUPE_ERR_CANCELLED',
+          `${who} stopped after its caller cancelled it: ${(err as Error)?.message ?? String(err)}`,
+        );
       throw new TroupeError('TROUPE_ERR_METHOD_FAILED', `${who} threw: ${(err as Error)?.message ?? String(err)}`);
     } finally {
       this.#computeMs += performance.now() - started;
@@ -397,8 +443,8 @@ export class ClassInstance {
     }
   }
 
-  #serial<T>(exclusive: boolean, work: () => Promise<T>): Promise<T> {
+  #serial<T>(exclusive: boolean, work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     // Behind a call that overran, nothing more runs: the process is about to restart.
-    return this.#slots.run(exclusive, () => (this.#overran ? Promise.reject(this.#overran) : work()));
+    return this.#slots.run(exclusive, () => (this.#overran ? Promise.reject(this.#overran) : work()), signal);
   }
 }

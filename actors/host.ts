@@ -209,7 +209,7 @@ async function main(): Promise<void> {
         return door?.take(bytes);
       }
       release?.();
-      if (message.type === 'streamCredit' || message.type === 'streamCancel') return;
+      if (message.type === 'streamCredit' || message.type === 'streamCancel' || message.type === 'invokeCancel') return;
       if (message.type === 'invoke' || message.type === 'restore') {
         channel.fail(
           message.id,

@@ -114,7 +114,12 @@ async function main(): Promise<void> {
         );
       }
       // Stream credit and cancel are for class actors' streams: a model replica has none to steer.
-      if (message.type !== 'connection' && message.type !== 'streamCredit' && message.type !== 'streamCancel')
+      if (
+        message.type !== 'connection' &&
+        message.type !== 'streamCredit' &&
+        message.type !== 'streamCancel' &&
+        message.type !== 'invokeCancel'
+      )
         channel.fail(message.id, new TroupeError('TROUPE_ERR_BAD_MESSAGE', 'a multiplexed replica offers no handoff'));
     },
   });

@@ -30,12 +30,26 @@ export class Slots {
     return this.#running;
   }
 
-  /** Runs `work` once a slot is free and every job before it has started; settles as it does. */
-  run<T>(exclusive: boolean, work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` once a slot is free and every job before it has started; settles as it does.
+   * A job whose `signal` aborts while it waits leaves the queue unrun and rejects with the
+   * signal's reason (once started, stopping is `work`'s business).
+   */
+  run<T>(exclusive: boolean, work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
     return new Promise<T>((resolve, reject) => {
-      this.#waiting.push({
+      const drop = () => {
+        const at = this.#waiting.indexOf(job);
+        if (at < 0) return;
+        this.#waiting.splice(at, 1);
+        reject(signal!.reason as Error);
+        // An exclusive job that left may have held the ones behind it back.
+        this.#drain();
+      };
+      const job: Job = {
         exclusive,
         start: () => {
+          signal?.removeEventListener('abort', drop);
           this.#running++;
           this.#exclusive = exclusive;
           // A job that throws synchronously frees its slot as one that rejects does.
@@ -48,7 +62,9 @@ export class Slots {
               this.#drain();
             });
         },
-      });
+      };
+      signal?.addEventListener('abort', drop, { once: true });
+      this.#waiting.push(job);
       this.#drain();
     });
   }

@@ -41,6 +41,11 @@ export const HEAD_FLAGS: readonly FlagDef[] = [
   { name: 'job-concurrency', value: 'N', help: 'async jobs running at once; the rest wait QUEUED (default 32)' },
   { name: 'max-connections', value: 'N', help: 'open TCP connections the head accepts at once; more are closed (default 10000)' },
   {
+    name: 'stream-idle-s',
+    value: 'S',
+    help: 'a server-sent event stream whose connection takes nothing for S\nseconds is cancelled, freeing its actor (default 60)',
+  },
+  {
     name: 'http-workers',
     value: 'N',
     help: 'processes beside the head that serve inference-protocol connections\n(/v2/...) and call replicas directly (default: one per core, at most\n4; 0 serves every request in the head process)',
@@ -81,6 +86,7 @@ export const HeadFlagsSchema = z.object({
   jobConcurrency: z.coerce.number().int('must be a whole number').min(1).max(10_000).optional(),
   maxConnections: z.coerce.number().int('must be a whole number').min(1).max(1_000_000).optional(),
   httpWorkers: z.coerce.number().int('must be a whole number').min(0).max(64).optional(),
+  streamIdleS: z.coerce.number().positive('must be above 0').max(86_400).optional(),
   httpHandoff: z.boolean().optional(),
 });
 
@@ -148,6 +154,7 @@ export async function headCommand(argv: string[]): Promise<void> {
     ...(flags.drainMs !== undefined ? { drainMs: flags.drainMs } : {}),
     ...(flags.maxConnections !== undefined ? { maxConnections: flags.maxConnections } : {}),
     ...(flags.httpWorkers !== undefined ? { httpWorkers: flags.httpWorkers } : {}),
+    ...(flags.streamIdleS !== undefined ? { streamIdleMs: Math.round(flags.streamIdleS * 1000) } : {}),
     ...(flags.httpHandoff ? { httpHandoff: true } : {}),
     jobs: {
       ...(flags.jobTtlS !== undefined ? { ttlMs: Math.round(flags.jobTtlS * 1000) } : {}),

@@ -36,6 +36,8 @@ export interface HeadOptions {
   maxBodyBytes?: number;
   /** Largest model upload (default 1 GiB). */
   maxModelBytes?: number;
+  /** How long a server-sent event stream's connection may take nothing before the stream is cancelled (default 60 s). */
+  streamIdleMs?: number;
   /** Async jobs (`POST /api/v1/deployments/{name}/jobs`): retention, bounds, concurrency. */
   jobs?: Partial<JobOptions>;
   /**

@@ -218,6 +218,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     dataDir,
     maxBodyBytes,
     maxModelBytes: options.maxModelBytes ?? DEFAULT_MAX_MODEL_BYTES,
+    streamIdleMs: options.streamIdleMs,
     draining: () => gate.draining,
     ...(options.jobs ? { jobOptions: options.jobs } : {}),
   });

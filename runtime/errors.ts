@@ -179,6 +179,11 @@ export const ERRORS = {
     retryable: false,
     what: "Every replica or instance of the deployment is DEAD (it crashed past its restarts, or could not start); the message gives each one's cause. Deploy it again.",
   },
+  TROUPE_ERR_CANCELLED: {
+    status: 499,
+    retryable: false,
+    what: "The caller cancelled the call (future.cancel(), an aborted signal, or a closed HTTP request): a queued call never ran; a running one was asked to stop through its context's signal, and what it changed before it stopped stays.",
+  },
   TROUPE_ERR_DEADLOCK: {
     status: 409,
     retryable: false,

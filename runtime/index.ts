@@ -12,10 +12,12 @@ export type { ConnectOptions, DeployOptions, RunInputs, UndeployOptions, RunOpti
 export { Future, FutureOutput } from './client/future.js';
 export type { FutureStatus, Outputs } from './client/future.js';
 export { wait } from './client/wait.js';
+export type { ActorContext } from './client/actor-context.js';
 export type { WaitOptions, WaitResult } from './client/wait.js';
 
 // Class actors: stateful instances of a user's class, their methods called by name.
 export { ActorHandle, CallFuture } from './client/actor-handle.js';
+export { ActorReference } from './protocol/value-types.js';
 export type { ActorCallOptions, ActorSpec, ActorStreamOptions } from './client/actor-handle.js';
 export { ActorStream } from './client/actor-stream.js';
 export type { StreamRunOptions } from './client/run-stream.js';

@@ -5,8 +5,12 @@ export type { ConnectOptions, DeployOptions, RunInputs, UndeployOptions, RunOpti
 export { Future, FutureOutput } from './client/future.js';
 export type { FutureStatus, Outputs } from './client/future.js';
 export { wait } from './client/wait.js';
+export type { ActorContext } from './client/actor-context.js';
+export { MAX_CALL_DEPTH, currentCallOrigin, withCallOrigin } from './client/call-origin.js';
+export type { CallOrigin } from './client/call-origin.js';
 export type { WaitOptions, WaitResult } from './client/wait.js';
 export { ActorHandle, CallFuture } from './client/actor-handle.js';
+export type { ActorTransport } from './client/actor-handle.js';
 export type { ActorCallOptions, ActorSpec, ActorStreamOptions } from './client/actor-handle.js';
 export { ActorStream } from './client/actor-stream.js';
 export { ERRORS, ERROR_CODES, TroupeError, fromWireError, isErrorCode, toWireError } from './errors.js';
@@ -68,7 +72,7 @@ export { ActorToAgentIpcSchema, ActorToRelayIpcSchema, AgentToActorIpcSchema, Re
 export type { ActorToAgentIpc, ActorToRelayIpc, AgentToActorIpc, RelayToActorIpc } from './protocol/health.js';
 export { DEFAULT_MAX_FRAME_BYTES, decodeFrame, encodeFrame, encodeFrameParts } from './protocol/codec.js';
 export { MAX_VALUE_DEPTH, MAX_VALUE_ITEMS, toWireValue } from './protocol/values.js';
-export { CallReference, MapEntries, NEGATIVE_ZERO, UserBytes } from './protocol/value-types.js';
+export { ActorReference, CallReference, MapEntries, NEGATIVE_ZERO, UserBytes, readActorReferencesWith } from './protocol/value-types.js';
 export { replaceCallReferences } from './protocol/call-references.js';
 export { ModelMetadataSchema, NameSchema } from './protocol/common.js';
 export type { ModelMetadata, TensorInfo } from './protocol/common.js';
@@ -242,7 +246,7 @@ export { MAX_SESSION_KEY, MAX_STREAM_WINDOW, MethodCallReplySchema, MethodCallSc
 export type { CallRef, MethodCall, MethodStream } from './protocol/method-call.js';
 export { CallQueue, MAX_QUEUE_WAIT_MS, rendezvous, replicaCallLimit } from './dispatch/call-queue.js';
 export { ReplicaLink } from './dispatch/replica-link.js';
-export type { LinkStream } from './dispatch/replica-link.js';
+export type { InvokeOrigin, LinkStream } from './dispatch/replica-link.js';
 export type { CallResult, DispatchOptions, QueueTarget, Replica } from './dispatch/call-queue.js';
 export { authError, isLoopback, needsToken } from './http/auth.js';
 export type { AuthPolicy } from './http/auth.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { NameSchema } from './protocol/common.js';
+import { MethodNameSchema, NameSchema } from './protocol/common.js';
 import { isMilliAmount } from './resources.js';
 import { toWireValue } from './protocol/values.js';
 
@@ -200,6 +200,8 @@ const MILLI_MESSAGE = 'must have at most 3 decimals (resources are counted in th
 export const MIN_REPLICA_CPUS = 0.05;
 /** A model file that is a graph of models served by one actor (actors/graph-model.ts). */
 export const GRAPH_MODEL_FILE = /\.graph\.json$/i;
+/** The most restarts (maxRestarts) or call retries (maxTaskRetries) a spec may name; -1 is without end. */
+export const MAX_RESTARTS = 10_000;
 /** Most calls one class instance runs at once (maxConcurrency). */
 export const MAX_CONCURRENCY = 1024;
 /** Most model instances one replica holds (each a session and a thread: an inference thread, or the main thread for one). */
@@ -232,6 +234,19 @@ export const ModelDeploymentSchema = z
      * order). Above 1, async methods interleave at their awaits, as Ray's async actors' max_concurrency.
      */
     maxConcurrency: z.number().int().min(1).max(MAX_CONCURRENCY).optional(),
+    /**
+     * Restarts each replica gets over its life after its process dies (Ray's max_restarts): 0 none
+     * (DEAD at the first crash), -1 without end (with back-off). Absent: the head's --max-restarts
+     * (crashes within 10 minutes) applies, as for every deployment that does not say.
+     */
+    maxRestarts: z.number().int().min(-1).max(MAX_RESTARTS).optional(),
+    /**
+     * For kind 'class': how many times a call of a method named in `retryable` is sent again after
+     * its instance died running it (Ray's max_task_retries; -1 without end, default 0). Other methods are never retried.
+     */
+    maxTaskRetries: z.number().int().min(-1).max(MAX_RESTARTS).optional(),
+    /** For kind 'class': the methods that are safe to run again (idempotent), which maxTaskRetries retries. */
+    retryable: z.array(MethodNameSchema).max(1024).optional(),
     replicas: z.number().int().min(0).max(256).default(1),
     gpus: z.number().min(0).max(64).refine(isMilliAmount, MILLI_MESSAGE).default(0),
     /**
@@ -306,6 +321,15 @@ export const ModelDeploymentSchema = z
   .refine((d) => d.maxConcurrency === undefined || d.kind === 'class', {
     message: "only a class actor (kind 'class') takes maxConcurrency (a model replica's concurrency is its instances and batch)",
     path: ['maxConcurrency'],
+  })
+  .refine((d) => (d.maxTaskRetries === undefined && d.retryable === undefined) || d.kind === 'class', {
+    message:
+      "only a class actor (kind 'class') retries method calls (maxTaskRetries, retryable): a model's inference is retried on another replica anyway",
+    path: ['maxTaskRetries'],
+  })
+  .refine((d) => d.kind !== 'class' || (d.maxTaskRetries ?? 0) === 0 || (d.retryable?.length ?? 0) > 0, {
+    message: 'maxTaskRetries retries only the methods named in retryable: name them (retryable: [...])',
+    path: ['retryable'],
   })
   .refine((d) => d.restoreTimeoutS === undefined || d.kind === 'class', {
     message: "only a class actor (kind 'class') restores checkpoints",

@@ -1,4 +1,4 @@
-import { TroupeError, replaceCallReferences, toWireValue } from '../../runtime/internal.js';
+import { MAX_CALL_DEPTH, TroupeError, replaceCallReferences, toWireValue } from '../../runtime/internal.js';
 import type { LinkStream, MethodCall } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { DeploymentRecord } from '../state/records.js';
@@ -43,6 +43,8 @@ export class ActorCalls {
   readonly #results = new CallResults();
   /** Streams in progress, by caller (a client connection) and the caller's id for them. */
   readonly #streams = new WeakMap<object, Map<string, StreamControl>>();
+  /** Calls in progress that their caller may cancel, by caller and the caller's id for them. */
+  readonly #calls = new WeakMap<object, Map<string, AbortController>>();
 
   constructor(state: ClusterState) {
     this.#state = state;
@@ -50,16 +52,40 @@ export class ActorCalls {
 
   /**
    * Runs one call (made from inside instance `from`, if given); resolves with the method's value,
-   * the instance that answered and the identity of the state it answered from.
+   * the instance that answered and the identity of the state it answered from. `caller` (a client
+   * connection) may cancel it by its id ({@link cancelCall}); `signal` cancels it too (an HTTP
+   * request whose connection closed).
    */
-  call(request: MethodCallRequest, from?: string): Promise<{ value: unknown; instance?: string; stateId?: string }> {
-    const served = this.#run(request, from);
+  call(
+    request: MethodCallRequest,
+    from?: string,
+    caller?: object,
+    signal?: AbortSignal,
+  ): Promise<{ value: unknown; instance?: string; stateId?: string }> {
+    const cancel = new AbortController();
+    const onAbort = () => cancel.abort();
+    if (signal?.aborted) cancel.abort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    const calls = caller === undefined ? undefined : (this.#calls.get(caller) ?? new Map<string, AbortController>());
+    if (caller !== undefined && calls) {
+      this.#calls.set(caller, calls);
+      calls.set(request.id, cancel);
+    }
+    const served = this.#run(request, from, cancel.signal).finally(() => {
+      signal?.removeEventListener('abort', onAbort);
+      if (calls?.get(request.id) === cancel) calls.delete(request.id);
+    });
     // Kept for calls that take it as a Future; its failure reaches the caller below, and them.
     void this.#results.add(
       request.id,
       served.then((s) => s.value),
     );
     return served.then(({ value, instance, stateId }) => ({ value, instance, ...(stateId === undefined ? {} : { stateId }) }));
+  }
+
+  /** The caller of call `id` no longer wants it: queued, it never runs; running, its instance is told (the method's signal aborts). */
+  cancelCall(caller: object, id: string): void {
+    this.#calls.get(caller)?.get(id)?.abort();
   }
 
   /**
@@ -128,6 +154,11 @@ export class ActorCalls {
     control.started?.cancel();
   }
 
+  /** `caller` (an HTTP request) went away: the calls it made are cancelled too, as by {@link cancelCall}. */
+  cancelCalls(caller: object): void {
+    for (const cancel of this.#calls.get(caller)?.values() ?? []) cancel.abort();
+  }
+
   /** `caller` went away: its streams stop. */
   closed(caller: object): void {
     for (const id of this.#streams.get(caller)?.keys() ?? []) this.cancel(caller, id);
@@ -157,12 +188,36 @@ export class ActorCalls {
     return d as DeploymentRecord & { dispatcher: Dispatcher };
   }
 
-  async #run(request: MethodCallRequest, from: string | undefined): Promise<ServedReply> {
+  async #run(request: MethodCallRequest, from: string | undefined, signal: AbortSignal): Promise<ServedReply> {
     const deadline = request.timeoutMs === undefined ? undefined : Date.now() + request.timeoutMs;
     const d = this.#classActor(request);
     const args = await this.#resolveRefs(request);
     // Bound to the deployment as it was when the call arrived: a replaced deployment gets a new dispatcher.
-    return d.dispatcher.methods.submit(request.method, args, { sessionKey: request.sessionKey, deadline, from, seen: request.seen });
+    // A call cancelled while its arguments were resolved is refused by submit, unsent.
+    return d.dispatcher.methods.submit(request.method, args, {
+      sessionKey: request.sessionKey,
+      seen: request.seen,
+      deadline,
+      from,
+      via: this.#via(request, from),
+      signal,
+    });
+  }
+
+  /**
+   * The chain of instances waiting on a call, ending with `from`: what the client inside `from`
+   * said (its method's context), believed only from a client whose hello proved it is `from`.
+   */
+  #via(request: MethodCallRequest, from: string | undefined): { id: string; name: string }[] | undefined {
+    if (from === undefined) return undefined;
+    const ids = request.via?.at(-1) === from ? request.via : [...(request.via ?? []), from];
+    // The instance it goes to joins the chain too, which may be at most MAX_CALL_DEPTH long.
+    if (ids.length >= MAX_CALL_DEPTH)
+      throw new TroupeError(
+        'TROUPE_ERR_BAD_REQUEST',
+        `${request.actor}.${request.method}(): a chain of nested calls may pass through at most ${MAX_CALL_DEPTH} instances`,
+      );
+    return ids.map((id) => ({ id, name: this.#state.actors.get(id)?.name ?? id }));
   }
 
   /** The arguments, with those that name earlier calls (Futures) replaced by their values. */

@@ -2,6 +2,9 @@ import { MAX_QUEUE_WAIT_MS, TroupeError, plural } from '../../runtime/internal.j
 import type { InvokeReply, LinkStream } from '../../runtime/internal.js';
 import type { ActorRecord, DeploymentRecord } from '../state/records.js';
 
+/** How long a call whose instance died waits for the agent's report of why, to name it. */
+const DEATH_REPORT_MS = 5_000;
+
 /** Sessions one class deployment remembers; past it the oldest binding is forgotten (its next call may land elsewhere). */
 export const MAX_SESSIONS = 100_000;
 
@@ -18,8 +21,19 @@ export interface MethodCallOptions {
    * answering from a fresh state as if nothing happened.
    */
   seen?: Readonly<Record<string, string>> | undefined;
+  /**
+   * The instances whose running calls wait on this one, outermost first, ending with `from`: a
+   * call to one of them that is busy (maxConcurrency 1) would wait on itself through the cycle.
+   */
+  via?: { id: string; name: string }[] | undefined;
   /** A graph step's call: the one argument is a map of wire tensors, and so is the answer. */
   tensors?: boolean | undefined;
+  /**
+   * Aborted when the caller cancels (docs/actors.md, Cancelling calls): a waiting call fails at once
+   * with TROUPE_ERR_CANCELLED and is never sent; a sent one fails the same way and the instance is
+   * told, so the method's context signal aborts.
+   */
+  signal?: AbortSignal | undefined;
   /**
    * A streaming call: `credit` items may come before more are granted; `onItem` gets each one,
    * and `onStart` the controls once the call reached an instance. A started stream has no
@@ -36,6 +50,11 @@ interface Waiting {
   enqueued: number;
   timer: NodeJS.Timeout;
   settled: boolean;
+  /** The instance it was sent to, once sent (named when it is cancelled). */
+  sentTo?: string;
+  /** Times it was sent again after its instance died running it (maxTaskRetries). */
+  retries: number;
+  onAbort?: () => void;
   resolve: (reply: ServedReply) => void;
   reject: (error: TroupeError) => void;
 }
@@ -65,6 +84,9 @@ export class MethodQueue {
   /** Instance id -> sessions bound to it. */
   readonly #bound = new Map<string, number>();
   #turn = 0;
+  /** Calls whose instance died running them with no restart left, waiting for the cause (#settleDying). */
+  #dying: { call: Waiting; actor: ActorRecord; error: TroupeError; until: number }[] = [];
+  #dyingTimer: NodeJS.Timeout | undefined;
 
   constructor(d: DeploymentRecord) {
     this.#d = d;
@@ -84,6 +106,7 @@ export class MethodQueue {
         ),
       );
     }
+    if (options.signal?.aborted) return Promise.reject(this.#cancelled(method));
     return new Promise((resolve, reject) => {
       const enqueued = Date.now();
       const wait = options.deadline === undefined ? MAX_QUEUE_WAIT_MS : Math.max(0, options.deadline - enqueued);
@@ -93,18 +116,81 @@ export class MethodQueue {
         options,
         enqueued,
         settled: false,
+        retries: 0,
         resolve,
         reject,
         timer: undefined as unknown as NodeJS.Timeout,
       };
       call.timer = setTimeout(() => this.#expire(call), wait);
+      if (options.signal) {
+        call.onAbort = () => {
+          this.#settle(call, this.#cancelled(method, call.sentTo));
+          // Out of the queue now, so it no longer counts against maxQueue.
+          if (call.sentTo === undefined) this.#waiting = this.#waiting.filter((c) => c !== call);
+        };
+        options.signal.addEventListener('abort', call.onAbort, { once: true });
+      }
       this.#waiting.push(call);
       this.pump();
     });
   }
 
+  /**
+   * A call of a method the spec names `retryable` whose instance died running it goes back to the
+   * front of the queue, up to maxTaskRetries times (Ray's max_task_retries): it runs again on the
+   * instance once restarted (its session's), or on another. True if it went back.
+   */
+  #retry(call: Waiting): boolean {
+    const { maxTaskRetries = 0, retryable } = this.#d.spec;
+    if (maxTaskRetries === 0 || !retryable?.includes(call.method)) return false;
+    if (maxTaskRetries >= 0 && call.retries >= maxTaskRetries) return false;
+    call.retries++;
+    call.sentTo = undefined;
+    this.#waiting.unshift(call);
+    this.pump();
+    return true;
+  }
+
+  /** `a` will not be restarted once its death is known: its maxRestarts are used up (or it is DEAD already). */
+  #outOfRestarts(a: ActorRecord): boolean {
+    const own = this.#d.spec.maxRestarts;
+    return a.state === 'DEAD' || (own !== undefined && own >= 0 && a.restarts >= own);
+  }
+
+  /**
+   * Calls whose instance died running them and will not come back: they fail with the
+   * non-retryable TROUPE_ERR_ACTOR_DEAD naming the cause once the agent reports the exit (the
+   * socket closes first), or with the ACTOR_DIED they got if no report comes in time.
+   */
+  #settleDying(): void {
+    const now = Date.now();
+    this.#dying = this.#dying.filter(({ call, actor, error, until }) => {
+      if (call.settled) return false;
+      if (actor.state === 'DEAD') {
+        this.#settle(
+          call,
+          new TroupeError(
+            'TROUPE_ERR_ACTOR_DEAD',
+            `${this.#d.spec.name}.${call.method}(): instance ${actor.name} died running it and is DEAD: ${actor.reason ?? 'no cause kept'}`,
+          ),
+        );
+        return false;
+      }
+      // Until the exit is reported its socket may just have dropped (STARTING: reconnecting); RESTARTING means it comes back after all.
+      if (now < until && actor.state !== 'RESTARTING') return true;
+      this.#settle(call, error);
+      return false;
+    });
+    if (this.#dying.length > 0) {
+      clearTimeout(this.#dyingTimer);
+      this.#dyingTimer = setTimeout(() => this.#settleDying(), Math.max(1, this.#dying[0]!.until - now));
+      this.#dyingTimer.unref();
+    }
+  }
+
   /** Sends waiting calls whose instance can take them, oldest first. Called on every change that can make room. */
   pump(): void {
+    if (this.#dying.length > 0) this.#settleDying();
     if (this.#waiting.length === 0) return;
     const left: Waiting[] = [];
     for (const call of this.#waiting) {
@@ -134,8 +220,9 @@ export class MethodQueue {
   }
 
   failAll(error: TroupeError): void {
-    const calls = this.#waiting;
+    const calls = [...this.#waiting, ...this.#dying.map((d) => d.call)];
     this.#waiting = [];
+    this.#dying = [];
     for (const call of calls) this.#settle(call, error);
   }
 
@@ -188,10 +275,20 @@ export class MethodQueue {
    */
   #waitsOnItself(call: Waiting, a: ActorRecord): TroupeError | undefined {
     const limit = this.#d.spec.maxConcurrency ?? 1;
-    if (call.options.from !== a.id || limit > 1 || (a.link?.inFlight ?? 0) < limit) return undefined;
+    if (limit > 1 || (a.link?.inFlight ?? 0) < limit) return undefined;
+    const via = call.options.via ?? (call.options.from ? [{ id: call.options.from, name: a.name }] : []);
+    const at = via.findIndex((v) => v.id === a.id);
+    if (at < 0) return undefined;
+    const name = this.#d.spec.name;
+    if (at === via.length - 1)
+      return new TroupeError(
+        'TROUPE_ERR_DEADLOCK',
+        `${name}.${call.method}() was called by instance ${a.name} on itself (${a.name} -> ${a.name}) while it runs a call, with maxConcurrency 1: it would wait behind the call that made it forever. Call the method directly (this.${call.method}()), or deploy with maxConcurrency above 1`,
+      );
+    const cycle = [...via.slice(at).map((v) => v.name), a.name].join(' -> ');
     return new TroupeError(
       'TROUPE_ERR_DEADLOCK',
-      `${this.#d.spec.name}.${call.method}() was called by instance ${a.name} on itself (${a.name} -> ${a.name}) while it runs a call, with maxConcurrency 1: it would wait behind the call that made it forever. Call the method directly (this.${call.method}()), or deploy with maxConcurrency above 1`,
+      `${name}.${call.method}() would wait on itself through a cycle (${cycle}): instance ${a.name} runs the call that waits on this one, with maxConcurrency 1, so this one could start only after it ended. Break the cycle, or deploy ${name} with maxConcurrency above 1`,
     );
   }
 
@@ -248,7 +345,16 @@ export class MethodQueue {
       const { done, ...controls } = actor.link!.invokeStream(call.method, call.args, stream.credit, stream.onItem, call.options.tensors);
       stream.onStart(controls);
       sent = done;
-    } else sent = actor.link!.invoke!(call.method, call.args, call.options.tensors);
+    } else {
+      // The instance's context learns the chain and the time left, and calls its method makes carry them on.
+      const { deadline, via } = call.options;
+      const origin = {
+        via: [...(via ?? []).map((v) => v.id), actor.id],
+        timeoutMs: deadline === undefined ? undefined : deadline - Date.now(),
+      };
+      sent = actor.link!.invoke!(call.method, call.args, call.options.tensors, call.options.signal, origin);
+    }
+    call.sentTo = actor.name;
     sent.then(
       (reply) => {
         // Kept on the record, which outlives the process: a restart of this instance restores it.
@@ -260,6 +366,14 @@ export class MethodQueue {
       (err: unknown) => {
         const error = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_INTERNAL', String(err));
         this.#d.stats.record(Date.now() - started, error.code);
+        if (error.code === 'TROUPE_ERR_ACTOR_DIED' && !stream && !call.settled) {
+          if (this.#retry(call)) return;
+          if (this.#outOfRestarts(actor)) {
+            this.#dying.push({ call, actor, error, until: Date.now() + DEATH_REPORT_MS });
+            this.pump();
+            return;
+          }
+        }
         this.#settle(call, error);
         this.pump();
       },
@@ -276,10 +390,19 @@ export class MethodQueue {
     this.#settle(call, new TroupeError('TROUPE_ERR_DEADLINE_EXCEEDED', `actor '${this.#d.spec.name}': ${why}`));
   }
 
+  /** What a cancelled call fails with: where it was when its caller cancelled it. */
+  #cancelled(method: string, sentTo?: string): TroupeError {
+    const where = sentTo
+      ? `while instance ${sentTo} ran it (its context's signal aborted; what it changed before it stopped stays)`
+      : 'before it ran';
+    return new TroupeError('TROUPE_ERR_CANCELLED', `${this.#d.spec.name}.${method}() was cancelled by its caller ${where}`);
+  }
+
   #settle(call: Waiting, error: TroupeError | undefined, reply?: ServedReply): void {
     if (call.settled) return;
     call.settled = true;
     clearTimeout(call.timer);
+    if (call.onAbort) call.options.signal?.removeEventListener('abort', call.onAbort);
     if (error) call.reject(error);
     else call.resolve(reply!);
   }

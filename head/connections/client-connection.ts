@@ -104,7 +104,7 @@ export function serveClient(
           // (the instance got its own copy; a failed call may still have them queued on a socket).
           const call = () => {
             const work = options.actors
-              ? options.actors.call(request, callerActor)
+              ? options.actors.call(request, callerActor, channel)
               : Promise.reject(new TroupeError('TROUPE_ERR_INTERNAL', 'this head serves no method calls'));
             if (release)
               work.then(
@@ -149,6 +149,10 @@ export function serveClient(
           // Stream ids are the caller's call ids: one of the two services holds it.
           options.graphStreams?.credit(channel, message.stream, message.n);
           options.actors?.credit(channel, message.stream, message.n);
+          channel.reply(message.id, {});
+          return;
+        case 'cancel':
+          options.actors?.cancelCall(channel, message.call);
           channel.reply(message.id, {});
           return;
         case 'streamCancel':

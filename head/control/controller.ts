@@ -385,7 +385,7 @@ export class Controller {
     // Waiting calls fail now if no replica is left that could ever serve them.
     queueMicrotask(() => this.#state.deployments.get(a.deployment)?.dispatcher.pump());
     a.lastCrash = cause.split('\n')[0];
-    const outcome = recordCrash(a, cause, this.#options, this.#clock.now());
+    const outcome = recordCrash(a, cause, this.#options, this.#clock.now(), this.#state.deployments.get(a.deployment)?.spec.maxRestarts);
     if (outcome.dead) {
       const d = this.#state.deployments.get(a.deployment);
       if (d) {

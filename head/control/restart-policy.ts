@@ -12,22 +12,30 @@ const FIRST_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 30_000;
 
 /**
- * Records a crash of `a` at `now`: it leaves its node, and is DEAD past the policy's restarts
- * within its window, or else RESTARTING, to be placed again after the returned back-off.
+ * Records a crash of `a` at `now`: it leaves its node, and is DEAD past its restarts, or else
+ * RESTARTING, to be placed again after the returned back-off. `own` is its deployment's
+ * maxRestarts, which counts restarts over the replica's life as Ray's max_restarts does (-1:
+ * without end); without one, the head's policy counts crashes within its window.
  */
 export function recordCrash(
   a: ActorRecord,
   cause: string,
   policy: RestartPolicy,
   now = Date.now(),
+  own?: number,
 ): { dead: true } | { dead: false; delayMs: number } {
   a.awaitingNode = null;
   a.nodeId = null;
   a.gpus = [];
   a.recentCrashes = [...a.recentCrashes.filter((t) => now - t < policy.restartWindowMs), now];
-  if (a.recentCrashes.length > policy.maxRestarts) {
+  if (own !== undefined ? own >= 0 && a.restarts >= own : a.recentCrashes.length > policy.maxRestarts) {
     a.state = 'DEAD';
-    a.reason = `${cause}; gave up after ${policy.maxRestarts} restarts in ${Math.round(policy.restartWindowMs / 1000)} s`;
+    a.reason =
+      own === 0
+        ? `${cause}; not restarted (maxRestarts 0)`
+        : own !== undefined
+          ? `${cause}; gave up after ${own} restarts (maxRestarts ${own})`
+          : `${cause}; gave up after ${policy.maxRestarts} restarts in ${Math.round(policy.restartWindowMs / 1000)} s`;
     return { dead: true };
   }
   a.state = 'RESTARTING';

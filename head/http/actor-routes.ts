@@ -115,7 +115,7 @@ export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void
       const call = methodCall(request);
       // Refused as JSON while a status can still say so; once the events start it is 200.
       ctx.actors.check(call.actor);
-      await streamOverSse(ctx.actors, reply, call);
+      await streamOverSse(ctx.actors, reply, call, ctx.streamIdleMs);
     },
   );
   ctx.docs.route(
@@ -138,7 +138,16 @@ export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void
     },
     async (request, reply) => {
       const id = newId();
-      const { value, instance, stateId } = await ctx.actors.call({ id, ...methodCall(request) });
+      // A client that closes its connection before the answer no longer wants it: the call is
+      // cancelled (dropped unrun if queued; a running method's signal aborts).
+      const gone = new AbortController();
+      const onClose = () => {
+        if (!reply.raw.writableFinished) gone.abort();
+      };
+      reply.raw.once('close', onClose);
+      const { value, instance, stateId } = await ctx.actors
+        .call({ id, ...methodCall(request) }, undefined, undefined, gone.signal)
+        .finally(() => reply.raw.off('close', onClose));
       // A method that returns nothing answers null: JSON has no undefined.
       const served = instance === undefined ? '' : `,"instance":${JSON.stringify(instance)}`;
       const state = stateId === undefined ? '' : `,"stateId":${JSON.stringify(stateId)}`;

@@ -10,7 +10,12 @@ import { pumpSse } from './sse.js';
  * `{code, message}` (the status is already 200 by then). Paced by the socket (sse.ts); a client
  * that disconnects cancels the stream.
  */
-export function streamOverSse(actors: ActorCalls, reply: FastifyReply, call: Omit<MethodCallRequest, 'id'>): Promise<void> {
+export function streamOverSse(
+  actors: ActorCalls,
+  reply: FastifyReply,
+  call: Omit<MethodCallRequest, 'id'>,
+  idleMs?: number,
+): Promise<void> {
   return pumpSse(
     reply,
     {
@@ -24,6 +29,7 @@ export function streamOverSse(actors: ActorCalls, reply: FastifyReply, call: Omi
       end: (items) => `event: end\ndata: ${JSON.stringify({ items })}\n\n`,
       error: (err) => `event: error\ndata: ${JSON.stringify(toWireError(err))}\n\n`,
     },
+    idleMs,
   );
 }
 

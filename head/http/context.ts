@@ -34,6 +34,8 @@ export interface HttpApiOptions {
   dataDir: string;
   /** Largest request body (inference, deployments); 413 beyond it. */
   maxBodyBytes: number;
+  /** How long a server-sent event stream's connection may take nothing before the stream is cancelled (sse.ts). */
+  streamIdleMs?: number | undefined;
   /** Largest model upload. */
   maxModelBytes: number;
   /** Whether the head is draining: it is then not ready (head/control/readiness.ts). */

@@ -151,12 +151,13 @@ function generation(ctx: ApiContext, { model, version, deployment: name }: Named
               { id, actor: name, method: 'generate', args, credit: Math.min(credit, MAX_STREAM_WINDOW), ...sessionKey },
               push,
             );
-          const { value } = await ctx.actors.call({ id, actor: name, method: 'generate', args, ...sessionKey });
+          const { value } = await ctx.actors.call({ id, actor: name, method: 'generate', args, ...sessionKey }, undefined, caller);
           push(0, value === undefined ? null : value);
           return { items: 1 };
         },
         credit: (caller, id, n) => ctx.actors.credit(caller, id, n),
-        closed: (caller) => ctx.actors.closed(caller),
+        // A closed connection cancels a plain generate call as it stops a stream.
+        closed: (caller) => (ctx.actors.closed(caller), ctx.actors.cancelCalls(caller)),
       },
     };
   }
@@ -239,15 +240,20 @@ export function registerGenerateRoutes(app: FastifyInstance, ctx: ApiContext): v
       async (request: FastifyRequest, reply: FastifyReply) => {
         // Refused as JSON while a status can still say so; once the events start it is 200.
         const g = generation(ctx, named(ctx, request), requestBody(request));
-        await pumpSse(reply, g.source, {
-          contentType: 'text/event-stream; charset=utf-8',
-          item: (_seq, value) => `data: ${g.text(value)}\n\n`,
-          end: () => '',
-          error: (err) => {
-            const { code, message } = toWireError(err);
-            return `data: ${JSON.stringify({ error: message, code })}\n\n`;
+        await pumpSse(
+          reply,
+          g.source,
+          {
+            contentType: 'text/event-stream; charset=utf-8',
+            item: (_seq, value) => `data: ${g.text(value)}\n\n`,
+            end: () => '',
+            error: (err) => {
+              const { code, message } = toWireError(err);
+              return `data: ${JSON.stringify({ error: message, code })}\n\n`;
+            },
           },
-        });
+          ctx.streamIdleMs,
+        );
       },
     );
   }

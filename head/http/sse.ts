@@ -4,6 +4,9 @@ import { newId } from '../../runtime/internal.js';
 /** Items the head lets a stream run ahead of what the HTTP client's socket has taken. */
 export const SSE_WINDOW = 16;
 
+/** How long a stream's connection may take nothing before the stream is cancelled (the head's --stream-idle-s). */
+export const DEFAULT_STREAM_IDLE_MS = 60_000;
+
 /** A stream the head reads on behalf of an HTTP client (ActorCalls' streams, GraphStreams' runs). */
 export interface SseSource {
   /** Starts stream `id` for `caller` with `credit` items of room; `push` gets each item; resolves with the count after the last. */
@@ -28,7 +31,7 @@ export interface SseFormat {
  * for items the socket took without buffering (`write` true, or after `drain`), so a slow reader
  * holds it at its window plus what the socket's buffers hold; a client that disconnects cancels it.
  */
-export async function pumpSse(reply: FastifyReply, source: SseSource, format: SseFormat): Promise<void> {
+export async function pumpSse(reply: FastifyReply, source: SseSource, format: SseFormat, idleMs = DEFAULT_STREAM_IDLE_MS): Promise<void> {
   const res = reply.raw;
   const id = newId();
   // The connection scopes the stream's id, as an SDK connection does.
@@ -36,16 +39,30 @@ export async function pumpSse(reply: FastifyReply, source: SseSource, format: Ss
   let open = true;
   let owed = 0;
   let draining = false;
+  // A reader that stopped reading holds the generator (and its instance's slot) at its window;
+  // one that has taken nothing for idleMs is let go: the stream is cancelled, the connection closed.
+  let idle: NodeJS.Timeout | undefined;
+  const stalled = () => {
+    idle ??= setTimeout(() => {
+      if (!open) return;
+      open = false;
+      source.closed(caller);
+      res.destroy();
+    }, idleMs);
+  };
   const grant = () => {
     if (owed > 0 && open) source.credit(caller, id, owed);
     owed = 0;
   };
   res.on('drain', () => {
     draining = false;
+    clearTimeout(idle);
+    idle = undefined;
     grant();
   });
   res.once('close', () => {
     open = false;
+    clearTimeout(idle);
     source.closed(caller);
   });
   void reply.hijack();
@@ -67,7 +84,10 @@ export async function pumpSse(reply: FastifyReply, source: SseSource, format: Ss
       }
       const taken = event(text);
       owed++;
-      if (!taken) draining = true;
+      if (!taken) {
+        draining = true;
+        stalled();
+      }
       // Half a window at a time while the socket keeps up; nothing while it is full.
       if (!draining && owed >= SSE_WINDOW / 2) grant();
     });
@@ -75,6 +95,7 @@ export async function pumpSse(reply: FastifyReply, source: SseSource, format: Ss
   } catch (err) {
     event(format.error(err));
   } finally {
+    clearTimeout(idle);
     if (open) res.end();
   }
 }

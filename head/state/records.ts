@@ -5,6 +5,7 @@ import type {
   ClassMethods,
   InvokeReply,
   TenantReply,
+  InvokeOrigin,
   LinkStream,
   ModelDeployment,
   ModelMetadata,
@@ -152,7 +153,7 @@ export interface HeadActorLink extends Replica {
   /** Drops the socket at once; calls in flight fail as ACTOR_DIED (and are retried elsewhere). */
   terminate(reason?: string): void;
   /** A method call to a class actor (ReplicaLink has it; absent from test fakes that serve tensor calls only). */
-  invoke?(method: string, args: unknown[], tensors?: boolean): Promise<InvokeReply>;
+  invoke?(method: string, args: unknown[], tensors?: boolean, signal?: AbortSignal, origin?: InvokeOrigin): Promise<InvokeReply>;
   /** A question to a multiplexed replica about the models of its set (ReplicaLink has it). */
   tenant?(op: 'scan' | 'describe' | 'load' | 'unload', model: string | undefined, timeoutMs: number): Promise<TenantReply>;
   /** A streaming method call to a class actor (ReplicaLink has it). */

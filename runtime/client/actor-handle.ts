@@ -1,7 +1,8 @@
 import { TroupeError } from '../errors.js';
-import { CallReference } from '../protocol/value-types.js';
+import { ActorReference, CallReference, WIRE_FORM } from '../protocol/value-types.js';
 import { toWireValue } from '../protocol/values.js';
 import { newId } from '../ids.js';
+import { currentCallOrigin } from './call-origin.js';
 import type { ClientToHead } from '../protocol/client.js';
 import type { CallRef } from '../protocol/method-call.js';
 import type { ModelDeploymentInput } from '../spec.js';
@@ -30,6 +31,19 @@ export interface ActorSpec {
    * `max_concurrency`); a stream holds one of them while it is open.
    */
   maxConcurrency?: number;
+  /**
+   * Restarts each instance gets over its life after its process dies (Ray's `max_restarts`): 0 none
+   * (DEAD at its first crash; calls then fail with TROUPE_ERR_ACTOR_DEAD naming the cause), -1
+   * without end. Default: the head's --max-restarts (5 crashes within 10 minutes).
+   */
+  maxRestarts?: number;
+  /**
+   * How many times a call of a method named in `retryable` is sent again after its instance died
+   * running it (Ray's `max_task_retries`; -1 without end, default 0). Only for idempotent methods.
+   */
+  maxTaskRetries?: number;
+  /** The methods safe to run again, which maxTaskRetries retries (e.g. `['get']`). */
+  retryable?: string[];
   /** Instances (default 1); each keeps its own state. */
   replicas?: number;
   /** CPUs each instance reserves (default 1). */
@@ -53,6 +67,11 @@ export interface ActorCallOptions {
   sessionKey?: string;
   /** Fail with TROUPE_ERR_DEADLINE_EXCEEDED past this; the method may still run to its end. */
   timeoutMs?: number;
+  /**
+   * Cancels the call when it aborts, as `future.cancel()` does (a stream: as leaving its loop
+   * does). Already aborted: the call fails with TROUPE_ERR_CANCELLED and nothing is sent.
+   */
+  signal?: AbortSignal;
 }
 
 type CallMessage = Extract<ClientToHead, { type: 'invoke' }>;
@@ -68,6 +87,8 @@ export interface ActorTransport {
   credit(id: string, n: number): void;
   /** The reader of stream `id` stopped reading. */
   cancel(id: string): void;
+  /** The caller cancelled call `id`. */
+  cancelCall(id: string): void;
 }
 
 export interface ActorStreamOptions {
@@ -85,11 +106,28 @@ export class CallFuture<T = unknown> extends Future<T> {
    * (false): a call that takes this Future is sent after it. Undefined: it went at once.
    */
   readonly sent: Promise<boolean> | undefined;
+  readonly #cancel: () => void;
 
   /** @internal */
-  constructor(id: string, promise: Promise<T>, sent?: Promise<boolean>) {
+  constructor(id: string, promise: Promise<T>, sent?: Promise<boolean>, cancel: () => void = () => {}) {
     super(id, promise);
     this.sent = sent;
+    this.#cancel = cancel;
+  }
+
+  /**
+   * Cancels the call (Ray's `ray.cancel(ref)`): one still queued never runs; a running one is asked
+   * to stop (its method's `this.context.signal` aborts). Either way this Future rejects with
+   * TROUPE_ERR_CANCELLED, as does a call that takes it as an argument. A call already answered is
+   * left as it is; cancelling twice is cancelling once.
+   *
+   * @example
+   * const crawl = crawler.call('fetchAll', urls);
+   * setTimeout(() => crawl.cancel(), 1000);
+   * await crawl.catch((err) => err.code);   // 'TROUPE_ERR_CANCELLED', unless it finished first
+   */
+  cancel(): void {
+    if (this.status() === 'pending') this.#cancel();
   }
 }
 
@@ -142,6 +180,14 @@ export class ActorHandle {
     this.#options = options;
   }
 
+  /**
+   * @internal What this handle crosses as when passed as a value (an argument, a return value, a
+   * checkpoint): the actor's name and session; the receiving actor makes it a handle on its own client.
+   */
+  [WIRE_FORM](): ActorReference {
+    return new ActorReference(this.name, this.#options.sessionKey);
+  }
+
   /** The same actor, with calls bound to `sessionKey`: they go to the instance the first one went to, while it lives. */
   session(sessionKey: string): ActorHandle {
     return new ActorHandle(this.name, this.#transport, { ...this.#options, sessionKey });
@@ -154,9 +200,35 @@ export class ActorHandle {
 
   /** Runs `method(...args)` on an instance; arguments may be Futures of earlier calls. */
   call<T = unknown>(method: string, ...args: unknown[]): CallFuture<T> {
+    const future = this.#call<T>(method, args);
+    const { signal } = this.#options;
+    if (signal) {
+      const cancel = () => future.cancel();
+      signal.addEventListener('abort', cancel, { once: true });
+      const forget = () => signal.removeEventListener('abort', cancel);
+      future.then(forget, forget);
+    }
+    return future;
+  }
+
+  #call<T>(method: string, args: unknown[]): CallFuture<T> {
     const waits: Waits = { runs: new Set(), calls: new Set() };
     const message = this.#message(method, args, newId(), waits);
-    const { timeoutMs } = this.#options;
+    const { signal } = this.#options;
+    const timeoutMs = message.timeoutMs;
+    if (signal?.aborted)
+      return new CallFuture<T>(message.id, Promise.reject(this.#cancelled(method, 'its signal was aborted before it was sent')));
+    const inherited = currentCallOrigin()?.deadline;
+    if (inherited !== undefined && inherited <= Date.now())
+      return new CallFuture<T>(
+        message.id,
+        Promise.reject(
+          new TroupeError(
+            'TROUPE_ERR_DEADLINE_EXCEEDED',
+            `${this.name}.${method}(): the deadline of the call this method runs for has passed, and a nested call inherits it`,
+          ),
+        ),
+      );
     const bound = timeoutMs === undefined ? undefined : timeoutMs + DEADLINE_GRACE_MS;
     if (waits.runs.size === 0 && waits.calls.size === 0) {
       // Sent synchronously, so a call that takes this one's Future always reaches the head after it.
@@ -164,21 +236,30 @@ export class ActorHandle {
       return new CallFuture<T>(
         message.id,
         answer.then((a) => a.value as T),
+        undefined,
+        () => this.#transport.cancelCall(message.id),
       );
     }
     // It takes the value of a run (fetched here: the head keeps runs and calls apart), or a call
     // that has not gone yet: sent once those are in, and before any call that takes its Future.
     let markSent!: (sent: boolean) => void;
     const sent = new Promise<boolean>((resolve) => (markSent = resolve));
+    // Cancelled before it went: it never goes, and fails here; after: the head is told.
+    let went = false;
+    let cancelledHere: ((err: TroupeError) => void) | undefined;
+    const cancelled = new Promise<never>((_, reject) => (cancelledHere = reject));
+    cancelled.catch(() => {});
     const answer = (async () => {
-      let went = false;
       try {
         const values = new Map<object, unknown>();
-        await Promise.all([
-          ...[...waits.runs].map(async (run) => values.set(run, await runValue(run))),
-          ...[...waits.calls].map(async (call) => {
-            if (!(await call.sent)) await call;
-          }),
+        await Promise.race([
+          Promise.all([
+            ...[...waits.runs].map(async (run) => values.set(run, await runValue(run))),
+            ...[...waits.calls].map(async (call) => {
+              if (!(await call.sent)) await call;
+            }),
+          ]),
+          cancelled,
         ]);
         const ready = this.#message(method, args, message.id, { runs: new Set(), calls: new Set() }, values);
         const reply = this.#transport.call(ready, bound);
@@ -192,7 +273,25 @@ export class ActorHandle {
       message.id,
       answer.then((a) => a.value as T),
       sent,
+      () => (went ? this.#transport.cancelCall(message.id) : cancelledHere?.(this.#cancelled(method, 'before it was sent'))),
     );
+  }
+
+  /**
+   * The call's timeout: the handle's, bounded inside a class actor's method by the time left of
+   * the call it runs for (a nested call's deadline is at most the outer one's), so the whole chain
+   * gives up together.
+   */
+  #timeoutMs(): number | undefined {
+    const own = this.#options.timeoutMs;
+    const deadline = currentCallOrigin()?.deadline;
+    if (deadline === undefined) return own;
+    const left = deadline - Date.now();
+    return own === undefined ? left : Math.min(own, left);
+  }
+
+  #cancelled(method: string, when: string): TroupeError {
+    return new TroupeError('TROUPE_ERR_CANCELLED', `${this.name}.${method}() was cancelled by its caller: ${when}`);
   }
 
   /**
@@ -217,7 +316,21 @@ export class ActorHandle {
         `${this.name}.${method}(): a stream's arguments take no Future of a run, nor of a call that waits for one: await it first`,
       );
     const stream = new ActorStream<T>(message.id, window, this.#controls(message.id));
+    const { signal } = this.#options;
+    if (signal?.aborted) {
+      stream.fail(this.#cancelled(method, 'its signal was aborted before it was sent'));
+      return stream;
+    }
     this.#transport.stream(message, stream as ActorStream<unknown>);
+    // An aborted signal stops the generator as leaving the loop does, and the loop throws CANCELLED.
+    signal?.addEventListener(
+      'abort',
+      () => {
+        stream.fail(this.#cancelled(method, 'its signal was aborted while it streamed'));
+        this.#transport.cancel(message.id);
+      },
+      { once: true },
+    );
     return stream;
   }
 
@@ -265,12 +378,16 @@ export class ActorHandle {
         throw err;
       }
     });
-    const { sessionKey, timeoutMs } = this.#options;
+    const { sessionKey } = this.#options;
+    const timeoutMs = this.#timeoutMs();
     const message: CallMessage = { type: 'invoke', id, actor: this.name, method, args: wire };
     if (Object.keys(refs).length > 0) message.refs = refs;
     if (nested.size > 0) message.nestedRefs = [...nested];
     if (sessionKey !== undefined) message.sessionKey = sessionKey;
-    if (timeoutMs !== undefined) message.timeoutMs = timeoutMs;
+    if (timeoutMs !== undefined) message.timeoutMs = Math.max(1, timeoutMs);
+    // Made inside a class actor's method: the head sees the chain of calls waiting on this one.
+    const origin = currentCallOrigin();
+    if (origin) message.via = origin.via;
     return message;
   }
 }

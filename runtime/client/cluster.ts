@@ -26,7 +26,7 @@ import type { ActorStream } from './actor-stream.js';
 import { openRunStream } from './run-stream.js';
 import { splitModelName } from '../oip/infer-backend.js';
 import type { StreamRunOptions } from './run-stream.js';
-import type { ActorSpec } from './actor-handle.js';
+import type { ActorSpec, ActorTransport } from './actor-handle.js';
 import type { Outputs } from './future.js';
 import type { ConnectOptions, DeployOptions, RunInputs, RunOptions, SharedMemoryStats, UndeployOptions } from './cluster-options.js';
 export type { ConnectOptions, DeployOptions, RunInputs, RunOptions, SharedMemoryStats, UndeployOptions } from './cluster-options.js';
@@ -370,11 +370,19 @@ export class Cluster {
 
   /** A handle on a class actor deployed earlier (by any client, HTTP or the CLI); nothing is sent until a call. */
   actorHandle(name: string): ActorHandle {
+    return new ActorHandle(name, this.actorTransport);
+  }
+
+  /** @internal How this client's actor handles reach the head (a class actor binds handles it receives to it). */
+  get actorTransport(): ActorTransport {
     const conn = this.#conn;
-    const seen = this.#seenStates(name);
-    const withSeen = <M extends { seen?: Record<string, string> }>(message: M): M =>
-      seen.size === 0 ? message : { ...message, seen: Object.fromEntries(seen) };
-    const remember = <R extends object>(reply: Promise<R>): Promise<R> => {
+    // Each call says what this client saw each instance of its actor answer from (seenStates).
+    const withSeen = <M extends { actor: string; seen?: Record<string, string> }>(message: M): M => {
+      const seen = this.#seenStates(message.actor);
+      return seen.size === 0 ? message : { ...message, seen: Object.fromEntries(seen) };
+    };
+    const remember = <R extends object>(actor: string, reply: Promise<R>): Promise<R> => {
+      const seen = this.#seenStates(actor);
       reply.then(
         (r) => {
           const { instance, stateId } = r as { instance?: unknown; stateId?: unknown };
@@ -389,13 +397,14 @@ export class Cluster {
       );
       return reply;
     };
-    return new ActorHandle(name, {
-      call: (message, timeoutMs) => remember(conn.request(withSeen(message), timeoutMs)),
+    return {
+      call: (message, timeoutMs) => remember(message.actor, conn.request(withSeen(message), timeoutMs)),
       // A stream has no overall deadline: its reader paces it, and cancels it.
-      stream: (message, stream) => this.#streams.add(stream, remember(conn.request(withSeen(message)))),
+      stream: (message, stream) => this.#streams.add(stream, remember(message.actor, conn.request(withSeen(message)))),
       credit: (stream, n) => void conn.request({ type: 'streamCredit', stream, n }, 30_000).catch(() => {}),
       cancel: (stream) => void conn.request({ type: 'streamCancel', stream }, 30_000).catch(() => {}),
-    });
+      cancelCall: (call) => void conn.request({ type: 'cancel', call }, 30_000).catch(() => {}),
+    };
   }
 
   /** Nodes, deployments and actors as the head sees them now. */

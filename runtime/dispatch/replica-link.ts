@@ -4,6 +4,12 @@ import type { Channel, OmitId } from '../transport/channel.js';
 import type { InvokeReply, InvokeReplySchema, StreamItem } from '../protocol/class-actor.js';
 import { newId } from '../ids.js';
 
+/** Where a method call comes from, for the instance's context: the chain of instances waiting on it, and the time left. */
+export interface InvokeOrigin {
+  via?: string[] | undefined;
+  timeoutMs?: number | undefined;
+}
+
 /** A streaming call in flight on a link (see ReplicaLink.invokeStream). */
 export interface LinkStream {
   done: Promise<InvokeReply>;
@@ -59,10 +65,25 @@ export class ReplicaLink<In extends { type: string } = { type: string }, Out ext
    * Calls a method of a class actor (protocol/class-actor.ts); counted in flight like a call, so
    * the head balances instances on it. Only the head's link to a class actor sends these.
    */
-  invoke(method: string, args: unknown[], tensors?: boolean): Promise<InvokeReply> {
+  invoke(method: string, args: unknown[], tensors?: boolean, signal?: AbortSignal, origin?: InvokeOrigin): Promise<InvokeReply> {
     const channel = this.#channel as unknown as Channel<In, Out, { invoke: typeof InvokeReplySchema }>;
-    const message = { type: 'invoke', method, args, ...(tensors ? { tensors: true } : {}) };
-    return this.#counted(() => channel.request(message as unknown as OmitId<Out> & { type: 'invoke' }));
+    const id = newId();
+    const message = {
+      type: 'invoke',
+      id,
+      method,
+      args,
+      ...(tensors ? { tensors: true } : {}),
+      ...(origin?.via?.length ? { via: origin.via } : {}),
+      ...(origin?.timeoutMs !== undefined ? { timeoutMs: Math.max(1, origin.timeoutMs) } : {}),
+    };
+    // The call stays counted in flight until the instance answers it: a cancelled method that
+    // goes on running still holds its slot there, and the queue must not send past it.
+    const cancel = () => this.#channel.send({ type: 'invokeCancel', call: id } as unknown as Out);
+    signal?.addEventListener('abort', cancel, { once: true });
+    return this.#counted(() => channel.request(message as unknown as OmitId<Out> & { type: 'invoke' })).finally(() =>
+      signal?.removeEventListener('abort', cancel),
+    );
   }
 
   /**

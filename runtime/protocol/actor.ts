@@ -5,6 +5,7 @@ import { DirectInputsSchema, RegionOfferSchema } from './shared-memory.js';
 import { ClassLabelsSchema, LabelListSchema, MAX_INSTANCES } from '../spec.js';
 import {
   ClassMethodsSchema,
+  InvokeCancelSchema,
   InvokeReplySchema,
   InvokeSchema,
   RestoreSchema,
@@ -57,6 +58,7 @@ export const HeadToActorSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('connection'), head: ConnectionHeadSchema }),
   /** Class actors only (protocol/class-actor.ts): a method call, and the restore that precedes any after a restart. */
   InvokeSchema,
+  InvokeCancelSchema,
   RestoreSchema,
   StreamCreditSchema,
   StreamCancelSchema,

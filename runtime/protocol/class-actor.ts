@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { HeadLinkEnv, IdSchema, ModelMetadataSchema } from './common.js';
+import { HeadLinkEnv, IdSchema, MethodNameSchema, ModelMetadataSchema } from './common.js';
 import { MAX_CONCURRENCY } from '../spec.js';
 
 /**
@@ -39,9 +39,8 @@ export type ClassActorEnv = z.infer<typeof ClassActorEnvSchema>;
 
 /** Arguments of one method call: msgpack values (JSON values, byte arrays), at most this many. */
 export const MAX_METHOD_ARGS = 256;
-export const MethodNameSchema = z
-  .string()
-  .regex(/^[A-Za-z$][A-Za-z0-9_$]{0,127}$/, "a method name is 1-128 letters, digits, '_' or '$', not starting with '_' or a digit");
+// In common.ts, since the deployment spec names methods too (retryable) and spec.ts cannot import this file.
+export { MethodNameSchema } from './common.js';
 
 /** The most items a stream may have granted and not yet sent: a reader's window is far smaller. */
 export const MAX_STREAM_CREDIT = 1 << 20;
@@ -60,6 +59,10 @@ export const InvokeSchema = z.object({
    * the reply, after the last item, is their count.
    */
   credit: z.number().int().min(1).max(MAX_STREAM_CREDIT).optional(),
+  /** The instances whose running calls wait on this one, outermost first, ending with the instance it is sent to. */
+  via: z.array(IdSchema).max(64).optional(),
+  /** Time left until the caller's deadline: the method's context says it, and calls it makes inherit it. */
+  timeoutMs: z.number().positive().optional(),
 });
 
 /** head -> actor: `n` more items of stream `stream` may be sent. */
@@ -70,6 +73,12 @@ export const StreamCreditSchema = z.object({
 });
 /** head -> actor: the reader is gone; stop the generator (its `finally` runs) and answer. */
 export const StreamCancelSchema = z.object({ type: z.literal('streamCancel'), stream: IdSchema });
+/**
+ * head -> actor: the caller cancelled call `call` (an `invoke` without credit). Queued in the
+ * instance, it is dropped unrun; running, its context's signal aborts so the method can stop.
+ * Either way the instance answers the call (TROUPE_ERR_CANCELLED, or what the method returned).
+ */
+export const InvokeCancelSchema = z.object({ type: z.literal('invokeCancel'), call: IdSchema });
 /** actor -> head (and head -> SDK client): item `seq` (from 0) of stream `stream`. */
 export const StreamItemSchema = z.object({
   type: z.literal('streamItem'),

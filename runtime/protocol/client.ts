@@ -8,6 +8,7 @@ import { AckSchema, FailSchema, IdSchema, NameSchema, ReplySchema } from './comm
 import { RoutesSchema } from './routes.js';
 import {
   MAX_STREAM_WINDOW,
+  ClientCallCancelSchema,
   ClientStreamCancelSchema,
   ClientStreamCreditSchema,
   MethodCallReplySchema,
@@ -110,6 +111,8 @@ export const ClientToHeadSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('describe'), id: IdSchema }),
   /** A method call on a class actor (docs/actors.md); answered with its value. */
   MethodCallSchema,
+  /** Cancels a method call this connection made. */
+  ClientCallCancelSchema,
   /** A streaming method call, and the reader's credit and cancel for it. */
   MethodStreamSchema,
   ClientStreamCreditSchema,
@@ -152,6 +155,7 @@ export const ClientToHeadReplies = {
   runStream: StreamEndSchema,
   streamCredit: AckSchema,
   streamCancel: AckSchema,
+  cancel: AckSchema,
 };
 
 /** head -> SDK client: answers, and the route updates of deployments the client asked about. */

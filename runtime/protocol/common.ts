@@ -43,3 +43,8 @@ export const ModelMetadataSchema = z.object({
   outputs: z.array(TensorInfoSchema),
 });
 export type ModelMetadata = z.infer<typeof ModelMetadataSchema>;
+
+/** A class actor's method, as calls and specs name it. */
+export const MethodNameSchema = z
+  .string()
+  .regex(/^[A-Za-z$][A-Za-z0-9_$]{0,127}$/, "a method name is 1-128 letters, digits, '_' or '$', not starting with '_' or a digit");

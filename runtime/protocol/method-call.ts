@@ -52,6 +52,13 @@ export const MethodCallSchema = z.object({
     .positive()
     .max(24 * 3600 * 1000)
     .optional(),
+  /**
+   * From a client inside a class actor: the instances whose running calls wait on this one,
+   * outermost first, ending with the caller's own (as the head told it). The head refuses a call
+   * that would wait on one of them (a cycle), and believes it only from a client whose hello proved
+   * it is that last instance.
+   */
+  via: z.array(IdSchema).max(64).optional(),
 });
 export type MethodCall = z.infer<typeof MethodCallSchema>;
 
@@ -83,3 +90,10 @@ export const ClientStreamCreditSchema = z.object({
 });
 export const ClientStreamCancelSchema = z.object({ type: z.literal('streamCancel'), id: IdSchema, stream: IdSchema });
 export const StreamEndSchema = z.object({ items: z.number().int().min(0) });
+
+/**
+ * The caller no longer wants call `call` (an `invoke` it sent on this connection): `future.cancel()`
+ * or an aborted signal. A call still queued never runs; a running one is asked to stop (its
+ * context's signal aborts). The call fails with TROUPE_ERR_CANCELLED; a call already answered is left as it is.
+ */
+export const ClientCallCancelSchema = z.object({ type: z.literal('cancel'), id: IdSchema, call: IdSchema });

@@ -160,3 +160,47 @@ addExtension({
     return new CallReference(call);
   },
 } as unknown as Extension);
+
+const EXT_ACTOR_REFERENCE = 0x5b;
+
+/**
+ * An ActorHandle as a value (Ray's handles passed to tasks and actors): the actor's name and the
+ * handle's session, nothing of the client that made it. A process that runs methods turns it back
+ * into a handle on its own client ({@link readActorReferencesWith}); one that forwards keeps it.
+ */
+export class ActorReference {
+  constructor(
+    readonly actor: string,
+    readonly sessionKey?: string,
+  ) {}
+}
+
+/**
+ * The method a value's class may define to say what it crosses as (an ActorHandle: its
+ * ActorReference), since values.ts cannot know the SDK's classes.
+ */
+export const WIRE_FORM = Symbol.for('troupe.wireForm');
+
+let referenceReader: ((ref: ActorReference) => unknown) | undefined;
+
+/** What decoded actor references become in this process (a class actor: handles on its own client). */
+export function readActorReferencesWith(reader: ((ref: ActorReference) => unknown) | undefined): void {
+  referenceReader = reader;
+}
+
+addExtension({
+  Class: ActorReference,
+  type: EXT_ACTOR_REFERENCE,
+  write: (ref: ActorReference) => (ref.sessionKey === undefined ? [ref.actor] : [ref.actor, ref.sessionKey]),
+  read: (raw: unknown) => {
+    if (
+      !Array.isArray(raw) ||
+      raw.length < 1 ||
+      raw.length > 2 ||
+      !raw.every((p) => typeof p === 'string' && p.length > 0 && p.length <= 256)
+    )
+      throw new Error('an actor reference is [name] or [name, sessionKey]');
+    const ref = new ActorReference(raw[0] as string, raw[1] as string | undefined);
+    return !forwarding && referenceReader ? referenceReader(ref) : ref;
+  },
+} as unknown as Extension);

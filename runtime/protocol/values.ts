@@ -1,5 +1,5 @@
 import { TroupeError } from '../errors.js';
-import { CallReference, MapEntries, NEGATIVE_ZERO, UserBytes, binaryKind } from './value-types.js';
+import { ActorReference, CallReference, MapEntries, NEGATIVE_ZERO, UserBytes, WIRE_FORM, binaryKind } from './value-types.js';
 
 /**
  * What a user's value (a method's arguments and result, a stream item, a checkpoint) may hold to
@@ -107,7 +107,11 @@ function visit(value: unknown, walk: Walk): unknown {
   if (object instanceof Uint8Array) return new UserBytes(object);
   if (object instanceof ArrayBuffer || object instanceof Date) return object;
   // Already in wire form: values a forwarding process decoded (value-types.ts).
-  if (object === NEGATIVE_ZERO || object instanceof CallReference || object instanceof UserBytes) return object;
+  if (object === NEGATIVE_ZERO || object instanceof CallReference || object instanceof UserBytes || object instanceof ActorReference)
+    return object;
+  // A value whose class says what it crosses as (an ActorHandle: a reference by name).
+  const wireForm = (object as { [WIRE_FORM]?: unknown })[WIRE_FORM];
+  if (typeof wireForm === 'function') return (wireForm as () => unknown).call(object);
   if (ArrayBuffer.isView(object)) {
     if (object instanceof DataView || binaryKind(object as Parameters<typeof binaryKind>[0]) >= 0) return object;
     return refuse(walk, describeObject(object));

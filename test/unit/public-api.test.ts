@@ -11,6 +11,7 @@ import * as sdk from '../../runtime/index.js';
 /** The SDK's values, all of them: adding one is a decision, so it is made here too (docs/sdk.md). */
 const PUBLIC_VALUES = [
   'ActorHandle',
+  'ActorReference',
   'ActorStream',
   'CallFuture',
   'Cluster',

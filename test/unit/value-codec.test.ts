@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import {
+  ActorHandle,
+  ActorReference,
   MAX_VALUE_DEPTH,
   MAX_VALUE_ITEMS,
   NEGATIVE_ZERO,
@@ -9,8 +11,10 @@ import {
   decodeFrame,
   encodeFrame,
   encodeFrameParts,
+  readActorReferencesWith,
   toWireValue,
 } from '../../runtime/internal.js';
+import type { ActorTransport } from '../../runtime/internal.js';
 import { propertySeed, sendableValue } from '../helpers/values.js';
 
 /** What a receiver gets for `value`: checked as its sender checks it, encoded, decoded. */
@@ -57,6 +61,26 @@ describe('value codec: every value the docs offer arrives as it left', () => {
       const second = bytesOf(encodeFrameParts([wire]));
       assert.ok(first.equals(second), 'the encoding changed with what the buffer held before');
     });
+  });
+
+  test('an ActorHandle crosses as a reference by name and session (ext 0x5b), kept by a forwarder, made a handle where a reader is set', () => {
+    const unused = {} as ActorTransport;
+    const handle = new ActorHandle('counter', unused).session('alice');
+    const wire = encodeFrame([toWireValue({ h: [handle] }, 'value')]);
+    assert.ok(Buffer.from(wire).includes(Buffer.from([0x5b])), 'written as extension 0x5b');
+    // No reader (an SDK client, the head): the reference itself, and a forwarder sends it on unchanged.
+    assert.deepStrictEqual(decodeFrame(wire)[0], { h: [new ActorReference('counter', 'alice')] });
+    assert.deepStrictEqual(forwarded({ h: handle }), { h: new ActorReference('counter', 'alice') });
+    // A class actor's process: a handle again, bound to its own client.
+    readActorReferencesWith((ref) => new ActorHandle(ref.actor, unused, ref.sessionKey ? { sessionKey: ref.sessionKey } : {}));
+    try {
+      const back = (decodeFrame(wire)[0] as { h: ActorHandle[] }).h[0]!;
+      assert.ok(back instanceof ActorHandle);
+      assert.equal(back.name, 'counter');
+      assert.deepStrictEqual(decodeFrame(encodeFrame([toWireValue(back, 'value')]))[0], back.session('alice'));
+    } finally {
+      readActorReferencesWith(undefined);
+    }
   });
 
   test('a typed array arrives as its own class with exactly its bytes, a view as just its elements', () => {

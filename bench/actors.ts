@@ -1,0 +1,87 @@
+// Class actor method calls: `npm run bench:actors` (after a build). Calls per second of a trivial
+// method (Fragile.count: one increment) through the SDK, head and actor process, with 1 and 64
+// calls in flight, on instances deployed with maxConcurrency 1 and 16; the floor is the same
+// method called in this process. SECONDS=N per cell (default 2) keeps the run short.
+import { connect } from '../runtime/internal.js';
+import type { ActorHandle, Cluster } from '../runtime/internal.js';
+import { startCluster } from '../test/helpers/cluster.js';
+import { Fragile } from '../test/fixtures/ray-parity.js';
+import { DIST_ROOT } from '../test/helpers/graphs.js';
+import { systemLine } from './lib/system.js';
+import { fmt } from './lib/table.js';
+import { median } from './lib/report.js';
+
+const SECONDS = Number(process.env.SECONDS ?? 2);
+const CONCURRENCY = [1, 64];
+const MAX_CONCURRENCY = [1, 16];
+
+interface Cell {
+  rate: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+/** `inFlight` loops, each awaiting one call after another for SECONDS: calls per second and latency. */
+async function load(call: () => PromiseLike<unknown>, inFlight: number): Promise<Cell> {
+  const until = performance.now() + SECONDS * 1000;
+  const latencies: number[] = [];
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (performance.now() < until) {
+        const t0 = performance.now();
+        await call();
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  latencies.sort((a, b) => a - b);
+  return {
+    rate: latencies.length / SECONDS,
+    p50Ms: median(latencies),
+    p99Ms: latencies[Math.floor(latencies.length * 0.99)] ?? NaN,
+  };
+}
+
+const rows: string[] = [];
+const floor = await load(async () => new Fragile().count(), 1);
+rows.push(`| one process (floor): a method call | - | 1 | ${fmt(floor.rate)} | ${fmt(floor.p50Ms, 4)} | ${fmt(floor.p99Ms, 4)} |`);
+const cluster = await startCluster({ agents: [['--name', 'n1', '--cpus', '8', '--module-dir', DIST_ROOT]] });
+let client: Cluster | undefined;
+try {
+  client = await connect(cluster.url);
+  for (const maxConcurrency of MAX_CONCURRENCY) {
+    const handle: ActorHandle = await client.actor({
+      name: `bench-c${maxConcurrency}`,
+      module: 'test/fixtures/ray-parity.js',
+      export: 'Fragile',
+      cpus: 0.1,
+      maxConcurrency,
+    });
+    // Warm: JIT, the first calls' allocations.
+    await load(() => handle.call('count'), 8);
+    for (const inFlight of CONCURRENCY) {
+      const cell = await load(() => handle.call('count'), inFlight);
+      rows.push(
+        `| Troupe: handle.call | ${maxConcurrency} | ${inFlight} | ${fmt(cell.rate)} | ${fmt(cell.p50Ms, 3)} | ${fmt(cell.p99Ms, 3)} |`,
+      );
+    }
+    await client.undeploy(handle.name);
+  }
+} finally {
+  await client?.close();
+  await cluster.stop();
+}
+process.stdout.write(
+  [
+    '## Class actor method calls: a trivial method, by calls in flight and maxConcurrency\n',
+    systemLine(),
+    `- command: \`npm run bench:actors\` (SECONDS=${SECONDS} per row, after a warm-up of the same length)`,
+    '- path: SDK client -> head (queue, session and cycle checks) -> the class actor process -> back; one head, one agent, one instance, all on this machine',
+    '- method: `Fragile.count()` (test/fixtures/ray-parity.ts), one increment; floor: the same method called in this process',
+    '',
+    '| path | maxConcurrency | calls in flight | calls/s | p50 ms | p99 ms |',
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
+    ...rows,
+    '',
+  ].join('\n'),
+);
