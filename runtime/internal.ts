@@ -30,6 +30,7 @@ export {
   ClientToReplicaSchema,
   HeadToActorReplies,
   HeadToActorSchema,
+  ReplicaLayoutSchema,
 } from './protocol/actor.js';
 export type {
   ActorCall,
@@ -42,6 +43,7 @@ export type {
   DurationTotal,
   ClientToReplica,
   HeadToActor,
+  ReplicaLayout,
 } from './protocol/actor.js';
 export {
   AGENT_LEAVING,
@@ -84,15 +86,19 @@ export {
   BatchSchema,
   ClassArgsSchema,
   ClassLabelsSchema,
+  DEFAULT_BATCH_MAX_SIZE,
   EVERY_OUTPUT,
   LabelListSchema,
   LabelsSchema,
   MAX_CLASS_ARGS_BYTES,
   GRAPH_MODEL_FILE,
+  MAX_INSTANCES,
   MIN_REPLICA_CPUS,
   ModelDeploymentSchema,
   MultiplexSchema,
   VersionSchema,
+  batchMaxSizeOf,
+  batchesByDefault,
   classLabels,
   labelFilesOf,
 } from './spec.js';

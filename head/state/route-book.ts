@@ -1,4 +1,4 @@
-import { replicaCallLimit } from '../../runtime/internal.js';
+import { batchMaxSizeOf, replicaCallLimit } from '../../runtime/internal.js';
 import type { Channel, ClientToHead, HeadToClient, Routes } from '../../runtime/internal.js';
 import type { DeploymentRecord } from './records.js';
 import { versionName } from '../control/versions.js';
@@ -54,7 +54,7 @@ export class RouteBook {
       deployment: name,
       ...(version !== undefined ? { version } : {}),
       replicas,
-      perReplicaLimit: replicaCallLimit(d?.spec.batch.maxSize ?? 1),
+      perReplicaLimit: replicaCallLimit(d ? batchMaxSizeOf(d.spec) : 1),
       maxQueue: d?.spec.maxQueue ?? 0,
       maxRetries: d?.spec.maxRetries ?? 0,
     };
