@@ -64,6 +64,8 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
   if (asked.autoReplicas === undefined || GRAPH_MODEL_FILE.test(path) || asked.device !== 'cpu') {
     const threads = asked.threads ?? 1;
     const loaded = await loadModel(path, { device: asked.device, threads }, asked.mode, onDeath, asked.instances);
+    // A session kept on this thread was not timed: its cost decides the batching left to the replica.
+    if (loaded.runMs === undefined && !asked.batch && loaded.model instanceof OnnxModel) loaded.runMs = await loaded.model.timeWarmRuns(TIMED_RUNS);
     const chosen = asked.batch
       ? { batch: asked.batch, why: 'batching as the deployment names it' }
       : GRAPH_MODEL_FILE.test(path)
