@@ -46,7 +46,7 @@ function defaultBatch(device: Device, runMs: number | undefined): { batch: Batch
     return { batch: { maxSize: 1, maxDelayMs: 0 }, why: 'batching off (on a CPU a costly run costs the same per row in a batch)' };
   return {
     batch: { maxSize: DEFAULT_BATCH_MAX_SIZE, maxDelayMs: 0 },
-    why: `batches of up to ${DEFAULT_BATCH_MAX_SIZE} rows, a call that finds the replica idle run at once (${device === 'cpu' ? 'a cheap run is mostly fixed cost, which a batch shares' : 'a GPU runs rows side by side'})`,
+    why: `batches of up to ${DEFAULT_BATCH_MAX_SIZE} rows, a call that finds the replica idle runs at once (${device === 'cpu' ? 'a cheap run is mostly fixed cost, which a batch shares' : 'a GPU runs rows side by side'})`,
   };
 }
 

@@ -8,6 +8,7 @@
 // advised (--http-handoff, 2 replicas, batching 64). MobileNet: the same three Troupe layouts
 // against raw onnxruntime-node's best layout, in alternating windows. Bounded: SECONDS per run (default 3).
 import { writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { Pool } from 'undici';
 import { connect } from '../runtime/internal.js';
 import type { ModelDeploymentInput } from '../runtime/internal.js';
@@ -49,11 +50,15 @@ async function load(request: Request, concurrency: number, seconds: number): Pro
   }
 }
 
-async function deploy(cluster: TestCluster, spec: ModelDeploymentInput): Promise<string> {
+/**
+ * Deploys `spec` and, where replicas serve HTTP (`doors`: how many), waits until each has taken a
+ * connection; then says what describe() gives as the layout chosen, and why.
+ */
+async function deploy(cluster: TestCluster, spec: ModelDeploymentInput, doors = 0, probe?: Request): Promise<string> {
   const client = await connect(cluster.url);
   try {
     await client.update({ maxQueue: 100_000, ...spec });
-    // What describe() says was chosen, and why: the first-deploy rows quote it.
+    if (doors > 0 && probe) await whenDoorsOpen(cluster.url, spec.name, doors, { headers: probe.headers ?? {}, body: probe.body });
     const view = (await client.describe()).deployments.find((d) => d.name === spec.name);
     return view?.layout ? `${view.layout.chosen} (${view.layout.reason})` : 'no layout reported';
   } finally {
@@ -75,19 +80,17 @@ interface Clusters {
 const LABELS = {
   first: 'Troupe, first deploy (a model alone, default head)',
   before: 'Troupe, the defaults before issue 43 (front-door workers, batching off)',
-  advised: 'Troupe, as the docs advised (--http-handoff, 2 replicas, batching 64)',
+  advised: 'Troupe, as the docs advised (--http-handoff, 2 replicas x 1 thread; the MLP batching 64, MobileNet 1)',
 };
 
 async function mlpSection(c: Clusters, models: TestCluster['models']): Promise<void> {
   say('\n## Small MLP over HTTP OIP binary (input [1,64] float32)\n');
   const floor = await measureFloor(models.mlp, { name: 'x', shape: (b) => [b, 64] }, 1, 2, 1);
   say(`Raw onnxruntime-node \`session.run\` in-process, batch 1, 1 thread: p50 ${fmt(floor.p50Ms, 4)} ms.\n`);
-  const chosen = await deploy(c.first, { name: 'mlp', model: 'mlp.onnx' });
+  const chosen = await deploy(c.first, { name: 'mlp', model: 'mlp.onnx' }, 1, mlpOip(c.first.url));
   say(`First deploy's layout, as describe() gives it: ${chosen}.\n`);
   await deploy(c.before, { name: 'mlp', model: 'mlp.onnx', threads: 1, batch: { maxSize: 1 } });
-  await deploy(c.advised, { name: 'mlp', model: 'mlp.onnx', threads: 1, replicas: 2, batch: { maxSize: 64 } });
-  await whenDoorsOpen(c.first.url, 'mlp', 1, mlpOip(c.first.url));
-  await whenDoorsOpen(c.advised.url, 'mlp', 2, mlpOip(c.advised.url));
+  await deploy(c.advised, { name: 'mlp', model: 'mlp.onnx', threads: 1, replicas: 2, batch: { maxSize: 64 } }, 2, mlpOip(c.advised.url));
   const rows: { label: string; c: number; r: LoadResult }[] = [];
   const baseline: Record<string, Map<number, number>> = { plain: new Map(), batched: new Map() };
   for (const [key, name, label] of [
@@ -113,15 +116,19 @@ async function mlpSection(c: Clusters, models: TestCluster['models']): Promise<v
     say(
       `| ${label} | ${n} | ${fmt(r.rps)} | ${fmt(r.p50Ms, 3)} | ${fmt(r.p99Ms, 3)} | ${r.errors} | ${fmt(r.rps / baseline.plain!.get(n)!, 2)}x | ${fmt(r.rps / baseline.batched!.get(n)!, 2)}x | ${n === 1 ? fmt(r.p50Ms - floor.p50Ms, 3) : ''} |`,
     );
+  // Each cluster's agent offers this machine's cores: the MLP's replicas give them back for the CNN's.
+  for (const cluster of [c.first, c.before, c.advised]) {
+    const client = await connect(cluster.url);
+    await client.undeploy('mlp').finally(() => client.close());
+  }
 }
 
 async function cnnSection(c: Clusters, models: TestCluster['models']): Promise<void> {
   say('\n## MobileNet-v2-shaped CNN over HTTP OIP binary (input [1,3,224,224], 588 KiB a request), 16 in flight\n');
-  const chosen = await deploy(c.first, { name: 'cnn', model: 'mobilenet.onnx' });
+  const chosen = await deploy(c.first, { name: 'cnn', model: 'mobilenet.onnx' }, 1, cnnOip(c.first.url));
   say(`First deploy's layout, as describe() gives it: ${chosen}.\n`);
   await deploy(c.before, { name: 'cnn', model: 'mobilenet.onnx', batch: { maxSize: 1 } });
-  await deploy(c.advised, { name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: 1 } });
-  await whenDoorsOpen(c.advised.url, 'cnn', 2, cnnOip(c.advised.url));
+  await deploy(c.advised, { name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: 1 } }, 2, cnnOip(c.advised.url));
   const ratios: Record<keyof Clusters, number[]> = { first: [], before: [], advised: [] };
   const windows: string[] = [];
   for (let i = 0; i < WINDOWS; i++) {
@@ -144,9 +151,10 @@ async function cnnSection(c: Clusters, models: TestCluster['models']): Promise<v
 }
 
 say('# First deploy against tuned layouts and fair baselines\n');
-say(systemLine());
+say(systemLine('bench:front-door', 'bench/first-deploy.ts'));
+say(`- load average at the start (1 / 5 / 15 min): ${loadavg().map((l) => l.toFixed(2)).join(' / ')} (anything else running shares the cores)`);
 say(
-  `- generator: \`npm run bench:front-door\` (bench/first-deploy.ts), SECONDS=${SECONDS}, WINDOWS=${WINDOWS}; load from one Node client (undici, a kept-alive connection per request in flight) in the same machine, latencies from performance.now (microseconds); three clusters up: default head, --no-http-handoff, --http-handoff`,
+  `- SECONDS=${SECONDS}, WINDOWS=${WINDOWS}; load from one Node client (undici, a kept-alive connection per request in flight) in the same machine, latencies from performance.now (microseconds); three clusters up: default head, --no-http-handoff, --http-handoff`,
 );
 const first = await startCluster();
 const before = await startCluster({ headArgs: ['--no-http-handoff'] });

@@ -26,6 +26,7 @@ export const TUNE_ARGS: readonly ArgDef[] = [
 
 export const TUNE_FLAGS: readonly FlagDef[] = [
   { name: 'head', value: 'URL', help: 'tune on this cluster instead, deploying NAME there (replaced each layout)' },
+  { name: 'grpc', value: 'HOST:PORT', help: "with --head and --door grpc: the head's gRPC endpoint (default: the\nhead's host, its port + 1, as troupe head serves it)" },
   { name: 'token', value: 'TOKEN', help: 'cluster token (or TROUPE_TOKEN)' },
   { name: 'name', value: 'NAME', help: "the deployment's name while tuning and in the spec written (default tune)" },
   { name: 'door', value: 'DOOR', help: 'what the load comes through: http (the inference protocol, binary;\ndefault), grpc, or sdk' },
@@ -57,6 +58,10 @@ const listOf = (min: number, max: number) =>
 
 export const TuneFlagsSchema = z.object({
   head: HeadUrlSchema.optional(),
+  grpc: z
+    .string()
+    .regex(/^[^\s:]+:\d{1,5}$/, 'must be HOST:PORT')
+    .optional(),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
   name: z
     .string()
@@ -87,7 +92,11 @@ export interface TuneRow {
 
 /** A cluster to tune on: the one named, or one of tune's own over the model file's folder. */
 async function clusterFor(flags: TuneFlags, model: string): Promise<{ url: string; grpcAddress?: string; model: string; stop: () => Promise<void> }> {
-  if (flags.head) return { url: flags.head, model, stop: async () => {} };
+  if (flags.head) {
+    const head = new URL(flags.head);
+    const grpcAddress = flags.grpc ?? `${head.hostname}:${Number(head.port || 80) + 1}`;
+    return { url: flags.head, grpcAddress, model, stop: async () => {} };
+  }
   const file = resolve(model);
   const found = await stat(file).catch(() => undefined);
   if (!found?.isFile()) throw new TroupeError('TROUPE_ERR_BAD_FLAG', `tune: MODEL '${model}' is not a file (give an ONNX file, or --head URL)`);

@@ -116,7 +116,7 @@ export class HandoffDoors {
         why:
           ready === 0
             ? 'no READY replica yet: the front-door workers take its connections'
-            : "no replica on the head's host offered a door (another host, or the actor's handoff socket failed): the front-door workers serve it",
+            : "no replica with a door open on the head's host (on another host, its door still opening, or its handoff socket failed): the front-door workers serve it",
       };
     if (this.#options.mode === 'always')
       return { byReplica: true, why: `--http-handoff: ${doors} replica${doors === 1 ? '' : 's'} serve HTTP themselves, balanced by connection` };

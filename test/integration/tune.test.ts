@@ -117,7 +117,22 @@ describe('troupe tune', { timeout: 170_000 }, () => {
 
   test('over gRPC and the SDK, and a p99 budget no layout meets: no best, exit 1', async () => {
     for (const door of ['grpc', 'sdk']) {
-      const out = await troupe(['tune', 'mlp.onnx', '--head', cluster.url, '--door', door, '--cpus', '1', '--batch-sizes', '8', '--seconds', '0.3']);
+      const out = await troupe([
+        'tune',
+        'mlp.onnx',
+        '--head',
+        cluster.url,
+        '--grpc',
+        cluster.grpcAddress,
+        '--door',
+        door,
+        '--cpus',
+        '1',
+        '--batch-sizes',
+        '8',
+        '--seconds',
+        '0.3',
+      ]);
       assert.equal(out.status, 0, out.stderr);
       const table = rows(out.stdout);
       assert.equal(table.length, 2, out.stdout);
