@@ -65,7 +65,8 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
     const threads = asked.threads ?? 1;
     const loaded = await loadModel(path, { device: asked.device, threads }, asked.mode, onDeath, asked.instances);
     // A session kept on this thread was not timed: its cost decides the batching left to the replica.
-    if (loaded.runMs === undefined && !asked.batch && loaded.model instanceof OnnxModel) loaded.runMs = await loaded.model.timeWarmRuns(TIMED_RUNS);
+    if (loaded.runMs === undefined && !asked.batch && loaded.model instanceof OnnxModel)
+      loaded.runMs = await loaded.model.timeWarmRuns(TIMED_RUNS);
     const chosen = asked.batch
       ? { batch: asked.batch, why: 'batching as the deployment names it' }
       : GRAPH_MODEL_FILE.test(path)
@@ -122,6 +123,14 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
   return {
     model,
     batch: chosen.batch,
-    layout: { instances, threads: 1, batchMaxSize: chosen.batch.maxSize, inferenceThread: threaded, runMs, chosen: 'auto', reason: `${why}; ${chosen.why}` },
+    layout: {
+      instances,
+      threads: 1,
+      batchMaxSize: chosen.batch.maxSize,
+      inferenceThread: threaded,
+      runMs,
+      chosen: 'auto',
+      reason: `${why}; ${chosen.why}`,
+    },
   };
 }

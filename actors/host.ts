@@ -119,8 +119,7 @@ async function main(): Promise<void> {
 
   const loaded = model;
   const modelBytes = loaded ? fileSize(env.TROUPE_MODEL_PATH) : undefined;
-  if (loaded)
-    executor = new Batcher((inputs, outputs, notAfter) => loaded.run(inputs, outputs, notAfter), batchOptions(batch, loaded));
+  if (loaded) executor = new Batcher((inputs, outputs, notAfter) => loaded.run(inputs, outputs, notAfter), batchOptions(batch, loaded));
   const deployment = env.TROUPE_DEPLOYMENT ?? env.TROUPE_ACTOR_ID;
   const directCalls = new DirectCallStats();
 

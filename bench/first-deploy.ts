@@ -110,7 +110,9 @@ async function mlpSection(c: Clusters, models: TestCluster['models']): Promise<v
   }
   for (const key of ['first', 'before', 'advised'] as const)
     for (const n of [1, 64]) rows.push({ label: LABELS[key], c: n, r: await load(mlpOip(c[key].url), n, SECONDS) });
-  say('| path | in flight | req/s | p50 ms | p99 ms | errors | vs simplest, unbatched | vs simplest, batched | p50 over raw session.run, ms |');
+  say(
+    '| path | in flight | req/s | p50 ms | p99 ms | errors | vs simplest, unbatched | vs simplest, batched | p50 over raw session.run, ms |',
+  );
   say('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const { label, c: n, r } of rows)
     say(
@@ -128,7 +130,12 @@ async function cnnSection(c: Clusters, models: TestCluster['models']): Promise<v
   const chosen = await deploy(c.first, { name: 'cnn', model: 'mobilenet.onnx' }, 1, cnnOip(c.first.url));
   say(`First deploy's layout, as describe() gives it: ${chosen}.\n`);
   await deploy(c.before, { name: 'cnn', model: 'mobilenet.onnx', batch: { maxSize: 1 } });
-  await deploy(c.advised, { name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: 1 } }, 2, cnnOip(c.advised.url));
+  await deploy(
+    c.advised,
+    { name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: 1 } },
+    2,
+    cnnOip(c.advised.url),
+  );
   const ratios: Record<keyof Clusters, number[]> = { first: [], before: [], advised: [] };
   const windows: string[] = [];
   for (let i = 0; i < WINDOWS; i++) {
@@ -152,7 +159,11 @@ async function cnnSection(c: Clusters, models: TestCluster['models']): Promise<v
 
 say('# First deploy against tuned layouts and fair baselines\n');
 say(systemLine('bench:front-door', 'bench/first-deploy.ts'));
-say(`- load average at the start (1 / 5 / 15 min): ${loadavg().map((l) => l.toFixed(2)).join(' / ')} (anything else running shares the cores)`);
+say(
+  `- load average at the start (1 / 5 / 15 min): ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ')} (anything else running shares the cores)`,
+);
 say(
   `- SECONDS=${SECONDS}, WINDOWS=${WINDOWS}; load from one Node client (undici, a kept-alive connection per request in flight) in the same machine, latencies from performance.now (microseconds); three clusters up: default head, --no-http-handoff, --http-handoff`,
 );

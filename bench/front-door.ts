@@ -108,7 +108,7 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       label: 'Troupe HTTP OIP JSON, front-door workers, batching maxSize 64',
       result: await httpLoad(oip(cluster.url, false), c, SECONDS),
       ratioTo: versus(c),
-        ratioTo2: versusBatched(c),
+      ratioTo2: versusBatched(c),
     });
   await deployMlp(headOnly, { maxSize: 64 });
   for (const c of [1, 16, 64, 256])
@@ -116,7 +116,7 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       label: 'Troupe HTTP OIP binary, served by the head (--http-workers 0), batching maxSize 64',
       result: await httpLoad(oip(headOnly.url, true), c, SECONDS),
       ratioTo: versus(c),
-        ratioTo2: versusBatched(c),
+      ratioTo2: versusBatched(c),
     });
   const mlpGrpc = (c: TestCluster, concurrency: number) => grpcLoad(c.grpcAddress, 'mlp', c.models.mlp, mlpInput, concurrency, SECONDS);
   for (const c of [1, 16, 64, 256])
@@ -124,27 +124,28 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       label: `Troupe gRPC raw contents, front-door workers, batching maxSize 64 (load: ${GRPC_GENERATOR})`,
       result: await mlpGrpc(cluster, c),
       ratioTo: versus(c),
-        ratioTo2: versusBatched(c),
+      ratioTo2: versusBatched(c),
     });
   for (const c of [1, 16, 64, 256])
     rows.push({
       label: `Troupe gRPC raw contents, served by the head (--http-workers 0), batching maxSize 64 (load: ${GRPC_GENERATOR})`,
       result: await mlpGrpc(headOnly, c),
       ratioTo: versus(c),
-        ratioTo2: versusBatched(c),
+      ratioTo2: versusBatched(c),
     });
   for (const replicas of [1, 2]) {
     await deployMlp(handoff, { maxSize: 64 }, replicas);
     await whenDoorsOpen(handoff.url, 'mlp', replicas, oip(handoff.url, true));
     const label = `Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff), ${replicas} replica${replicas > 1 ? 's' : ''}, batching maxSize 64`;
-    for (const c of [1, 16, 64, 256]) rows.push({ label, result: await httpLoad(oip(handoff.url, true), c, SECONDS), ratioTo: versus(c), ratioTo2: versusBatched(c) });
+    for (const c of [1, 16, 64, 256])
+      rows.push({ label, result: await httpLoad(oip(handoff.url, true), c, SECONDS), ratioTo: versus(c), ratioTo2: versusBatched(c) });
   }
   for (const c of [16, 64, 256])
     rows.push({
       label: 'Troupe HTTP OIP JSON, replicas serve HTTP (--http-handoff), 2 replicas, batching maxSize 64',
       result: await httpLoad(oip(handoff.url, false), c, SECONDS),
       ratioTo: versus(c),
-        ratioTo2: versusBatched(c),
+      ratioTo2: versusBatched(c),
     });
   say(loadTable(rows).replace('vs floor', 'vs simplest server').replace('vs second', 'vs batched simplest server'));
   // Issue 24's bar: gRPC raw contents at 64 in flight at least HTTP binary's, on the same path.

@@ -26,14 +26,22 @@ export const TUNE_ARGS: readonly ArgDef[] = [
 
 export const TUNE_FLAGS: readonly FlagDef[] = [
   { name: 'head', value: 'URL', help: 'tune on this cluster instead, deploying NAME there (replaced each layout)' },
-  { name: 'grpc', value: 'HOST:PORT', help: "with --head and --door grpc: the head's gRPC endpoint (default: the\nhead's host, its port + 1, as troupe head serves it)" },
+  {
+    name: 'grpc',
+    value: 'HOST:PORT',
+    help: "with --head and --door grpc: the head's gRPC endpoint (default: the\nhead's host, its port + 1, as troupe head serves it)",
+  },
   { name: 'token', value: 'TOKEN', help: 'cluster token (or TROUPE_TOKEN)' },
   { name: 'name', value: 'NAME', help: "the deployment's name while tuning and in the spec written (default tune)" },
   { name: 'door', value: 'DOOR', help: 'what the load comes through: http (the inference protocol, binary;\ndefault), grpc, or sdk' },
   { name: 'concurrency', value: 'N', help: 'calls in flight, one connection each over HTTP (default 16)' },
   { name: 'seconds', value: 'S', help: 'measured seconds per layout, after 0.5 s of warm-up (default 3)' },
   { name: 'batch-sizes', value: 'LIST', help: 'batch sizes to try, comma-separated (default 1,64; 1 is no batching)' },
-  { name: 'delays-ms', value: 'LIST', help: "batch delays to try: 0 runs a batch at once when a replica is idle;\nabove 0 a batch's first call waits that long for company (default 0)" },
+  {
+    name: 'delays-ms',
+    value: 'LIST',
+    help: "batch delays to try: 0 runs a batch at once when a replica is idle;\nabove 0 a batch's first call waits that long for company (default 0)",
+  },
   { name: 'cpus', value: 'N', help: "cores the layouts divide into replicas x instances x threads (default:\nthis machine's)" },
   { name: 'max-minutes', value: 'M', help: 'stop starting layouts once this much time has passed (default 10)' },
   { name: 'p99-ms', value: 'MS', help: 'the best layout is the fastest whose p99 latency is at most MS' },
@@ -73,7 +81,11 @@ export const TuneFlagsSchema = z.object({
   batchSizes: listOf(1, 65_536).default([1, 64]),
   delaysMs: listOf(0, 60_000).default([0]),
   cpus: z.coerce.number().int('must be a whole number').min(1).max(1024).optional(),
-  maxMinutes: z.coerce.number().positive('must be above 0').max(24 * 60).default(10),
+  maxMinutes: z.coerce
+    .number()
+    .positive('must be above 0')
+    .max(24 * 60)
+    .default(10),
   p99Ms: z.coerce.number().positive('must be above 0').optional(),
   write: z
     .string()
@@ -91,7 +103,10 @@ export interface TuneRow {
 }
 
 /** A cluster to tune on: the one named, or one of tune's own over the model file's folder. */
-async function clusterFor(flags: TuneFlags, model: string): Promise<{ url: string; grpcAddress?: string; model: string; stop: () => Promise<void> }> {
+async function clusterFor(
+  flags: TuneFlags,
+  model: string,
+): Promise<{ url: string; grpcAddress?: string; model: string; stop: () => Promise<void> }> {
   if (flags.head) {
     const head = new URL(flags.head);
     const grpcAddress = flags.grpc ?? `${head.hostname}:${Number(head.port || 80) + 1}`;
@@ -99,7 +114,8 @@ async function clusterFor(flags: TuneFlags, model: string): Promise<{ url: strin
   }
   const file = resolve(model);
   const found = await stat(file).catch(() => undefined);
-  if (!found?.isFile()) throw new TroupeError('TROUPE_ERR_BAD_FLAG', `tune: MODEL '${model}' is not a file (give an ONNX file, or --head URL)`);
+  if (!found?.isFile())
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', `tune: MODEL '${model}' is not a file (give an ONNX file, or --head URL)`);
   const dir = await mkdtemp(join(tmpdir(), 'troupe-tune-'));
   // The processes under tune say only what needs attention unless TROUPE_LOG_LEVEL asks for more.
   const env = { TROUPE_LOG_LEVEL: 'warn', ...process.env };
@@ -223,7 +239,8 @@ export async function tuneCommand(argv: string[]): Promise<void> {
     table(rows, best),
     '',
   ];
-  if (rows.length < layouts.length) out.push(`--max-minutes ${flags.maxMinutes} passed: ${layouts.length - rows.length} layouts not measured`);
+  if (rows.length < layouts.length)
+    out.push(`--max-minutes ${flags.maxMinutes} passed: ${layouts.length - rows.length} layouts not measured`);
   if (!best) {
     out.push(`no layout answered without errors${flags.p99Ms !== undefined ? ` within p99 ${flags.p99Ms} ms` : ''}`);
     process.stdout.write(`${out.join('\n')}\n`);
@@ -232,7 +249,9 @@ export async function tuneCommand(argv: string[]): Promise<void> {
   }
   const spec = ModelDeploymentSchema.parse(layoutSpec(flags.name, target.model, best.layout));
   const shown = layoutSpec(flags.name, target.model, best.layout);
-  out.push(`best${flags.p99Ms !== undefined ? ` with p99 within ${flags.p99Ms} ms` : ''}: ${layoutLabel(best.layout)}, ${fixed(best.result.rps, 0)} req/s`);
+  out.push(
+    `best${flags.p99Ms !== undefined ? ` with p99 within ${flags.p99Ms} ms` : ''}: ${layoutLabel(best.layout)}, ${fixed(best.result.rps, 0)} req/s`,
+  );
   out.push('', toYaml(shown).trimEnd());
   if (flags.write) {
     await writeFile(flags.write, extname(flags.write).toLowerCase() === '.json' ? `${JSON.stringify(shown, null, 2)}\n` : toYaml(shown));

@@ -74,7 +74,14 @@ const PROTO_DIR = fileURLToPath(new URL('../../proto/', import.meta.url));
 /** The inference protocol over gRPC, raw input contents, every call on one channel (as a gRPC client multiplexes them). */
 function grpcCaller(address: string, name: string, inputs: Record<string, Tensor>, token?: string): DoorCaller {
   const inference = loadPackageDefinition(
-    loadSync('grpc_service.proto', { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] }),
+    loadSync('grpc_service.proto', {
+      keepCase: true,
+      longs: String,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+      includeDirs: [PROTO_DIR],
+    }),
   ).inference as GrpcObject;
   const Service = inference.GRPCInferenceService as ServiceClientConstructor;
   const client = new Service(address, credentials.createInsecure(), {

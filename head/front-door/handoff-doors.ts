@@ -119,7 +119,10 @@ export class HandoffDoors {
             : "no replica with a door open on the head's host (on another host, its door still opening, or its handoff socket failed): the front-door workers serve it",
       };
     if (this.#options.mode === 'always')
-      return { byReplica: true, why: `--http-handoff: ${doors} replica${doors === 1 ? '' : 's'} serve HTTP themselves, balanced by connection` };
+      return {
+        byReplica: true,
+        why: `--http-handoff: ${doors} replica${doors === 1 ? '' : 's'} serve HTTP themselves, balanced by connection`,
+      };
     if (ready === 1)
       return {
         byReplica: true,

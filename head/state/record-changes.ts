@@ -152,12 +152,7 @@ export function returnToPending(a: ActorRecord, why: string): void {
 
 /** Whether a deployment leaves its replicas' layout to them: a model of one ONNX file, no threads, instances or CPUs named. */
 function autoLayout(spec: DeploymentRecord['spec']): boolean {
-  return (
-    batchesByDefault(spec) &&
-    spec.threads === undefined &&
-    spec.instances === undefined &&
-    spec.cpus === 1
-  );
+  return batchesByDefault(spec) && spec.threads === undefined && spec.instances === undefined && spec.cpus === 1;
 }
 
 /** The agent's order to start this actor's process for deployment `d`. */

@@ -230,7 +230,6 @@ export type ActorToHead = z.infer<typeof ActorToHeadSchema>;
 export const ACTOR_ID_HEADER = 'x-troupe-actor-id';
 export const ACTOR_SECRET_HEADER = 'x-troupe-actor-secret';
 
-
 /** What the agent passes to a new actor process in its environment. */
 export const ActorEnvSchema = z.object({
   TROUPE_HEAD_URL: z.string().url(),

@@ -95,7 +95,11 @@ describe('troupe tune', { timeout: 170_000 }, () => {
     const table = rows(out.stdout);
     assert.equal(table.length, sweep(2, [1, 8], [0]).length, out.stdout);
     assertFigures(table, 'http');
-    assert.match(table[0]![0]!, /^first deploy \(nothing named: chosen at load\): 1 replica x /, 'the first row is what a first deploy gets');
+    assert.match(
+      table[0]![0]!,
+      /^first deploy \(nothing named: chosen at load\): 1 replica x /,
+      'the first row is what a first deploy gets',
+    );
     assert.equal(table.filter((r) => r[0]!.endsWith('(best)')).length, 1, out.stdout);
     // Not a terminal: no progress bar redrawn on stderr.
     assert.doesNotMatch(out.stderr, /\r/);
@@ -104,7 +108,11 @@ describe('troupe tune', { timeout: 170_000 }, () => {
     assert.equal(spec.model, 'mlp.onnx');
     const client = await connect(cluster.url);
     try {
-      assert.equal((await client.describe()).deployments.find((d) => d.name === 'tuned'), undefined, 'tune took its deployment away');
+      assert.equal(
+        (await client.describe()).deployments.find((d) => d.name === 'tuned'),
+        undefined,
+        'tune took its deployment away',
+      );
       const view = await client.deploy(spec);
       assert.equal(view.state, 'READY');
       const answer = await client.run('tuned', { x: tensor('float32', [1, 64], new Float32Array(64).fill(0.5)) });
@@ -138,7 +146,20 @@ describe('troupe tune', { timeout: 170_000 }, () => {
       assert.equal(table.length, 2, out.stdout);
       assertFigures(table, door);
     }
-    const none = await troupe(['tune', 'mlp.onnx', '--head', cluster.url, '--cpus', '1', '--batch-sizes', '1', '--seconds', '0.2', '--p99-ms', '0.000001']);
+    const none = await troupe([
+      'tune',
+      'mlp.onnx',
+      '--head',
+      cluster.url,
+      '--cpus',
+      '1',
+      '--batch-sizes',
+      '1',
+      '--seconds',
+      '0.2',
+      '--p99-ms',
+      '0.000001',
+    ]);
     assert.equal(none.status, 1, none.stderr);
     assert.match(none.stdout, /no layout answered without errors within p99 0\.000001 ms/);
   });

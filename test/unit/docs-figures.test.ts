@@ -22,7 +22,8 @@ function numbersIn(text: string): Set<string> {
     .replace(/\b\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?\b/g, ' ')
     .replace(/[≤≥]\s*[\d.,]+/g, ' ');
   const out = new Set<string>();
-  for (const m of plain.matchAll(/(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.,])\d+(?:\.\d+)?/g)) out.add(m[0].replace(/,/g, ''));
+  for (const m of plain.matchAll(/(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.,])\d+(?:\.\d+)?/g))
+    out.add(m[0].replace(/,/g, ''));
   return out;
 }
 
@@ -64,8 +65,7 @@ test('every figure docs/ quotes in a figures block is in a results file the bloc
 });
 
 test("docs/performance.md's figures table and docs/operations.md's recovery table are quoted blocks", async () => {
-  const inBlock = (text: string, marker: string) =>
-    [...text.matchAll(BLOCK)].some((m) => m[2]!.includes(marker));
+  const inBlock = (text: string, marker: string) => [...text.matchAll(BLOCK)].some((m) => m[2]!.includes(marker));
   const performance = await readFile(new URL('docs/performance.md', ROOT), 'utf8');
   assert.ok(inBlock(performance, '| what | figure | target |'), 'the figures table of docs/performance.md');
   const operations = await readFile(new URL('docs/operations.md', ROOT), 'utf8');
