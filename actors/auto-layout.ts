@@ -1,4 +1,5 @@
-import { availableParallelism } from 'node:os';
+import { statSync } from 'node:fs';
+import { availableParallelism, freemem } from 'node:os';
 import { DEFAULT_BATCH_MAX_SIZE, GRAPH_MODEL_FILE, MAX_INSTANCES } from '../runtime/internal.js';
 import type { BatchSpec, ReplicaLayout } from '../runtime/internal.js';
 import { INFERENCE_THREAD_MIN_RUN_MS, loadModel } from './load-model.js';
@@ -30,6 +31,19 @@ export interface LaidOutModel {
   /** The batching the replica runs with: the deployment's, or the one chosen here. */
   batch: BatchSpec;
 }
+
+/** The model file's size, or 0 when it cannot be read (then memory bounds nothing). */
+function fileBytes(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** Whether every input and output has a symbolic first dim: rows that can be batched (batch-options.ts). */
+const batchable = (metadata: ServedModel['metadata']) =>
+  [...metadata.inputs, ...metadata.outputs].every((t) => typeof t.shape[0] === 'string');
 
 const ms = (n: number) => `${n < 0.1 ? n.toFixed(3) : n.toFixed(2)} ms`;
 
@@ -71,7 +85,9 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
       ? { batch: asked.batch, why: 'batching as the deployment names it' }
       : GRAPH_MODEL_FILE.test(path)
         ? { batch: { maxSize: 1, maxDelayMs: 0 }, why: 'batching off (a graph file batches only when its deployment asks)' }
-        : defaultBatch(asked.device, loaded.runMs);
+        : !batchable(loaded.model.metadata)
+          ? { batch: { maxSize: 1, maxDelayMs: 0 }, why: 'batching off (its tensors have no batch axis)' }
+          : defaultBatch(asked.device, loaded.runMs);
     const runners = loaded.model.runners ?? 1;
     const how =
       asked.autoReplicas === undefined
@@ -102,8 +118,15 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
   const cores = availableParallelism();
   const replicas = Math.max(1, asked.autoReplicas);
   const costly = runMs >= INFERENCE_THREAD_MIN_RUN_MS;
-  const instances = costly ? Math.max(1, Math.min(MAX_INSTANCES, Math.floor(cores / replicas))) : 1;
-  const chosen = asked.batch ? { batch: asked.batch, why: 'batching as the deployment names it' } : defaultBatch('cpu', runMs);
+  // Each session holds its own copy of the weights: no more than a quarter of the free memory goes to them.
+  const byMemory = Math.max(1, Math.floor(freemem() / (4 * Math.max(1, fileBytes(path)))));
+  const byCores = Math.max(1, Math.min(MAX_INSTANCES, Math.floor(cores / replicas)));
+  const instances = costly ? Math.min(byCores, byMemory) : 1;
+  const chosen = asked.batch
+    ? { batch: asked.batch, why: 'batching as the deployment names it' }
+    : batchable(probe.metadata)
+      ? defaultBatch('cpu', runMs)
+      : { batch: { maxSize: 1, maxDelayMs: 0 }, why: 'batching off (its tensors have no batch axis)' };
   let model: ServedModel = probe;
   let threaded = false;
   if (instances > 1) {
@@ -115,11 +138,13 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
     threaded = true;
   }
   const cost = `a lone call runs in ${ms(runMs)}`;
-  const why = costly
+  let why = costly
     ? instances > 1
-      ? `${cost} (costly: ${INFERENCE_THREAD_MIN_RUN_MS} ms or more), so ${instances} sessions of one thread, one per core of this host's ${cores} over ${replicas} replica${replicas === 1 ? '' : 's'}`
+      ? `${cost} (costly: ${INFERENCE_THREAD_MIN_RUN_MS} ms or more), so ${instances} sessions of one thread, one per core of this host's ${cores} over ${replicas} replica${replicas === 1 ? '' : 's'}${instances < byCores ? `, as many as a quarter of the free memory holds` : ''}`
       : `${cost} (costly), one session of one thread: ${cores} core${cores === 1 ? '' : 's'} over ${replicas} replicas leave one each`
     : `${cost}, cheaper than a hop to an inference thread: one session of one thread on the main thread`;
+  if (costly && instances === 1 && byMemory < byCores)
+    why = `${cost} (costly), one session of one thread: a second would not fit a quarter of the free memory`;
   return {
     model,
     batch: chosen.batch,
