@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import {
   ActorEnvSchema,
+  BatchSchema,
   TroupeError,
   createLogger,
   inputViewsFromWire,
@@ -8,7 +9,7 @@ import {
   sharesMemory,
   validateInputs,
 } from '../runtime/internal.js';
-import type { ActorCall, ActorToHead, Channel, HeadToActor } from '../runtime/internal.js';
+import type { ActorCall, ActorToHead, BatchSpec, Channel, HeadToActor, ReplicaLayout } from '../runtime/internal.js';
 import { startDirectServer } from './direct-server.js';
 import type { DirectServer } from './direct-server.js';
 import { DirectCallStats } from './direct-stats.js';
@@ -17,7 +18,7 @@ import { actorHttpServer } from './http-serve.js';
 import { joinHead } from './head-socket.js';
 import type { HeadSocket } from './head-socket.js';
 import { withShownPath } from '../runtime/model-path.js';
-import { loadModel } from './load-model.js';
+import { loadWithLayout } from './auto-layout.js';
 import type { ServedModel } from './load-model.js';
 import { Batcher } from './batcher.js';
 import { batchOptions } from './batch-options.js';
@@ -86,22 +87,29 @@ async function main(): Promise<void> {
   const device = env.TROUPE_DEVICE;
   let loadError: TroupeError | undefined;
   let labelLines: Record<string, string[]> | undefined;
+  let layout: ReplicaLayout | undefined;
+  let batch: BatchSpec | undefined;
   try {
     // Label files first: a missing one fails the load before onnxruntime spends anything on it.
     if (env.TROUPE_LABEL_FILES)
       labelLines = await readLabelFiles(env.TROUPE_LABEL_FILES, JSON.parse(env.TROUPE_SHOWN_LABEL_FILES ?? '{}') as Record<string, string>);
-    const loading = await loadModel(
+    const batchSpec = env.TROUPE_BATCH ? BatchSchema.safeParse(JSON.parse(env.TROUPE_BATCH)) : undefined;
+    const loading = await loadWithLayout(
       env.TROUPE_MODEL_PATH,
-      { device, ...(env.TROUPE_THREADS ? { threads: env.TROUPE_THREADS } : {}) },
-      env.TROUPE_INFERENCE_THREAD ?? 'auto',
+      {
+        device,
+        ...(env.TROUPE_THREADS ? { threads: env.TROUPE_THREADS } : {}),
+        instances: env.TROUPE_INSTANCES ?? 1,
+        ...(env.TROUPE_AUTO_LAYOUT_REPLICAS !== undefined ? { autoReplicas: env.TROUPE_AUTO_LAYOUT_REPLICAS } : {}),
+        ...(batchSpec?.success ? { batch: batchSpec.data } : {}),
+        mode: env.TROUPE_INFERENCE_THREAD ?? 'auto',
+      },
       (error) => threadDied(error),
-      env.TROUPE_INSTANCES ?? 1,
     );
     model = loading.model;
-    log.info(
-      { actor: env.TROUPE_ACTOR_ID, inferenceThread: loading.threaded, instances: loading.model.runners ?? 1, runMs: loading.runMs },
-      'where the model runs',
-    );
+    layout = loading.layout;
+    batch = loading.batch;
+    log.info({ actor: env.TROUPE_ACTOR_ID, ...loading.layout }, 'where the model runs');
   } catch (err) {
     const full = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
     // The absolute path stays in this machine's log; the head and its caller see the path as named.
@@ -111,8 +119,7 @@ async function main(): Promise<void> {
 
   const loaded = model;
   const modelBytes = loaded ? fileSize(env.TROUPE_MODEL_PATH) : undefined;
-  if (loaded)
-    executor = new Batcher((inputs, outputs, notAfter) => loaded.run(inputs, outputs, notAfter), batchOptions(env.TROUPE_BATCH, loaded));
+  if (loaded) executor = new Batcher((inputs, outputs, notAfter) => loaded.run(inputs, outputs, notAfter), batchOptions(batch, loaded));
   const deployment = env.TROUPE_DEPLOYMENT ?? env.TROUPE_ACTOR_ID;
   const directCalls = new DirectCallStats();
 
@@ -198,6 +205,7 @@ async function main(): Promise<void> {
         ...(door ? { handoff: { name: door.name } } : {}),
         ...(labelLines ? { labels: labelLines } : {}),
         ...((loaded.runners ?? 1) > 1 ? { instances: loaded.runners } : {}),
+        ...(layout ? { layout } : {}),
       };
     },
     onMessage: (message, channel, release) => {

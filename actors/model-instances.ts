@@ -46,7 +46,8 @@ export class ModelInstances {
   /**
    * Loads `count` sessions (at least 2), one after another (each warms up where it runs); a failure
    * releases those loaded. `mainThread: false` (TROUPE_INFERENCE_THREAD=always) keeps every one on
-   * an inference thread, the main thread free for I/O.
+   * an inference thread, the main thread free for I/O. `loadedMain`, a session this thread already
+   * loaded (to time it, actors/auto-layout.ts), becomes the main thread's instance.
    */
   static async load(
     path: string,
@@ -54,8 +55,10 @@ export class ModelInstances {
     count: number,
     onDeath?: OnThreadDeath,
     mainThread = true,
+    loadedMain?: OnnxModel,
   ): Promise<ModelInstances> {
     const instances: Instance[] = [];
+    if (loadedMain && !mainThread) await loadedMain.release();
     try {
       // One at a time: loading is the phase most likely to run out of memory, and a second
       // session's warm-up would otherwise skew the first one's timed runs.
@@ -64,11 +67,12 @@ export class ModelInstances {
         threaded.push(await ThreadedModel.load(path, options, onDeath));
         instances.push(threaded.at(-1)!);
       }
-      const main = mainThread ? new MainThreadInstance(await OnnxModel.load(path, options)) : undefined;
+      const main = mainThread ? new MainThreadInstance(loadedMain ?? (await OnnxModel.load(path, options))) : undefined;
       if (main) instances.push(main);
       return new ModelInstances(threaded, main);
     } catch (err) {
       await Promise.all(instances.map((m) => m.release()));
+      if (loadedMain && mainThread && !instances.some((m) => m instanceof MainThreadInstance)) await loadedMain.release();
       throw err;
     }
   }

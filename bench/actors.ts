@@ -74,7 +74,7 @@ try {
 process.stdout.write(
   [
     '## Class actor method calls: a trivial method, by calls in flight and maxConcurrency\n',
-    systemLine(),
+    systemLine('bench:actors', 'bench/actors.ts'),
     `- command: \`npm run bench:actors\` (SECONDS=${SECONDS} per row, after a warm-up of the same length)`,
     '- path: SDK client -> head (queue, session and cycle checks) -> the class actor process -> back; one head, one agent, one instance, all on this machine',
     '- method: `Fragile.count()` (test/fixtures/ray-parity.ts), one increment; floor: the same method called in this process',

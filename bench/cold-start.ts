@@ -82,7 +82,7 @@ try {
 process.stdout.write(
   [
     '## Scale to zero: time to first answer (cold start)\n',
-    systemLine(),
+    systemLine('bench', 'bench/cold-start.ts'),
     `- cluster: one head, one agent on this machine; ${REPEAT} measurements each, medians; the floor is a fresh node process loading onnxruntime-node, creating the session (1 thread) and running once, spawn to answer`,
     '',
     '| model | call | Troupe ms | floor ms | floor / Troupe |',

@@ -34,7 +34,7 @@ const ONLY = process.env.BENCH_ONLY?.split(',');
 const wanted = (section: string) => !ONLY || ONLY.includes(section);
 const WINDOWS = 5;
 const { say, lines: out } = report();
-type Row = { label: string; result: LoadResult; ratioTo?: number };
+type Row = { label: string; result: LoadResult; ratioTo?: number; ratioTo2?: number };
 
 /** One line of CPU microseconds per request by kind of process, from a run measured with cpuPerRequest. */
 function cpuLine(label: string, measured: { result: LoadResult; cpu: Map<string, number> }): string {
@@ -75,7 +75,20 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
   } finally {
     plain.stop();
   }
+  // The same server batching with Troupe's window (64 rows, a run at once when idle): every ratio against both (issue 40).
+  const batched = await baselineServer(cluster.models.mlp, 'batched-http-server');
+  const batchedRps = new Map<number, number>();
+  try {
+    for (const c of [1, 16, 64, 256]) {
+      const r = await httpLoad({ url: batched.url, method: 'POST', body: Buffer.from(mlpX.buffer) }, c, SECONDS);
+      batchedRps.set(c, r.rps);
+      rows.push({ label: 'simplest Node HTTP server, in-process session, batching 64 (one process)', result: r });
+    }
+  } finally {
+    batched.stop();
+  }
   const versus = (c: number) => plainRps.get(c) ?? NaN;
+  const versusBatched = (c: number) => batchedRps.get(c) ?? NaN;
   const oip = (url: string, binary: boolean) => oipRequest(`${url}/v2/models/mlp/infer`, 'x', [1, 64], mlpX, 'logits', binary);
   for (const [label, maxSize] of [
     ['batching off', 1],
@@ -87,6 +100,7 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
         label: `Troupe HTTP OIP binary, front-door workers, ${label}`,
         result: await httpLoad(oip(cluster.url, true), c, SECONDS),
         ratioTo: versus(c),
+        ratioTo2: versusBatched(c),
       });
   }
   for (const c of [16, 64, 256])
@@ -94,6 +108,7 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       label: 'Troupe HTTP OIP JSON, front-door workers, batching maxSize 64',
       result: await httpLoad(oip(cluster.url, false), c, SECONDS),
       ratioTo: versus(c),
+      ratioTo2: versusBatched(c),
     });
   await deployMlp(headOnly, { maxSize: 64 });
   for (const c of [1, 16, 64, 256])
@@ -101,6 +116,7 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       label: 'Troupe HTTP OIP binary, served by the head (--http-workers 0), batching maxSize 64',
       result: await httpLoad(oip(headOnly.url, true), c, SECONDS),
       ratioTo: versus(c),
+      ratioTo2: versusBatched(c),
     });
   const mlpGrpc = (c: TestCluster, concurrency: number) => grpcLoad(c.grpcAddress, 'mlp', c.models.mlp, mlpInput, concurrency, SECONDS);
   for (const c of [1, 16, 64, 256])
@@ -108,26 +124,30 @@ async function mlpSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
       label: `Troupe gRPC raw contents, front-door workers, batching maxSize 64 (load: ${GRPC_GENERATOR})`,
       result: await mlpGrpc(cluster, c),
       ratioTo: versus(c),
+      ratioTo2: versusBatched(c),
     });
   for (const c of [1, 16, 64, 256])
     rows.push({
       label: `Troupe gRPC raw contents, served by the head (--http-workers 0), batching maxSize 64 (load: ${GRPC_GENERATOR})`,
       result: await mlpGrpc(headOnly, c),
       ratioTo: versus(c),
+      ratioTo2: versusBatched(c),
     });
   for (const replicas of [1, 2]) {
     await deployMlp(handoff, { maxSize: 64 }, replicas);
     await whenDoorsOpen(handoff.url, 'mlp', replicas, oip(handoff.url, true));
     const label = `Troupe HTTP OIP binary, replicas serve HTTP (--http-handoff), ${replicas} replica${replicas > 1 ? 's' : ''}, batching maxSize 64`;
-    for (const c of [1, 16, 64, 256]) rows.push({ label, result: await httpLoad(oip(handoff.url, true), c, SECONDS), ratioTo: versus(c) });
+    for (const c of [1, 16, 64, 256])
+      rows.push({ label, result: await httpLoad(oip(handoff.url, true), c, SECONDS), ratioTo: versus(c), ratioTo2: versusBatched(c) });
   }
   for (const c of [16, 64, 256])
     rows.push({
       label: 'Troupe HTTP OIP JSON, replicas serve HTTP (--http-handoff), 2 replicas, batching maxSize 64',
       result: await httpLoad(oip(handoff.url, false), c, SECONDS),
       ratioTo: versus(c),
+      ratioTo2: versusBatched(c),
     });
-  say(loadTable(rows).replace('vs floor', 'vs simplest server'));
+  say(loadTable(rows).replace('vs floor', 'vs simplest server').replace('vs second', 'vs batched simplest server'));
   // Issue 24's bar: gRPC raw contents at 64 in flight at least HTTP binary's, on the same path.
   const at64 = (prefix: string) => rows.find((r) => r.label.startsWith(prefix) && r.result.concurrency === 64)?.result.rps ?? NaN;
   const grpcVsHttp = (grpc: number, http: number) => `${fmt(grpc)} / ${fmt(http)} req/s (${fmt(grpc / http, 2)}x)`;
@@ -404,14 +424,15 @@ async function cnnSection(cluster: TestCluster, headOnly: TestCluster, handoff: 
 }
 
 const agents = [['--name', 'bench', '--cpus', '64']];
-const cluster = await startCluster({ agents });
+// The workers' cluster: a lone replica would otherwise serve HTTP itself (the default since issue 43).
+const cluster = await startCluster({ agents, headArgs: ['--no-http-handoff'] });
 const headOnly = await startCluster({ agents, headArgs: ['--http-workers', '0'] });
 const handoff = await startCluster({ agents, headArgs: ['--http-handoff'] });
 try {
   say('# Front door: HTTP against its baselines\n');
-  say(systemLine());
+  say(systemLine('bench:front-door', 'bench/front-door.ts'));
   say(
-    `- each load run: ${SECONDS} s closed loop after an unmeasured warm-up; load generator (HTTP: autocannon, undici at concurrency 1, images: ${IMAGE_LOAD_GENERATOR}; gRPC: ${GRPC_GENERATOR}, one HTTP/2 connection, answers checked on a sample first) in the same machine, sharing its cores; three clusters up: front-door workers (default), none (--http-workers 0), and replicas serving HTTP (--http-handoff)`,
+    `- each load run: ${SECONDS} s closed loop after an unmeasured warm-up; load generator (HTTP: autocannon, undici at concurrency 1, images: ${IMAGE_LOAD_GENERATOR}; gRPC: ${GRPC_GENERATOR}, one HTTP/2 connection, answers checked on a sample first) in the same machine, sharing its cores; three clusters up: front-door workers (--no-http-handoff), none (--http-workers 0), and replicas serving HTTP (--http-handoff); HTTP latencies at concurrency above 1 from autocannon are whole milliseconds (bench/RESULTS-first-deploy.md: a microsecond client throughout)`,
   );
   if (wanted('mlp')) await mlpSection(cluster, headOnly, handoff);
   if (wanted('cnn')) await cnnSection(cluster, headOnly, handoff);

@@ -94,7 +94,7 @@ try {
   );
 
   say('# Graph overhead\n');
-  say(systemLine());
+  say(systemLine('bench:graphs', 'bench/graphs.ts'));
   say(
     `- each load run: ${SECONDS} s closed loop after an unmeasured warm-up (0.5 s; at concurrency 1, 1 s windows until three p50s agree within 10%, at most 15 s); client, head, agent and actors share the machine's cores`,
   );

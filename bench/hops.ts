@@ -57,12 +57,13 @@ async function cpuPerCall(call: () => PromiseLike<unknown>): Promise<{ result: L
   return measured;
 }
 
-const cluster = await startCluster({ agents: [['--cpus', '64']] });
+// The HTTP hops measured are the front-door workers' (a lone replica would serve HTTP itself by default).
+const cluster = await startCluster({ agents: [['--cpus', '64']], headArgs: ['--no-http-handoff'] });
 const client = await connect(cluster.url);
 const viaHead = await connect(cluster.url, { direct: false });
 try {
   say('# Where a call goes at concurrency 1\n');
-  say(systemLine());
+  say(systemLine('bench:hops', 'bench/hops.ts'));
   say('- model: the repo MLP (input [1,64] float32, 64-256-256-10), 1 intra-op thread; command: `npm run bench:hops`\n');
 
   say('## session.run right after the thread slept\n');

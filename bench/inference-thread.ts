@@ -40,13 +40,13 @@ const clusters = new Map<Mode, { workers: TestCluster; handoff: TestCluster }>()
 for (const mode of MODES) {
   const env = { TROUPE_INFERENCE_THREAD: mode };
   clusters.set(mode, {
-    workers: await startCluster({ agents, env }),
+    workers: await startCluster({ agents, env, headArgs: ['--no-http-handoff'] }),
     handoff: await startCluster({ agents, env, headArgs: ['--http-handoff'] }),
   });
 }
 try {
   say('# The inference thread, before (`never`) and after (`auto`) in the same run\n');
-  say(systemLine());
+  say(systemLine('bench:inference-thread', 'bench/inference-thread.ts'));
   say(
     `- ${WINDOWS} alternating windows of ${SECONDS} s per path; load generator in the same machine; load average at the start ${loadavg()[0]!.toFixed(1)} (anything else running shares the cores)\n`,
   );

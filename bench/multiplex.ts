@@ -195,7 +195,7 @@ const ceiling = merged[0]!.rps;
 process.stdout.write(
   [
     '## Multiplexing: calls/s and loads per call\n',
-    systemLine(),
+    systemLine('bench:multiplex', 'bench/multiplex.ts'),
     `- load average (1 min) at the start and the end: ${fmt(loadBefore, 1)}, ${fmt(loadavg()[0]!, 1)} (others' work on a shared machine moves calls/s; loads per call do not depend on it)`,
     `- cluster: one head, one agent on this machine; deployment of ${TENANTS} MLP tenants (64-32-10), ${REPLICAS} replicas of maxModels ${MAX_MODELS}, ` +
       `batch 1, 1 thread each; SDK client through the head, ${CONCURRENCY} calls in flight; ${ROUNDS} rounds of ${DURATION_MS} ms a row, interleaved ` +

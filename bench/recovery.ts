@@ -195,7 +195,7 @@ const cluster = await startCluster({ agents: [agentArgs('node-a'), agentArgs('no
 try {
   const client = await connect(cluster.url, { retries: 50 });
   say('## Fault tolerance: recovery times and memory under a soak\n');
-  say(systemLine());
+  say(systemLine('bench', 'bench/recovery.ts'));
   say(
     `- cluster: one head, two agents on this machine (default liveness: SUSPECT after 3 s, DEAD after 10 s of silence); ${REPEAT} measurements each; polled every ${POLL_MS} ms\n`,
   );

@@ -295,11 +295,12 @@ async function cnnSection(cluster: TestCluster, client: Cluster): Promise<void> 
   await client.undeploy('cnn');
 }
 
-const cluster = await startCluster({ agents: [['--name', 'bench', '--cpus', '64']] });
+// HTTP rows measure the front-door workers, as before handoff became the default for a lone replica.
+const cluster = await startCluster({ agents: [['--name', 'bench', '--cpus', '64']], headArgs: ['--no-http-handoff'] });
 const client = await connect(cluster.url);
 try {
   say('# Benchmark results\n');
-  say(systemLine());
+  say(systemLine('bench', 'bench/run.ts'));
   say(
     `- each load run: ${SECONDS} s closed loop after an unmeasured warm-up (0.5 s; at concurrency 1, 1 s windows until three p50s agree within 10%, at most 15 s); load generator in the same machine (it shares the cores)`,
   );

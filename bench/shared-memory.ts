@@ -29,7 +29,7 @@ const ROW = [3, 224, 224];
 const { say, lines: out } = report();
 
 say('# Images through shared memory: the design change, measured\n');
-say(systemLine());
+say(systemLine('bench:shm', 'bench/shared-memory.ts'));
 say(
   `- model: the repo's MobileNet-v2-shaped CNN, input [1,3,224,224] float32 (588 KiB an image); ${REPLICAS} processes x 1 intra-op thread, one image a run; ${CONCURRENCY} images in flight from one client process; command: \`npm run bench:shm\``,
 );

@@ -99,7 +99,7 @@ try {
 process.stdout.write(
   [
     '## Streams through a pipeline: generator method -> model -> method\n',
-    systemLine(),
+    systemLine('bench:streaming', 'bench/streaming.ts'),
     `- command: \`npm run bench:streaming\` (ITEMS=${ITEMS}, REPEAT=${REPEAT}); medians of ${REPEAT} runs after a warm-up run`,
     '- pipeline: `rows` (an async generator method yielding each of the input rows as a [1, 64] tensor) -> the MLP (64->10, 1 thread) -> `label` (a plain method: argmax) on a second class actor; one head, one agent, three actor processes on this machine',
     '- floor: the same class and steps in one process: the generator, `session.run` per item, the labelling',

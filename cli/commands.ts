@@ -16,6 +16,7 @@ import {
   rollbackCommand,
 } from './rollout.js';
 import { STATUS_FLAGS, STATUS_HELP, StatusFlagsSchema, statusCommand } from './status.js';
+import { TUNE_ARGS, TUNE_FLAGS, TUNE_HELP, TuneFlagsSchema, tuneCommand } from './tune.js';
 import { UP_FLAGS, UP_HELP, UpFlagsSchema, upCommand } from './up.js';
 
 export interface Command {
@@ -111,5 +112,14 @@ export const COMMANDS: readonly Command[] = [
     help: STATUS_HELP,
     schema: StatusFlagsSchema,
     run: statusCommand,
+  },
+  {
+    name: 'tune',
+    summary: 'deploy a model in a sweep of layouts, load each, and print the fastest and its spec',
+    args: TUNE_ARGS,
+    flags: TUNE_FLAGS,
+    help: TUNE_HELP,
+    schema: TuneFlagsSchema,
+    run: tuneCommand,
   },
 ];

@@ -52,7 +52,11 @@ export const HEAD_FLAGS: readonly FlagDef[] = [
   },
   {
     name: 'http-handoff',
-    help: "replicas on this host serve their deployment's inference connections\nthemselves, handed over by the head: no worker between client and\nmodel; balanced by connection; a replica's connections end with it\n(needs --http-workers above 0; docs/front-door.md)",
+    help: "every replica on this host serves its deployment's inference\nconnections itself, handed over by the head, however many replicas\n(balanced by connection; a replica's connections end with it). By\ndefault only a model's lone replica does (docs/front-door.md)",
+  },
+  {
+    name: 'no-http-handoff',
+    help: 'no replica serves HTTP itself: the front-door workers serve every\ninference connection',
   },
 ];
 
@@ -88,6 +92,7 @@ export const HeadFlagsSchema = z.object({
   httpWorkers: z.coerce.number().int('must be a whole number').min(0).max(64).optional(),
   streamIdleS: z.coerce.number().positive('must be above 0').max(86_400).optional(),
   httpHandoff: z.boolean().optional(),
+  noHttpHandoff: z.boolean().optional(),
 });
 
 /**
@@ -130,6 +135,8 @@ export async function headCommand(argv: string[]): Promise<void> {
   const token = flags.token ?? process.env.TROUPE_TOKEN;
   if (flags.noGrpc && flags.grpcPort !== undefined)
     throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --grpc-port and --no-grpc contradict each other; give one');
+  if (flags.httpHandoff && flags.noHttpHandoff)
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --http-handoff and --no-http-handoff contradict each other; give one');
   if (flags.httpHandoff && flags.httpWorkers === 0)
     throw new TroupeError(
       'TROUPE_ERR_BAD_FLAG',
@@ -155,7 +162,7 @@ export async function headCommand(argv: string[]): Promise<void> {
     ...(flags.maxConnections !== undefined ? { maxConnections: flags.maxConnections } : {}),
     ...(flags.httpWorkers !== undefined ? { httpWorkers: flags.httpWorkers } : {}),
     ...(flags.streamIdleS !== undefined ? { streamIdleMs: Math.round(flags.streamIdleS * 1000) } : {}),
-    ...(flags.httpHandoff ? { httpHandoff: true } : {}),
+    ...(flags.httpHandoff ? { httpHandoff: true } : flags.noHttpHandoff ? { httpHandoff: false } : {}),
     jobs: {
       ...(flags.jobTtlS !== undefined ? { ttlMs: Math.round(flags.jobTtlS * 1000) } : {}),
       ...(flags.maxJobs !== undefined ? { maxJobs: flags.maxJobs } : {}),

@@ -21,8 +21,9 @@ export const UP_FLAGS: readonly FlagDef[] = [
   { name: 'simulate-gpus', value: 'N', help: 'give the local agent N simulated GPUs (default 0)' },
   {
     name: 'http-handoff',
-    help: "replicas serve their deployment's HTTP inference connections\nthemselves (troupe head --http-handoff; docs/front-door.md)",
+    help: "every replica serves its deployment's HTTP inference connections\nitself (troupe head --http-handoff; by default only a model's lone\nreplica does; docs/front-door.md)",
   },
+  { name: 'no-http-handoff', help: 'the front-door workers serve every inference connection' },
 ];
 
 export const UP_HELP = helpOf(
@@ -39,6 +40,7 @@ export const UpFlagsSchema = z.object({
   dataDir: z.string().min(1).default('.troupe'),
   simulateGpus: z.coerce.number().int('must be a whole number').min(0).max(64).default(0),
   httpHandoff: z.boolean().optional(),
+  noHttpHandoff: z.boolean().optional(),
 });
 
 /** The compiled examples (dist/examples/): the only modules fn steps of `troupe up` may name. */
@@ -70,6 +72,7 @@ export async function upCommand(argv: string[]): Promise<void> {
       ...(flags.grpcPort !== undefined ? ['--grpc-port', String(flags.grpcPort)] : []),
       ...(flags.noGrpc ? ['--no-grpc'] : []),
       ...(flags.httpHandoff ? ['--http-handoff'] : []),
+      ...(flags.noHttpHandoff ? ['--no-http-handoff'] : []),
     ],
     /listening on (\S+(?: and gRPC on \S+)?)/,
     30_000,

@@ -50,7 +50,9 @@ export interface HeadOptions {
    * Replicas on this host serve the HTTP connections of their deployment themselves, handed over
    * by the head (head/front-door/handoff-doors.ts): no worker between client and model, balanced
    * by connection, and a replica's connections end with it. Needs front-door workers (for the
-   * requests a replica does not serve) and the handoff addon. Default false.
+   * requests a replica does not serve) and the handoff addon. Absent (the default): only while a
+   * model has one READY replica, where balancing by connection moves nothing and there is no other
+   * replica to retry on; true: every replica, however many; false: none.
    */
   httpHandoff?: boolean;
   /** How long a client or agent connection may say nothing before it is closed (default 10 s). */

@@ -122,10 +122,14 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   let frontDoor: FrontDoor | undefined;
   let forwarder: InferenceForwarder | undefined;
   let split: ConnectionSplit | undefined;
+  // Replicas serve HTTP themselves by default where that is safe (handoff-doors.ts HandoffMode);
+  // `httpHandoff: true` hands connections to every replica, `false` to none.
   const doors =
-    httpWorkers > 0 && options.httpHandoff
+    httpWorkers > 0 && options.httpHandoff !== false
       ? HandoffDoors.create({
           log,
+          mode: options.httpHandoff === true ? 'always' : 'auto',
+          readyReplicas: (deployment) => state.deployments.get(deployment)?.actors.filter((a) => a.state === 'READY').length ?? 0,
           serveHere: (socket, head) => split?.serveHere(socket, head),
           labels: (deployment) => {
             const d = state.deployments.get(deployment);
@@ -142,6 +146,14 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           }),
         })
       : undefined;
+  // describe() and the status page say who serves each deployment's HTTP, and why.
+  const noDoors =
+    httpWorkers === 0
+      ? '--http-workers 0: the head serves HTTP itself'
+      : options.httpHandoff === false
+        ? 'handoff turned off (--no-http-handoff): the front-door workers serve HTTP'
+        : 'this head cannot pass connections on (no handoff addon): the front-door workers serve HTTP';
+  state.httpServing = (deployment) => doors?.serving(deployment) ?? { byReplica: false, why: noDoors };
   const backend = stateBackend(state, graphs);
   const inference = fastInference({ backend, gate, token: options.token, host, maxBodyBytes, log });
   const app = Fastify({

@@ -318,6 +318,7 @@ export class NodeAgent {
     if (message.threads !== undefined) env.TROUPE_THREADS = String(message.threads);
     if (message.instances !== undefined) env.TROUPE_INSTANCES = String(message.instances);
     if (message.batch) env.TROUPE_BATCH = JSON.stringify(message.batch);
+    if (message.autoLayoutReplicas !== undefined) env.TROUPE_AUTO_LAYOUT_REPLICAS = String(message.autoLayoutReplicas);
     if (message.multiplex) env.TROUPE_MULTIPLEX = JSON.stringify(message.multiplex);
     const relayed = this.#options.actorLinks === 'relay';
     if (relayed) env.TROUPE_HEAD_LINK = 'agent';

@@ -38,6 +38,7 @@ export {
   HeadToActorSchema,
   TenantReplySchema,
   TenantStateSchema,
+  ReplicaLayoutSchema,
 } from './protocol/actor.js';
 export type {
   ActorCall,
@@ -52,6 +53,7 @@ export type {
   HeadToActor,
   TenantReply,
   TenantState,
+  ReplicaLayout,
 } from './protocol/actor.js';
 export {
   AGENT_LEAVING,
@@ -94,15 +96,19 @@ export {
   BatchSchema,
   ClassArgsSchema,
   ClassLabelsSchema,
+  DEFAULT_BATCH_MAX_SIZE,
   EVERY_OUTPUT,
   LabelListSchema,
   LabelsSchema,
   MAX_CLASS_ARGS_BYTES,
   GRAPH_MODEL_FILE,
+  MAX_INSTANCES,
   MIN_REPLICA_CPUS,
   ModelDeploymentSchema,
   MultiplexSchema,
   VersionSchema,
+  batchMaxSizeOf,
+  batchesByDefault,
   classLabels,
   labelFilesOf,
 } from './spec.js';

@@ -41,6 +41,28 @@ export const BatchSchema = z
   .strict();
 export type BatchSpec = z.output<typeof BatchSchema>;
 
+/**
+ * Most rows a run when a deployment names no batching and its replicas batch (the benchmarks' size):
+ * a call that finds its replica idle runs at once, so batching costs no latency at low load.
+ */
+export const DEFAULT_BATCH_MAX_SIZE = 64;
+
+type BatchedSpec = { batch?: BatchSpec | undefined; kind?: string | undefined; multiplex?: unknown; model: string };
+
+/**
+ * Whether a deployment that names no batching may batch: a model deployment of one ONNX file,
+ * whose replica chooses at load (actors/auto-layout.ts). Graph files, multiplexed models, fn steps
+ * and class actors run one call at a time unless told otherwise, as before.
+ */
+export function batchesByDefault(spec: BatchedSpec): boolean {
+  return (spec.kind ?? 'model') === 'model' && !spec.multiplex && !GRAPH_MODEL_FILE.test(spec.model);
+}
+
+/** The most rows a replica of `spec` may put in one run: its batch's, or the most a replica may choose. */
+export function batchMaxSizeOf(spec: BatchedSpec): number {
+  return spec.batch?.maxSize ?? (batchesByDefault(spec) ? DEFAULT_BATCH_MAX_SIZE : 1);
+}
+
 /** Autoscaling on load: queued plus in-flight calls per replica, with hysteresis delays. */
 export const AutoscaleSchema = z
   .object({
@@ -274,8 +296,12 @@ export const ModelDeploymentSchema = z
     instances: z.number().int().min(1).max(MAX_INSTANCES).optional(),
     /** Calls allowed to wait for a replica; past it new calls fail at once with TROUPE_ERR_OVERLOADED. */
     maxQueue: z.number().int().min(0).max(1_000_000).default(1024),
-    /** Dynamic batching; off (maxSize 1) unless asked for. */
-    batch: BatchSchema.default({ maxSize: 1, maxDelayMs: 0 }),
+    /**
+     * Dynamic batching. Absent: each replica chooses at load from the model's measured cost
+     * (actors/auto-layout.ts): up to DEFAULT_BATCH_MAX_SIZE rows a run, run at once when idle, for a
+     * model whose lone call is cheap or that runs on a GPU; off (maxSize 1) for a costly model on a CPU.
+     */
+    batch: BatchSchema.optional(),
     /** Retries of a call whose actor died before answering (inference is idempotent). */
     maxRetries: z.number().int().min(0).max(10).default(2),
     /** Opt-in autoscaling between minReplicas and maxReplicas; `replicas` is the starting count. */

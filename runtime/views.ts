@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ActorStatsSchema } from './protocol/actor.js';
+import { ActorStatsSchema, ReplicaLayoutSchema } from './protocol/actor.js';
 import { ModelMetadataSchema, TensorInfoSchema } from './protocol/common.js';
 import { GpuSchema, NodeResourcesSchema } from './resources.js';
 
@@ -27,6 +27,8 @@ export const ActorViewSchema = z.object({
   visibleDevices: z.string().nullable(),
   /** Sessions of its model the actor holds (a deployment's `instances`), once it has said it is READY. */
   instances: z.number().optional(),
+  /** How a model actor runs its model and why, once it has said it is READY (actors/auto-layout.ts). */
+  layout: ReplicaLayoutSchema.optional(),
   /** GPU memory the actor process holds, from nvidia-smi (null when unknown or simulated). */
   gpuMemoryMiB: z.number().nullable(),
   /** The actor's running totals: calls, batches, rows, calls expired unrun, time in queue and compute. */
@@ -64,6 +66,12 @@ export const DeploymentViewSchema = z.object({
     .optional(),
   /** The deployment this one runs a version of. */
   versionOf: z.string().optional(),
+  /**
+   * How a model deployment runs, once a replica has said: `chosen` (replicas x instances x threads,
+   * batching, who serves its HTTP) and `reason`, why; `auto` when its replicas chose their layout at
+   * load because the deployment named none (docs/performance.md#fast-by-default).
+   */
+  layout: z.object({ chosen: z.string(), reason: z.string(), auto: z.boolean() }).optional(),
 });
 export type DeploymentView = z.infer<typeof DeploymentViewSchema>;
 

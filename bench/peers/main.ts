@@ -178,7 +178,7 @@ function versions(): string[] {
 
 function report(outcomes: Outcome[], started: Date): string {
   const out: string[] = ['# Troupe beside Ray Serve, KServe and BentoML', ''];
-  out.push(systemLine(), ...versions());
+  out.push(systemLine('bench:peers', 'bench/peers/main.ts'), ...versions());
   out.push(
     `- run: \`npm run bench:peers\`, ${started.toISOString()} to ${new Date().toISOString()}; each load ${SECONDS} s closed loop after an unmeasured warm-up, from the same machine (the load generator shares the two cores); one system at a time`,
     `- load: one generator for every system (undici at concurrency 1, autocannon above; images: ${IMAGE_LOAD_GENERATOR}); each system gets its own request form for one row (Troupe and KServe: Open Inference Protocol with binary tensors; Ray Serve: the tensor's raw bytes; BentoML: its JSON IO)`,

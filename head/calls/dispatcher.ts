@@ -1,4 +1,5 @@
 import { CallQueue, replicaCallLimit } from '../../runtime/internal.js';
+import { servedLayout } from '../state/deployment-layout.js';
 import type { QueueTarget, Replica, TroupeError } from '../../runtime/internal.js';
 import type { DeploymentRecord } from '../state/records.js';
 import { MethodQueue } from './method-queue.js';
@@ -19,7 +20,7 @@ function targetOf(d: DeploymentRecord): QueueTarget {
       return d.spec.multiplex?.maxModels;
     },
     get perReplicaLimit() {
-      return replicaCallLimit(d.spec.batch.maxSize);
+      return replicaCallLimit(servedLayout(d).batchMaxSize);
     },
     *replicas(): Iterable<Replica> {
       for (const a of d.actors) if (a.state === 'READY' && a.link && !a.link.closed) yield a.link;

@@ -40,6 +40,7 @@ export function serveActor(
             if (message.methods) actor.classMethods = message.methods;
             if (message.streams) actor.classStreams = message.streams;
             if (message.instances) actor.instances = message.instances;
+            if (message.layout) actor.layout = message.layout;
             controller.actorReady(
               actor,
               link,

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import { descriptorOf, handoffAddon, socketOverDescriptor } from '../../runtime/internal.js';
 import type { ActorToHead, Channel, ClassLabels, HandoffAddon, HeadToActor, HeadToActorReplies, Logger } from '../../runtime/internal.js';
 import type { ActorRecord } from '../state/records.js';
+import type { HttpServing } from '../state/deployment-layout.js';
 
 type ActorChannel = Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies>;
 
@@ -20,7 +21,20 @@ interface Door {
   connections: number;
 }
 
+/**
+ * When connections are handed over. `always` (`--http-handoff`): to a READY replica with a door,
+ * whatever the deployment. `auto` (the default): only while the model has one READY replica, and it
+ * has a door. Balancing by connection cannot unbalance a lone replica, and its crash fails the calls
+ * in it whichever process holds the client's connection (there is no other replica to retry on);
+ * with several replicas the front-door workers balance request by request and retry a dead
+ * replica's calls on another (docs/front-door.md#replicas-serving-http).
+ */
+export type HandoffMode = 'auto' | 'always';
+
 export interface HandoffDoorsOptions {
+  mode: HandoffMode;
+  /** READY replicas of a deployment, wherever they run (a door is only on the head's host). */
+  readyReplicas: (deployment: string) => number;
   /** The settings actors serve with; asked when a door opens (the relay port is known once the workers started). */
   settings: () => DoorSettings;
   /** A deployment's class labels, passed to its replicas for the classification extension. */
@@ -91,6 +105,35 @@ export class HandoffDoors {
     );
   }
 
+  /** Which process serves `deployment`'s HTTP inference connections now, and why. */
+  serving(deployment: string): HttpServing {
+    const doors = [...this.#byActor.values()].filter((d) => d.actor.deployment === deployment && d.actor.state === 'READY').length;
+    const ready = this.#options.readyReplicas(deployment);
+    if (this.#draining) return { byReplica: false, why: 'the head is draining' };
+    if (doors === 0)
+      return {
+        byReplica: false,
+        why:
+          ready === 0
+            ? 'no READY replica yet: the front-door workers take its connections'
+            : "no replica with a door open on the head's host (on another host, its door still opening, or its handoff socket failed): the front-door workers serve it",
+      };
+    if (this.#options.mode === 'always')
+      return {
+        byReplica: true,
+        why: `--http-handoff: ${doors} replica${doors === 1 ? '' : 's'} serve HTTP themselves, balanced by connection`,
+      };
+    if (ready === 1)
+      return {
+        byReplica: true,
+        why: 'its one replica serves its HTTP connections itself, handed over by the head (with one replica, balancing by connection balances nothing away)',
+      };
+    return {
+      byReplica: false,
+      why: `${ready} replicas: the front-door workers balance its requests one by one and retry a lost replica's calls on another (a replica serves HTTP itself only while it is its model's only one; --http-handoff hands connections to several)`,
+    };
+  }
+
   /** Hands `socket` (`head`: the bytes read of it) to a READY replica of the deployment its first request names; false when none can take it. */
   take(socket: Socket, head: Buffer): boolean {
     if (this.#draining || this.#byActor.size === 0) return false;
@@ -102,6 +145,7 @@ export class HandoffDoors {
     } catch {
       return false;
     }
+    if (this.#options.mode === 'auto' && this.#options.readyReplicas(name) !== 1) return false;
     let best: Door | undefined;
     for (const door of this.#byActor.values()) {
       if (door.actor.deployment !== name || door.actor.state !== 'READY') continue;

@@ -7,6 +7,7 @@ import type { DeploymentRecord } from '../state/records.js';
 import type { TritonModelStat } from '../state/inference-statistics.js';
 import { versionMap } from '../control/versions.js';
 import { tenantMetadata, tenantNamed, tenantStats } from '../control/tenants.js';
+import { servedLayout } from '../state/deployment-layout.js';
 
 /**
  * A deployment as Triton's model configuration (model_config.proto, in the JSON shape Triton's
@@ -78,7 +79,7 @@ function dims(shape: readonly (number | string)[]): number[] {
  * dims leave the batch axis out; otherwise max_batch_size is 0 and dims are the full shape.
  */
 function batches(d: DeploymentRecord, inputs: readonly TensorInfo[], outputs: readonly TensorInfo[]): boolean {
-  return d.spec.batch.maxSize > 1 && [...inputs, ...outputs].every((t) => typeof t.shape[0] === 'string');
+  return servedLayout(d).batchMaxSize > 1 && [...inputs, ...outputs].every((t) => typeof t.shape[0] === 'string');
 }
 
 function inputConfig(t: TensorInfo, tensorDims: number[]): TritonModelConfig['input'][number] {
@@ -106,7 +107,7 @@ export function tritonModelConfig(d: DeploymentRecord, as?: { name: string; meta
     platform: kind === 'model' ? 'onnxruntime_onnx' : '',
     backend: kind === 'model' ? 'onnxruntime' : PLATFORMS[kind],
     version_policy: { latest: { num_versions: 1 } },
-    max_batch_size: batching ? spec.batch.maxSize : 0,
+    max_batch_size: batching ? servedLayout(d).batchMaxSize : 0,
     input: metadata.inputs.map((t) => inputConfig(t, shapeOf(t))),
     output: metadata.outputs.map((t) =>
       outputConfig(t, shapeOf(t), labelFilesOf(spec.labels)?.[t.name] ?? labelFilesOf(spec.labels)?.[EVERY_OUTPUT] ?? ''),
@@ -115,16 +116,16 @@ export function tritonModelConfig(d: DeploymentRecord, as?: { name: string; meta
       {
         name: spec.name,
         kind: spec.gpus > 0 ? 'KIND_GPU' : 'KIND_CPU',
-        count: spec.replicas * (spec.instances ?? 1),
+        count: spec.replicas * servedLayout(d).instances,
         gpus: spec.gpus > 0 ? gpus : [],
       },
     ],
     ...(batching
       ? {
           dynamic_batching: {
-            preferred_batch_size: spec.batch.preferredSizes ?? [],
+            preferred_batch_size: spec.batch?.preferredSizes ?? [],
             // Troupe's batches wait for nothing unless waitWhenIdle asks (docs/batching.md).
-            max_queue_delay_microseconds: spec.batch.waitWhenIdle ? Math.round(spec.batch.maxDelayMs * 1000) : 0,
+            max_queue_delay_microseconds: spec.batch?.waitWhenIdle ? Math.round(spec.batch.maxDelayMs * 1000) : 0,
             preserve_ordering: false,
             default_queue_policy: {
               timeout_action: 'REJECT',

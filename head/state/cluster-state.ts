@@ -5,6 +5,8 @@ import { HeadMetrics } from './metrics.js';
 import { inFlightOf } from './records.js';
 import type { ActorRecord, ClusterRecords, DeploymentRecord, NodeRecord } from './records.js';
 import { RouteBook } from './route-book.js';
+import { layoutView } from './deployment-layout.js';
+import type { HttpServing } from './deployment-layout.js';
 import { versionDeploymentName } from '../control/versions.js';
 
 /** Everything the head knows about the cluster, and how it looks to users. */
@@ -21,6 +23,9 @@ export class ClusterState implements ClusterRecords {
    * call that found it at zero replicas.
    */
   autoscaleNow: (d: DeploymentRecord) => void = () => {};
+
+  /** Set by the head's server: which process serves a deployment's HTTP inference, and why (head/front-door/handoff-doors.ts). */
+  httpServing: (deployment: string) => HttpServing | undefined = () => undefined;
 
   nodeName(id: string | null): string | null {
     return id === null ? null : (this.nodes.get(id)?.name ?? id);
@@ -42,6 +47,7 @@ export class ClusterState implements ClusterRecords {
       inFlight: inFlightOf(a),
       visibleDevices: a.visibleDevices,
       ...(a.instances !== undefined ? { instances: a.instances } : {}),
+      ...(a.layout ? { layout: a.layout } : {}),
       gpuMemoryMiB: a.gpuMemoryMiB,
       stats: a.stats,
     };
@@ -66,7 +72,13 @@ export class ClusterState implements ClusterRecords {
       actors: d.actors.map((a) => this.actorView(a)),
       ...(versions ? { versions } : {}),
       ...(d.spec.versionOf !== undefined ? { versionOf: d.spec.versionOf } : {}),
+      ...this.#layout(d),
     };
+  }
+
+  #layout(d: DeploymentRecord): { layout?: NonNullable<DeploymentView['layout']> } {
+    const layout = (d.spec.kind ?? 'model') === 'model' ? layoutView(d, this.httpServing(d.spec.name)) : undefined;
+    return layout ? { layout } : {};
   }
 
   #ownState(d: DeploymentRecord): DeploymentView['state'] {

@@ -1,4 +1,4 @@
-import { labelFilesOf, newId, newSecret, sameSecret } from '../../runtime/internal.js';
+import { batchesByDefault, labelFilesOf, newId, newSecret, sameSecret } from '../../runtime/internal.js';
 import type { HeadToAgent, ModelDeployment, ModelMetadata } from '../../runtime/internal.js';
 import { DeploymentStats } from './deployment-stats.js';
 import { ColdStart } from '../calls/cold-start.js';
@@ -156,6 +156,11 @@ export function returnToPending(a: ActorRecord, why: string): void {
   a.reason = `${why}; waiting for placement`;
 }
 
+/** Whether a deployment leaves its replicas' layout to them: a model of one ONNX file, no threads, instances or CPUs named. */
+function autoLayout(spec: DeploymentRecord['spec']): boolean {
+  return batchesByDefault(spec) && spec.threads === undefined && spec.instances === undefined && spec.cpus === 1;
+}
+
 /** The agent's order to start this actor's process for deployment `d`. */
 export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Extract<HeadToAgent, { type: 'startActor' }>, 'id'> {
   return {
@@ -167,9 +172,13 @@ export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Ext
     gpus: a.gpus,
     // onnxruntime would otherwise start a thread per core in every actor and, with several
     // actors on a node, oversubscribe it; the actor's CPU budget is its thread count, shared by its instances.
-    threads: d.spec.threads ?? Math.max(1, Math.round(d.spec.cpus / (d.spec.instances ?? 1))),
+    // A model deployment that names none of threads, instances or CPUs leaves them to the replica,
+    // which measures its model at load (actors/auto-layout.ts).
+    ...(autoLayout(d.spec)
+      ? { autoLayoutReplicas: d.spec.replicas }
+      : { threads: d.spec.threads ?? Math.max(1, Math.round(d.spec.cpus / (d.spec.instances ?? 1))) }),
     ...((d.spec.instances ?? 1) > 1 ? { instances: d.spec.instances } : {}),
-    batch: d.spec.batch,
+    ...(d.spec.batch ? { batch: d.spec.batch } : {}),
     ...(d.spec.kind === 'fn' ? { kind: 'fn' as const, fn: d.spec.model } : {}),
     ...(d.spec.multiplex ? { multiplex: d.spec.multiplex } : {}),
     ...(d.spec.kind === 'class' ? { kind: 'class' as const, fn: d.spec.model, args: d.spec.args ?? [] } : {}),

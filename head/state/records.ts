@@ -12,6 +12,7 @@ import type {
   NodeResources,
   NodeState,
   Replica,
+  ReplicaLayout,
   TroupeError,
 } from '../../runtime/internal.js';
 import type { AgentLink } from '../control/agent-link.js';
@@ -64,6 +65,8 @@ export interface ActorRecord {
   visibleDevices: string | null;
   /** Sessions of its model the actor said it holds (model instances), once it said `ready`. */
   instances?: number;
+  /** How a model actor said it runs its model, and why, once it said `ready` (actors/auto-layout.ts). */
+  layout?: ReplicaLayout;
   gpuMemoryMiB: number | null;
   memoryBytes: number;
   /** The actor's own running totals (batches, rows, expired calls...), about once a second. */

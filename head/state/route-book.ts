@@ -1,4 +1,5 @@
 import { replicaCallLimit } from '../../runtime/internal.js';
+import { servedLayout } from './deployment-layout.js';
 import type { Channel, ClientToHead, HeadToClient, Routes } from '../../runtime/internal.js';
 import type { DeploymentRecord } from './records.js';
 import { versionName } from '../control/versions.js';
@@ -54,7 +55,7 @@ export class RouteBook {
       deployment: name,
       ...(version !== undefined ? { version } : {}),
       replicas,
-      perReplicaLimit: replicaCallLimit(d?.spec.batch.maxSize ?? 1),
+      perReplicaLimit: replicaCallLimit(d ? servedLayout(d).batchMaxSize : 1),
       maxQueue: d?.spec.maxQueue ?? 0,
       maxRetries: d?.spec.maxRetries ?? 0,
     };

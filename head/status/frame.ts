@@ -4,7 +4,8 @@ import { headLoopDelay } from '../state/event-loop.js';
 import { versionDeploymentName } from '../control/versions.js';
 import { readinessBody, serverReadiness } from '../control/readiness.js';
 import type { ClusterState } from '../state/cluster-state.js';
-import type { ActorRecord, NodeRecord } from '../state/records.js';
+import type { ActorRecord, DeploymentRecord, NodeRecord } from '../state/records.js';
+import { layoutView } from '../state/deployment-layout.js';
 import type {
   ActorStateName,
   StatusActor,
@@ -130,6 +131,10 @@ export class StatusFrame {
       if (list) list.push(a);
       else this.#placed.set(a.nodeId!, [a]);
     }
+    const layoutOf = (d: DeploymentRecord) => {
+      const layout = (d.spec.kind ?? 'model') === 'model' ? layoutView(d, state.httpServing(d.spec.name)) : undefined;
+      return layout ? { layout: { chosen: layout.chosen, reason: layout.reason } } : {};
+    };
     this.deployments = [...state.deployments.values()].map((d): StatusDeployment => {
       // Not state.deploymentView(d): that builds a view of every actor, 15,000 objects a second at 3,000 nodes.
       const name = d.spec.name;
@@ -176,6 +181,7 @@ export class StatusFrame {
         meanBatch: store.mean(seriesId('batch', name), SMOOTHING_SAMPLES),
         states,
         ...(d.spec.multiplex ? { models: topModels(d.actors) } : {}),
+        ...layoutOf(d),
       };
     });
     this.graphs = topLevel(graphs);

@@ -210,6 +210,23 @@ export const ActorStatsSchema = z.object({
 export type ActorStats = z.infer<typeof ActorStatsSchema>;
 export type HeadToActor = z.infer<typeof HeadToActorSchema>;
 
+/**
+ * How a model replica runs its model: sessions, intra-op threads each, rows a run, whether a
+ * session is on an inference thread, and why (`chosen: 'auto'` where the deployment left it to the
+ * replica, actors/auto-layout.ts; `'spec'` where the deployment named threads or instances).
+ */
+export const ReplicaLayoutSchema = z.object({
+  instances: z.number().int().min(1).max(MAX_INSTANCES),
+  threads: z.number().int().min(1).max(256),
+  batchMaxSize: z.number().int().min(1).max(65_536),
+  inferenceThread: z.boolean(),
+  /** A lone call's run at the declared shape, measured at load (ms). */
+  runMs: z.number().min(0).optional(),
+  chosen: z.enum(['auto', 'spec']),
+  reason: z.string().max(1000),
+});
+export type ReplicaLayout = z.infer<typeof ReplicaLayoutSchema>;
+
 /** actor -> head. `ready` follows the warm-up inference; `loadFailed` ends the actor. */
 export const ActorToHeadSchema = z.discriminatedUnion('type', [
   z.object({
@@ -229,6 +246,8 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
     methods: ClassMethodsSchema.optional(),
     /** Sessions of its model the actor holds, when more than one (actors/model-instances.ts). */
     instances: z.number().int().min(2).max(MAX_INSTANCES).optional(),
+    /** How a model actor runs its model, and why (actors/auto-layout.ts). */
+    layout: ReplicaLayoutSchema.optional(),
     /** Which of those methods are generators: a graph step on one streams its items on (runtime/graph/stream-executor.ts). */
     streams: z.array(z.string().max(128)).max(1024).optional(),
     /** The lines of the label files the deployment names, keyed as the agent passed them (runtime/spec.ts labelFilesOf). */
@@ -264,6 +283,12 @@ export const ActorEnvSchema = z.object({
   TROUPE_THREADS: z.coerce.number().int().min(1).max(256).optional(),
   /** Model instances: sessions of the model, each on a thread of its own, the last on the main thread (actors/model-instances.ts). */
   TROUPE_INSTANCES: z.coerce.number().int().min(1).max(MAX_INSTANCES).optional(),
+  /**
+   * Set when the deployment names neither threads nor instances (nor CPUs): the replica picks its
+   * sessions and threads at load from the host's cores, this count of replicas and the model's
+   * measured cost (actors/auto-layout.ts).
+   */
+  TROUPE_AUTO_LAYOUT_REPLICAS: z.coerce.number().int().min(0).max(256).optional(),
   /**
    * Where a model's session runs: on an inference thread of its own, so the actor reads and parses
    * the next calls while one infers (`always`), on the actor's main thread (`never`), or decided at

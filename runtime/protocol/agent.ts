@@ -126,6 +126,8 @@ export const HeadToAgentSchema = z.discriminatedUnion('type', [
     /** Model instances in the actor (sessions, each on a thread of its own: the last on the main thread). */
     instances: z.number().int().min(2).max(MAX_INSTANCES).optional(),
     batch: BatchSchema.optional(),
+    /** Where the deployment left its layout to the replica (no threads, instances or CPUs named): its replica count (actors/auto-layout.ts). */
+    autoLayoutReplicas: z.number().int().min(0).max(256).optional(),
     /** 'fn' starts a fn actor (actors/fn-host) for graph steps, 'class' a class actor (actors/class-host), instead of a model actor. */
     kind: z.enum(['model', 'fn', 'class']).optional(),
     /** For kind 'fn' and 'class': `path#export`, resolved inside the agent's --module-dir. */

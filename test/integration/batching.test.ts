@@ -133,7 +133,7 @@ describe('dynamic batching, back-pressure, deadlines, retries', { timeout: 180_0
 
   test('a full queue fails new calls at once with OVERLOADED; the accepted ones all succeed', async () => {
     // One replica may hold 2 calls (maxSize 1), one more may wait: the other 5 are refused.
-    await client.deploy({ name: 'slow', model: 'mobilenet.onnx', threads: 1, maxQueue: 1 });
+    await client.deploy({ name: 'slow', model: 'mobilenet.onnx', threads: 1, maxQueue: 1, batch: { maxSize: 1 } });
     const x = tensor('float32', [4, 3, 224, 224], seededFloats(4 * 3 * 224 * 224, 9));
     const order: string[] = [];
     const calls = Array.from({ length: 8 }, (_, i) =>

@@ -84,7 +84,7 @@ describe('front door: inference-protocol connections served by worker processes'
   let cluster: TestCluster;
 
   before(async () => {
-    cluster = await startCluster({ headArgs: ['--http-workers', '2', '--max-body-mib', '2'] });
+    cluster = await startCluster({ headArgs: ['--http-workers', '2', '--max-body-mib', '2', '--no-http-handoff'] });
     const put = await call(cluster.url, 'PUT', '/api/v1/deployments/mlp', {
       body: JSON.stringify({ model: 'mlp.onnx', threads: 1, batch: { maxSize: 8 } }),
       headers: { 'content-type': 'application/json' },
@@ -375,7 +375,7 @@ describe('front door: inference-protocol connections served by worker processes'
 
 describe('front door: shutting down', { timeout: 60_000 }, () => {
   test('a connection that never sends a byte does not hold up the head’s exit', async () => {
-    const cluster = await startCluster({ headArgs: ['--http-workers', '1'] });
+    const cluster = await startCluster({ headArgs: ['--http-workers', '1', '--no-http-handoff'] });
     try {
       const url = new URL(cluster.url);
       const silent = connectTcp(Number(url.port), url.hostname);
@@ -397,7 +397,7 @@ describe('front door: shutting down', { timeout: 60_000 }, () => {
 
   test('a head that handed connections to its workers exits on SIGTERM without waiting out the drain', async () => {
     // A drain bound far beyond the wait below: only a shutdown that finishes by itself passes.
-    const cluster = await startCluster({ headArgs: ['--http-workers', '1', '--drain-ms', '600000'] });
+    const cluster = await startCluster({ headArgs: ['--http-workers', '1', '--drain-ms', '600000', '--no-http-handoff'] });
     try {
       // Answered by the worker the connection was handed to; the client has closed it by the time the head stops.
       assertError(await postFresh(cluster.url, '/v2/models/nope/infer', '{}'), 404, 'TROUPE_ERR_UNKNOWN_DEPLOYMENT', /nope/);

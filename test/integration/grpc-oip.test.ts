@@ -61,8 +61,8 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
   before(async () => {
     cluster = await startCluster({ headArgs: ['--max-body-mib', '4'], agents: [['--cpus', '8']] });
     for (const [name, body] of [
-      ['mlp', { model: 'mlp.onnx', threads: 1, cpus: 0.25 }],
-      ['slow', { model: 'mobilenet.onnx', threads: 1, cpus: 0.25, maxQueue: 1 }],
+      ['mlp', { model: 'mlp.onnx', threads: 1, cpus: 0.25, batch: { maxSize: 1 } }],
+      ['slow', { model: 'mobilenet.onnx', threads: 1, cpus: 0.25, maxQueue: 1, batch: { maxSize: 1 } }],
     ] as const) {
       const put = await call(cluster.url, 'PUT', `/api/v1/deployments/${name}`, { body: JSON.stringify(body), headers: JSON_HEADERS });
       assert.equal(put.status, 201, put.body.toString());

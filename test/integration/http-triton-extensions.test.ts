@@ -70,7 +70,7 @@ describe('HTTP: Triton model configuration, repository and statistics extensions
   before(async () => {
     cluster = await startCluster({ headArgs: ['--token', TOKEN], agents: [['--token', TOKEN]] });
     client = await connect(cluster.url, { token: TOKEN });
-    await client.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1, cpus: 0.5 });
+    await client.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1, cpus: 0.5, batch: { maxSize: 1 } });
     await client.deploy({ name: 'mlp8', model: 'mlp.onnx', threads: 1, cpus: 0.5, batch: { maxSize: 8, preferredSizes: [4, 8] } });
   });
   after(async () => {

@@ -11,7 +11,8 @@ describe('Controller: deploy', { timeout: 10_000 }, () => {
     const deploy = track(c.controller.deploy(c.spec('mlp', 2)));
     assert.deepEqual([a.agent.starts.length, b.agent.starts.length], [1, 1], 'spread: one replica per node');
     const order = a.agent.starts[0]!.order;
-    assert.deepEqual([order.deployment, order.model, order.threads], ['mlp', 'mlp.onnx', 1]);
+    // Neither threads, instances nor CPUs named: the replica picks its layout at load, told the replica count.
+    assert.deepEqual([order.deployment, order.model, order.threads, order.autoLayoutReplicas], ['mlp', 'mlp.onnx', undefined, 2]);
     assert.equal(order.secret, c.actor(order.actorId).secret, 'the process is started with the secret it will join with');
     assert.deepEqual(c.states('mlp'), ['mlp#0 STARTING', 'mlp#1 STARTING']);
 

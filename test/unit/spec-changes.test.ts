@@ -7,7 +7,9 @@ import { specChanges } from '../../head/control/deployments.js';
 const spec = (input: Partial<ModelDeploymentInput>) => ModelDeploymentSchema.parse({ name: 'mlp', model: 'mlp.onnx', ...input });
 
 test('the same spec, with defaults given or left out, is no change', () => {
-  assert.deepEqual(specChanges(spec({}), spec({ replicas: 1, cpus: 1, batch: { maxSize: 1, maxDelayMs: 0 } })), []);
+  assert.deepEqual(specChanges(spec({}), spec({ replicas: 1, cpus: 1 })), []);
+  // No batch leaves it to the replica (actors/auto-layout.ts): batching named off is a change.
+  assert.deepEqual(specChanges(spec({}), spec({ batch: { maxSize: 1 } })), ['batch']);
 });
 
 test('each key that differs is named, nested values compared whole', () => {

@@ -200,7 +200,9 @@ export function renderDeployments(deployments: StatusDeployment[]): Html {
         <span class="tag">${d.kind}</span>
       </td>
       <td class="mono muted" title="${d.model}">
-        ${d.versions ? versionLines(d) : clip(d.model, 36)}${d.models ? modelsLine(d.models) : ''}
+        ${d.versions ? versionLines(d) : clip(d.model, 36)}${d.models ? modelsLine(d.models) : ''}${
+          d.layout ? html`<div class="small layout" title="${d.layout.reason}">${clip(d.layout.chosen, 90)}</div>` : ''
+        }
       </td>
       <td>${badge(d.state)}${d.unhealthy ? html`<div class="reason" title="${d.unhealthy}">${clip(d.unhealthy, 90)}</div>` : ''}</td>
       <td>

@@ -114,6 +114,8 @@ export interface StatusDeployment {
   promotedFrom?: { version: string; weight: number }[] | undefined;
   /** A multiplexed deployment's models, most called first (at most 10): loads, hits, misses, replicas holding it. */
   models?: { name: string; loads: number; hits: number; misses: number; replicas: number }[] | undefined;
+  /** How a model deployment runs and why, as describe() says it (head/state/deployment-layout.ts). */
+  layout?: { chosen: string; reason: string } | undefined;
 }
 
 export type DagNodeKind = 'input' | 'output' | 'model' | 'fn' | 'combine' | 'split' | 'merge';

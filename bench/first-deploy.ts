@@ -1,0 +1,179 @@
+// What a user's first deploy gets, beside the layouts the docs advised before it was the default
+// and the baselines (issues 43 and 40): `npm run bench:front-door` runs it after bench/front-door.ts;
+// it alone writes bench/RESULTS-first-deploy.md. Every HTTP load comes from one Node client (undici,
+// one connection per request in flight), timed with performance.now: latencies to the microsecond.
+// MLP: the simplest Node HTTP server around one session, unbatched and batched (the same batching
+// window as Troupe's, one process), and Troupe over HTTP OIP binary as first deployed (a model
+// alone), with the defaults before issue 43 (front-door workers, no batching) and as the docs
+// advised (--http-handoff, 2 replicas, batching 64). MobileNet: the same three Troupe layouts
+// against raw onnxruntime-node's best layout, in alternating windows. Bounded: SECONDS per run (default 3).
+import { writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
+import { Pool } from 'undici';
+import { connect } from '../runtime/internal.js';
+import type { ModelDeploymentInput } from '../runtime/internal.js';
+import { startCluster } from '../test/helpers/cluster.js';
+import type { TestCluster } from '../test/helpers/cluster.js';
+import { baselineServer } from './lib/baseline-server.js';
+import { bestLayoutFloor } from './lib/cnn-floor.js';
+import { whenDoorsOpen } from './lib/doors.js';
+import { measureFloor } from './lib/floor.js';
+import { oipRequest } from './lib/http-load.js';
+import { closedLoop } from './lib/load.js';
+import type { LoadResult } from './lib/load.js';
+import { median, report } from './lib/report.js';
+import { systemLine } from './lib/system.js';
+import { fmt } from './lib/table.js';
+
+const SECONDS = Number(process.env.SECONDS ?? 3);
+const WINDOWS = Number(process.env.WINDOWS ?? 3);
+const { say, lines } = report();
+
+type Request = { url: string; headers?: Record<string, string>; body: Buffer | string };
+
+/** `concurrency` kept-alive connections, one request in flight on each, timed to the microsecond. */
+async function load(request: Request, concurrency: number, seconds: number): Promise<LoadResult> {
+  const url = new URL(request.url);
+  const pool = new Pool(url.origin, { connections: concurrency, pipelining: 1 });
+  const options = { path: url.pathname, method: 'POST' as const, headers: request.headers ?? {}, body: request.body };
+  try {
+    return await closedLoop(
+      async () => {
+        const answer = await pool.request(options);
+        await answer.body.arrayBuffer();
+        if (answer.statusCode !== 200) throw new Error(`HTTP ${answer.statusCode}`);
+      },
+      { concurrency, seconds },
+    );
+  } finally {
+    await pool.close();
+  }
+}
+
+/**
+ * Deploys `spec` and, where replicas serve HTTP (`doors`: how many), waits until each has taken a
+ * connection; then says what describe() gives as the layout chosen, and why.
+ */
+async function deploy(cluster: TestCluster, spec: ModelDeploymentInput, doors = 0, probe?: Request): Promise<string> {
+  const client = await connect(cluster.url);
+  try {
+    await client.update({ maxQueue: 100_000, ...spec });
+    if (doors > 0 && probe) await whenDoorsOpen(cluster.url, spec.name, doors, { headers: probe.headers ?? {}, body: probe.body });
+    const view = (await client.describe()).deployments.find((d) => d.name === spec.name);
+    return view?.layout ? `${view.layout.chosen} (${view.layout.reason})` : 'no layout reported';
+  } finally {
+    await client.close();
+  }
+}
+
+const mlpX = new Float32Array(64).map((_, i) => Math.sin(i));
+const image = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i));
+const mlpOip = (url: string) => oipRequest(`${url}/v2/models/mlp/infer`, 'x', [1, 64], mlpX, 'logits', true);
+const cnnOip = (url: string) => oipRequest(`${url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true);
+
+interface Clusters {
+  first: TestCluster;
+  before: TestCluster;
+  advised: TestCluster;
+}
+
+const LABELS = {
+  first: 'Troupe, first deploy (a model alone, default head)',
+  before: 'Troupe, the defaults before issue 43 (front-door workers, batching off)',
+  advised: 'Troupe, as the docs advised (--http-handoff, 2 replicas x 1 thread; the MLP batching 64, MobileNet 1)',
+};
+
+async function mlpSection(c: Clusters, models: TestCluster['models']): Promise<void> {
+  say('\n## Small MLP over HTTP OIP binary (input [1,64] float32)\n');
+  const floor = await measureFloor(models.mlp, { name: 'x', shape: (b) => [b, 64] }, 1, 2, 1);
+  say(`Raw onnxruntime-node \`session.run\` in-process, batch 1, 1 thread: p50 ${fmt(floor.p50Ms, 4)} ms.\n`);
+  const chosen = await deploy(c.first, { name: 'mlp', model: 'mlp.onnx' }, 1, mlpOip(c.first.url));
+  say(`First deploy's layout, as describe() gives it: ${chosen}.\n`);
+  await deploy(c.before, { name: 'mlp', model: 'mlp.onnx', threads: 1, batch: { maxSize: 1 } });
+  await deploy(c.advised, { name: 'mlp', model: 'mlp.onnx', threads: 1, replicas: 2, batch: { maxSize: 64 } }, 2, mlpOip(c.advised.url));
+  const rows: { label: string; c: number; r: LoadResult }[] = [];
+  const baseline: Record<string, Map<number, number>> = { plain: new Map(), batched: new Map() };
+  for (const [key, name, label] of [
+    ['plain', 'plain-http-server', 'simplest Node HTTP server, one session, unbatched'],
+    ['batched', 'batched-http-server', 'simplest Node HTTP server, one session, batching 64 (one process)'],
+  ] as const) {
+    const server = await baselineServer(models.mlp, name);
+    try {
+      for (const c of [1, 64]) {
+        const r = await load({ url: server.url, body: Buffer.from(mlpX.buffer) }, c, SECONDS);
+        baseline[key]!.set(c, r.rps);
+        rows.push({ label, c, r });
+      }
+    } finally {
+      server.stop();
+    }
+  }
+  for (const key of ['first', 'before', 'advised'] as const)
+    for (const n of [1, 64]) rows.push({ label: LABELS[key], c: n, r: await load(mlpOip(c[key].url), n, SECONDS) });
+  say(
+    '| path | in flight | req/s | p50 ms | p99 ms | errors | vs simplest, unbatched | vs simplest, batched | p50 over raw session.run, ms |',
+  );
+  say('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const { label, c: n, r } of rows)
+    say(
+      `| ${label} | ${n} | ${fmt(r.rps)} | ${fmt(r.p50Ms, 3)} | ${fmt(r.p99Ms, 3)} | ${r.errors} | ${fmt(r.rps / baseline.plain!.get(n)!, 2)}x | ${fmt(r.rps / baseline.batched!.get(n)!, 2)}x | ${n === 1 ? fmt(r.p50Ms - floor.p50Ms, 3) : ''} |`,
+    );
+  // Each cluster's agent offers this machine's cores: the MLP's replicas give them back for the CNN's.
+  for (const cluster of [c.first, c.before, c.advised]) {
+    const client = await connect(cluster.url);
+    await client.undeploy('mlp').finally(() => client.close());
+  }
+}
+
+async function cnnSection(c: Clusters, models: TestCluster['models']): Promise<void> {
+  say('\n## MobileNet-v2-shaped CNN over HTTP OIP binary (input [1,3,224,224], 588 KiB a request), 16 in flight\n');
+  const chosen = await deploy(c.first, { name: 'cnn', model: 'mobilenet.onnx' }, 1, cnnOip(c.first.url));
+  say(`First deploy's layout, as describe() gives it: ${chosen}.\n`);
+  await deploy(c.before, { name: 'cnn', model: 'mobilenet.onnx', batch: { maxSize: 1 } });
+  await deploy(
+    c.advised,
+    { name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: 1 } },
+    2,
+    cnnOip(c.advised.url),
+  );
+  const ratios: Record<keyof Clusters, number[]> = { first: [], before: [], advised: [] };
+  const windows: string[] = [];
+  for (let i = 0; i < WINDOWS; i++) {
+    const floor = (await bestLayoutFloor(models.mobilenet, 1, 2)).best;
+    const got: string[] = [fmt(floor, 1)];
+    for (const key of ['first', 'before', 'advised'] as const) {
+      const r = await load(cnnOip(c[key].url), 16, 2);
+      ratios[key].push(r.rps / floor);
+      got.push(`${fmt(r.rps, 1)} (p50 ${fmt(r.p50Ms, 3)}, p99 ${fmt(r.p99Ms, 3)} ms)`);
+    }
+    windows.push(`- ${got.join(' / ')}`);
+  }
+  say(
+    `Alternating windows of 2 s, samples/s: raw onnxruntime-node's best layout at batch 1 (1 process x 2 threads or 2 x 1) / ${LABELS.first} / ${LABELS.before} / ${LABELS.advised}:\n`,
+  );
+  say(windows.join('\n'));
+  say(
+    `\nMedians over the floor: first deploy ${fmt(median(ratios.first), 2)}x; the defaults before issue 43 ${fmt(median(ratios.before), 2)}x; as the docs advised ${fmt(median(ratios.advised), 2)}x.`,
+  );
+}
+
+say('# First deploy against tuned layouts and fair baselines\n');
+say(systemLine('bench:front-door', 'bench/first-deploy.ts'));
+say(
+  `- load average at the start (1 / 5 / 15 min): ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ')} (anything else running shares the cores)`,
+);
+say(
+  `- SECONDS=${SECONDS}, WINDOWS=${WINDOWS}; load from one Node client (undici, a kept-alive connection per request in flight) in the same machine, latencies from performance.now (microseconds); three clusters up: default head, --no-http-handoff, --http-handoff`,
+);
+const first = await startCluster();
+const before = await startCluster({ headArgs: ['--no-http-handoff'] });
+const advised = await startCluster({ headArgs: ['--http-handoff'] });
+try {
+  await mlpSection({ first, before, advised }, first.models);
+  await cnnSection({ first, before, advised }, first.models);
+} finally {
+  await Promise.all([first.stop(), before.stop(), advised.stop()]);
+}
+await writeFile(new URL('../../bench/RESULTS-first-deploy.md', import.meta.url), `${lines.join('\n')}\n`);
