@@ -207,6 +207,9 @@ export function isErrorCode(value: unknown): value is ErrorCode {
  * try { await cluster.run('mlp', inputs); }
  * catch (err) { if (err instanceof TroupeError && err.retryable) retryLater(); }
  */
+/** Marks every TroupeError, whichever build of this module made it (see `Symbol.hasInstance` below). */
+const BRAND = Symbol.for('troupe.TroupeError');
+
 export class TroupeError extends Error {
   readonly code: ErrorCode;
 
@@ -214,6 +217,18 @@ export class TroupeError extends Error {
     super(message, options);
     this.name = 'TroupeError';
     this.code = code;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  /**
+   * `err instanceof TroupeError` holds for errors of either build of this module: the client
+   * package's (what a user's code imports from 'troupe' or '@troupe/client') and the server's own
+   * (runtime/internal.ts), which meet in one process where a class actor's method throws one.
+   * Subclasses keep the ordinary prototype check.
+   */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== TroupeError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
   }
 
   get status(): number {
