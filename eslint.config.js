@@ -82,7 +82,7 @@ const clientLayer = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'head/status/client/**', 'native/**', '**/*.js', '**/*.mjs'] },
+  { ignores: ['dist/**', 'packages/*/dist/**', 'node_modules/**', 'head/status/client/**', 'native/**', '**/*.js', '**/*.mjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
