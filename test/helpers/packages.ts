@@ -22,14 +22,18 @@ export interface PackResult {
   files: { path: string; size: number }[];
 }
 
+/** What a child npm keeps of the npm_* variables around it: where the cache and settings are. */
+const NPM_KEPT = /^npm_config_(cache|userconfig|globalconfig|registry)$/i;
+
 /**
- * Runs npm with `args` in `cwd`, bounded by `timeoutMs`, with no TROUPE_* setting and none of the
- * npm_* variables an enclosing `npm test` sets (they would point a child npm at this repository),
- * its logs in `logsDir` (not the user's ~/.npm/_logs); resolves with its stdout, rejects with its stderr.
+ * Runs npm with `args` in `cwd`, bounded by `timeoutMs`, with no TROUPE_* setting and of the npm_*
+ * variables an enclosing `npm test` sets only the cache and settings files (the others, such as
+ * npm_config_local_prefix, would point a child npm at this repository), its logs in `logsDir` (not
+ * the user's ~/.npm/_logs); resolves with its stdout, rejects with its stderr.
  */
 export function npm(args: string[], cwd: string, logsDir: string, timeoutMs = 120_000): Promise<string> {
   const env = childEnv();
-  for (const name of Object.keys(env)) if (/^npm_/i.test(name)) delete env[name];
+  for (const name of Object.keys(env)) if (/^npm_/i.test(name) && !NPM_KEPT.test(name)) delete env[name];
   return new Promise((resolve, reject) => {
     const child = spawn('npm', [...args, '--logs-dir', logsDir, '--no-audit', '--no-fund', '--no-update-notifier'], {
       cwd,
