@@ -199,6 +199,9 @@ export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.hasOwn(ERRORS, value);
 }
 
+/** Marks every TroupeError, whichever build of this module made it (see `Symbol.hasInstance` below). */
+const BRAND = Symbol.for('troupe.TroupeError');
+
 /**
  * The error every Troupe process throws and sends. It crosses process boundaries as
  * `{ code, message }` ({@link toWireError}) and is rebuilt on the other side.
@@ -207,9 +210,6 @@ export function isErrorCode(value: unknown): value is ErrorCode {
  * try { await cluster.run('mlp', inputs); }
  * catch (err) { if (err instanceof TroupeError && err.retryable) retryLater(); }
  */
-/** Marks every TroupeError, whichever build of this module made it (see `Symbol.hasInstance` below). */
-const BRAND = Symbol.for('troupe.TroupeError');
-
 export class TroupeError extends Error {
   readonly code: ErrorCode;
 
