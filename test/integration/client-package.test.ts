@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -94,6 +94,13 @@ describe(
       await installOffline(app, packed.filename, logs);
 
       const bytes = await treeBytes(join(app, 'node_modules'));
+      // What it installed, by name: the client and its four dependencies, and msgpackr's optional
+      // native decoder where npm found one for this platform (msgpackr runs without it).
+      const installed = (await readdir(join(app, 'node_modules'), { withFileTypes: true }))
+        .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.'))
+        .map((entry) => entry.name);
+      const OPTIONAL = ['@msgpackr-extract', 'msgpackr-extract', 'node-gyp-build-optional-packages', 'detect-libc'];
+      assert.deepEqual(installed.filter((name) => !OPTIONAL.includes(name)).sort(), ['@troupe', 'msgpackr', 'nanoid', 'ws', 'zod']);
       await writeFile(join(app, 'app.mjs'), APP);
       const x = seededFloats(2 * 64, 5);
       const got = await runApp(app, cluster.url, x);
