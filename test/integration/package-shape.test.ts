@@ -13,6 +13,7 @@ interface Manifest {
   types?: string;
   bin?: Record<string, string>;
   dependencies?: Record<string, string>;
+  publishConfig?: { access?: string };
 }
 
 /** What no published file may be: tests, benchmarks, sources, maps, build records. */
@@ -82,5 +83,7 @@ describe('what `npm publish` would publish: each package ships what runs and not
     assert.equal(server.dependencies?.['@troupe/client'], client.version);
     // The two packages are versioned together: the server's entry re-exports this client.
     assert.equal(server.version, client.version);
+    // A scoped package is published restricted unless it says otherwise.
+    assert.equal(client.publishConfig?.access, 'public');
   });
 });
