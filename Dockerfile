@@ -13,6 +13,8 @@ ARG NODE_IMAGE=node:20-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
+# The client package is a workspace of this one (packages/client): npm ci needs its manifest.
+COPY packages/client/package.json ./packages/client/
 # --ignore-scripts: `prepare` would build before the sources are copied in. onnxruntime-node's
 # download of the CUDA provider is off anyway (package.json allowScripts), and the CPU provider ships in the package.
 RUN npm ci --ignore-scripts
@@ -24,6 +26,8 @@ RUN npm run build && rm -rf dist/test dist/bench dist/.tsbuildinfo
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The client package is a workspace of this one (packages/client): npm ci needs its manifest.
+COPY packages/client/package.json ./packages/client/
 # onnxruntime-node ships its binding for every OS (about 290 MiB); keep Linux's (both arches).
 RUN npm ci --omit=dev --ignore-scripts \
  && find node_modules/onnxruntime-node/bin -mindepth 2 -maxdepth 2 ! -name linux -exec rm -rf {} + \
@@ -38,6 +42,9 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
+# node_modules/@troupe/client links to the workspace: 'troupe' (actor modules import it) re-exports it.
+COPY --from=build /src/packages/client/package.json ./packages/client/
+COPY --from=build /src/packages/client/dist ./packages/client/dist
 COPY package.json ./
 RUN mkdir -p /data /models && chown node:node /data /models
 # The node image's unprivileged user (uid 1000).

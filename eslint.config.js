@@ -1,8 +1,11 @@
 // `npm run lint`: typescript-eslint's recommended rules with type information (floating promises
 // are errors), the layering of docs/architecture.md as import rules, and no formatting rules:
 // prettier owns the layout (`npm run format`), checked by the same script.
+import { readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
+import ts from 'typescript';
 import tseslint from 'typescript-eslint';
 
 /** `actors/`, `head/` and `node-agent/` depend on `runtime/` only, never on each other or on the CLI. */
@@ -28,10 +31,61 @@ const layer = (self, others) => ({
   },
 });
 
+/**
+ * The client package's modules (packages/client: runtime/index.ts and every file it imports, as
+ * its `tsc -p` follows them), found afresh on every lint, so a module that joins the client by an
+ * import is held to the client's rule at once.
+ */
+function clientClosure(entry) {
+  const seen = new Set();
+  const stack = [resolve(import.meta.dirname, entry)];
+  while (stack.length > 0) {
+    const file = stack.pop();
+    if (seen.has(file)) continue;
+    seen.add(file);
+    for (const { fileName } of ts.preProcessFile(readFileSync(file, 'utf8'), true, true).importedFiles) {
+      if (fileName.startsWith('.')) stack.push(resolve(dirname(file), fileName.replace(/\.js$/, '.ts')));
+    }
+  }
+  return [...seen].map((file) => relative(import.meta.dirname, file));
+}
+
+/**
+ * @troupe/client installs without the server: its modules import Node's own modules, each other
+ * and the client's dependencies (packages/client/package.json) only: no onnxruntime-node, fastify,
+ * gRPC, logger or native addon (shared memory loads the server's build when it is there:
+ * runtime/native-addon.ts), and nothing of the head, agents, actors or CLI.
+ */
+const CLIENT_DEPENDENCIES = Object.keys(
+  JSON.parse(readFileSync(join(import.meta.dirname, 'packages/client/package.json'), 'utf8')).dependencies,
+);
+const clientLayer = {
+  files: clientClosure('runtime/index.ts'),
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            regex: `^(?!\\.|node:|(${CLIENT_DEPENDENCIES.join('|')})(/|$))`,
+            message:
+              "the client package (@troupe/client) depends only on what packages/client/package.json lists: this module is in the client's import closure (runtime/index.ts), which installs without the server.",
+          },
+          {
+            regex: '^(\\.\\./)+(actors|head|node-agent|cli|models|bench|test|examples)/|/internal\\.js$',
+            message: "the client package's modules cannot import the server's (head, agents, actors, CLI) or runtime/internal.ts.",
+          },
+        ],
+      },
+    ],
+  },
+};
+
 export default tseslint.config(
   {
     ignores: [
       'dist/**',
+      'packages/*/dist/**',
       'node_modules/**',
       '.venv-clients/**',
       '.venv-peers/**',
@@ -60,5 +114,6 @@ export default tseslint.config(
   layer('head', ['actors', 'node-agent', 'cli']),
   layer('node-agent', ['actors', 'head', 'cli']),
   layer('cli', ['actors']),
+  clientLayer,
   prettier,
 );

@@ -204,6 +204,9 @@ export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.hasOwn(ERRORS, value);
 }
 
+/** Marks every TroupeError, whichever build of this module made it (see `Symbol.hasInstance` below). */
+const BRAND = Symbol.for('troupe.TroupeError');
+
 /**
  * The error every Troupe process throws and sends. It crosses process boundaries as
  * `{ code, message }` ({@link toWireError}) and is rebuilt on the other side.
@@ -219,6 +222,18 @@ export class TroupeError extends Error {
     super(message, options);
     this.name = 'TroupeError';
     this.code = code;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  /**
+   * `err instanceof TroupeError` holds for errors of either build of this module: the client
+   * package's (what a user's code imports from 'troupe' or '@troupe/client') and the server's own
+   * (runtime/internal.ts), which meet in one process where a class actor's method throws one.
+   * Subclasses keep the ordinary prototype check.
+   */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== TroupeError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
   }
 
   get status(): number {

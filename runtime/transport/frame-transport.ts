@@ -1,4 +1,4 @@
-import { WebSocket } from 'ws';
+import type { WebSocket } from 'ws';
 import { TroupeError } from '../errors.js';
 
 /** What a transport reports to the one {@link Channel} reading it. */
@@ -73,7 +73,11 @@ export class WebSocketTransport implements FrameTransport {
   }
 }
 
-/** The transport for `socket`: WebSockets are wrapped, anything else is one already. */
+/**
+ * The transport for `socket`: WebSockets are wrapped, anything else is one already. Told apart by
+ * shape, not `instanceof WebSocket`, so that this module does not load `ws`: an SDK client reaches
+ * the head over a frame stream and loads it only for a WebSocket (open-transport.ts).
+ */
 export function asFrameTransport(socket: WebSocket | FrameTransport): FrameTransport {
-  return socket instanceof WebSocket ? new WebSocketTransport(socket) : socket;
+  return 'bufferedBytes' in socket ? socket : new WebSocketTransport(socket);
 }

@@ -1,4 +1,3 @@
-import { WebSocket } from 'ws';
 import { TroupeError } from '../errors.js';
 import type { FrameStreamOptions } from './frame-stream.js';
 import { asFrameTransport } from './frame-transport.js';
@@ -33,12 +32,17 @@ export async function openFrameTransport(
   }
 }
 
-/** A WebSocket to `url` as a frame transport; rejects as {@link openFrameTransport} does. */
-function openWebSocket(
+/**
+ * A WebSocket to `url` as a frame transport; rejects as {@link openFrameTransport} does. `ws` is
+ * loaded here, on first use: most clients never open a WebSocket, and loading it is a fifth of
+ * the SDK's import time.
+ */
+async function openWebSocket(
   url: URL,
   headers: Record<string, string>,
   options: FrameStreamOptions & { timeoutMs: number },
 ): Promise<FrameTransport> {
+  const { WebSocket } = await import('ws');
   const ws = new WebSocket(url, { ...clientSocketOptions(headers), maxPayload: options.maxFrameBytes });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(

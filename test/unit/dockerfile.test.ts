@@ -88,6 +88,11 @@ function checkCommon(name: string, stages: Stage[]): Stage {
     'node_modules comes from the production install',
   );
   assert.ok(!copies.some((c) => /--from=build \S*node_modules/.test(c)), 'no dev dependencies in the image');
+  // node_modules/@troupe/client links to the workspace, which 'troupe' re-exports: it is built and copied.
+  assert.ok(
+    copies.some((c) => /--from=build \S*packages\/client\/dist \.\/packages\/client\/dist/.test(c)),
+    'the client workspace comes from the build stage',
+  );
 
   const users = exec(runtime, 'USER');
   assert.equal(users.length, 1, `${name}: the final stage sets USER`);

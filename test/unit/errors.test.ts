@@ -31,3 +31,18 @@ test('errors cross the wire as { code, message } and come back equal', () => {
   assert.equal(back.retryable, true);
   assert.deepEqual(toWireError(new RangeError('boom')), { code: 'TROUPE_ERR_INTERNAL', message: 'boom' });
 });
+
+test("instanceof TroupeError holds across the client package's build and the server's own, and a subclass keeps its own check", async () => {
+  const client = await import('@troupe/client');
+  assert.notEqual(client.TroupeError, TroupeError, 'two builds of runtime/errors.ts');
+  // A class actor's method throws the client's (imported from 'troupe'); the actor host checks with its own.
+  const thrown = new client.TroupeError('TROUPE_ERR_BAD_REQUEST', 'from user code');
+  assert.ok(thrown instanceof TroupeError);
+  assert.ok(new TroupeError('TROUPE_ERR_INTERNAL', 'from the server') instanceof client.TroupeError);
+  assert.equal(toWireError(thrown).code, 'TROUPE_ERR_BAD_REQUEST');
+  assert.ok(!(new Error('plain') instanceof TroupeError));
+  assert.ok(!(({ code: 'TROUPE_ERR_INTERNAL' } as object) instanceof TroupeError));
+  class Narrower extends TroupeError {}
+  assert.ok(new Narrower('TROUPE_ERR_INTERNAL', 'x') instanceof TroupeError);
+  assert.ok(!(thrown instanceof Narrower));
+});

@@ -50,10 +50,15 @@ test("users reach the SDK as 'troupe' and cannot import the internal entry", asy
     name: string;
     exports: Record<string, string>;
   };
-  assert.deepEqual(Object.keys(pkg.exports).sort(), ['.', './models']);
+  // The SDK, the example models, and the shared-memory addon for a client package installed beside it.
+  assert.deepEqual(Object.keys(pkg.exports).sort(), ['.', './models', './native/troupe_shm.node']);
   // The package imports itself by name, as a user's code would (Node's self-reference).
   const viaName = (await import(pkg.name)) as Record<string, unknown>;
   assert.equal(typeof viaName.connect, 'function');
+  // 'troupe' is the client package re-exported: the same functions and classes, not a copy.
+  const client = (await import('@troupe/client')) as Record<string, unknown>;
+  assert.deepEqual(Object.keys(viaName).sort(), Object.keys(client).sort());
+  for (const name of Object.keys(client)) assert.equal(viaName[name], client[name], name);
   await assert.rejects(
     import(`${pkg.name}/dist/runtime/internal.js`),
     (err: NodeJS.ErrnoException) => err.code === 'ERR_PACKAGE_PATH_NOT_EXPORTED',
