@@ -53,7 +53,7 @@ try {
   const bare = importTimes(app, 'node:path');
   console.log(`## The client package: installed size and import time
 
-${systemLine()}
+${systemLine('bench:client', 'bench/client-package.ts')}
 - ${REPEAT} fresh processes each, medians; import measured inside the process (wall, and CPU from process.cpuUsage), so node's own start is not in it
 
 | what | ms wall | ms CPU |
