@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { startHead } from '../head/index.js';
 import type { Head } from '../head/index.js';
-import { TroupeError, plural } from '../runtime/internal.js';
+import { TroupeError, plural, readPem } from '../runtime/internal.js';
 import { PortSchema, helpOf, onShutdown, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
 
@@ -49,6 +49,17 @@ export const HEAD_FLAGS: readonly FlagDef[] = [
     name: 'http-handoff',
     help: "replicas on this host serve their deployment's inference connections\nthemselves, handed over by the head: no worker between client and\nmodel; balanced by connection; a replica's connections end with it\n(needs --http-workers above 0; docs/front-door.md)",
   },
+  {
+    name: 'tls-cert',
+    value: 'FILE',
+    help: "serve HTTPS/WSS and gRPC over TLS with this certificate (PEM), and\nhave replicas' direct ports present it too; plaintext is refused on\nevery port; front-door workers and handoff are off (docs/security.md)",
+  },
+  { name: 'tls-key', value: 'FILE', help: "the private key of --tls-cert (PEM); it never reaches a log or the state file" },
+  {
+    name: 'tls-agent-ca',
+    value: 'FILE',
+    help: 'mutual TLS with agents: an agent must present a certificate this CA\n(PEM) signed (troupe agent --tls-cert/--tls-key); needs --tls-cert',
+  },
 ];
 
 export const HEAD_HELP = helpOf('troupe head: run the head (scheduler, HTTP API and connection endpoints)', [], HEAD_FLAGS);
@@ -82,7 +93,24 @@ export const HeadFlagsSchema = z.object({
   maxConnections: z.coerce.number().int('must be a whole number').min(1).max(1_000_000).optional(),
   httpWorkers: z.coerce.number().int('must be a whole number').min(0).max(64).optional(),
   httpHandoff: z.boolean().optional(),
+  tlsCert: z.string().min(1).optional(),
+  tlsKey: z.string().min(1).optional(),
+  tlsAgentCa: z.string().min(1).optional(),
 });
+
+/** The head's TLS from its flags: files read here, each refusal naming its flag. */
+export function headTlsOf(flags: { tlsCert?: string | undefined; tlsKey?: string | undefined; tlsAgentCa?: string | undefined }) {
+  if (!flags.tlsCert && !flags.tlsKey) {
+    if (flags.tlsAgentCa) throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --tls-agent-ca needs --tls-cert and --tls-key');
+    return undefined;
+  }
+  if (!flags.tlsCert || !flags.tlsKey) throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --tls-cert and --tls-key go together; give both');
+  return {
+    cert: readPem('--tls-cert', flags.tlsCert),
+    key: readPem('--tls-key', flags.tlsKey),
+    ...(flags.tlsAgentCa ? { agentCa: readPem('--tls-agent-ca', flags.tlsAgentCa) } : {}),
+  };
+}
 
 /**
  * The gRPC port: the flag, else TROUPE_GRPC_PORT, else beside the HTTP port (8470 → 8471), so one
@@ -130,6 +158,7 @@ export async function headCommand(argv: string[]): Promise<void> {
       'head: --http-handoff needs --http-workers above 0 (the workers take the connections a replica cannot); give one',
     );
   const grpcPort = flags.noGrpc ? undefined : grpcPortOf(flags.grpcPort, flags.port);
+  const tls = headTlsOf(flags);
   const head = await startHead({
     host: flags.host,
     port: flags.port,
@@ -149,6 +178,7 @@ export async function headCommand(argv: string[]): Promise<void> {
     ...(flags.maxConnections !== undefined ? { maxConnections: flags.maxConnections } : {}),
     ...(flags.httpWorkers !== undefined ? { httpWorkers: flags.httpWorkers } : {}),
     ...(flags.httpHandoff ? { httpHandoff: true } : {}),
+    ...(tls ? { tls } : {}),
     jobs: {
       ...(flags.jobTtlS !== undefined ? { ttlMs: Math.round(flags.jobTtlS * 1000) } : {}),
       ...(flags.maxJobs !== undefined ? { maxJobs: flags.maxJobs } : {}),
