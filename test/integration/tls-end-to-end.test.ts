@@ -1,7 +1,10 @@
 import { credentials } from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
@@ -9,6 +12,7 @@ import { WebSocket } from 'ws';
 import { RoutesSchema, connect, decodeFrame, encodeFrame, tensor } from '../../runtime/internal.js';
 import type { Cluster, Routes, Tensor } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
+import { childEnv } from '../helpers/env.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { floatsOfRaw, grpcClient, rawFloats } from '../helpers/grpc-client.js';
 import { splitBinaryAnswer } from '../helpers/http.js';
@@ -17,6 +21,8 @@ import { assertClose, floatsOf, mlpBinaryRequest } from '../helpers/mlp-oip.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 import { makeTestPki } from '../helpers/tls-certs.js';
 import type { TestPki } from '../helpers/tls-certs.js';
+
+const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
 /** What a plaintext peer gets back from a port: the bytes the server wrote before the connection closed. */
 function plaintextAnswer(port: number, bytes: string | Buffer): Promise<Buffer> {
@@ -94,6 +100,55 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
     await client?.close();
     await cluster?.stop();
     if (pki) await rm(pki.dir, { recursive: true, force: true });
+  });
+
+  test('TLS flags that cannot be used stop the head or agent at start, naming the flag and never the key', async () => {
+    const notPem = join(pki.dir, 'not-pem.txt');
+    await writeFile(notPem, 'not a certificate\n');
+    const dataDir = ['--data-dir', join(pki.dir, 'head-flags')];
+    const head = (...args: string[]) => ['head', '--port', '0', '--no-grpc', ...dataDir, ...args];
+    const cases: [string[], string, RegExp][] = [
+      [head('--tls-cert', pki.serverCert), 'TROUPE_ERR_BAD_FLAG', /--tls-cert and --tls-key go together/],
+      [head('--tls-agent-ca', pki.caCert), 'TROUPE_ERR_BAD_FLAG', /--tls-agent-ca needs --tls-cert and --tls-key/],
+      [
+        head('--tls-cert', join(pki.dir, 'missing.pem'), '--tls-key', pki.serverKey),
+        'TROUPE_ERR_BAD_TLS',
+        /--tls-cert: cannot read .*missing\.pem: ENOENT/,
+      ],
+      [head('--tls-cert', pki.serverCert, '--tls-key', notPem), 'TROUPE_ERR_BAD_TLS', /--tls-key: .*not-pem\.txt holds no PEM block/],
+      [
+        head('--tls-cert', pki.serverCert, '--tls-key', pki.clientKey),
+        'TROUPE_ERR_BAD_TLS',
+        /--tls-cert\/--tls-key: .*key values mismatch/,
+      ],
+      [
+        head('--tls-cert', pki.serverCert, '--tls-key', pki.serverKey, '--http-workers', '2'),
+        'TROUPE_ERR_BAD_FLAG',
+        /--http-workers cannot be above 0 with TLS/,
+      ],
+      [
+        head('--tls-cert', pki.serverCert, '--tls-key', pki.serverKey, '--http-handoff'),
+        'TROUPE_ERR_BAD_FLAG',
+        /--http-handoff cannot be used with TLS/,
+      ],
+      [
+        ['agent', '--head', 'ws://127.0.0.1:1', '--tls-ca', pki.caCert],
+        'TROUPE_ERR_BAD_FLAG',
+        /--tls-\* flags need a wss:\/\/ or https:\/\/ --head/,
+      ],
+      [
+        ['agent', '--head', 'wss://127.0.0.1:1', '--tls-ca', pki.caCert, '--actor-links', 'direct'],
+        'TROUPE_ERR_BAD_FLAG',
+        /--actor-links direct contradicts it/,
+      ],
+    ];
+    for (const [args, code, message] of cases) {
+      const out = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 20_000, env: childEnv() });
+      assert.equal(out.status, 2, `${args.join(' ')}: ${out.stderr}`);
+      assert.match(out.stderr, new RegExp(`${code}: .*`), args.join(' '));
+      assert.match(out.stderr, message, args.join(' '));
+      assert.doesNotMatch(out.stderr, /PRIVATE KEY|BEGIN/, 'no PEM text in the error');
+    }
   });
 
   test('the head says https, and its replicas take direct calls on tls:// ports', () => {
