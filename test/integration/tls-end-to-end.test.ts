@@ -85,6 +85,24 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
     return RoutesSchema.parse(reply.value);
   };
 
+  /** One request to the head over HTTPS, trusting the test CA, with the token. */
+  const httpsCall = (method: string, path: string, body: Buffer, headers: Record<string, string>) =>
+    new Promise<{ status: number; headers: Record<string, string>; body: Buffer }>((resolve, reject) => {
+      const req = httpsRequest(
+        `${cluster.url}${path}`,
+        { method, ca: pki.ca, headers: { ...headers, authorization: `Bearer ${TOKEN}` }, signal: AbortSignal.timeout(60_000) },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body: Buffer.concat(chunks) }),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+
   before(async () => {
     pki = await makeTestPki();
     cluster = await startCluster({
@@ -194,6 +212,19 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
       );
   });
 
+  test('a model uploaded over HTTPS reaches the agent over TLS (with its client certificate), and serves', async () => {
+    const mlp = await readFile(cluster.models.mlp);
+    const put = await httpsCall('PUT', '/api/v1/models/mlp-up', mlp, { 'content-type': 'application/octet-stream' });
+    assert.equal(put.status, 201, put.body.toString());
+    const { sha256 } = JSON.parse(put.body.toString()) as { sha256: string };
+    const view = await client.deploy({ name: 'mlp-up', model: `head:mlp-up@sha256:${sha256}`, threads: 1 });
+    assert.equal(view.state, 'READY');
+    const x = tensor('float32', [2, 64], seededFloats(128, 7));
+    const want = await runInProcess(cluster.models.mlp, { x });
+    assertClose((await client.run('mlp-up', { x })).logits!.data as Float32Array, want.logits!.data as Float32Array, 'uploaded');
+    await client.undeploy('mlp-up');
+  });
+
   test('an agent must present a certificate the agent CA signed', async () => {
     const agentSocket = async (cert?: { cert: Buffer; key: Buffer }): Promise<number> => {
       const ws = new WebSocket(new URL('/v1/agent', cluster.url.replace('https', 'wss')), {
@@ -259,21 +290,7 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
     }
 
     const { body, headers } = mlpBinaryRequest(x.data as Float32Array, 1);
-    const answer = await new Promise<{ status: number; headers: Record<string, string>; body: Buffer }>((resolve, reject) => {
-      const req = httpsRequest(
-        `${cluster.url}/v2/models/mlp/infer`,
-        { method: 'POST', ca: pki.ca, headers: { ...headers, authorization: `Bearer ${TOKEN}` } },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body: Buffer.concat(chunks) }),
-          );
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
+    const answer = await httpsCall('POST', '/v2/models/mlp/infer', body, headers);
     assert.equal(answer.status, 200, answer.body.toString().slice(0, 300));
     const split = splitBinaryAnswer({ status: answer.status, headers: new Headers(answer.headers), body: answer.body, json: undefined });
     assertClose(floatsOf(split.binary), wantLogits, 'HTTPS');
