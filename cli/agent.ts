@@ -116,7 +116,10 @@ function agentTlsOf(flags: z.output<typeof AgentFlagsSchema>) {
   if ((flags.tlsCert === undefined) !== (flags.tlsKey === undefined))
     throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'agent: --tls-cert and --tls-key go together; give both');
   if (flags.actorLinks === 'direct')
-    throw new TroupeError('TROUPE_ERR_BAD_FLAG', "agent: with --tls-* the actors' links go through the agent; --actor-links direct contradicts it");
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_FLAG',
+      "agent: with --tls-* the actors' links go through the agent; --actor-links direct contradicts it",
+    );
   // A class actor's own connect() finds the CA where this agent did (actors inherit the environment).
   if (caFile) process.env.TROUPE_TLS_CA = caFile;
   return {

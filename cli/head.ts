@@ -54,7 +54,7 @@ export const HEAD_FLAGS: readonly FlagDef[] = [
     value: 'FILE',
     help: "serve HTTPS/WSS and gRPC over TLS with this certificate (PEM), and\nhave replicas' direct ports present it too; plaintext is refused on\nevery port; front-door workers and handoff are off (docs/security.md)",
   },
-  { name: 'tls-key', value: 'FILE', help: "the private key of --tls-cert (PEM); it never reaches a log or the state file" },
+  { name: 'tls-key', value: 'FILE', help: 'the private key of --tls-cert (PEM); it never reaches a log or the state file' },
   {
     name: 'tls-agent-ca',
     value: 'FILE',
@@ -104,7 +104,8 @@ export function headTlsOf(flags: { tlsCert?: string | undefined; tlsKey?: string
     if (flags.tlsAgentCa) throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --tls-agent-ca needs --tls-cert and --tls-key');
     return undefined;
   }
-  if (!flags.tlsCert || !flags.tlsKey) throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --tls-cert and --tls-key go together; give both');
+  if (!flags.tlsCert || !flags.tlsKey)
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --tls-cert and --tls-key go together; give both');
   return {
     cert: readPem('--tls-cert', flags.tlsCert),
     key: readPem('--tls-key', flags.tlsKey),

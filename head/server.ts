@@ -324,7 +324,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     if (path === '/v1/agent' && tls?.agentCa !== undefined && !(req.socket as TLSSocket).authorized) {
       const why = (req.socket as TLSSocket).authorizationError;
       log.warn({ address, why: why ? String(why) : 'no certificate' }, 'refused an agent without a certificate signed by --tls-agent-ca');
-      return refuse(socket, 401, 'Unauthorized', 'agent certificate missing or not signed by the head\'s --tls-agent-ca');
+      return refuse(socket, 401, 'Unauthorized', "agent certificate missing or not signed by the head's --tls-agent-ca");
     }
     if (path === '/v1/agent')
       return accept(req, socket, head, (ws) => serveAgent(ws, address, controller, log, actorLinks, firstMessageTimeoutMs, directTls));

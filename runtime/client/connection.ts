@@ -28,7 +28,12 @@ export interface HeadConnectionOptions {
 }
 
 /** Opens one connection to the head's client endpoint; rejects with a TroupeError saying why not. */
-function openSocket(url: URL, headers: Record<string, string>, timeoutMs: number, tls: TlsClientOptions | undefined): Promise<FrameTransport> {
+function openSocket(
+  url: URL,
+  headers: Record<string, string>,
+  timeoutMs: number,
+  tls: TlsClientOptions | undefined,
+): Promise<FrameTransport> {
   // Replies are handed to users, who may keep their tensors: exact allocations, not pooled frames.
   return openFrameTransport(url, headers, { maxFrameBytes: DEFAULT_MAX_FRAME_BYTES, pooled: false, timeoutMs, tls });
 }

@@ -150,7 +150,10 @@ export const StartActorReplySchema = z.object({ pid: z.number().int().positive()
 /** The replies to what the head asks an agent, and to the agent's registration. */
 export const HeadToAgentReplies = { startActor: StartActorReplySchema, stopActor: AckSchema };
 /** PEM text of a certificate or key (the head's own, handed to agents under TLS). */
-const PemTextSchema = z.string().min(1).max(256 * 1024);
+const PemTextSchema = z
+  .string()
+  .min(1)
+  .max(256 * 1024);
 export const AgentToHeadReplies = {
   register: z.object({
     nodeId: z.string().min(1).max(256),

@@ -43,7 +43,13 @@ export type ActorToAgentIpc = z.infer<typeof ActorToAgentIpcSchema>;
 export const DirectTlsAskSchema = z.object({ type: z.literal('directTlsAsk') });
 export const DirectTlsIpcSchema = z.object({
   type: z.literal('directTls'),
-  cert: z.string().min(1).max(256 * 1024),
-  key: z.string().min(1).max(256 * 1024),
+  cert: z
+    .string()
+    .min(1)
+    .max(256 * 1024),
+  key: z
+    .string()
+    .min(1)
+    .max(256 * 1024),
 });
 export type DirectTlsIpc = z.infer<typeof DirectTlsIpcSchema>;

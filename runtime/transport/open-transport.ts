@@ -21,11 +21,7 @@ type OpenOptions = FrameStreamOptions & { timeoutMs: number; tls?: TlsClientOpti
  * error, never a reason to try in clear. Rejects with TROUPE_ERR_UNAUTHORIZED when the head refuses the credentials in
  * `headers`, with TROUPE_ERR_CONNECTION_CLOSED on anything else or after `timeoutMs`.
  */
-export async function openFrameTransport(
-  url: URL,
-  headers: Record<string, string>,
-  options: OpenOptions,
-): Promise<FrameTransport> {
+export async function openFrameTransport(url: URL, headers: Record<string, string>, options: OpenOptions): Promise<FrameTransport> {
   if (url.protocol !== 'ws:' && url.protocol !== 'http:') return openWebSocket(url, headers, options);
   const plain = new URL(url);
   plain.protocol = 'http:';
@@ -39,11 +35,7 @@ export async function openFrameTransport(
 }
 
 /** A WebSocket to `url` as a frame transport; rejects as {@link openFrameTransport} does. */
-function openWebSocket(
-  url: URL,
-  headers: Record<string, string>,
-  options: OpenOptions,
-): Promise<FrameTransport> {
+function openWebSocket(url: URL, headers: Record<string, string>, options: OpenOptions): Promise<FrameTransport> {
   const { ca, cert, key } = options.tls ?? {};
   const ws = new WebSocket(url, {
     ...clientSocketOptions(headers),

@@ -33,7 +33,10 @@ export function readPem(what: string, path: string): Buffer {
   try {
     bytes = readFileSync(path);
   } catch (err) {
-    throw new TroupeError('TROUPE_ERR_BAD_TLS', `${what}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new TroupeError(
+      'TROUPE_ERR_BAD_TLS',
+      `${what}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   if (!bytes.includes('-----BEGIN ')) throw new TroupeError('TROUPE_ERR_BAD_TLS', `${what}: ${path} holds no PEM block`);
   return bytes;

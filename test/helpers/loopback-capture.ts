@@ -48,7 +48,7 @@ export async function captureLoopback(ports: number[]): Promise<LoopbackCapture>
     sink.close();
     tcpdump.kill('SIGKILL');
     await rm(dir, { recursive: true, force: true });
-    throw new Error(`tcpdump cannot capture loopback here: ${(err as Error).message}`);
+    throw new Error(`tcpdump cannot capture loopback here: ${(err as Error).message}`, { cause: err });
   }
   return {
     async stop() {
