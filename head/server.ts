@@ -263,7 +263,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     ...(options.jobs ? { jobOptions: options.jobs } : {}),
   });
   // The status page at `/` and its live feed at /api/v1/stream (head/status/).
-  registerStatusPage(app, { state, graphs, host, token: options.token, draining: () => gate.draining, docs });
+  registerStatusPage(app, { state, graphs, host, token: options.token, secure: tls !== undefined, draining: () => gate.draining, docs });
 
   const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false });
