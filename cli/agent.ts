@@ -110,7 +110,7 @@ function agentTlsOf(flags: z.output<typeof AgentFlagsSchema>) {
   if (!any) return undefined;
   if (!isSecureUrl(flags.head)) {
     if (flags.tlsCa || flags.tlsCert || flags.tlsKey)
-      throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'agent: --tls-* flags need a wss:// or https:// --head');
+      throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'agent: --tls-ca, --tls-cert and --tls-key need a wss:// or https:// --head');
     return undefined;
   }
   if ((flags.tlsCert === undefined) !== (flags.tlsKey === undefined))
@@ -118,7 +118,7 @@ function agentTlsOf(flags: z.output<typeof AgentFlagsSchema>) {
   if (flags.actorLinks === 'direct')
     throw new TroupeError(
       'TROUPE_ERR_BAD_FLAG',
-      "agent: with --tls-* the actors' links go through the agent; --actor-links direct contradicts it",
+      "agent: with --tls-ca, --tls-cert or TROUPE_TLS_CA the actors' links go through the agent; --actor-links direct contradicts it",
     );
   // A class actor's own connect() finds the CA where this agent did (actors inherit the environment).
   if (caFile) process.env.TROUPE_TLS_CA = caFile;

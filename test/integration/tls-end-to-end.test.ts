@@ -152,7 +152,7 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
       [
         ['agent', '--head', 'ws://127.0.0.1:1', '--tls-ca', pki.caCert],
         'TROUPE_ERR_BAD_FLAG',
-        /--tls-\* flags need a wss:\/\/ or https:\/\/ --head/,
+        /--tls-ca, --tls-cert and --tls-key need a wss:\/\/ or https:\/\/ --head/,
       ],
       [
         ['agent', '--head', 'wss://127.0.0.1:1', '--tls-ca', pki.caCert, '--actor-links', 'direct'],
