@@ -1,8 +1,9 @@
 import { credentials } from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request as httpsRequest } from 'node:https';
@@ -326,5 +327,39 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
     for (const [what, bytes] of secrets) assert.equal(captured.indexOf(bytes), -1, `${what} crossed loopback in clear`);
     // The capture did see the calls: far more than the marker alone.
     assert.ok(captured.length > 20_000, `the capture holds ${captured.length} bytes`);
+  });
+});
+
+describe('troupe up with TLS', { timeout: 120_000 }, () => {
+  test('brings up a head on https:, an agent that verifies it, and serves the sample inference', async () => {
+    const pki = await makeTestPki();
+    const cwd = await mkdtemp(join(tmpdir(), 'troupe-up-tls-'));
+    const up = spawn(
+      process.execPath,
+      [CLI, 'up', '--port', '0', '--tls-cert', pki.serverCert, '--tls-key', pki.serverKey, '--tls-ca', pki.caCert],
+      { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() },
+    );
+    let stdout = '';
+    let stderr = '';
+    up.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    up.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => up.once('exit', (code) => resolve(code)));
+    try {
+      await waitFor('troupe up to say where the cluster is', () => /Troupe is up at https:\/\/127\.0\.0\.1:\d+/.test(stdout), 90_000).catch(
+        (err: Error) => {
+          throw new Error(`${err.message}\nstdout: ${stdout}\nstderr: ${stderr}`);
+        },
+      );
+      assert.match(stdout, /sample inference: logits float32\[1,10\]/);
+      assert.match(stdout, /connect\('wss:\/\/127\.0\.0\.1:\d+', \{ tls: \{ ca \} \}\)/);
+      const url = /Troupe is up at (https:\/\/127\.0\.0\.1:\d+)/.exec(stdout)![1]!;
+      const plain = await plaintextAnswer(Number(new URL(url).port), 'GET /v2/health/ready HTTP/1.1\r\nhost: x\r\n\r\n');
+      assertRefusedPlaintext(plain, "troupe up's head");
+    } finally {
+      process.kill(-up.pid!, 'SIGTERM');
+      assert.equal(await exited, 0, stderr);
+      await rm(cwd, { recursive: true, force: true });
+      await rm(pki.dir, { recursive: true, force: true });
+    }
   });
 });
