@@ -44,7 +44,7 @@ export const AGENT_FLAGS: readonly FlagDef[] = [
   {
     name: 'tls-ca',
     value: 'FILE',
-    help: "the CA (PEM) that signed the head's certificate, for a wss:// or\nhttps:// head (default: TROUPE_TLS_CA, else Node's roots); the\nactors' links then go through the agent, and a class actor's own\nconnect() reads TROUPE_TLS_CA",
+    help: "the CA (PEM) that signed the head's certificate, for a wss:// or\nhttps:// head (default: TROUPE_TLS_CA, else Node's roots); the\nagent's actors verify the head with it too",
   },
   {
     name: 'tls-cert',
@@ -115,13 +115,6 @@ function agentTlsOf(flags: z.output<typeof AgentFlagsSchema>) {
   }
   if ((flags.tlsCert === undefined) !== (flags.tlsKey === undefined))
     throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'agent: --tls-cert and --tls-key go together; give both');
-  if (flags.actorLinks === 'direct')
-    throw new TroupeError(
-      'TROUPE_ERR_BAD_FLAG',
-      "agent: with --tls-ca, --tls-cert or TROUPE_TLS_CA the actors' links go through the agent; --actor-links direct contradicts it",
-    );
-  // A class actor's own connect() finds the CA where this agent did (actors inherit the environment).
-  if (caFile) process.env.TROUPE_TLS_CA = caFile;
   return {
     ...(caFile ? { ca: readPem(flags.tlsCa ? '--tls-ca' : 'TROUPE_TLS_CA', caFile) } : {}),
     ...(flags.tlsCert && flags.tlsKey ? { cert: readPem('--tls-cert', flags.tlsCert), key: readPem('--tls-key', flags.tlsKey) } : {}),

@@ -77,8 +77,8 @@ export interface AgentOptions {
   actorLinks?: 'direct' | 'relay';
   /**
    * For a `wss:`/`https:` head: the CA its certificate is verified against (default: Node's roots),
-   * and a client certificate and key for a head that asks agents for one (`--tls-agent-ca`). Given
-   * this, actors' links go through the agent (`relay`), which holds what they would need.
+   * and a client certificate and key for a head that asks agents for one (`--tls-agent-ca`). Actors
+   * get the CA (TROUPE_HEAD_CA, PEM), never the client key: the head does not ask them for one.
    */
   tls?: TlsClientOptions;
 }
@@ -336,8 +336,10 @@ export class NodeAgent {
     if (message.instances !== undefined) env.TROUPE_INSTANCES = String(message.instances);
     if (message.batch) env.TROUPE_BATCH = JSON.stringify(message.batch);
     if (message.multiplex) env.TROUPE_MULTIPLEX = JSON.stringify(message.multiplex);
-    // With TLS settings of the agent's own, actors would need them too: their links go through it instead.
-    const relayed = this.#options.actorLinks === 'relay' || (this.#options.tls !== undefined && isSecureUrl(this.#options.headUrl));
+    // The CA is public: actors verify the head with it (their links need no client certificate).
+    const ca = this.#options.tls?.ca;
+    if (ca !== undefined && isSecureUrl(this.#options.headUrl)) env.TROUPE_HEAD_CA = ca.toString();
+    const relayed = this.#options.actorLinks === 'relay';
     // A model actor's direct port serves TLS with the head's certificate, asked for over IPC (actors/direct-tls.ts).
     const directTls = !fn && !message.multiplex ? this.#directTls : undefined;
     if (directTls) env.TROUPE_DIRECT_TLS = '1';

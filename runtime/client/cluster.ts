@@ -384,12 +384,14 @@ function actorIdentity(): { id: string; secret: string } | undefined {
 
 /**
  * What a client reaching the head over TLS trusts: `options.tls`, else the CA file TROUPE_TLS_CA
- * names (an actor inherits it from its agent's environment), else Node's roots.
+ * names, else (in an actor) the CA its agent verifies the head with, else Node's roots.
  */
 function clientTls(options: ConnectOptions): TlsClientOptions | undefined {
   if (options.tls) return options.tls;
   const file = process.env.TROUPE_TLS_CA;
-  return file ? { ca: readPem('TROUPE_TLS_CA', file) } : undefined;
+  if (file) return { ca: readPem('TROUPE_TLS_CA', file) };
+  const inActor = process.env.TROUPE_HEAD_CA;
+  return inActor ? { ca: inActor } : undefined;
 }
 
 /**

@@ -156,9 +156,9 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
         /--tls-ca, --tls-cert and --tls-key need a wss:\/\/ or https:\/\/ --head/,
       ],
       [
-        ['agent', '--head', 'wss://127.0.0.1:1', '--tls-ca', pki.caCert, '--actor-links', 'direct'],
+        ['agent', '--head', 'wss://127.0.0.1:1', '--tls-ca', pki.caCert, '--tls-cert', pki.clientCert],
         'TROUPE_ERR_BAD_FLAG',
-        /--actor-links direct contradicts it/,
+        /--tls-cert and --tls-key go together/,
       ],
     ];
     for (const [args, code, message] of cases) {
