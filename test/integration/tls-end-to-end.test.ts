@@ -14,6 +14,7 @@ import { RoutesSchema, connect, decodeFrame, encodeFrame, tensor } from '../../r
 import type { Cluster, Routes, Tensor } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import { childEnv } from '../helpers/env.js';
+import { GRAPH_AGENT } from '../helpers/graphs.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { floatsOfRaw, grpcClient, rawFloats } from '../helpers/grpc-client.js';
 import { splitBinaryAnswer } from '../helpers/http.js';
@@ -108,7 +109,7 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
     pki = await makeTestPki();
     cluster = await startCluster({
       headArgs: ['--tls-cert', pki.serverCert, '--tls-key', pki.serverKey, '--tls-agent-ca', pki.caCert, '--token', TOKEN],
-      agents: [['--tls-ca', pki.caCert, '--tls-cert', pki.clientCert, '--tls-key', pki.clientKey, '--token', TOKEN]],
+      agents: [['--tls-ca', pki.caCert, '--tls-cert', pki.clientCert, '--tls-key', pki.clientKey, '--token', TOKEN, ...GRAPH_AGENT]],
     });
     // Small tensors, and no shared memory: every byte of a run crosses a socket, where the capture looks.
     client = await connect(cluster.url, { token: TOKEN, tls: { ca: pki.ca }, sharedMemory: false });
@@ -224,6 +225,21 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
     const want = await runInProcess(cluster.models.mlp, { x });
     assertClose((await client.run('mlp-up', { x })).logits!.data as Float32Array, want.logits!.data as Float32Array, 'uploaded');
     await client.undeploy('mlp-up');
+  });
+
+  test("a client made inside a class actor reaches the head over TLS with its agent's CA, and nothing else to pass", async () => {
+    // The fixture connects to TROUPE_HEAD_URL (wss:) without a token: the head answers, over TLS,
+    // that a method call needs the token, where a failed handshake would have been CONNECTION_CLOSED.
+    const caller = await client.actor({
+      name: 'caller',
+      module: 'test/fixtures/ray-parity.js',
+      export: 'SelfCaller',
+      cpus: 0.1,
+      maxConcurrency: 2,
+    });
+    const answer = await caller.call<{ code?: string; message?: string }>('callSelf');
+    assert.equal(answer.code, 'TROUPE_ERR_UNAUTHORIZED', answer.message);
+    await client.undeploy('caller');
   });
 
   test('an agent must present a certificate the agent CA signed', async () => {
