@@ -1,7 +1,4 @@
 import { ShutdownGate, drainingError, requestFailed } from '../runtime/internal.js';
-import { createServer } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import type { TLSSocket } from 'node:tls';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
@@ -24,7 +21,8 @@ import type { Channel, FrameTransport } from '../runtime/internal.js';
 import type { ActorRecord } from './state/records.js';
 import { serveActor } from './connections/actor-connection.js';
 import { serveAgent } from './connections/agent-connection.js';
-import { checkBearer, checkTlsMaterial, internalOff, isLoopback } from '../runtime/internal.js';
+import { checkBearer, internalOff, isLoopback } from '../runtime/internal.js';
+import { agentCertificateRefusal, checkHeadTls, headServer } from './head-tls.js';
 import { serveClient } from './connections/client-connection.js';
 import { startAutoscaler } from './control/autoscaler.js';
 import { Controller } from './control/controller.js';
@@ -94,25 +92,6 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
     await lock?.release();
     throw err;
   }
-}
-
-/**
- * A certificate that cannot be used is said at start, and so is a setting TLS rules out: front-door
- * workers and handoff move raw connections between processes, and a TLS session cannot move with
- * its descriptor (its keys live in the process that made the handshake).
- */
-function checkHeadTls(options: HeadOptions): void {
-  const { tls } = options;
-  if (!tls) return;
-  checkTlsMaterial('--tls-cert/--tls-key', { cert: tls.cert, key: tls.key });
-  if (tls.agentCa !== undefined) checkTlsMaterial('--tls-agent-ca', { ca: tls.agentCa });
-  if (options.httpHandoff)
-    throw new TroupeError('TROUPE_ERR_BAD_FLAG', '--http-handoff cannot be used with TLS: a TLS connection cannot be handed to a replica');
-  if (options.httpWorkers !== undefined && options.httpWorkers > 0)
-    throw new TroupeError(
-      'TROUPE_ERR_BAD_FLAG',
-      '--http-workers cannot be above 0 with TLS: a TLS connection cannot be handed to a worker (the head serves every request)',
-    );
 }
 
 async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock | undefined): Promise<Head> {
@@ -186,23 +165,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       // and it checks its timeouts every second instead of every 30 s.
       const serve = (req: IncomingMessage, res: ServerResponse) =>
         (frontDoor?.serving && !gate.draining && forwarder?.forward(req, res)) || inference(req, res) || handler(req, res);
-      const httpOptions = { headersTimeout: SILENT_CONNECTION_MS, connectionsCheckingInterval: 1000 };
-      // Under TLS a plaintext request fails the handshake: nothing is served in clear. A handshake
-      // gets as long as a request head does. With an agent CA, every peer is asked for a certificate
-      // but none is refused here: only /v1/agent requires one (the upgrade below), so SDK, HTTP and
-      // browser callers need none.
-      const server = tls
-        ? createHttpsServer(
-            {
-              ...httpOptions,
-              cert: tls.cert,
-              key: tls.key,
-              handshakeTimeout: SILENT_CONNECTION_MS,
-              ...(tls.agentCa !== undefined ? { ca: tls.agentCa, requestCert: true, rejectUnauthorized: false } : {}),
-            },
-            serve,
-          )
-        : createServer(httpOptions, serve);
+      const server = headServer(tls, { headersTimeout: SILENT_CONNECTION_MS, connectionsCheckingInterval: 1000 }, serve);
       // The cap is the head's own (connection-cap.ts), over both ports and the workers' connections;
       // Node's, twice as high, only backs it (past it Node closes a socket before any byte is read).
       server.maxConnections = 2 * maxConnections;
@@ -321,9 +284,9 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       log.warn({ path, address }, 'refused a connection with a missing or wrong token');
       return refuse(socket, 401, 'Unauthorized', 'missing or wrong cluster token');
     }
-    if (path === '/v1/agent' && tls?.agentCa !== undefined && !(req.socket as TLSSocket).authorized) {
-      const why = (req.socket as TLSSocket).authorizationError;
-      log.warn({ address, why: why ? String(why) : 'no certificate' }, 'refused an agent without a certificate signed by --tls-agent-ca');
+    const uncertified = path === '/v1/agent' ? agentCertificateRefusal(tls, req) : undefined;
+    if (uncertified) {
+      log.warn({ address, why: uncertified }, 'refused an agent without a certificate signed by --tls-agent-ca');
       return refuse(socket, 401, 'Unauthorized', "agent certificate missing or not signed by the head's --tls-agent-ca");
     }
     if (path === '/v1/agent')
