@@ -242,6 +242,49 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
     await client.undeploy('caller');
   });
 
+  test('an agent refuses a head it cannot verify, and one given a ws:// URL is refused: neither joins', () => {
+    const agent = (head: string, ca: string) =>
+      spawnSync(
+        process.execPath,
+        [
+          CLI,
+          'agent',
+          '--head',
+          head,
+          '--tls-ca',
+          ca,
+          '--token',
+          TOKEN,
+          '--model-dir',
+          pki.dir,
+          '--state-dir',
+          join(pki.dir, 'agent-state'),
+        ],
+        { encoding: 'utf8', timeout: 30_000, env: childEnv() },
+      );
+    const untrusted = agent(cluster.url.replace('https:', 'wss:'), pki.otherCaCert);
+    assert.equal(untrusted.status, 1, untrusted.stderr);
+    assert.match(untrusted.stderr, /TROUPE_ERR_CONNECTION_CLOSED: cannot reach the head at wss:.*certificate/);
+    const plain = spawnSync(
+      process.execPath,
+      [
+        CLI,
+        'agent',
+        '--head',
+        cluster.url.replace('https:', 'ws:'),
+        '--token',
+        TOKEN,
+        '--model-dir',
+        pki.dir,
+        '--state-dir',
+        join(pki.dir, 'agent-state'),
+      ],
+      { encoding: 'utf8', timeout: 30_000, env: childEnv() },
+    );
+    assert.equal(plain.status, 1, plain.stderr);
+    assert.match(plain.stderr, /TROUPE_ERR_CONNECTION_CLOSED: cannot reach the head at ws:/);
+  });
+
   test('an agent must present a certificate the agent CA signed', async () => {
     const agentSocket = async (cert?: { cert: Buffer; key: Buffer }): Promise<number> => {
       const ws = new WebSocket(new URL('/v1/agent', cluster.url.replace('https', 'wss')), {
