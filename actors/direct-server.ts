@@ -1,5 +1,6 @@
 import { createServer } from 'node:net';
-import type { AddressInfo, Server } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import {
   Channel,
   ClientToReplicaSchema,
@@ -11,10 +12,10 @@ import {
   sameSecret,
   sharedMemoryAddon,
 } from '../runtime/internal.js';
-import type { ActorCall, ActorToHead, ClientToReplica } from '../runtime/internal.js';
+import type { ActorCall, ActorToHead, ClientToReplica, TlsIdentity } from '../runtime/internal.js';
 
 export interface DirectServer {
-  /** Where clients connect, e.g. `tcp://127.0.0.1:41234`. */
+  /** Where clients connect, e.g. `tcp://127.0.0.1:41234` (`tls://` under TLS). */
   readonly url: string;
   /** The token a client must say hello with; the head hands it only to clients it admitted. */
   readonly token: string;
@@ -44,12 +45,18 @@ const MAX_CONNECTIONS = 4096;
  * first says `hello` with the token (answered `reply`, or `fail` TROUPE_ERR_UNAUTHORIZED and
  * closed), then sends calls; it may not send a large frame before that. A client on this host may
  * also offer shared-memory regions (see runtime/shm/) and name their bytes as inputs.
+ *
+ * With `tls` (the cluster runs TLS: the head's certificate, docs/security.md) it serves TLS only:
+ * a plaintext client fails the handshake before a frame is read, and the token and tensors cross
+ * encrypted. Shared-memory inputs never touch a socket either way.
  */
-export async function startDirectServer(host: string, serve: ServeDirectCall): Promise<DirectServer> {
+export async function startDirectServer(host: string, serve: ServeDirectCall, tls?: TlsIdentity): Promise<DirectServer> {
   const token = newSecret();
   const streams = new Set<FrameStream>();
   // Paused: nothing is read until the socket is handed to a stream that reads in place.
-  const server: Server = createServer({ pauseOnConnect: true, noDelay: true });
+  const server: Server = tls
+    ? createTlsServer({ cert: tls.cert, key: tls.key, noDelay: true, handshakeTimeout: HELLO_TIMEOUT_MS })
+    : createServer({ pauseOnConnect: true, noDelay: true });
   server.maxConnections = MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -57,7 +64,9 @@ export async function startDirectServer(host: string, serve: ServeDirectCall): P
   });
   // After listening, an error (a socket reset mid-accept) must not take the actor down.
   server.on('error', () => {});
-  server.on('connection', (socket) => {
+  // A failed handshake (a plaintext client among them) only closes that connection.
+  server.on('tlsClientError', () => {});
+  server.on(tls ? 'secureConnection' : 'connection', (socket: Socket) => {
     const stream = FrameStream.adopt(socket, { maxFrameBytes: HELLO_MAX_BYTES, pooled: true });
     streams.add(stream);
     const regions = new MappedRegions(sharedMemoryAddon());
@@ -106,7 +115,7 @@ export async function startDirectServer(host: string, serve: ServeDirectCall): P
   const { port } = server.address() as AddressInfo;
   const shown = host.includes(':') ? `[${host}]` : host;
   return {
-    url: `tcp://${shown}:${port}`,
+    url: `${tls ? 'tls' : 'tcp'}://${shown}:${port}`,
     token,
     close: () => {
       server.close();

@@ -18,6 +18,8 @@ export interface HeadSocketOptions {
   headUrl: string;
   /** `agent`: the link goes through the agent (actors/agent-relayed-head.ts) instead of a connection of its own. */
   link?: 'direct' | 'agent' | undefined;
+  /** The CA a `wss:` head's certificate is verified with (default: Node's roots). */
+  ca?: string | undefined;
   actorId: string;
   secret: string;
   log: Logger;
@@ -88,7 +90,10 @@ export class HeadSocket {
     const opened =
       this.#options.link === 'agent'
         ? openThroughAgent(HANDSHAKE_TIMEOUT_MS)
-        : openFrameTransport(new URL('/v1/actor', headUrl), headers, options);
+        : openFrameTransport(new URL('/v1/actor', headUrl), headers, {
+            ...options,
+            ...(this.#options.ca !== undefined ? { tls: { ca: this.#options.ca } } : {}),
+          });
     opened.then(
       (transport) => {
         if (this.#stopped) return transport.terminate();
@@ -126,7 +131,13 @@ export class HeadSocket {
 }
 
 export interface JoinHeadOptions {
-  env: { TROUPE_HEAD_URL: string; TROUPE_ACTOR_ID: string; TROUPE_ACTOR_SECRET: string; TROUPE_HEAD_LINK?: 'direct' | 'agent' | undefined };
+  env: {
+    TROUPE_HEAD_URL: string;
+    TROUPE_ACTOR_ID: string;
+    TROUPE_ACTOR_SECRET: string;
+    TROUPE_HEAD_LINK?: 'direct' | 'agent' | undefined;
+    TROUPE_HEAD_CA?: string | undefined;
+  };
   log: Logger;
   /** Exit codes the agent reads: refused by the head, or failed to load. */
   exitCodes: { UNWANTED: number; LOAD_FAILED: number };
@@ -145,6 +156,7 @@ export function joinHead(options: JoinHeadOptions): HeadSocket {
   const head = new HeadSocket({
     headUrl: env.TROUPE_HEAD_URL,
     link: env.TROUPE_HEAD_LINK,
+    ca: env.TROUPE_HEAD_CA,
     actorId: env.TROUPE_ACTOR_ID,
     secret: env.TROUPE_ACTOR_SECRET,
     log,

@@ -11,6 +11,7 @@ import {
 } from '../runtime/internal.js';
 import type { ActorCall, ActorToHead, BatchSpec, Channel, HeadToActor, ReplicaLayout } from '../runtime/internal.js';
 import { startDirectServer } from './direct-server.js';
+import { directTlsFromAgent } from './direct-tls.js';
 import type { DirectServer } from './direct-server.js';
 import { DirectCallStats } from './direct-stats.js';
 import { HttpDoor } from './http-door.js';
@@ -178,7 +179,11 @@ async function main(): Promise<void> {
   let direct: DirectServer | undefined;
   if (loaded && env.TROUPE_DATA_HOST) {
     try {
-      direct = await startDirectServer(env.TROUPE_DATA_HOST, (message, channel, release) => serveCall(message, channel, true, release));
+      direct = await startDirectServer(
+        env.TROUPE_DATA_HOST,
+        (message, channel, release) => serveCall(message, channel, true, release),
+        await directTlsFromAgent(),
+      );
     } catch (err) {
       // Calls still reach this actor through the head; only the shortcut is lost.
       log.warn({ actor: env.TROUPE_ACTOR_ID, host: env.TROUPE_DATA_HOST, err: (err as Error).message }, 'cannot listen for direct calls');

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { z } from 'zod';
 import { NodeAgent } from '../node-agent/index.js';
-import { NameSchema, isMilliAmount } from '../runtime/internal.js';
+import { NameSchema, TroupeError, isMilliAmount, isSecureUrl, readPem } from '../runtime/internal.js';
 import { helpOf, onShutdown, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
 
@@ -41,6 +41,17 @@ export const AGENT_FLAGS: readonly FlagDef[] = [
     value: 'DIR',
     help: 'where the agent records the actors it runs (DIR/actors.json), to kill\norphans on restart (default: troupe-agent-NAME in the system temp\nfolder; troupe up uses its --data-dir/agent)',
   },
+  {
+    name: 'tls-ca',
+    value: 'FILE',
+    help: "the CA (PEM) that signed the head's certificate, for a wss:// or\nhttps:// head (default: TROUPE_TLS_CA, else Node's roots); the\nagent's actors verify the head with it too",
+  },
+  {
+    name: 'tls-cert',
+    value: 'FILE',
+    help: 'a client certificate (PEM) for a head started with --tls-agent-ca',
+  },
+  { name: 'tls-key', value: 'FILE', help: 'the private key of --tls-cert (PEM)' },
   { name: 'nvidia-smi', value: 'PATH', help: 'nvidia-smi to run (default: from PATH); none: offer no GPUs' },
   { name: 'heartbeat-ms', value: 'MS', help: 'heartbeat interval (default 1000)' },
   { name: 'health-interval-ms', value: 'MS', help: 'actor health-check interval (default 1000)' },
@@ -55,7 +66,7 @@ export const AGENT_FLAGS: readonly FlagDef[] = [
 export const AGENT_HELP = helpOf('troupe agent: run a node agent that starts model actors for a head', [], AGENT_FLAGS);
 
 export const AgentFlagsSchema = z.object({
-  head: z.string({ error: 'is required' }).regex(/^(ws|wss|http|https):\/\/[^\s]+$/, 'must be a ws:// or http:// URL'),
+  head: z.string({ error: 'is required' }).regex(/^(ws|wss|http|https):\/\/[^\s]+$/, 'must be a ws://, wss://, http:// or https:// URL'),
   name: NameSchema.optional(),
   advertise: z
     .string()
@@ -87,11 +98,33 @@ export const AgentFlagsSchema = z.object({
   healthIntervalMs: z.coerce.number().int().min(50).max(600_000).optional(),
   healthTimeoutMs: z.coerce.number().int().min(100).max(3_600_000).optional(),
   maxInferenceMs: z.coerce.number().int().min(100).max(86_400_000).optional(),
+  tlsCa: z.string().min(1).optional(),
+  tlsCert: z.string().min(1).optional(),
+  tlsKey: z.string().min(1).optional(),
 });
+
+/** The agent's TLS from its flags (and TROUPE_TLS_CA): undefined for a plaintext head. */
+function agentTlsOf(flags: z.output<typeof AgentFlagsSchema>) {
+  const caFile = flags.tlsCa ?? process.env.TROUPE_TLS_CA;
+  const any = caFile !== undefined || flags.tlsCert !== undefined || flags.tlsKey !== undefined;
+  if (!any) return undefined;
+  if (!isSecureUrl(flags.head)) {
+    if (flags.tlsCa || flags.tlsCert || flags.tlsKey)
+      throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'agent: --tls-ca, --tls-cert and --tls-key need a wss:// or https:// --head');
+    return undefined;
+  }
+  if ((flags.tlsCert === undefined) !== (flags.tlsKey === undefined))
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'agent: --tls-cert and --tls-key go together; give both');
+  return {
+    ...(caFile ? { ca: readPem(flags.tlsCa ? '--tls-ca' : 'TROUPE_TLS_CA', caFile) } : {}),
+    ...(flags.tlsCert && flags.tlsKey ? { cert: readPem('--tls-cert', flags.tlsCert), key: readPem('--tls-key', flags.tlsKey) } : {}),
+  };
+}
 
 export async function agentCommand(argv: string[]): Promise<void> {
   const flags = parseFlags('agent', argv, specOf(AGENT_FLAGS), AgentFlagsSchema);
   const token = flags.token ?? process.env.TROUPE_TOKEN;
+  const tls = agentTlsOf(flags);
   const agent = new NodeAgent({
     headUrl: flags.head.replace(/^http/, 'ws'),
     modelDir: flags.modelDir,
@@ -105,6 +138,7 @@ export async function agentCommand(argv: string[]): Promise<void> {
     ...(flags.simulatedGpuMemory !== undefined ? { simulatedGpuMemoryMiB: flags.simulatedGpuMemory } : {}),
     ...(token ? { token } : {}),
     ...(flags.actorLinks ? { actorLinks: flags.actorLinks } : {}),
+    ...(tls ? { tls } : {}),
     ...(flags.stateDir ? { stateDir: flags.stateDir } : {}),
     ...(flags.nvidiaSmi ? { nvidiaSmi: flags.nvidiaSmi } : {}),
     ...(flags.heartbeatMs !== undefined ? { heartbeatMs: flags.heartbeatMs } : {}),

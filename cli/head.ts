@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { startHead } from '../head/index.js';
 import type { Head } from '../head/index.js';
-import { TroupeError, plural } from '../runtime/internal.js';
+import { TroupeError, plural, readPem } from '../runtime/internal.js';
 import { PortSchema, helpOf, onShutdown, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
 
@@ -58,6 +58,17 @@ export const HEAD_FLAGS: readonly FlagDef[] = [
     name: 'no-http-handoff',
     help: 'no replica serves HTTP itself: the front-door workers serve every\ninference connection',
   },
+  {
+    name: 'tls-cert',
+    value: 'FILE',
+    help: "serve HTTPS/WSS and gRPC over TLS with this certificate (PEM), and\nhave replicas' direct ports present it too; plaintext is refused on\nevery port; front-door workers and handoff are off (docs/security.md)",
+  },
+  { name: 'tls-key', value: 'FILE', help: 'the private key of --tls-cert (PEM); it never reaches a log or the state file' },
+  {
+    name: 'tls-agent-ca',
+    value: 'FILE',
+    help: 'mutual TLS with agents: an agent must present a certificate this CA\n(PEM) signed (troupe agent --tls-cert/--tls-key); needs --tls-cert',
+  },
 ];
 
 export const HEAD_HELP = helpOf('troupe head: run the head (scheduler, HTTP API and connection endpoints)', [], HEAD_FLAGS);
@@ -93,7 +104,25 @@ export const HeadFlagsSchema = z.object({
   streamIdleS: z.coerce.number().positive('must be above 0').max(86_400).optional(),
   httpHandoff: z.boolean().optional(),
   noHttpHandoff: z.boolean().optional(),
+  tlsCert: z.string().min(1).optional(),
+  tlsKey: z.string().min(1).optional(),
+  tlsAgentCa: z.string().min(1).optional(),
 });
+
+/** The head's TLS from its flags: files read here, each refusal naming its flag. */
+export function headTlsOf(flags: { tlsCert?: string | undefined; tlsKey?: string | undefined; tlsAgentCa?: string | undefined }) {
+  if (!flags.tlsCert && !flags.tlsKey) {
+    if (flags.tlsAgentCa) throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --tls-agent-ca needs --tls-cert and --tls-key');
+    return undefined;
+  }
+  if (!flags.tlsCert || !flags.tlsKey)
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'head: --tls-cert and --tls-key go together; give both');
+  return {
+    cert: readPem('--tls-cert', flags.tlsCert),
+    key: readPem('--tls-key', flags.tlsKey),
+    ...(flags.tlsAgentCa ? { agentCa: readPem('--tls-agent-ca', flags.tlsAgentCa) } : {}),
+  };
+}
 
 /**
  * The gRPC port: the flag, else TROUPE_GRPC_PORT, else beside the HTTP port (8470 → 8471), so one
@@ -143,6 +172,7 @@ export async function headCommand(argv: string[]): Promise<void> {
       'head: --http-handoff needs --http-workers above 0 (the workers take the connections a replica cannot); give one',
     );
   const grpcPort = flags.noGrpc ? undefined : grpcPortOf(flags.grpcPort, flags.port);
+  const tls = headTlsOf(flags);
   const head = await startHead({
     host: flags.host,
     port: flags.port,
@@ -163,6 +193,7 @@ export async function headCommand(argv: string[]): Promise<void> {
     ...(flags.httpWorkers !== undefined ? { httpWorkers: flags.httpWorkers } : {}),
     ...(flags.streamIdleS !== undefined ? { streamIdleMs: Math.round(flags.streamIdleS * 1000) } : {}),
     ...(flags.httpHandoff ? { httpHandoff: true } : flags.noHttpHandoff ? { httpHandoff: false } : {}),
+    ...(tls ? { tls } : {}),
     jobs: {
       ...(flags.jobTtlS !== undefined ? { ttlMs: Math.round(flags.jobTtlS * 1000) } : {}),
       ...(flags.maxJobs !== undefined ? { maxJobs: flags.maxJobs } : {}),

@@ -2,7 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { TroupeError, isErrorCode } from '../runtime/internal.js';
+import { TroupeError, isErrorCode, readPem } from '../runtime/internal.js';
 import type { FlagSpec } from './flags.js';
 
 /**
@@ -90,7 +90,11 @@ function send(
 ): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
-    const req = (target.protocol === 'https:' ? httpsRequest : httpRequest)(target, { method, headers }, (res) => {
+    const secure = target.protocol === 'https:';
+    // A head with TLS of its own is verified with the CA TROUPE_TLS_CA names, as the SDK does.
+    const caFile = secure ? process.env.TROUPE_TLS_CA : undefined;
+    const ca = caFile ? readPem('TROUPE_TLS_CA', caFile) : undefined;
+    const req = (secure ? httpsRequest : httpRequest)(target, { method, headers, ...(ca ? { ca } : {}) }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));

@@ -7,7 +7,8 @@ import { usage } from './reference.js';
 function fail(err: unknown): never {
   const code = err instanceof TroupeError ? err.code : 'TROUPE_ERR_INTERNAL';
   process.stderr.write(`troupe: ${code}: ${(err as Error).message ?? String(err)}\n`);
-  process.exit(err instanceof TroupeError && err.code === 'TROUPE_ERR_BAD_FLAG' ? 2 : 1);
+  // A certificate file that cannot be used is a bad flag value too.
+  process.exit(err instanceof TroupeError && (err.code === 'TROUPE_ERR_BAD_FLAG' || err.code === 'TROUPE_ERR_BAD_TLS') ? 2 : 1);
 }
 
 async function main(argv: string[]): Promise<void> {

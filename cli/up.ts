@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { DEFAULT_DRAIN_MS } from '../head/index.js';
 import { writeExampleModels } from '../models/index.js';
-import { connect, tensor } from '../runtime/internal.js';
+import { TroupeError, connect, readPem, tensor } from '../runtime/internal.js';
 import type { Tensor } from '../runtime/internal.js';
 import { startChild, stopChild } from './children.js';
 import { PortSchema, helpOf, onShutdown, parseFlags, specOf } from './flags.js';
@@ -24,6 +24,9 @@ export const UP_FLAGS: readonly FlagDef[] = [
     help: "every replica serves its deployment's HTTP inference connections\nitself (troupe head --http-handoff; by default only a model's lone\nreplica does; docs/front-door.md)",
   },
   { name: 'no-http-handoff', help: 'the front-door workers serve every inference connection' },
+  { name: 'tls-cert', value: 'FILE', help: 'run the cluster over TLS with this certificate (troupe head --tls-cert)' },
+  { name: 'tls-key', value: 'FILE', help: 'the private key of --tls-cert' },
+  { name: 'tls-ca', value: 'FILE', help: 'the CA that signed --tls-cert, which the agent and up itself verify it with' },
 ];
 
 export const UP_HELP = helpOf(
@@ -41,6 +44,9 @@ export const UpFlagsSchema = z.object({
   simulateGpus: z.coerce.number().int('must be a whole number').min(0).max(64).default(0),
   httpHandoff: z.boolean().optional(),
   noHttpHandoff: z.boolean().optional(),
+  tlsCert: z.string().min(1).optional(),
+  tlsKey: z.string().min(1).optional(),
+  tlsCa: z.string().min(1).optional(),
 });
 
 /** The compiled examples (dist/examples/): the only modules fn steps of `troupe up` may name. */
@@ -55,6 +61,12 @@ function sampleInput(): Tensor {
 
 export async function upCommand(argv: string[]): Promise<void> {
   const flags = parseFlags('up', argv, specOf(UP_FLAGS), UpFlagsSchema);
+  if ((flags.tlsCert === undefined) !== (flags.tlsKey === undefined) || (flags.tlsCa !== undefined && flags.tlsCert === undefined))
+    throw new TroupeError('TROUPE_ERR_BAD_FLAG', 'up: --tls-cert and --tls-key go together, and --tls-ca needs them');
+  const tlsArgs = flags.tlsCert && flags.tlsKey ? ['--tls-cert', resolve(flags.tlsCert), '--tls-key', resolve(flags.tlsKey)] : [];
+  const caArgs = flags.tlsCa ? ['--tls-ca', resolve(flags.tlsCa)] : [];
+  // Read before anything starts, so a bad file is said once, naming up's own flag.
+  const ca = flags.tlsCa ? readPem('--tls-ca', flags.tlsCa) : undefined;
   // At a terminal a person reads the few lines up prints itself; the processes under it say only
   // what needs attention (warnings, errors) unless TROUPE_LOG_LEVEL asks for more. Piped, every
   // line is kept, for whatever reads them.
@@ -73,6 +85,7 @@ export async function upCommand(argv: string[]): Promise<void> {
       ...(flags.noGrpc ? ['--no-grpc'] : []),
       ...(flags.httpHandoff ? ['--http-handoff'] : []),
       ...(flags.noHttpHandoff ? ['--no-http-handoff'] : []),
+      ...tlsArgs,
     ],
     /listening on (\S+(?: and gRPC on \S+)?)/,
     30_000,
@@ -109,6 +122,7 @@ export async function upCommand(argv: string[]): Promise<void> {
     EXAMPLES_DIR,
     '--state-dir',
     resolve(flags.dataDir, 'agent'),
+    ...caArgs,
   ];
   if (flags.simulateGpus > 0) agentArgs.push('--simulate-gpus', String(flags.simulateGpus));
   // In a process group of its own (its actors with it): a terminal's Ctrl-C reaches up, the head
@@ -118,7 +132,7 @@ export async function upCommand(argv: string[]): Promise<void> {
   void agent.exited.then(() => !stopping && process.kill(process.pid, 'SIGTERM'));
   await agent.line;
 
-  const cluster = await connect(url);
+  const cluster = await connect(url, ca ? { tls: { ca } } : {});
   // A quarter of a CPU: a 2-core laptop still holds the docs' examples beside it (docs/sdk.md).
   const deployed = await cluster.deploy({ name: 'mlp', model: 'mlp.onnx', cpus: 0.25, threads: 1 });
   const actor = deployed.actors[0];
@@ -131,6 +145,6 @@ export async function upCommand(argv: string[]): Promise<void> {
   );
   await cluster.close();
   process.stdout.write(
-    `\nTroupe is up at ${url}${grpcAddress ? `, gRPC at ${grpcAddress}` : ''}  (SDK: connect('${url.replace('http', 'ws')}'); Ctrl-C to stop)\n`,
+    `\nTroupe is up at ${url}${grpcAddress ? `, gRPC at ${grpcAddress}` : ''}  (SDK: connect('${url.replace('http', 'ws')}'${ca ? ', { tls: { ca } }' : ''}); Ctrl-C to stop)\n`,
   );
 }

@@ -3,6 +3,19 @@ import type { ControllerOptions } from './control/controller-options.js';
 import type { LivenessOptions } from './control/liveness.js';
 import type { JobOptions } from './http/jobs.js';
 import type { ClusterState } from './state/cluster-state.js';
+import type { Pem } from '../runtime/internal.js';
+
+/** The head's own TLS (docs/security.md): what it presents, and whom it asks for a certificate. */
+export interface HeadTlsOptions {
+  /** The head's certificate (PEM; a chain, leaf first) and its private key. */
+  cert: Pem;
+  key: Pem;
+  /**
+   * Mutual TLS with agents: an agent must present a certificate this CA signed, or its connection
+   * is refused (401). Other callers (SDK, HTTP, gRPC) are not asked to present one.
+   */
+  agentCa?: Pem;
+}
 
 export interface HeadOptions {
   host?: string;
@@ -68,6 +81,13 @@ export interface HeadOptions {
    * told otherwise).
    */
   grpcPort?: number;
+  /**
+   * Serve HTTPS and WSS on the head's port, and TLS on the gRPC port; every port then refuses
+   * plaintext. Replicas' direct ports present the same certificate (handed to agents over their
+   * TLS connections). Front-door workers and HTTP handoff are off under TLS (they pass raw
+   * connections between processes); asking for either with it is refused (TROUPE_ERR_BAD_FLAG).
+   */
+  tls?: HeadTlsOptions;
 }
 
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
@@ -77,7 +97,7 @@ export const SILENT_CONNECTION_MS = 10_000;
 export const DEFAULT_DRAIN_MS = 10_000;
 
 export interface Head {
-  /** http://host:port; the connection endpoints (WebSocket or frame-stream upgrades) are under /v1/. */
+  /** http://host:port (https:// under TLS); the connection endpoints (WebSocket or frame-stream upgrades) are under /v1/. */
   readonly url: string;
   /** host:port of the gRPC endpoint, when the head serves one. */
   readonly grpcAddress: string | undefined;

@@ -1,6 +1,5 @@
 import { ShutdownGate, drainingError, requestFailed } from '../runtime/internal.js';
-import { createServer } from 'node:http';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -23,6 +22,7 @@ import type { ActorRecord } from './state/records.js';
 import { serveActor } from './connections/actor-connection.js';
 import { serveAgent } from './connections/agent-connection.js';
 import { checkBearer, internalOff, isLoopback } from '../runtime/internal.js';
+import { agentCertificateRefusal, checkHeadTls, headServer } from './head-tls.js';
 import { serveClient } from './connections/client-connection.js';
 import { startAutoscaler } from './control/autoscaler.js';
 import { Controller } from './control/controller.js';
@@ -61,7 +61,7 @@ import { DEFAULT_DRAIN_MS, DEFAULT_MAX_CONNECTIONS, SILENT_CONNECTION_MS } from 
 import type { Head, HeadOptions } from './head-options.js';
 
 export { DEFAULT_DRAIN_MS, DEFAULT_MAX_CONNECTIONS, SILENT_CONNECTION_MS } from './head-options.js';
-export type { Head, HeadOptions } from './head-options.js';
+export type { Head, HeadOptions, HeadTlsOptions } from './head-options.js';
 
 /** What shutting down needs of a connection's channel. */
 type ClosableChannel = Pick<Channel<{ type: string }, { type: string }>, 'close' | 'terminate' | 'whenClosed'>;
@@ -82,6 +82,7 @@ export async function startHead(options: HeadOptions = {}): Promise<Head> {
   if (!isLoopback(host) && !options.token) {
     throw new TroupeError('TROUPE_ERR_BAD_FLAG', `refusing to listen on ${host} without a cluster token: set TROUPE_TOKEN or --token`);
   }
+  checkHeadTls(options);
   const dataDir = resolve(options.dataDir ?? join('.troupe', 'head'));
   // Only a head that keeps its state in the directory needs it to itself (head/state/data-dir-lock.ts).
   const lock = (options.persistState ?? options.dataDir !== undefined) ? await lockDataDir(dataDir) : undefined;
@@ -118,7 +119,9 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   const cap = new ConnectionCap(maxConnections);
-  const httpWorkers = options.httpWorkers ?? Math.min(availableParallelism(), 4);
+  const tls = options.tls;
+  // Under TLS the head serves every connection itself (checkHeadTls).
+  const httpWorkers = tls ? 0 : (options.httpWorkers ?? Math.min(availableParallelism(), 4));
   let frontDoor: FrontDoor | undefined;
   let forwarder: InferenceForwarder | undefined;
   let split: ConnectionSplit | undefined;
@@ -172,10 +175,9 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       // A connection that says nothing, or no whole request head, for 10 s is closed (docs/security.md):
       // Node's default of 60 s let slow or silent sockets hold the connection cap six times as long,
       // and it checks its timeouts every second instead of every 30 s.
-      const server = createServer(
-        { headersTimeout: SILENT_CONNECTION_MS, connectionsCheckingInterval: 1000 },
-        (req, res) => (frontDoor?.serving && !gate.draining && forwarder?.forward(req, res)) || inference(req, res) || handler(req, res),
-      );
+      const serve = (req: IncomingMessage, res: ServerResponse) =>
+        (frontDoor?.serving && !gate.draining && forwarder?.forward(req, res)) || inference(req, res) || handler(req, res);
+      const server = headServer(tls, { headersTimeout: SILENT_CONNECTION_MS, connectionsCheckingInterval: 1000 }, serve);
       // The cap is the head's own (connection-cap.ts), over both ports and the workers' connections;
       // Node's, twice as high, only backs it (past it Node closes a socket before any byte is read).
       server.maxConnections = 2 * maxConnections;
@@ -189,8 +191,10 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           server.headersTimeout,
         );
       // Before the split reads a byte: a connection past the cap is closed, or takes a slow one's place.
+      // Under TLS the requests come on the TLS socket, not on this one, so such a connection is
+      // never proven: it is counted but not dropped for room (the handshake timeout bounds slow ones).
       server.prependListener('connection', (socket: Socket) => {
-        if (!cap.admit(socket, true)) socket.destroy();
+        if (!cap.admit(socket, !tls)) socket.destroy();
       });
       // A whole request head came (an upgrade's too: agents', actors' and clients' sockets are never dropped for room).
       server.on('request', (req: IncomingMessage) => cap.proven(req.socket));
@@ -235,7 +239,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     ...(options.jobs ? { jobOptions: options.jobs } : {}),
   });
   // The status page at `/` and its live feed at /api/v1/stream (head/status/).
-  registerStatusPage(app, { state, graphs, host, token: options.token, draining: () => gate.draining, docs });
+  registerStatusPage(app, { state, graphs, host, token: options.token, secure: tls !== undefined, draining: () => gate.draining, docs });
 
   const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false });
@@ -256,6 +260,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     return channel;
   };
   const firstMessageTimeoutMs = options.firstMessageTimeoutMs ?? FIRST_MESSAGE_TIMEOUT_MS;
+  // What replicas present on their direct ports under TLS, handed to each agent when it registers.
+  const directTls = tls && { cert: tls.cert.toString(), key: tls.key.toString() };
   const clientOptions = { gate, firstMessageTimeoutMs, actors, graphStreams };
   const restoreTimeoutS = (actor: ActorRecord) => state.deployments.get(actor.deployment)?.spec.restoreTimeoutS;
   // Actor links an agent relays over its own connection are served as /v1/actor serves a connection.
@@ -291,8 +297,13 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       log.warn({ path, address }, 'refused a connection with a missing or wrong token');
       return refuse(socket, 401, 'Unauthorized', 'missing or wrong cluster token');
     }
+    const uncertified = path === '/v1/agent' ? agentCertificateRefusal(tls, req) : undefined;
+    if (uncertified) {
+      log.warn({ address, why: uncertified }, 'refused an agent without a certificate signed by --tls-agent-ca');
+      return refuse(socket, 401, 'Unauthorized', "agent certificate missing or not signed by the head's --tls-agent-ca");
+    }
     if (path === '/v1/agent')
-      return accept(req, socket, head, (ws) => serveAgent(ws, address, controller, log, actorLinks, firstMessageTimeoutMs));
+      return accept(req, socket, head, (ws) => serveAgent(ws, address, controller, log, actorLinks, firstMessageTimeoutMs, directTls));
     const serving = { ...clientOptions, withoutToken: options.token !== undefined && !checkBearer(req.headers, options.token) };
     if (!wantsFrames(req)) return accept(req, socket, head, (ws) => serveClient(ws, state, deployments, log, graphs, serving));
     return track(serveClient(frames(socket, head, true), state, deployments, log, graphs, serving));
@@ -323,6 +334,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
             maxBodyBytes,
             log,
             count: (method, outcome) => state.metrics.grpcRequests.inc({ method, outcome }),
+            ...(tls ? { tls: { cert: tls.cert, key: tls.key } } : {}),
           },
           options.grpcPort,
           // Its connections go to the front-door workers once they are up, as HTTP ones do.
@@ -342,7 +354,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   }
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : options.port;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const url = `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
   if (split) {
     frontDoor = await FrontDoor.start({
       workers: httpWorkers,

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { ActorToRelayIpcSchema, childNodeArgs } from '../runtime/internal.js';
-import type { ActorToRelayIpc, RelayToActorIpc } from '../runtime/internal.js';
+import { ActorToRelayIpcSchema, DirectTlsAskSchema, childNodeArgs } from '../runtime/internal.js';
+import type { ActorToRelayIpc, DirectTlsIpc, RelayToActorIpc } from '../runtime/internal.js';
 import { ActorHealth } from './health.js';
 import { processUsage } from './proc-stats.js';
 import type { HealthOptions } from './health.js';
@@ -34,6 +34,8 @@ export interface ActorProcessOptions {
   entry?: string;
   /** The actor's link to the head goes through this agent: what the actor says about it over IPC. */
   relay?: (message: ActorToRelayIpc) => void;
+  /** The certificate and key the actor's direct port presents, given when it asks over IPC (never in its environment). */
+  directTls?: { cert: string; key: string };
 }
 
 /**
@@ -64,10 +66,14 @@ export class ActorProcess {
       this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
     });
     const relay = options.relay;
+    const directTls = options.directTls;
     this.#child.on('message', (message) => {
       const relayed = relay ? ActorToRelayIpcSchema.safeParse(message) : undefined;
       if (relayed?.success) relay!(relayed.data);
-      else this.#health.observe(message);
+      else if (directTls && DirectTlsAskSchema.safeParse(message).success) {
+        const answer: DirectTlsIpc = { type: 'directTls', ...directTls };
+        if (this.#child.connected) this.#child.send(answer, () => {});
+      } else this.#health.observe(message);
     });
     // An IPC write to an actor that just died must not crash the agent.
     this.#child.on('error', () => {});

@@ -13,8 +13,9 @@ import {
   resolveModelPath,
   TroupeError,
   DEFAULT_MAX_FRAME_BYTES,
+  isSecureUrl,
 } from '../runtime/internal.js';
-import type { ActorToRelayIpc, AgentToHead, Gpu, HeadToAgent, NodeResources } from '../runtime/internal.js';
+import type { ActorToRelayIpc, AgentToHead, Gpu, HeadToAgent, NodeResources, TlsClientOptions } from '../runtime/internal.js';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { ActorProcess, CLASS_ACTOR_ENTRY, FN_ACTOR_ENTRY, MULTIPLEX_ACTOR_ENTRY } from './actor-process.js';
@@ -74,6 +75,12 @@ export interface AgentOptions {
    * node, not one per actor; see actor-link-relay.ts).
    */
   actorLinks?: 'direct' | 'relay';
+  /**
+   * For a `wss:`/`https:` head: the CA its certificate is verified against (default: Node's roots),
+   * and a client certificate and key for a head that asks agents for one (`--tls-agent-ca`). Actors
+   * get the CA (TROUPE_HEAD_CA, PEM), never the client key: the head does not ask them for one.
+   */
+  tls?: TlsClientOptions;
 }
 
 type StartActor = Extract<HeadToAgent, { type: 'startActor' }>;
@@ -107,6 +114,8 @@ export class NodeAgent {
   #sampler: GpuSampler | undefined;
   /** The connection once the head accepted this node's registration: only that one relays actors' links. */
   #registered: HeadChannel | undefined;
+  /** Under TLS, the head's certificate and key for this node's replicas' direct ports (from the registration's reply; memory only). */
+  #directTls: { cert: string; key: string } | undefined;
   readonly #relay = new ActorLinkRelay(() => (this.#registered && !this.#registered.closed ? this.#registered : undefined), this.#log);
 
   constructor(options: AgentOptions) {
@@ -165,7 +174,13 @@ export class NodeAgent {
     const headers: Record<string, string> = {};
     if (this.#options.token) headers.authorization = `Bearer ${this.#options.token}`;
     const url = new URL('/v1/agent', this.#options.headUrl);
-    const ws = new WebSocket(url, clientSocketOptions(headers));
+    const { ca, cert, key } = this.#options.tls ?? {};
+    // A wss: URL is TLS or nothing: a failed handshake is an error, never a retry in clear.
+    const ws = new WebSocket(url, {
+      ...clientSocketOptions(headers),
+      ...(ca !== undefined ? { ca } : {}),
+      ...(cert !== undefined && key !== undefined ? { cert, key } : {}),
+    });
     // The address this machine reaches the head from is the one its actors take direct calls on:
     // whoever reaches the head can reach it (a container's or a VM's own address, or loopback).
     ws.once('upgrade', (res) => (this.#dataHost = res.socket.localAddress?.replace(/^::ffff:(?=\d+\.)/, '') ?? this.#dataHost));
@@ -195,7 +210,7 @@ export class NodeAgent {
     });
     this.#channel = channel;
     try {
-      await channel.request(
+      const registered = await channel.request(
         {
           type: 'register',
           name: this.name,
@@ -205,6 +220,8 @@ export class NodeAgent {
         },
         10_000,
       );
+      // Only from a head reached over TLS: a key that came in clear is no secret to guard.
+      this.#directTls = isSecureUrl(url) ? registered.directTls : undefined;
     } catch (err) {
       // A refused registration leaves no connection behind that could carry anything for this node.
       channel.close(1000, 'registration refused');
@@ -320,7 +337,13 @@ export class NodeAgent {
     if (message.batch) env.TROUPE_BATCH = JSON.stringify(message.batch);
     if (message.autoLayoutReplicas !== undefined) env.TROUPE_AUTO_LAYOUT_REPLICAS = String(message.autoLayoutReplicas);
     if (message.multiplex) env.TROUPE_MULTIPLEX = JSON.stringify(message.multiplex);
+    // The CA is public: actors verify the head with it (their links need no client certificate).
+    const ca = this.#options.tls?.ca;
+    if (ca !== undefined && isSecureUrl(this.#options.headUrl)) env.TROUPE_HEAD_CA = ca.toString();
     const relayed = this.#options.actorLinks === 'relay';
+    // A model actor's direct port serves TLS with the head's certificate, asked for over IPC (actors/direct-tls.ts).
+    const directTls = !fn && !message.multiplex ? this.#directTls : undefined;
+    if (directTls) env.TROUPE_DIRECT_TLS = '1';
     if (relayed) env.TROUPE_HEAD_LINK = 'agent';
     if (labelFiles) {
       env.TROUPE_LABEL_FILES = JSON.stringify(labelFiles);
@@ -331,6 +354,7 @@ export class NodeAgent {
       env,
       health: { ...DEFAULT_HEALTH, ...this.#options.health },
       ...(relayed ? { relay: (ipc: ActorToRelayIpc) => this.#relay.fromActor(actor, message.secret, ipc) } : {}),
+      ...(directTls ? { directTls } : {}),
       ...(fn
         ? { entry: message.kind === 'class' ? CLASS_ACTOR_ENTRY : FN_ACTOR_ENTRY }
         : message.multiplex

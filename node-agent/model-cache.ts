@@ -1,11 +1,14 @@
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { join, resolve } from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { TroupeError, newId, resolveModelPath } from '../runtime/internal.js';
+import type { TlsClientOptions } from '../runtime/internal.js';
 import { blobUrl, parseModelRef } from '../runtime/model-ref.js';
 import type { ModelRef } from '../runtime/model-ref.js';
 
@@ -22,6 +25,8 @@ export interface ModelSource {
   /** The head's address (ws:// or http://); blobs come from its HTTP API on the same port. */
   headUrl: string;
   token?: string;
+  /** For a head reached over TLS: the CA it is verified with, and a client certificate it may ask for (the agent's own). */
+  tls?: TlsClientOptions;
 }
 
 /** Fetches slower than this are abandoned (the head's start request gives up sooner anyway). */
@@ -52,21 +57,49 @@ export async function resolveModel(source: ModelSource, model: string): Promise<
   return fetching;
 }
 
+/**
+ * GETs `url` with node:http(s), not fetch: fetch takes no CA or client certificate, which a head
+ * with TLS of its own needs. Resolves with the response once its head arrived.
+ */
+function get(url: URL, source: ModelSource): Promise<IncomingMessage> {
+  const { ca, cert, key } = source.tls ?? {};
+  const secure = url.protocol === 'https:';
+  return new Promise((resolve, reject) => {
+    const req = (secure ? httpsRequest : httpRequest)(url, {
+      headers: source.token ? { authorization: `Bearer ${source.token}` } : {},
+      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+      ...(secure && ca !== undefined ? { ca } : {}),
+      ...(secure && cert !== undefined && key !== undefined ? { cert, key } : {}),
+    });
+    req.once('response', resolve);
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+/** The first bytes of an error answer, as text. */
+async function textOf(response: IncomingMessage, limit: number): Promise<string> {
+  let text = '';
+  for await (const chunk of response) {
+    text += (chunk as Buffer).toString('utf8');
+    if (text.length >= limit) break;
+  }
+  response.destroy();
+  return text.slice(0, limit);
+}
+
 async function fetchModel(source: ModelSource, ref: ModelRef, file: string): Promise<string> {
   const url = blobUrl(source.headUrl, ref.sha256);
   const what = `uploaded model '${ref.name}' (sha256 ${ref.sha256.slice(0, 12)}…)`;
-  let response: Response;
+  let response: IncomingMessage;
   try {
-    response = await fetch(url, {
-      headers: source.token ? { authorization: `Bearer ${source.token}` } : {},
-      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-    });
+    response = await get(url, source);
   } catch (err) {
     throw new TroupeError('TROUPE_ERR_MODEL_FETCH', `cannot fetch ${what} from ${url.origin}: ${(err as Error).message}`);
   }
-  if (!response.ok || !response.body) {
-    const detail = await response.text().catch(() => '');
-    throw new TroupeError('TROUPE_ERR_MODEL_FETCH', `the head answered HTTP ${response.status} for ${what}: ${detail.slice(0, 300)}`);
+  if (response.statusCode !== 200) {
+    const detail = await textOf(response, 300).catch(() => '');
+    throw new TroupeError('TROUPE_ERR_MODEL_FETCH', `the head answered HTTP ${response.statusCode} for ${what}: ${detail}`);
   }
   await mkdir(cacheDir(source.modelDir), { recursive: true, mode: 0o700 });
   const tmp = `${file}.${newId()}.part`;
@@ -78,7 +111,7 @@ async function fetchModel(source: ModelSource, ref: ModelRef, file: string): Pro
     },
   });
   try {
-    await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), tee, createWriteStream(tmp, { mode: 0o600 }));
+    await pipeline(response, tee, createWriteStream(tmp, { mode: 0o600 }));
     const got = hash.digest('hex');
     if (got !== ref.sha256)
       throw new TroupeError('TROUPE_ERR_MODEL_FETCH', `${what} arrived with sha256 ${got}: the bytes are not the model that was deployed`);

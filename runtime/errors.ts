@@ -18,6 +18,11 @@ export const ERRORS = {
   },
   TROUPE_ERR_BAD_SPEC: { status: 400, retryable: false, what: 'A deployment or graph spec is invalid.' },
   TROUPE_ERR_BAD_FLAG: { status: 400, retryable: false, what: 'A command-line flag or environment variable is invalid.' },
+  TROUPE_ERR_BAD_TLS: {
+    status: 400,
+    retryable: false,
+    what: 'A TLS certificate, key or CA cannot be used: the file is missing or holds no PEM, or the key does not match its certificate.',
+  },
   TROUPE_ERR_MODEL_PATH: { status: 400, retryable: false, what: "A model path is missing or escapes the agent's model directory." },
   TROUPE_ERR_MODEL_LOAD: { status: 422, retryable: false, what: 'onnxruntime could not load the model or run its warm-up inference.' },
   TROUPE_ERR_MODEL_TOO_LARGE: {

@@ -9,6 +9,7 @@
 // Connecting, deploying, running.
 export { connect, Cluster } from './client/cluster.js';
 export type { ConnectOptions, DeployOptions, RunInputs, UndeployOptions, RunOptions, SharedMemoryStats } from './client/cluster.js';
+export type { TlsClientOptions } from './transport/tls.js';
 export { Future, FutureOutput } from './client/future.js';
 export type { FutureStatus, Outputs } from './client/future.js';
 export { wait } from './client/wait.js';

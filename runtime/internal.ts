@@ -70,8 +70,15 @@ export { ClientToHeadSchema, HeadToClientSchema, RunRefSchema } from './protocol
 export { RoutesSchema } from './protocol/routes.js';
 export type { Routes } from './protocol/routes.js';
 export type { ClientToHead, HeadToClient, RunRef } from './protocol/client.js';
-export { ActorToAgentIpcSchema, ActorToRelayIpcSchema, AgentToActorIpcSchema, RelayToActorIpcSchema } from './protocol/health.js';
-export type { ActorToAgentIpc, ActorToRelayIpc, AgentToActorIpc, RelayToActorIpc } from './protocol/health.js';
+export {
+  ActorToAgentIpcSchema,
+  ActorToRelayIpcSchema,
+  AgentToActorIpcSchema,
+  DirectTlsAskSchema,
+  DirectTlsIpcSchema,
+  RelayToActorIpcSchema,
+} from './protocol/health.js';
+export type { ActorToAgentIpc, ActorToRelayIpc, AgentToActorIpc, DirectTlsIpc, RelayToActorIpc } from './protocol/health.js';
 export { DEFAULT_MAX_FRAME_BYTES, decodeFrame, encodeFrame, encodeFrameParts } from './protocol/codec.js';
 export { MAX_VALUE_DEPTH, MAX_VALUE_ITEMS, toWireValue } from './protocol/values.js';
 export { ActorReference, CallReference, MapEntries, NEGATIVE_ZERO, UserBytes, readActorReferencesWith } from './protocol/value-types.js';
@@ -165,6 +172,8 @@ export { FrameStream } from './transport/frame-stream.js';
 export type { FrameSink, FrameTransport } from './transport/frame-transport.js';
 export { acceptFrames, wantsFrames } from './transport/frames-upgrade.js';
 export { openFrameTransport } from './transport/open-transport.js';
+export { checkTlsMaterial, isSecureUrl, readPem, replicaTlsOptions } from './transport/tls.js';
+export type { Pem, TlsClientOptions, TlsIdentity } from './transport/tls.js';
 export { RelayedTransport } from './transport/relayed-transport.js';
 export type { RelayEnd } from './transport/relayed-transport.js';
 export { validateInputs } from './validate-inputs.js';

@@ -39,6 +39,11 @@ export function createLogger(component: string): Logger {
           '*.TROUPE_TOKEN',
           'TROUPE_ACTOR_SECRET',
           '*.TROUPE_ACTOR_SECRET',
+          // The head's TLS key travels to agents and replicas (docs/security.md#tls); it is never logged either.
+          'tls',
+          '*.tls',
+          'directTls',
+          '*.directTls',
         ],
         censor: '[redacted]',
       },

@@ -30,6 +30,8 @@ export function serveAgent(
   log: Logger,
   actorLinks: ActorLinkServer,
   firstMessageTimeoutMs = FIRST_MESSAGE_TIMEOUT_MS,
+  /** Under TLS: the head's certificate and key, for the node's replicas' direct ports (sent in the registration's reply). */
+  directTls?: { cert: string; key: string },
 ): void {
   let node: NodeRecord | undefined;
   // An agent registers at once; a connection that never does holds a socket for nothing.
@@ -55,7 +57,7 @@ export function serveAgent(
             channel.fail(message.id, err);
             return;
           }
-          channel.reply(message.id, { nodeId: node.id });
+          channel.reply(message.id, { nodeId: node.id, ...(directTls ? { directTls } : {}) });
           // After the reply: the agent knows its node id before its first start order arrives.
           controller.schedule();
           return;

@@ -1,4 +1,4 @@
-import type { InferExchangeOptions } from '../../runtime/internal.js';
+import type { InferExchangeOptions, TlsIdentity } from '../../runtime/internal.js';
 import type { RunGateway } from '../graph/run-gateway.js';
 import type { ClusterState } from '../state/cluster-state.js';
 
@@ -16,4 +16,6 @@ export interface GrpcInferContext extends InferExchangeOptions {
 export interface GrpcContext extends GrpcInferContext {
   state: ClusterState;
   graphs: RunGateway;
+  /** Serve TLS (the head's certificate) instead of plaintext HTTP/2. */
+  tls?: TlsIdentity;
 }

@@ -64,7 +64,7 @@ export async function startGrpcEndpoint(
 ): Promise<GrpcEndpoint> {
   const server = grpcServer(ctx.maxBodyBytes);
   server.addService(tolerantDecoding(inferenceServiceDefinition()), inferenceImplementation(ctx, describingMethods(ctx)));
-  const serveHere = connectionInjector(server);
+  const serveHere = connectionInjector(server, ctx.tls);
   // Paused: a connection handed to a worker keeps its first bytes in the kernel, where they travel with it.
   const listener = createServer({ pauseOnConnect: true }, (socket) => {
     // A client that resets the connection before it is handed on must not take the head down.

@@ -2,7 +2,7 @@ import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { Metadata, ServerDuplexStream, ServerUnaryCall, UntypedServiceImplementation, sendUnaryData } from '@grpc/grpc-js';
 import type { Socket } from 'node:net';
 import { onInjectedHttp2Sessions } from '../../runtime/internal.js';
-import type { AuthPolicy, HttpError } from '../../runtime/internal.js';
+import type { AuthPolicy, HttpError, TlsIdentity } from '../../runtime/internal.js';
 import { grpcAuthError } from './auth.js';
 import type { GrpcInferContext } from './context.js';
 import { accepted, inferOnce, serveStream } from './infer-handlers.js';
@@ -108,8 +108,12 @@ const CONNECTION_WINDOW_BYTES = 16 * 2 ** 20;
 const STREAM_WINDOW_BYTES = 4 * 2 ** 20;
 
 /** Serves connections on `server` that another listener accepted: each injected, with wide windows, and read. */
-export function connectionInjector(server: Server): (socket: Socket) => void {
-  const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+export function connectionInjector(server: Server, tls?: TlsIdentity): (socket: Socket) => void {
+  // With a certificate, grpc-js makes a TLS HTTP/2 server: a plaintext connection fails its handshake.
+  const credentials = tls
+    ? ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(tls.cert), private_key: Buffer.from(tls.key) }], false)
+    : ServerCredentials.createInsecure();
+  const injector = server.createConnectionInjector(credentials);
   // Where grpc-js keeps its HTTP/2 servers elsewhere, connections keep the default windows (runtime/node-internals.ts).
   onInjectedHttp2Sessions(server, (session) => {
     try {

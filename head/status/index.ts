@@ -19,6 +19,8 @@ export interface StatusPageOptions {
   /** The address the head listens on: beyond loopback, a configured token is required. */
   host: string;
   token: string | undefined;
+  /** The head serves HTTPS: the session cookie is marked Secure. */
+  secure?: boolean;
   /** Whether the head is shutting down: the page's readiness then says so, as /readyz does. */
   draining?: () => boolean;
   /** Sampling period of the time series (default 1000 ms). */
@@ -52,7 +54,7 @@ export function registerStatusPage(app: FastifyInstance, options: StatusPageOpti
     sampler,
     feed,
   );
-  const sessions = new StatusSessions(options.token, options.host);
+  const sessions = new StatusSessions(options.token, options.host, options.secure ?? false);
   const assets = new StatusAssets();
   const docs = options.docs ?? new ApiDocs();
   const tag = 'Status page';

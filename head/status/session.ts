@@ -33,10 +33,13 @@ export class StatusSessions {
   readonly #token: string | undefined;
   /** sha256(session id) -> expiry; hashed so a heap dump does not hold usable cookies. */
   readonly #sessions = new Map<string, number>();
+  /** `; Secure` when the head serves HTTPS: the browser then never sends the cookie over plain HTTP. */
+  readonly #secure: string;
 
-  constructor(token: string | undefined, host: string) {
+  constructor(token: string | undefined, host: string, secure = false) {
     this.#token = token;
     this.required = token !== undefined && token !== '' && !isLoopback(host);
+    this.#secure = secure ? '; Secure' : '';
   }
 
   authorized(headers: IncomingHttpHeaders): boolean {
@@ -62,13 +65,13 @@ export class StatusSessions {
     while (this.#sessions.size >= MAX_SESSIONS) this.#sessions.delete(this.#sessions.keys().next().value!);
     const id = newSecret();
     this.#sessions.set(digest(id).toString('hex'), now + SESSION_TTL_MS);
-    return `${SESSION_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_TTL_MS / 1000}`;
+    return `${SESSION_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_TTL_MS / 1000}${this.#secure}`;
   }
 
   /** Ends the session in the request's cookie; answers the Set-Cookie value that clears it. */
   logout(headers: IncomingHttpHeaders): string {
     const id = cookieValue(headers.cookie, SESSION_COOKIE);
     if (id) this.#sessions.delete(digest(id).toString('hex'));
-    return `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`;
+    return `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0${this.#secure}`;
   }
 }

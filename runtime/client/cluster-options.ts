@@ -1,5 +1,6 @@
 /** The options of the SDK's Cluster: connecting, running, deploying (cluster.ts). */
 import type { Tensor } from '../tensor/tensor.js';
+import type { TlsClientOptions } from '../transport/tls.js';
 import type { Future, FutureOutput } from './future.js';
 
 /** A run's inputs: tensors, Futures of earlier runs (or one output of one), or Futures of actor calls whose value is a tensor. */
@@ -12,6 +13,15 @@ export interface ConnectOptions {
    * or call class actors' methods (TROUPE_ERR_UNAUTHORIZED).
    */
   token?: string;
+  /**
+   * For an `https:`/`wss:` URL: the CA that signed the head's certificate (`ca`, PEM; default: the
+   * file TROUPE_TLS_CA names, else Node's roots). Nothing then crosses in clear: the head's
+   * connection is a verified WebSocket over TLS with no plaintext fallback, and direct runs go to
+   * replicas over TLS only (each presents the head's certificate, checked against the head's host
+   * name); a replica that offers only plain TCP is not called, its runs go through the head.
+   * `cert`/`key` present a client certificate (a head started with `--tls-agent-ca` asks agents for one).
+   */
+  tls?: TlsClientOptions;
   /** Give up connecting after this long (default 10 s). */
   connectTimeoutMs?: number;
   /**

@@ -8,6 +8,7 @@ import type { z } from 'zod';
 import type { FrameTransport } from '../transport/frame-transport.js';
 import { openFrameTransport } from '../transport/open-transport.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../protocol/codec.js';
+import type { TlsClientOptions } from '../transport/tls.js';
 
 type ClientChannel = Channel<HeadToClient, ClientToHead, typeof ClientToHeadReplies>;
 
@@ -22,12 +23,19 @@ export interface HeadConnectionOptions {
   onReconnect?: () => void;
   /** The class actor this client runs in, said in hello (the head refuses calls that would wait on themselves). */
   actor?: { id: string; secret: string } | undefined;
+  /** What a `wss:` connection trusts (and presents). */
+  tls?: TlsClientOptions | undefined;
 }
 
 /** Opens one connection to the head's client endpoint; rejects with a TroupeError saying why not. */
-function openSocket(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<FrameTransport> {
+function openSocket(
+  url: URL,
+  headers: Record<string, string>,
+  timeoutMs: number,
+  tls: TlsClientOptions | undefined,
+): Promise<FrameTransport> {
   // Replies are handed to users, who may keep their tensors: exact allocations, not pooled frames.
-  return openFrameTransport(url, headers, { maxFrameBytes: DEFAULT_MAX_FRAME_BYTES, pooled: false, timeoutMs });
+  return openFrameTransport(url, headers, { maxFrameBytes: DEFAULT_MAX_FRAME_BYTES, pooled: false, timeoutMs, tls });
 }
 
 /**
@@ -56,7 +64,7 @@ export class HeadConnection {
   /** Connects once (failing as the first attempt fails), then keeps the connection up. */
   static async open(url: URL, options: HeadConnectionOptions): Promise<HeadConnection> {
     const conn = new HeadConnection(url, options);
-    conn.#attach(await openSocket(url, conn.#headers, options.connectTimeoutMs));
+    conn.#attach(await openSocket(url, conn.#headers, options.connectTimeoutMs, options.tls));
     return conn;
   }
 
@@ -138,7 +146,7 @@ export class HeadConnection {
   }
 
   #reopen(): void {
-    openSocket(this.#url, this.#headers, this.#options.connectTimeoutMs).then(
+    openSocket(this.#url, this.#headers, this.#options.connectTimeoutMs, this.#options.tls).then(
       (ws) => {
         if (this.#closed) ws.terminate();
         else this.#attach(ws);

@@ -1,3 +1,4 @@
+import type { ConnectionOptions } from 'node:tls';
 import { z } from 'zod';
 import { CallQueue } from '../dispatch/call-queue.js';
 import type { QueueTarget, Replica } from '../dispatch/call-queue.js';
@@ -38,11 +39,12 @@ interface Entry {
   dropped: AbortController;
 }
 
-/** Host and port of a replica's `tcp://host:port` address (IPv6 hosts in brackets). */
-function endpointOf(url: string): { host: string; port: number } {
+/** Host and port of a replica's `tcp://host:port` or `tls://host:port` address (IPv6 hosts in brackets), and whether it is TLS. */
+function endpointOf(url: string): { host: string; port: number; tls: boolean } {
   const parsed = new URL(url);
-  if (parsed.protocol !== 'tcp:' || !parsed.port) throw new Error(`'${url}' is not a tcp://host:port address`);
-  return { host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(parsed.port) };
+  if ((parsed.protocol !== 'tcp:' && parsed.protocol !== 'tls:') || !parsed.port)
+    throw new Error(`'${url}' is not a tcp:// or tls://host:port address`);
+  return { host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(parsed.port), tls: parsed.protocol === 'tls:' };
 }
 
 /**
@@ -60,11 +62,17 @@ export class DirectDeployment implements QueueTarget {
   readonly queue: CallQueue = new CallQueue(this);
   readonly #entries = new Map<string, Entry>();
   readonly #sharedMemory: SharedTensorPool | undefined;
+  readonly #tls: ConnectionOptions | undefined;
 
-  /** `sharedMemory`: this client's regions, offered to each replica (used where it runs on this host). */
-  constructor(name: string, sharedMemory?: SharedTensorPool) {
+  /**
+   * `sharedMemory`: this client's regions, offered to each replica (used where it runs on this host).
+   * `tls`: this client reached the head over TLS; replicas are then called over TLS only, with these
+   * options (runtime/transport/tls.ts replicaTlsOptions), and one that offers plain TCP is not called.
+   */
+  constructor(name: string, sharedMemory?: SharedTensorPool, tls?: ConnectionOptions) {
     this.name = name;
     this.#sharedMemory = sharedMemory;
+    this.#tls = tls;
   }
 
   /** Whether some replica's socket is open now. */
@@ -127,13 +135,16 @@ export class DirectDeployment implements QueueTarget {
       this.queue.pump();
     };
     const connecting = async () => {
-      const { host, port } = endpointOf(url);
+      const { host, port, tls } = endpointOf(url);
+      // A client that reached the head over TLS sends no byte in clear: its runs go through the head instead.
+      if (this.#tls && !tls) throw new Error(`replica ${url} takes calls in clear, and this client reached the head over TLS`);
       // Replies are handed to callers, who may keep them: their frames are not pooled.
       const stream = await FrameStream.connect(host, port, {
         maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
         pooled: false,
         timeoutMs: CONNECT_TIMEOUT_MS,
         signal: entry.dropped.signal,
+        ...(tls ? { tls: this.#tls ?? {} } : {}),
       });
       const channel: ReplicaChannel = new Channel<Nothing, ClientToReplica, typeof ClientToReplicaReplies>(stream, {
         schema: NothingSchema,

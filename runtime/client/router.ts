@@ -1,3 +1,4 @@
+import type { ConnectionOptions } from 'node:tls';
 import { TroupeError } from '../errors.js';
 import type { CallQueue } from '../dispatch/call-queue.js';
 import type { Routes } from '../protocol/routes.js';
@@ -28,11 +29,14 @@ export class DirectRouter {
   #reportedLoad = false;
   /** Shared memory for large inputs to replicas on this host, or why every tensor goes in its frame. */
   readonly sharedMemory: SharedTensorPool | string;
+  /** How replicas are called when this client reached the head over TLS (see DirectDeployment). */
+  readonly #tls: ConnectionOptions | undefined;
 
-  constructor(ask: AskRoutes, report: ReportLoad, sharedMemory: SharedTensorPool | string) {
+  constructor(ask: AskRoutes, report: ReportLoad, sharedMemory: SharedTensorPool | string, tls?: ConnectionOptions) {
     this.#ask = ask;
     this.#report = report;
     this.sharedMemory = sharedMemory;
+    this.#tls = tls;
   }
 
   /** The client-side queue for `deployment` if a replica takes direct calls now. */
@@ -54,7 +58,7 @@ export class DirectRouter {
     if (!d)
       this.#deployments.set(
         routes.deployment,
-        (d = new DirectDeployment(routes.deployment, typeof this.sharedMemory === 'string' ? undefined : this.sharedMemory)),
+        (d = new DirectDeployment(routes.deployment, typeof this.sharedMemory === 'string' ? undefined : this.sharedMemory, this.#tls)),
       );
     d.update(routes);
     if (!this.#reporter) {

@@ -151,4 +151,19 @@ export const StartActorReplySchema = z.object({ pid: z.number().int().positive()
 
 /** The replies to what the head asks an agent, and to the agent's registration. */
 export const HeadToAgentReplies = { startActor: StartActorReplySchema, stopActor: AckSchema };
-export const AgentToHeadReplies = { register: z.object({ nodeId: z.string().min(1).max(256) }), actorOpen: AckSchema };
+/** PEM text of a certificate or key (the head's own, handed to agents under TLS). */
+const PemTextSchema = z
+  .string()
+  .min(1)
+  .max(256 * 1024);
+export const AgentToHeadReplies = {
+  register: z.object({
+    nodeId: z.string().min(1).max(256),
+    /**
+     * Under TLS, the head's certificate and key, which this node's replicas present on their direct
+     * ports (docs/security.md). Sent only over the agent's TLS connection, kept in memory only.
+     */
+    directTls: z.object({ cert: PemTextSchema, key: PemTextSchema }).optional(),
+  }),
+  actorOpen: AckSchema,
+};

@@ -10,7 +10,18 @@ export const IdSchema = z.string().min(1).max(64);
  * default), or relayed by its agent over the agent's connection and the actor's IPC channel
  * (`agent`: `troupe agent --actor-links relay`), so the head holds one connection per node.
  */
-export const HeadLinkEnv = { TROUPE_HEAD_LINK: z.enum(['direct', 'agent']).optional() };
+export const HeadLinkEnv = {
+  TROUPE_HEAD_LINK: z.enum(['direct', 'agent']).optional(),
+  /**
+   * For a head with TLS: the CA its certificate is verified with (PEM text, public), as the agent
+   * was given it (`--tls-ca`). An SDK client made inside the actor trusts it too.
+   */
+  TROUPE_HEAD_CA: z
+    .string()
+    .max(256 * 1024)
+    .includes('-----BEGIN ', { message: 'must be PEM text' })
+    .optional(),
+};
 
 export const WireErrorSchema = z.object({
   code: z.enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]]),

@@ -34,3 +34,22 @@ export type AgentToActorIpc = z.infer<typeof AgentToActorIpcSchema>;
 
 export const ActorToAgentIpcSchema = z.object({ type: z.literal('pong'), seq: z.number().int() });
 export type ActorToAgentIpc = z.infer<typeof ActorToAgentIpcSchema>;
+
+/**
+ * Under TLS, a model actor asks its agent for the certificate and key its direct port presents
+ * (`directTlsAsk`), and the agent answers over IPC: the key never passes through the actor's
+ * environment, arguments or a file.
+ */
+export const DirectTlsAskSchema = z.object({ type: z.literal('directTlsAsk') });
+export const DirectTlsIpcSchema = z.object({
+  type: z.literal('directTls'),
+  cert: z
+    .string()
+    .min(1)
+    .max(256 * 1024),
+  key: z
+    .string()
+    .min(1)
+    .max(256 * 1024),
+});
+export type DirectTlsIpc = z.infer<typeof DirectTlsIpcSchema>;

@@ -1,5 +1,7 @@
 import { connect as connectSocket } from 'node:net';
 import type { Socket } from 'node:net';
+import { TLSSocket, connect as connectTls } from 'node:tls';
+import type { ConnectionOptions } from 'node:tls';
 import type { TroupeError } from '../errors.js';
 import { moveHandle } from '../node-internals.js';
 import { sharedBufferPool } from './buffer-pool.js';
@@ -72,9 +74,10 @@ export class FrameStream implements FrameTransport {
   static connect(
     host: string,
     port: number,
-    options: FrameStreamOptions & { timeoutMs: number; signal?: AbortSignal },
+    options: FrameStreamOptions & { timeoutMs: number; signal?: AbortSignal; tls?: ConnectionOptions },
   ): Promise<FrameStream> {
     const reader = FrameStream.#newReader(options);
+    if (options.tls) return FrameStream.#connectTls(host, port, reader, options);
     const socket = connectSocket({
       host,
       port,
@@ -103,7 +106,9 @@ export class FrameStream implements FrameTransport {
    */
   static adopt(accepted: Socket, options: FrameStreamOptions, leftover?: Uint8Array): FrameStream {
     const reader = FrameStream.#newReader(options);
-    const socket = moveHandle(accepted, { onread: readInPlace(reader), readable: true, writable: true });
+    // A TLS socket's handle is OpenSSL's, not the connection's: it cannot be moved, and its reads are decrypted copies anyway.
+    const socket =
+      accepted instanceof TLSSocket ? undefined : moveHandle(accepted, { onread: readInPlace(reader), readable: true, writable: true });
     if (!socket) {
       const stream = new FrameStream(accepted, reader, false);
       if (leftover?.length) reader.consume(leftover);
@@ -116,6 +121,34 @@ export class FrameStream implements FrameTransport {
     // Bytes read before the hand-over come first; the new socket's first read is still to come.
     if (leftover?.length) reader.consume(leftover);
     return stream;
+  }
+
+  /**
+   * Over TLS: resolves once the handshake verified the server, so nothing is sent before it.
+   * OpenSSL decrypts into buffers of its own, so Node's chunks are copied in (no `onread`).
+   */
+  static #connectTls(
+    host: string,
+    port: number,
+    reader: FrameReader,
+    options: { timeoutMs: number; signal?: AbortSignal; tls?: ConnectionOptions },
+  ): Promise<FrameStream> {
+    const socket = connectTls({ ...options.tls, host, port });
+    socket.setKeepAlive(true);
+    const stream = new FrameStream(socket, reader, false);
+    socket.on('data', (chunk: Buffer) => reader.consume(chunk));
+    return new Promise((resolve, reject) => {
+      const abort = () => socket.destroy(new Error('aborted'));
+      options.signal?.addEventListener('abort', abort, { once: true });
+      if (options.signal?.aborted) abort();
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new Error(`no TLS connection to ${host}:${port} within ${options.timeoutMs} ms`));
+      }, options.timeoutMs);
+      const settled = () => (clearTimeout(timer), options.signal?.removeEventListener('abort', abort));
+      socket.once('secureConnect', () => (settled(), resolve(stream)));
+      socket.once('error', (err) => (settled(), reject(err)));
+    });
   }
 
   static #newReader(options: FrameStreamOptions): FrameReader {

@@ -1,5 +1,13 @@
 import { Metadata, credentials, loadPackageDefinition, status } from '@grpc/grpc-js';
-import type { CallOptions, Client, ClientDuplexStream, GrpcObject, ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
+import type {
+  CallOptions,
+  ChannelCredentials,
+  Client,
+  ClientDuplexStream,
+  GrpcObject,
+  ServiceClientConstructor,
+  ServiceError,
+} from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
@@ -30,8 +38,13 @@ function metadataOf(token: string | undefined): Metadata {
   return metadata;
 }
 
-export function grpcClient(address: string, maxMessageBytes = 256 * 2 ** 20): GrpcClient {
-  const client = new Service(address, credentials.createInsecure(), {
+/** `channel`: how the client connects (default plaintext; `credentials.createSsl(ca)` for a head with TLS). */
+export function grpcClient(
+  address: string,
+  maxMessageBytes = 256 * 2 ** 20,
+  channel: ChannelCredentials = credentials.createInsecure(),
+): GrpcClient {
+  const client = new Service(address, channel, {
     'grpc.max_receive_message_length': maxMessageBytes,
     'grpc.max_send_message_length': maxMessageBytes,
   });

@@ -120,7 +120,7 @@ describe('CLI', { timeout: 120_000 }, () => {
       [['head', '--bogus'], /Unknown option '--bogus'/],
       [['head', '--host', '0.0.0.0', '--port', '0'], /refusing to listen on 0\.0\.0\.0 without a cluster token/],
       [['agent'], /--head: is required/],
-      [['agent', '--head', 'ftp://x'], /--head: must be a ws:\/\/ or http:\/\/ URL/],
+      [['agent', '--head', 'ftp://x'], /--head: must be a ws:\/\/, wss:\/\/, http:\/\/ or https:\/\/ URL/],
       [['status', '--head', 'http://127.0.0.1:abc'], /--head: must be an http:\/\/ \(or ws:\/\/\) URL with a numeric port/],
       [['agent', '--head', 'ws://127.0.0.1:1', '--simulate-gpus', '1.5'], /--simulate-gpus: must be a whole number/],
       [

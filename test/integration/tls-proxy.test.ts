@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { connect, tensor } from '../../runtime/internal.js';
 import type { Cluster } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
+import { routesOf } from '../helpers/routes.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 
@@ -22,16 +23,19 @@ interface Seen {
 
 /**
  * A head is often reached through a TLS-terminating proxy, which passes WebSockets but not an
- * upgrade to an unknown protocol. Given an https: URL, an agent and the actors it starts reach the
- * head through such a proxy with WebSockets (over plain HTTP they upgrade to frame streams), and
- * calls through the head still give onnxruntime's numbers. The proxy here is a TLS server in this
- * process that forwards each connection to the head, with a self-signed certificate from
- * test/fixtures/tls that the cluster's processes trust through NODE_EXTRA_CA_CERTS.
+ * upgrade to an unknown protocol. Given an https: URL, an agent, the actors it starts and the SDK
+ * reach the head through such a proxy with WebSockets (over plain HTTP they upgrade to frame
+ * streams), and runs still give onnxruntime's numbers. Behind such a proxy the replicas' direct
+ * ports are plain TCP (the head has no TLS of its own here), so a client that came over TLS sends
+ * them nothing: every run goes through the proxy. The proxy is a TLS server in this process that
+ * forwards each connection to the head, with a self-signed certificate from test/fixtures/tls that
+ * the cluster's processes trust through NODE_EXTRA_CA_CERTS, and the SDK through its `tls` option.
  */
 describe('through a TLS proxy in front of the head', { timeout: 120_000 }, () => {
   let cluster: TestCluster;
   let client: Cluster;
   let proxy: TlsServer;
+  let proxied: string;
   const seen: Seen[] = [];
 
   before(async () => {
@@ -49,8 +53,9 @@ describe('through a TLS proxy in front of the head', { timeout: 120_000 }, () =>
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     const { port } = proxy.address() as AddressInfo;
-    await cluster.startAgent(['--name', 'behind-tls'], `https://localhost:${port}`);
-    client = await connect(cluster.url);
+    proxied = `https://localhost:${port}`;
+    await cluster.startAgent(['--name', 'behind-tls'], proxied);
+    client = await connect(proxied, { tls: { ca: readFileSync(`${TLS_DIR}cert.pem`) } });
   });
   after(async () => {
     await client?.close();
@@ -58,23 +63,28 @@ describe('through a TLS proxy in front of the head', { timeout: 120_000 }, () =>
     proxy?.close();
   });
 
-  test('the agent and its actor connect with WebSockets through the proxy, and runs through the head are right', async () => {
+  test('the SDK, the agent and its actor connect with WebSockets through the proxy, and every run goes through it, right', async () => {
     const view = await client.deploy({ name: 'mlp', model: 'mlp.onnx', threads: 1 });
     assert.equal(view.state, 'READY');
     await waitFor('the actor connection through the proxy', () => seen.find((s) => s.request.startsWith('GET /v1/actor ')), 10_000);
     assert.deepEqual(
       seen.map((s) => `${s.request.split(' ')[1]} ${s.upgrade}`).sort(),
-      ['/v1/actor websocket', '/v1/agent websocket'],
-      'one WebSocket for the agent, one for its actor',
+      ['/v1/actor websocket', '/v1/agent websocket', '/v1/client websocket'],
+      'one WebSocket each for the SDK, the agent and its actor',
     );
     const x = tensor('float32', [4, 64], seededFloats(4 * 64, 11));
     const want = await runInProcess(cluster.models.mlp, { x });
-    const viaHead = await connect(cluster.url, { direct: false });
-    try {
-      const runs = await Promise.all(Array.from({ length: 8 }, () => viaHead.run('mlp', { x })));
-      for (const out of runs) assert.deepEqual([...(out.logits!.data as Float32Array)], [...(want.logits!.data as Float32Array)]);
-    } finally {
-      await viaHead.close();
+    // Direct runs are on (the default): the client asks for the routes, is told of a plain tcp://
+    // replica, and keeps its runs on the proxied connection.
+    const routes = await routesOf(cluster.url, 'mlp');
+    assert.match(routes.replicas[0]?.url ?? '', /^tcp:\/\//, 'the replica takes direct calls in clear');
+    const runs = Array.from({ length: 8 }, () => client.run('mlp', { x }));
+    for (const f of runs) assert.deepEqual([...((await f).logits!.data as Float32Array)], [...(want.logits!.data as Float32Array)]);
+    // Sequential runs give the routes time to arrive: none of them may go to the replica.
+    for (let i = 0; i < 8; i++) {
+      const f = client.run('mlp', { x });
+      await f;
+      assert.equal(f.resolvedHere, false, `run ${i} went to the replica in clear`);
     }
   });
 });

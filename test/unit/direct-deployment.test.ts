@@ -36,3 +36,30 @@ test('a replica the client cannot reach takes no calls, and with none left a cal
   });
   d.close();
 });
+
+test('a client that reached the head over TLS never opens a plain tcp:// replica: not one byte, and its calls go through the head', async () => {
+  let connections = 0;
+  const server = createServer((socket) => {
+    connections++;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const d = new DirectDeployment('m', undefined, { rejectUnauthorized: true });
+  try {
+    d.update({
+      deployment: 'm',
+      replicas: [{ actor: 'a1', url: `tcp://127.0.0.1:${port}`, token: 't'.repeat(32) }],
+      perReplicaLimit: 2,
+      maxQueue: 10,
+      maxRetries: 1,
+    });
+    await waitFor('the replica to be given up', () => !d.couldServe() || undefined, 10_000);
+    assert.equal(d.usable, false);
+    assert.match(d.describeReplicas(), /unreachable/);
+    assert.equal(connections, 0, 'no connection was opened');
+  } finally {
+    d.close();
+    server.close();
+  }
+});
