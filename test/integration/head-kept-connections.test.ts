@@ -153,6 +153,38 @@ describe("large inference bodies on the head's own connections", { timeout: 170_
     assert.equal(job.status, 202, job.body.toString());
   });
 
+  test(`${CONNECTIONS} 7 MB generate bodies are parsed and converted on the body thread; /healthz answers throughout`, async () => {
+    // 1.1M numbers (7.7 MB) for an input of 64 elements: refused once parsed and converted (off the event loop).
+    const data = '0.1234,'.repeat(1_100_000 - 1) + '0.1234';
+    const body = Buffer.from(`{"x": [${data}]}`);
+    await whilePolled(`${(body.length / 2 ** 20).toFixed(1)} MB generate bodies`, async (agent) => {
+      const answer = await nodeCall(cluster.url, 'POST', '/v2/models/mlp/generate', {
+        agent,
+        body,
+        headers: { 'content-type': 'application/json' },
+        timeoutMs: 120_000,
+      });
+      assert.equal(answer.status, 400, answer.body.toString());
+      assert.match(String((JSON.parse(answer.body.toString()) as { code: string }).code), /^TROUPE_ERR_BAD_(TENSOR|INPUT)$/);
+    });
+    // A large body that is valid (padded past the size parsed on the event loop) answers from the thread's tensors.
+    const padded = `{"id": "big", "x": [${new Array(64).fill(0.5).join(',')}]${' '.repeat(200 * 1024)}}`;
+    for (const route of ['generate', 'generate_stream']) {
+      const ok = await call(cluster.url, 'POST', `/v2/models/mlp/${route}`, {
+        body: padded,
+        headers: { 'content-type': 'application/json' },
+      });
+      assert.equal(ok.status, 200, ok.body.toString());
+      assert.match(ok.body.toString(), /"id":"big"/);
+      assert.match(ok.body.toString(), /"model_name":"mlp"/);
+    }
+    const bad = await call(cluster.url, 'POST', '/v2/models/mlp/generate', {
+      body: `{"nope": 1${' '.repeat(200 * 1024)}}`,
+      headers: { 'content-type': 'application/json' },
+    });
+    assertError(bad, 400, 'TROUPE_ERR_BAD_INPUT', /no input 'nope'/);
+  });
+
   test('a connection that says nothing, or never finishes its request head, is closed after about 10 s (docs/security.md)', async () => {
     const { hostname, port } = new URL(cluster.url);
     const closedAfter = async (first: string | undefined) => {
