@@ -4,12 +4,14 @@ import {
   decodeInferRequest,
   generateInputs,
   GenerateRequestSchema,
+  generateValues,
   InferRequestSchema,
   parseJson,
   splitInferBody,
   toWireError,
 } from '../../runtime/internal.js';
 import type { WireTensorMap } from '../../runtime/internal.js';
+import { checkMethodArgs } from '../calls/actor-calls.js';
 import type { BodyAnswer, BodyAsk, BodyKinds } from './body-thread.js';
 
 /**
@@ -39,7 +41,12 @@ function job(ask: Extract<BodyAsk, { kind: 'job' }>, transfer: ArrayBuffer[]): B
 function generate(ask: Extract<BodyAsk, { kind: 'generate' }>, transfer: ArrayBuffer[]): BodyKinds['generate']['answer'] {
   const text = Buffer.from(ask.bytes.buffer, ask.bytes.byteOffset, ask.bytes.byteLength).toString('utf8');
   const body = checkedBy(GenerateRequestSchema, parseJson(text, 'the generate request'), 'generate request');
-  if (!ask.inputs) return { body };
+  // A class actor's values are bounded here (depth, size), as the call would bound them: a value
+  // nested 10,000 deep must be refused by name, not overflow the stack that copies it to the head.
+  if (!ask.inputs) {
+    checkMethodArgs(ask.target, 'generate', [generateValues(body), body.parameters ?? {}]);
+    return { body };
+  }
   const tensors = generateInputs(body, ask.inputs, ask.target);
   movable(tensors, transfer);
   // The JSON values stay here: the head needs only the tensors converted from them.
@@ -57,5 +64,10 @@ parentPort!.on('message', (ask: BodyAsk) => {
   } catch (err) {
     message = { id: ask.id, error: toWireError(err) };
   }
-  parentPort!.postMessage(message, transfer);
+  try {
+    parentPort!.postMessage(message, transfer);
+  } catch (err) {
+    // What cannot be copied to the head fails its request, not this thread (and the others it holds).
+    parentPort!.postMessage({ id: ask.id, error: toWireError(err) } satisfies BodyAnswer);
+  }
 });

@@ -56,6 +56,12 @@ describe('hostile values to and from class actors', { timeout: 180_000 }, () => 
     const doors = [
       { path: '/v2/models/hostile/generate_stream', body: `{"text_input": ${deep}}`, what: /hostile.generate\(\): args\[0\]/ },
       { path: '/v2/models/hostile/generate', body: `{"text_input": ${deep}}`, what: /hostile.generate\(\): args\[0\]/ },
+      // Past 64 KiB the body is parsed on the head's body thread: bounded there, by the same words.
+      {
+        path: '/v2/models/hostile/generate',
+        body: `{"text_input": ${deep}${' '.repeat(100 * 1024)}}`,
+        what: /hostile.generate\(\): args\[0\]/,
+      },
       { path: '/api/v1/actors/hostile/echo', body: `{"args": [${nestedJson(2000)}]}`, what: /hostile.echo\(\): args\[0\]/ },
       { path: '/api/v1/actors/hostile/echo/stream', body: `{"args": [${deep}]}`, what: /hostile.echo\(\): args\[0\]/ },
     ];
