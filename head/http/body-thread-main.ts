@@ -13,6 +13,7 @@ import {
 import type { WireTensorMap } from '../../runtime/internal.js';
 import { checkMethodArgs } from '../calls/actor-calls.js';
 import type { BodyAnswer, BodyAsk, BodyKinds } from './body-thread.js';
+import { readCallBody } from './call-body.js';
 
 /**
  * The thread that parses request bodies for the head (body-thread.ts): the JSON parse of a large
@@ -60,7 +61,13 @@ parentPort!.on('message', (ask: BodyAsk) => {
   let message: BodyAnswer;
   const transfer: ArrayBuffer[] = [];
   try {
-    message = { id: ask.id, answer: ask.kind === 'job' ? job(ask, transfer) : generate(ask, transfer) };
+    const answer =
+      ask.kind === 'job'
+        ? job(ask, transfer)
+        : ask.kind === 'generate'
+          ? generate(ask, transfer)
+          : readCallBody(Buffer.from(ask.bytes.buffer, ask.bytes.byteOffset, ask.bytes.byteLength).toString('utf8'), ask.actor, ask.method);
+    message = { id: ask.id, answer };
   } catch (err) {
     message = { id: ask.id, error: toWireError(err) };
   }

@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { fromWireError, TroupeError } from '../../runtime/internal.js';
+import type { CallBody } from './call-body.js';
 import type { DecodedRequest, GenerateRequest, InferRequest, TensorInfo, WireError, WireTensorMap } from '../../runtime/internal.js';
 
 /** What a body is parsed as, what the thread is given with it, and what comes back. */
@@ -17,17 +18,28 @@ export interface BodyKinds {
     ask: { target: string; inputs?: readonly TensorInfo[] };
     answer: { body: GenerateRequest; tensors?: WireTensorMap };
   };
+  /** A class actor's method call (its arguments bounded as the call bounds them). */
+  call: {
+    ask: { actor: string; method: string };
+    answer: CallBody;
+  };
 }
 export type BodyKind = keyof BodyKinds;
 
 export type BodyAsk = { [K in BodyKind]: { id: number; kind: K; bytes: Uint8Array } & BodyKinds[K]['ask'] }[BodyKind];
 export type BodyAnswer = { id: number; answer: BodyKinds[BodyKind]['answer'] } | { id: number; error: WireError };
 
+/**
+ * Bodies up to this size are parsed on the event loop: the hop to the thread and back costs about
+ * as much as their parse (0.3 ms for 4 KiB, 0.7 ms for 64 KiB, against 0.02 and 0.4 ms to parse).
+ */
+export const INLINE_BODY_BYTES = 64 * 1024;
+
 /** A thread idle this long ends, giving back the heap its last parses grew (hundreds of MB for large bodies). */
 const IDLE_MS = 5000;
 
 /**
- * Parses request bodies (jobs, generate requests) on a thread of their own, one at a time in
+ * Parses request bodies (jobs, generate requests, method calls) on a thread of their own, one at a time in
  * arrival order: 14 job bodies of 63 MB parsed on the head's event loop held /healthz for 3.7 s.
  * What comes back is cheap to receive: tensors' bytes are moved, not copied, and the JSON they
  * came from stays on the thread. The thread starts with the first body, ends when idle, and lets

@@ -23,6 +23,7 @@ import { pickVersion, versionMap } from '../control/versions.js';
 import { versionServes } from '../calls/inference.js';
 import { MAX_CALL_BODY_BYTES } from './actor-routes.js';
 import { itemJson } from './actor-stream-route.js';
+import { INLINE_BODY_BYTES } from './body-thread.js';
 import { acceptBuffers, bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { errorHandler } from './errors.js';
@@ -70,12 +71,6 @@ function targetOf(ctx: ApiContext, name: string): Target {
     );
   return { kind: 'tensors', inputs: d.metadata.inputs, streams: false };
 }
-
-/**
- * Bodies up to this size are parsed on the event loop: the hop to the body thread and back costs
- * more than their parse (bench/head-survival.ts measures /healthz with large ones).
- */
-const INLINE_BODY_BYTES = 64 * 1024;
 
 /** A generate request read for `target`: its body, and for a tensors target its inputs converted (the body then without them). */
 interface Read {
