@@ -374,7 +374,10 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       },
     });
     const door = frontDoor;
-    cap.countElsewhere(() => door.connections);
+    cap.countElsewhere(
+      () => door.connections,
+      (before) => door.evictSlow(before),
+    );
     // Only where workers read connections in place: without that internal they give every
     // connection back to the head, and a forwarded one came back unread (a 408 after 10 s).
     if (!internalOff('socket-handle')) forwarder = await InferenceForwarder.start((socket) => door.takeUnread(socket));

@@ -29,8 +29,11 @@ export interface FrontDoorOptions {
 interface Worker {
   child: ChildProcess;
   ready: boolean;
-  /** Connections it holds, as it last reported them. */
+  /** Connections it holds, and of those the unproven ones (no whole request head yet), as it last reported them. */
   connections: number;
+  unproven: number;
+  /** When its oldest unproven connection came (ms since the epoch). */
+  oldestUnproven: number;
   /** Resolves when the worker said it drained, or exited. */
   drained?: () => void;
 }
@@ -85,6 +88,24 @@ export class FrontDoor {
   /** Connections the workers hold, as they last reported them (for the head's connection cap). */
   get connections(): number {
     return this.#workers.reduce((n, w) => n + w.connections, 0);
+  }
+
+  /**
+   * Asks the worker holding the oldest unproven HTTP connection (slow or silent: no whole request
+   * head yet), if it came before `before` (ms since the epoch), to close it, making room under the
+   * head's cap; false if no worker holds one that old. The counts are taken down at once so that
+   * the next new connection does not count the same one; the worker's next report sets them right.
+   */
+  evictSlow(before: number): boolean {
+    let oldest: Worker | undefined;
+    for (const w of this.#workers)
+      if (w.child.connected && w.unproven > 0 && w.oldestUnproven < before && (!oldest || w.oldestUnproven < oldest.oldestUnproven))
+        oldest = w;
+    if (!oldest) return false;
+    oldest.unproven--;
+    oldest.connections--;
+    this.#send(oldest, { type: 'evict' });
+    return true;
   }
 
   /** Whether a worker is ready to take a connection now. */
@@ -169,7 +190,7 @@ export class FrontDoor {
       execArgv: childNodeArgs(),
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    const worker: Worker = { child, ready: false, connections: 0 };
+    const worker: Worker = { child, ready: false, connections: 0, unproven: 0, oldestUnproven: Infinity };
     this.#workers[slot] = worker;
     const started = Date.now();
     child.on('message', (raw, handle) => this.#received(worker, raw, handle as Socket | undefined));
@@ -177,6 +198,7 @@ export class FrontDoor {
     child.once('exit', (code, signal) => {
       worker.ready = false;
       worker.connections = 0;
+      worker.unproven = 0;
       worker.drained?.();
       if (this.#closing) return;
       // A worker that ran a while before dying starts again at once; one that keeps dying waits longer each time.
@@ -209,6 +231,8 @@ export class FrontDoor {
       }
       case 'report':
         if (message.connections !== undefined) worker.connections = message.connections;
+        if (message.unproven !== undefined) worker.unproven = message.unproven;
+        if (message.unproven !== undefined) worker.oldestUnproven = message.oldestUnproven ?? Infinity;
         for (const [name, count] of Object.entries(message.served))
           state.metrics.frontDoorRequests.inc({ model: name, outcome: 'ok' }, count);
         for (const [name, codes] of Object.entries(message.failed)) {

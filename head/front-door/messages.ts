@@ -42,6 +42,11 @@ export const HeadToWorkerSchema = z.discriminatedUnion('type', [
   /** Comes with a socket: a connection to the gRPC port, nothing read of it. */
   z.object({ type: z.literal('grpc-connection') }),
   z.object({ type: z.literal('drain') }),
+  /**
+   * The head is at its connection cap with no slow connection of its own to drop: the worker closes
+   * its oldest HTTP connection that has not sent a whole request head yet, to make room.
+   */
+  z.object({ type: z.literal('evict') }),
 ]);
 export type HeadToWorker = z.infer<typeof HeadToWorkerSchema>;
 
@@ -59,6 +64,10 @@ export const WorkerToHeadSchema = z.discriminatedUnion('type', [
     failed: z.record(z.string(), z.partialRecord(z.enum(ERROR_CODES as [string, ...string[]]), z.number().int().min(0))),
     /** Connections (HTTP and gRPC) the worker holds now, for the head's connection cap. */
     connections: z.number().int().min(0).optional(),
+    /** Of those, HTTP connections that have sent no whole request head yet (slow or silent: the cap may drop them). */
+    unproven: z.number().int().min(0).optional(),
+    /** When the oldest of them came (ms since the epoch): the cap drops the oldest slow connection, the head's or a worker's. */
+    oldestUnproven: z.number().optional(),
     /** gRPC calls answered, by method and outcome (the head's troupe_grpc_requests_total). */
     grpc: z
       .array(z.object({ method: z.string().max(64), outcome: z.string().max(64), count: z.number().int().min(1) }))

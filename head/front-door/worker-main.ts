@@ -57,22 +57,52 @@ function backendOf(cluster: Cluster): InferenceBackend {
   };
 }
 
-/** Connections this worker holds, and the count the head last heard. */
+/** Connections this worker holds, and the counts the head last heard. */
 let connections = 0;
 let reportedConnections = 0;
+let reportedOldest: number | undefined;
+/**
+ * HTTP connections that have sent no whole request head yet, oldest first: the ones the head's
+ * connection cap may drop (connection-cap.ts). Without them, 1,500 slowloris sockets handed here
+ * filled a cap of 1,000 that the head could not make room in, and /healthz went unanswered.
+ */
+const unproven = new Map<Socket, number>();
+/** Connections whose first request head came before `held` saw them (it can complete as a handed-over connection starts). */
+const provenEarly = new WeakSet<Socket>();
 
-/** Counts `socket` among this worker's connections until it closes. */
-function held(socket: Socket): void {
+/** Counts `socket` among this worker's connections until it closes; `http`: unproven (since now) until a request head completes. */
+function held(socket: Socket, http: boolean): void {
   connections++;
-  socket.once('close', () => connections--);
+  if (http && !provenEarly.has(socket)) unproven.set(socket, Date.now());
+  socket.once('close', () => {
+    connections--;
+    unproven.delete(socket);
+  });
+}
+
+function headComplete(socket: Socket): void {
+  if (!unproven.delete(socket)) provenEarly.add(socket);
+}
+
+/** Closes the oldest unproven connection, at the head's word (it is at its cap), and says so at once. */
+function evict(): void {
+  const oldest = unproven.keys().next().value as Socket | undefined;
+  if (!oldest) return;
+  unproven.delete(oldest);
+  oldest.destroy();
+  report();
 }
 
 function report(): void {
   const failed = Object.fromEntries([...failures].map(([name, codes]) => [name, Object.fromEntries(codes)]));
   const grpc = workerGrpc?.takeCounts() ?? [];
-  if (served.size === 0 && failures.size === 0 && grpc.length === 0 && connections === reportedConnections) return;
+  const oldest = unproven.values().next().value as number | undefined;
+  if (served.size === 0 && failures.size === 0 && grpc.length === 0 && connections === reportedConnections && oldest === reportedOldest)
+    return;
   reportedConnections = connections;
-  tell({ type: 'report', served: Object.fromEntries(served), failed, connections, ...(grpc.length > 0 ? { grpc } : {}) });
+  reportedOldest = oldest;
+  const slow = { unproven: unproven.size, ...(oldest !== undefined ? { oldestUnproven: oldest } : {}) };
+  tell({ type: 'report', served: Object.fromEntries(served), failed, connections, ...slow, ...(grpc.length > 0 ? { grpc } : {}) });
   served.clear();
   failures.clear();
 }
@@ -89,12 +119,13 @@ async function serve(settings: WorkerSettings, pending: [Buffer, Socket][]): Pro
     keepAliveTimeoutMs: settings.keepAliveTimeoutMs,
     headersTimeoutMs: settings.headersTimeoutMs,
     relay: relayToHead(settings.internalPort),
+    headComplete,
     giveBack: (socket: Socket, bytes: Buffer) => {
       if (!process.connected) return void socket.destroy();
       process.send!({ type: 'return' as const, head: bytes }, socket, { keepOpen: false }, (err) => err && socket.destroy());
     },
   };
-  const accept = (head: Buffer, socket: Socket) => held(serveInPlace(socket, head, options));
+  const accept = (head: Buffer, socket: Socket) => held(serveInPlace(socket, head, options), true);
   for (const [head, socket] of pending.splice(0)) accept(head, socket);
   if (settings.grpcRelayPort !== undefined) {
     const grpc = startWorkerGrpc({ ...options, relayPort: settings.grpcRelayPort });
@@ -142,9 +173,11 @@ process.on('message', (raw: unknown, socket?: Socket) => {
     }
     case 'grpc-connection':
       if (!socket) return;
-      held(socket);
+      held(socket, false);
       if (workerGrpc) return workerGrpc.inject(socket);
       return void earlyGrpc.push(socket);
+    case 'evict':
+      return evict();
     case 'drain':
       void gate.drain(60_000).then(({ unfinished }) => {
         report();

@@ -1,20 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import {
-  checkedBy,
-  MAX_METHOD_ARGS,
-  MAX_SESSION_KEY,
-  MethodCallSchema,
-  MethodNameSchema,
-  NameSchema,
-  newId,
-  parseJson,
-  TroupeError,
-} from '../../runtime/internal.js';
+import { MethodNameSchema, NameSchema, newId, TroupeError } from '../../runtime/internal.js';
 import { acceptBuffers, bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { streamOverSse } from './actor-stream-route.js';
-import { checkMethodArgs } from '../calls/actor-calls.js';
+import { INLINE_BODY_BYTES } from './body-thread.js';
+import { CallBodySchema, readCallBody } from './call-body.js';
 import { jsonText } from './json-value.js';
 
 /**
@@ -23,27 +14,8 @@ import { jsonText } from './json-value.js';
  * `handle.call` (head/calls/actor-calls.ts), so the rules cannot drift.
  */
 
-/** A call's body: its arguments are JSON, parsed on the head's event loop, so it gets a bound of its own. */
+/** A call's body: its arguments are JSON whose values reach the head's event loop (past 64 KiB parsed on the body thread first), so it gets a bound of its own. */
 export const MAX_CALL_BODY_BYTES = 8 * 2 ** 20;
-
-const CallBodySchema = z
-  .object({
-    /** The method's arguments, in order (default none). */
-    args: z.array(z.unknown()).max(MAX_METHOD_ARGS).default([]),
-    /** Arguments that are the results of earlier calls (their `id`s), resolved on the head: index -> call. */
-    refs: MethodCallSchema.shape.refs,
-    /** Calls with the same key go to the same instance while it lives. */
-    sessionKey: z.string().min(1).max(MAX_SESSION_KEY).optional(),
-    /** Fail with TROUPE_ERR_DEADLINE_EXCEEDED (504) past this many ms; the method may still run to its end. */
-    timeoutMs: MethodCallSchema.shape.timeoutMs,
-    /**
-     * The state each instance answered from in earlier answers (`instance` -> `stateId`): an
-     * instance that restarted since with no checkpoint to restore fails the call with
-     * TROUPE_ERR_STATE_LOST (410) instead of answering from a fresh state.
-     */
-    seen: MethodCallSchema.shape.seen,
-  })
-  .strict();
 
 const CallAnswerSchema = z.object({
   /** This call's id: another call may take its result as an argument (`refs`) for 60 s. */
@@ -67,19 +39,17 @@ function pathParams(request: FastifyRequest): { name: string; method: string } {
   return { name, method };
 }
 
-function callBody(request: FastifyRequest): z.output<typeof CallBodySchema> {
-  const text = bodyBuffer(request.body).toString('utf8');
-  // No body (or an empty one) calls the method without arguments.
-  const raw = text.trim() === '' ? {} : parseJson(text, 'the call body');
-  return checkedBy(CallBodySchema, raw, 'call body');
-}
-
-/** The call a request asks for: the actor and method of its path, the arguments and options of its body. */
-function methodCall(request: FastifyRequest) {
+/**
+ * The call a request asks for: the actor and method of its path, the arguments and options of its
+ * body (parsed and checked on the body thread past INLINE_BODY_BYTES, body-thread.ts).
+ */
+async function methodCall(ctx: ApiContext, request: FastifyRequest) {
   const { name, method } = pathParams(request);
-  const body = callBody(request);
-  // Here too, so a streaming call is refused with a status before its events start.
-  checkMethodArgs(name, method, body.args);
+  const bytes = bodyBuffer(request.body);
+  const body =
+    bytes.byteLength > INLINE_BODY_BYTES
+      ? await ctx.bodies.parse('call', bytes, { actor: name, method })
+      : readCallBody(bytes.toString('utf8'), name, method);
   return {
     actor: name,
     method,
@@ -112,7 +82,7 @@ export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void
       responses: { 200: { description: 'the items, as server-sent events', content: { 'text/event-stream': 'text' } } },
     },
     async (request, reply) => {
-      const call = methodCall(request);
+      const call = await methodCall(ctx, request);
       // Refused as JSON while a status can still say so; once the events start it is 200.
       ctx.actors.check(call.actor);
       await streamOverSse(ctx.actors, reply, call, ctx.streamIdleMs);
@@ -146,7 +116,7 @@ export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void
       };
       reply.raw.once('close', onClose);
       const { value, instance, stateId } = await ctx.actors
-        .call({ id, ...methodCall(request) }, undefined, undefined, gone.signal)
+        .call({ id, ...(await methodCall(ctx, request)) }, undefined, undefined, gone.signal)
         .finally(() => reply.raw.off('close', onClose));
       // A method that returns nothing answers null: JSON has no undefined.
       const served = instance === undefined ? '' : `,"instance":${JSON.stringify(instance)}`;

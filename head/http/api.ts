@@ -15,6 +15,7 @@ import { ModelStore } from './model-store.js';
 import { registerModelRoutes } from './model-routes.js';
 import { registerOipRoutes } from './oip-routes.js';
 import { registerTritonRoutes } from './triton-routes.js';
+import { BodyThread } from './body-thread.js';
 
 /** The top of an OpenAPI 3.1 document; the rest is described by the OpenAPI specification itself. */
 const OpenApiDocumentSchema = z
@@ -41,7 +42,7 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
     // The store keeps the blobs deployments run, and refuses to delete a model one uses.
     const deployed = () => [...options.state.deployments.values()].map((d) => ({ deployment: d.spec.name, model: d.spec.model }));
     const store = await ModelStore.open(options.dataDir, options.log, deployed);
-    const ctx: ApiContext = { ...options, store, jobs: new JobStore(options.jobOptions) };
+    const ctx: ApiContext = { ...options, store, jobs: new JobStore(options.jobOptions), bodies: new BodyThread() };
     api.addHook('onRequest', authHook(options.token, options.host));
     api.setErrorHandler(errorHandler(options.log, options.maxBodyBytes));
 

@@ -8,6 +8,7 @@ import type { ClusterState } from '../state/cluster-state.js';
 import type { JobOptions, JobStore } from './jobs.js';
 import type { ModelStore } from './model-store.js';
 import type { ApiDocs } from './openapi.js';
+import type { BodyThread } from './body-thread.js';
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 2 ** 20;
 export const DEFAULT_MAX_MODEL_BYTES = 1024 * 2 ** 20;
@@ -48,4 +49,6 @@ export interface HttpApiOptions {
 export interface ApiContext extends HttpApiOptions {
   store: ModelStore;
   jobs: JobStore;
+  /** The one thread that parses large request bodies off the event loop (jobs, generate requests). */
+  bodies: BodyThread;
 }

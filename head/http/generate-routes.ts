@@ -23,6 +23,7 @@ import { pickVersion, versionMap } from '../control/versions.js';
 import { versionServes } from '../calls/inference.js';
 import { MAX_CALL_BODY_BYTES } from './actor-routes.js';
 import { itemJson } from './actor-stream-route.js';
+import { INLINE_BODY_BYTES } from './body-thread.js';
 import { acceptBuffers, bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { errorHandler } from './errors.js';
@@ -71,9 +72,26 @@ function targetOf(ctx: ApiContext, name: string): Target {
   return { kind: 'tensors', inputs: d.metadata.inputs, streams: false };
 }
 
-function requestBody(request: FastifyRequest): GenerateRequest {
-  const raw = parseJson(bodyBuffer(request.body).toString('utf8'), 'the generate request');
-  return checkedBy(GenerateRequestSchema, raw, 'generate request');
+/** A generate request read for `target`: its body, and for a tensors target its inputs converted (the body then without them). */
+interface Read {
+  target: Target;
+  body: GenerateRequest;
+  tensors?: WireTensorMap;
+}
+
+/**
+ * Reads the body for the target the path names. A large one is parsed, checked and (for a model or
+ * graph, whose declared inputs say how) converted to tensors on the body thread (body-thread.ts), so
+ * 8 MiB bodies on many connections do not hold the head's event loop; a class actor's values come back as they are.
+ */
+async function readRequest(ctx: ApiContext, deployment: string, request: FastifyRequest): Promise<Read> {
+  const target = targetOf(ctx, deployment);
+  const bytes = bodyBuffer(request.body);
+  const inputs = target.kind === 'tensors' ? { inputs: target.inputs } : {};
+  if (bytes.byteLength > INLINE_BODY_BYTES)
+    return { target, ...(await ctx.bodies.parse('generate', bytes, { target: deployment, ...inputs })) };
+  const body = checkedBy(GenerateRequestSchema, parseJson(bytes.toString('utf8'), 'the generate request'), 'generate request');
+  return { target, body, ...(target.kind === 'tensors' ? { tensors: generateInputs(body, target.inputs, deployment) } : {}) };
 }
 
 /** What a request's path names: the model as the answers call it, its version, and the deployment that serves it. */
@@ -133,8 +151,7 @@ interface Generation {
   text(value: unknown): string;
 }
 
-function generation(ctx: ApiContext, { model, version, deployment: name }: Named, body: GenerateRequest): Generation {
-  const target = targetOf(ctx, name);
+function generation(ctx: ApiContext, { model, version, deployment: name }: Named, { target, body, tensors }: Read): Generation {
   if (target.kind === 'class') {
     const args = [generateValues(body), body.parameters ?? {}];
     // Refused before the events start, as a model's inputs are.
@@ -161,8 +178,8 @@ function generation(ctx: ApiContext, { model, version, deployment: name }: Named
       },
     };
   }
-  // Converted before anything starts, so a bad input is a 400 rather than an event.
-  const inputs = generateInputs(body, target.inputs, name);
+  // Converted before anything starts (readRequest), so a bad input is a 400 rather than an event.
+  const inputs = tensors ?? {};
   return {
     target,
     text: (value) => generateResponseText(value as WireTensorMap, model, body.id, version),
@@ -175,7 +192,7 @@ function generation(ctx: ApiContext, { model, version, deployment: name }: Named
 }
 
 export function registerGenerateRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  // JSON parsed on the head's event loop: the bound of method calls' bodies (and a 413 that names it).
+  // The bound of method calls' bodies (and a 413 that names it): a class actor's values reach the head's event loop.
   const limit = Math.min(ctx.maxBodyBytes, MAX_CALL_BODY_BYTES);
   acceptBuffers(app, limit);
   app.setErrorHandler(errorHandler(ctx.log, limit));
@@ -207,7 +224,7 @@ export function registerGenerateRoutes(app: FastifyInstance, ctx: ApiContext): v
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
         const name = named(ctx, request);
-        const g = generation(ctx, name, requestBody(request));
+        const g = generation(ctx, name, await readRequest(ctx, name.deployment, request));
         if (g.target.streams)
           throw new TroupeError(
             'TROUPE_ERR_BAD_REQUEST',
@@ -239,7 +256,8 @@ export function registerGenerateRoutes(app: FastifyInstance, ctx: ApiContext): v
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
         // Refused as JSON while a status can still say so; once the events start it is 200.
-        const g = generation(ctx, named(ctx, request), requestBody(request));
+        const name = named(ctx, request);
+        const g = generation(ctx, name, await readRequest(ctx, name.deployment, request));
         await pumpSse(
           reply,
           g.source,

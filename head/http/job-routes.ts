@@ -6,7 +6,6 @@ import type { WireTensorMap } from '../../runtime/internal.js';
 import { bodyBuffer } from './body.js';
 import type { ApiContext } from './context.js';
 import { jobJson } from './jobs.js';
-import { JobBodyParser } from './job-body.js';
 import { INFER_REQUEST_HEADERS } from './oip-routes.js';
 import { labelsOf } from './state-backend.js';
 
@@ -49,7 +48,6 @@ function outputOrder(ctx: ApiContext, name: string, outputs: WireTensorMap, aske
 export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { docs, state, graphs, jobs } = ctx;
   const tag = 'Jobs';
-  const parser = new JobBodyParser();
 
   const submit = async (request: FastifyRequest, reply: FastifyReply) => {
     const { name } = request.params as { name: string };
@@ -58,8 +56,8 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       // Only what was asked for: a caller without the token must not learn the other names (as findTarget).
       throw new TroupeError('TROUPE_ERR_UNKNOWN_DEPLOYMENT', `no deployment or graph named '${name.slice(0, 100)}'`);
     }
-    // Parsed on a thread of its own, off the head's event loop (job-body.ts).
-    const { body, decoded } = await parser.parse(bodyBuffer(request.body), request.headers[HEADER_LENGTH]);
+    // Parsed on a thread of its own, off the head's event loop (body-thread.ts).
+    const { body, decoded } = await ctx.bodies.parse('job', bodyBuffer(request.body), { headerLength: request.headers[HEADER_LENGTH] });
     if (body.parameters?.binary_data_output === true || body.outputs?.some((o) => o.parameters?.binary_data === true)) {
       throw new TroupeError(
         'TROUPE_ERR_BAD_REQUEST',

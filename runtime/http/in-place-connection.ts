@@ -40,6 +40,8 @@ export interface InPlaceOptions extends InferExchangeOptions {
   giveBack(socket: Socket, bytes: Buffer): void;
   /** Whether this server serves inference `route` (default: every one); one it does not is given back. */
   serves?(route: InferRoute): boolean;
+  /** A whole request head arrived on `socket` (a front-door worker's connection cap drops only connections that sent none). */
+  headComplete?(socket: Socket): void;
 }
 
 interface Request {
@@ -196,6 +198,7 @@ class InPlaceConnection {
     if (this.#stopped) return 1;
     this.#inHead = false;
     clearTimeout(this.#timer);
+    this.#options.headComplete?.(this.#socket);
     const headers = headersOf(info.headers);
     const method = HTTPParser.methods[info.method];
     const route = inferRoute(method, info.url);

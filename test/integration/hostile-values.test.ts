@@ -56,7 +56,18 @@ describe('hostile values to and from class actors', { timeout: 180_000 }, () => 
     const doors = [
       { path: '/v2/models/hostile/generate_stream', body: `{"text_input": ${deep}}`, what: /hostile.generate\(\): args\[0\]/ },
       { path: '/v2/models/hostile/generate', body: `{"text_input": ${deep}}`, what: /hostile.generate\(\): args\[0\]/ },
+      // Past 64 KiB the body is parsed on the head's body thread: bounded there, by the same words.
+      {
+        path: '/v2/models/hostile/generate',
+        body: `{"text_input": ${deep}${' '.repeat(100 * 1024)}}`,
+        what: /hostile.generate\(\): args\[0\]/,
+      },
       { path: '/api/v1/actors/hostile/echo', body: `{"args": [${nestedJson(2000)}]}`, what: /hostile.echo\(\): args\[0\]/ },
+      {
+        path: '/api/v1/actors/hostile/echo',
+        body: `{"args": [${nestedJson(2000)}]${' '.repeat(100 * 1024)}}`,
+        what: /hostile.echo\(\): args\[0\]/,
+      },
       { path: '/api/v1/actors/hostile/echo/stream', body: `{"args": [${deep}]}`, what: /hostile.echo\(\): args\[0\]/ },
     ];
     for (const door of doors) {
@@ -69,6 +80,14 @@ describe('hostile values to and from class actors', { timeout: 180_000 }, () => 
       );
       await headAlive();
     }
+    // A large body that is fine (parsed on the body thread) is called with its values.
+    const words = Array.from({ length: 20_000 }, (_, i) => `w${i}`);
+    const echoed = await call(cluster.url, 'POST', '/api/v1/actors/hostile/echo', {
+      body: JSON.stringify({ args: [words] }),
+      headers: JSON_HEADERS,
+    });
+    assert.equal(echoed.status, 200, echoed.body.toString());
+    assert.deepEqual((JSON.parse(echoed.body.toString()) as { value: unknown }).value, words);
     // A class's constructor arguments, too (the spec's JSON round trip recursed).
     const spec = `{"kind": "class", "model": "test/fixtures/hostile.js#Hostile", "cpus": 0.1, "args": [${nestedJson(10_000)}]}`;
     const put = await call(cluster.url, 'PUT', '/api/v1/deployments/deep-args', { body: spec, headers: JSON_HEADERS });
