@@ -40,7 +40,7 @@ import { FrontDoor } from './front-door/front-door.js';
 import { splitConnections } from './front-door/connection-split.js';
 import { InferenceForwarder } from './front-door/forward-inference.js';
 import { ConnectionCap } from './front-door/connection-cap.js';
-import { HandoffDoors } from './front-door/handoff-doors.js';
+import { HandoffDoors, whyNoHandoff } from './front-door/handoff-doors.js';
 import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
 import { startGrpcEndpoint } from './grpc/server.js';
@@ -134,10 +134,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           mode: options.httpHandoff === true ? 'always' : 'auto',
           readyReplicas: (deployment) => state.deployments.get(deployment)?.actors.filter((a) => a.state === 'READY').length ?? 0,
           serveHere: (socket, head) => split?.serveHere(socket, head),
-          labels: (deployment) => {
-            const d = state.deployments.get(deployment);
-            return d && labelsOf(d);
-          },
+          labels: (deployment) => ((d) => d && labelsOf(d))(state.deployments.get(deployment)),
           handedOver: (model, actor) => state.metrics.handoffs.inc({ model, actor }),
           settings: () => ({
             relayPort: frontDoor?.relayPort ?? 0,
@@ -150,12 +147,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
         })
       : undefined;
   // describe() and the status page say who serves each deployment's HTTP, and why.
-  const noDoors =
-    httpWorkers === 0
-      ? '--http-workers 0: the head serves HTTP itself'
-      : options.httpHandoff === false
-        ? 'handoff turned off (--no-http-handoff): the front-door workers serve HTTP'
-        : 'this head cannot pass connections on (no handoff addon): the front-door workers serve HTTP';
+  const noDoors = whyNoHandoff(httpWorkers, options.httpHandoff);
   state.httpServing = (deployment) => doors?.serving(deployment) ?? { byReplica: false, why: noDoors };
   const backend = stateBackend(state, graphs);
   const inference = fastInference({ backend, gate, token: options.token, host, maxBodyBytes, log });

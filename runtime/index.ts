@@ -7,7 +7,8 @@
  */
 
 // Connecting, deploying, running.
-export { connect, Cluster } from './client/cluster.js';
+export { Cluster } from './client/cluster.js';
+export { connect } from './client/connect.js';
 export type { ConnectOptions, DeployOptions, RunInputs, UndeployOptions, RunOptions, SharedMemoryStats } from './client/cluster.js';
 export type { TlsClientOptions } from './transport/tls.js';
 export { Future, FutureOutput } from './client/future.js';

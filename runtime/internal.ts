@@ -1,6 +1,7 @@
 // The public surface of Troupe's runtime: the SDK, and what every process shares.
 // Named exports only, so what users may import is a decision made here.
-export { connect, Cluster } from './client/cluster.js';
+export { Cluster } from './client/cluster.js';
+export { connect } from './client/connect.js';
 export type { ConnectOptions, DeployOptions, RunInputs, UndeployOptions, RunOptions, SharedMemoryStats } from './client/cluster.js';
 export { Future, FutureOutput } from './client/future.js';
 export type { FutureStatus, Outputs } from './client/future.js';

@@ -210,3 +210,11 @@ export class HandoffDoors {
     this.#addon.close(door.fd);
   }
 }
+
+/** Why no replica serves HTTP itself where the head makes no handoff doors: what describe() and the status page say. */
+export function whyNoHandoff(httpWorkers: number, httpHandoff: boolean | undefined): string {
+  if (httpWorkers === 0) return '--http-workers 0: the head serves HTTP itself';
+  return httpHandoff === false
+    ? 'handoff turned off (--no-http-handoff): the front-door workers serve HTTP'
+    : 'this head cannot pass connections on (no handoff addon): the front-door workers serve HTTP';
+}

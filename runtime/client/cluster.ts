@@ -13,13 +13,10 @@ import type { RunTrace } from '../graph/trace.js';
 import type { GraphDeploymentView } from '../graph/view.js';
 import type { RunRef } from '../protocol/client.js';
 import { pickReferenced, referenceFailed } from '../graph/refs.js';
-import { HeadConnection, withRetries } from './connection.js';
-import { MAX_SEEN_INSTANCES } from '../protocol/method-call.js';
-import { sharedMemoryAddon } from '../shm/addon.js';
-import { DEFAULT_POOL_BYTES, SharedTensorPool } from '../shm/tensor-pool.js';
-import { DirectRouter } from './router.js';
-import { isSecureUrl, readPem, replicaTlsOptions } from '../transport/tls.js';
-import type { TlsClientOptions } from '../transport/tls.js';
+import { withRetries } from './connection.js';
+import type { HeadConnection } from './connection.js';
+import type { DirectRouter } from './router.js';
+import { ActorStates } from './actor-states.js';
 import { asTensor } from './run-input.js';
 import { Future, FutureOutput } from './future.js';
 import { ActorHandle, CallFuture, actorDeployment } from './actor-handle.js';
@@ -30,7 +27,7 @@ import { splitModelName } from '../oip/infer-backend.js';
 import type { StreamRunOptions } from './run-stream.js';
 import type { ActorSpec, ActorTransport } from './actor-handle.js';
 import type { Outputs } from './future.js';
-import type { ConnectOptions, DeployOptions, RunInputs, RunOptions, SharedMemoryStats, UndeployOptions } from './cluster-options.js';
+import type { DeployOptions, RunInputs, RunOptions, SharedMemoryStats, UndeployOptions } from './cluster-options.js';
 export type { ConnectOptions, DeployOptions, RunInputs, RunOptions, SharedMemoryStats, UndeployOptions } from './cluster-options.js';
 
 interface RunAnswer {
@@ -63,11 +60,8 @@ export class Cluster {
   readonly #retries: number;
   readonly #router: DirectRouter | undefined;
   readonly #streams: StreamRegistry;
-  /**
-   * Per class actor, the state each of its instances last answered this client from (instance
-   * name -> state id): sent with each call, so an instance that lost it since says so (STATE_LOST).
-   */
-  readonly #actorStates = new Map<string, Map<string, string>>();
+  /** What each actor's instances last answered this client from: an instance that lost it since says so. */
+  readonly #actorStates = new ActorStates();
 
   /** @internal use {@link connect} */
   constructor(conn: HeadConnection, retries = 0, router?: DirectRouter, streams = new StreamRegistry()) {
@@ -183,7 +177,7 @@ export class Cluster {
   async undeploy(name: string, options: UndeployOptions = {}): Promise<void> {
     await this.#conn.request({ type: 'undeploy', name, ...(options.force ? { force: true } : {}) }, 60_000);
     // This client removed it: an actor deployed under the name later is no loss of state to it.
-    this.#actorStates.delete(name);
+    this.#actorStates.forget(name);
   }
 
   /**
@@ -259,12 +253,6 @@ export class Cluster {
   }
 
   /** Sends one run, directly to a replica when its deployment has routes, else through the head. */
-  #seenStates(actor: string): Map<string, string> {
-    let seen = this.#actorStates.get(actor);
-    if (!seen) this.#actorStates.set(actor, (seen = new Map()));
-    return seen;
-  }
-
   #send(
     id: string,
     deployment: string,
@@ -378,31 +366,11 @@ export class Cluster {
   /** @internal How this client's actor handles reach the head (a class actor binds handles it receives to it). */
   get actorTransport(): ActorTransport {
     const conn = this.#conn;
-    // Each call says what this client saw each instance of its actor answer from (seenStates).
-    const withSeen = <M extends { actor: string; seen?: Record<string, string> }>(message: M): M => {
-      const seen = this.#seenStates(message.actor);
-      return seen.size === 0 ? message : { ...message, seen: Object.fromEntries(seen) };
-    };
-    const remember = <R extends object>(actor: string, reply: Promise<R>): Promise<R> => {
-      const seen = this.#seenStates(actor);
-      reply.then(
-        (r) => {
-          const { instance, stateId } = r as { instance?: unknown; stateId?: unknown };
-          if (typeof instance !== 'string' || typeof stateId !== 'string') return;
-          if (!seen.has(instance) && seen.size >= MAX_SEEN_INSTANCES) seen.delete(seen.keys().next().value!);
-          seen.set(instance, stateId);
-        },
-        // Told once: what was seen is forgotten, and the next call runs on the instance as it is now.
-        (err: unknown) => {
-          if (err instanceof TroupeError && err.code === 'TROUPE_ERR_STATE_LOST') seen.clear();
-        },
-      );
-      return reply;
-    };
+    const states = this.#actorStates;
     return {
-      call: (message, timeoutMs) => remember(message.actor, conn.request(withSeen(message), timeoutMs)),
+      call: (message, timeoutMs) => states.remember(message.actor, conn.request(states.withSeen(message), timeoutMs)),
       // A stream has no overall deadline: its reader paces it, and cancels it.
-      stream: (message, stream) => this.#streams.add(stream, remember(message.actor, conn.request(withSeen(message)))),
+      stream: (message, stream) => this.#streams.add(stream, states.remember(message.actor, conn.request(states.withSeen(message)))),
       credit: (stream, n) => void conn.request({ type: 'streamCredit', stream, n }, 30_000).catch(() => {}),
       cancel: (stream) => void conn.request({ type: 'streamCancel', stream }, 30_000).catch(() => {}),
       cancelCall: (call) => void conn.request({ type: 'cancel', call }, 30_000).catch(() => {}),
@@ -426,64 +394,4 @@ export class Cluster {
     this.#router?.close();
     await this.#conn.close();
   }
-}
-
-/**
- * The class actor this process is, from the environment its agent gave it (TROUPE_ACTOR_ID and
- * TROUPE_ACTOR_SECRET), or undefined outside one: a client made inside a method tells the head, so
- * that a call to its own busy instance fails at once instead of waiting forever.
- */
-function actorIdentity(): { id: string; secret: string } | undefined {
-  const id = process.env.TROUPE_ACTOR_ID;
-  const secret = process.env.TROUPE_ACTOR_SECRET;
-  return id && secret ? { id, secret } : undefined;
-}
-
-/**
- * What a client reaching the head over TLS trusts: `options.tls`, else the CA file TROUPE_TLS_CA
- * names, else (in an actor) the CA its agent verifies the head with, else Node's roots.
- */
-function clientTls(options: ConnectOptions): TlsClientOptions | undefined {
-  if (options.tls) return options.tls;
-  const file = process.env.TROUPE_TLS_CA;
-  if (file) return { ca: readPem('TROUPE_TLS_CA', file) };
-  const inActor = process.env.TROUPE_HEAD_CA;
-  return inActor ? { ca: inActor } : undefined;
-}
-
-/**
- * Opens a connection to a head at `ws://host:port` (or `http://`, which is rewritten; `wss://`/`https://` over TLS, see {@link ConnectOptions.tls}). It stays
- * up: after a drop it reconnects with back-off, and calls made meanwhile fail with the retryable
- * TROUPE_ERR_CONNECTION_CLOSED, or are retried with `{ retries }`.
- */
-export async function connect(url: string, options: ConnectOptions = {}): Promise<Cluster> {
-  const wsUrl = new URL('/v1/client', url.replace(/^http/, 'ws'));
-  const secure = isSecureUrl(wsUrl);
-  const tls = secure ? (clientTls(options) ?? {}) : undefined;
-  let conn: HeadConnection | undefined;
-  const streams = new StreamRegistry();
-  const addon = options.sharedMemory === false ? 'turned off (sharedMemory: false)' : sharedMemoryAddon();
-  const sharedMemory = typeof addon === 'string' ? addon : new SharedTensorPool(addon, options.sharedMemoryBytes ?? DEFAULT_POOL_BYTES);
-  const router =
-    options.direct === false
-      ? undefined
-      : new DirectRouter(
-          (deployment) => conn!.request({ type: 'routes', deployment }, 10_000),
-          (loads) => void conn!.request({ type: 'load', loads }, 10_000).catch(() => {}),
-          sharedMemory,
-          tls && replicaTlsOptions(tls, wsUrl.hostname),
-        );
-  conn = await HeadConnection.open(wsUrl, {
-    token: options.token ?? process.env.TROUPE_TOKEN,
-    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
-    reconnect: options.reconnect ?? true,
-    onPush: (message) => {
-      if (message.type === 'routes') router?.update(message.routes);
-      else if (message.type === 'streamItem') streams.deliver(message);
-    },
-    onReconnect: () => router?.reconnected(),
-    actor: actorIdentity(),
-    tls,
-  });
-  return new Cluster(conn, options.retries ?? 0, router, streams);
 }
