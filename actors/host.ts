@@ -167,7 +167,13 @@ async function main(): Promise<void> {
       {
         deployment,
         metadata: loaded.metadata,
-        submit: (inputs, outputs, timeoutMs) => batcher.submit(inputs, outputs, timeoutMs),
+        // Requests on connections handed to this actor are calls the head never sees: counted here, as direct calls are.
+        submit: async (inputs, outputs, timeoutMs) => {
+          const arrived = performance.now();
+          const answer = await batcher.submit(inputs, outputs, timeoutMs);
+          directCalls.succeeded(performance.now() - arrived);
+          return answer;
+        },
         stopping: () => stopping,
         log,
       },

@@ -52,7 +52,7 @@ function expectedClasses(logits: Float32Array, k: number): string[] {
 }
 
 for (const mode of [
-  { what: 'served by a front-door worker', headArgs: ['--http-workers', '1'], workers: 1, labels: NAMES as unknown },
+  { what: 'served by a front-door worker', headArgs: ['--http-workers', '1', '--no-http-handoff'], workers: 1, labels: NAMES as unknown },
   { what: 'served by the head (--http-workers 0)', headArgs: ['--http-workers', '0'], workers: 0, labels: { logits: NAMES } as unknown },
 ]) {
   describe(`Triton's Python HTTP client, ${mode.what}`, { timeout: 150_000 }, () => {
