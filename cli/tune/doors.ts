@@ -1,8 +1,8 @@
 import { Metadata, credentials, loadPackageDefinition } from '@grpc/grpc-js';
 import type { GrpcObject, ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { LOADER_OPTIONS } from '../../head/grpc/service-definition.js';
 import { DTYPES, TroupeError, datatypeOfDtype, tensor } from '../../runtime/internal.js';
 import type { Cluster, ModelMetadata, NumericDType, Tensor } from '../../runtime/internal.js';
 
@@ -68,21 +68,9 @@ function httpCaller(url: string, name: string, inputs: Record<string, Tensor>, c
   };
 }
 
-/** The proto files, as the head serves them (copied into dist/ by the build). */
-const PROTO_DIR = fileURLToPath(new URL('../../proto/', import.meta.url));
-
 /** The inference protocol over gRPC, raw input contents, every call on one channel (as a gRPC client multiplexes them). */
 function grpcCaller(address: string, name: string, inputs: Record<string, Tensor>, token?: string): DoorCaller {
-  const inference = loadPackageDefinition(
-    loadSync('grpc_service.proto', {
-      keepCase: true,
-      longs: String,
-      enums: String,
-      defaults: true,
-      oneofs: true,
-      includeDirs: [PROTO_DIR],
-    }),
-  ).inference as GrpcObject;
+  const inference = loadPackageDefinition(loadSync('grpc_service.proto', LOADER_OPTIONS)).inference as GrpcObject;
   const Service = inference.GRPCInferenceService as ServiceClientConstructor;
   const client = new Service(address, credentials.createInsecure(), {
     'grpc.max_receive_message_length': 256 * 2 ** 20,

@@ -10,9 +10,10 @@ import { request as httpsRequest } from 'node:https';
 import { connect as netConnect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { WebSocket } from 'ws';
-import { RoutesSchema, connect, decodeFrame, encodeFrame, tensor } from '../../runtime/internal.js';
+import { connect, tensor } from '../../runtime/internal.js';
 import type { Cluster, Routes, Tensor } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
+import { routesOf } from '../helpers/routes.js';
 import { childEnv } from '../helpers/env.js';
 import { GRAPH_AGENT } from '../helpers/graphs.js';
 import type { TestCluster } from '../helpers/cluster.js';
@@ -72,20 +73,8 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
   let routes: Routes;
 
   /** The head's routes for `deployment`, asked over WSS as a client would. */
-  const routesOver = async (deployment: string): Promise<Routes> => {
-    const ws = new WebSocket(new URL('/v1/client', cluster.url.replace('https', 'wss')), {
-      ca: pki.ca,
-      headers: { authorization: `Bearer ${TOKEN}` },
-    });
-    await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
-    const answer = new Promise<Record<string, unknown>>((resolve) =>
-      ws.once('message', (data: Buffer) => resolve(decodeFrame(data)[0] as Record<string, unknown>)),
-    );
-    ws.send(encodeFrame([{ type: 'routes', id: 'r1', deployment }]));
-    const reply = await answer;
-    ws.close();
-    return RoutesSchema.parse(reply.value);
-  };
+  const routesOver = (deployment: string): Promise<Routes> =>
+    routesOf(cluster.url, deployment, { ca: pki.ca, headers: { authorization: `Bearer ${TOKEN}` } });
 
   /** One request to the head over HTTPS, trusting the test CA, with the token. */
   const httpsCall = (method: string, path: string, body: Buffer, headers: Record<string, string>) =>
