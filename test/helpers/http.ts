@@ -139,6 +139,7 @@ export interface RawResponse {
  * Writes `bytes` as they are on a connection of its own (requests no HTTP client would send: a
  * body longer than its Content-Length, a malformed line, a huge header), ends its side, and reads
  * every response until the server closes, bounded in time. Responses are split by Content-Length.
+ * A write the server cut short still resolves with what it answered.
  */
 export function rawExchange(base: string, bytes: string | Buffer, timeoutMs = 15_000): Promise<RawResponse[]> {
   const { hostname, port } = new URL(base);
@@ -146,11 +147,15 @@ export function rawExchange(base: string, bytes: string | Buffer, timeoutMs = 15
     const socket = netConnect({ host: hostname, port: Number(port) }, () => socket.end(bytes));
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => socket.destroy(new Error(`no close within ${timeoutMs} ms`)), timeoutMs);
+    let failed: Error | undefined;
     socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', (err) => (clearTimeout(timer), reject(err)));
+    // A server that answers before it read everything (413 to a body too large) and closes makes
+    // the rest of the write fail (EPIPE, ECONNRESET): what it answered is the exchange's outcome.
+    socket.on('error', (err) => (failed = err));
     socket.on('close', () => {
       clearTimeout(timer);
-      resolve(parseResponses(Buffer.concat(chunks)));
+      if (chunks.length === 0 && failed) reject(failed);
+      else resolve(parseResponses(Buffer.concat(chunks)));
     });
   });
 }
