@@ -326,7 +326,7 @@ export class ActorHandle {
     signal?.addEventListener(
       'abort',
       () => {
-        stream.fail(this.#cancelled(method, 'its signal was aborted while it streamed'));
+        stream.abort(this.#cancelled(method, 'its signal was aborted while it streamed'));
         this.#transport.cancel(message.id);
       },
       { once: true },

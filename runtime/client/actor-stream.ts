@@ -75,6 +75,13 @@ export class ActorStream<T = unknown> implements AsyncIterableIterator<T> {
     this.#wake?.();
   }
 
+  /** @internal The reader's own signal aborted: items still queued are not handed out, the next read throws `error`. */
+  abort(error: unknown): void {
+    if (this.#ended || this.#stopped) return;
+    this.#queue = [];
+    this.fail(error);
+  }
+
   async next(): Promise<IteratorResult<T>> {
     for (;;) {
       if (this.#queue.length > 0) {
