@@ -20,6 +20,7 @@ import { whenDoorsOpen } from './lib/doors.js';
 import { measureFloor } from './lib/floor.js';
 import { oipRequest } from './lib/http-load.js';
 import { closedLoop } from './lib/load.js';
+import { rawHttpCaller } from './lib/raw-http-caller.js';
 import type { LoadResult } from './lib/load.js';
 import { median, report } from './lib/report.js';
 import { systemLine } from './lib/system.js';
@@ -47,6 +48,16 @@ async function load(request: Request, concurrency: number, seconds: number): Pro
     );
   } finally {
     await pool.close();
+  }
+}
+
+/** One call in flight on a raw kept-alive socket (lib/raw-http-caller.ts): the client's own cost left out of the latency. */
+async function rawLoad(request: Request, seconds: number): Promise<LoadResult> {
+  const caller = await rawHttpCaller({ ...request, method: 'POST' });
+  try {
+    return await closedLoop(caller.call, { concurrency: 1, seconds });
+  } finally {
+    caller.close();
   }
 }
 
@@ -91,7 +102,7 @@ async function mlpSection(c: Clusters, models: TestCluster['models']): Promise<v
   say(`First deploy's layout, as describe() gives it: ${chosen}.\n`);
   await deploy(c.before, { name: 'mlp', model: 'mlp.onnx', threads: 1, batch: { maxSize: 1 } });
   await deploy(c.advised, { name: 'mlp', model: 'mlp.onnx', threads: 1, replicas: 2, batch: { maxSize: 64 } }, 2, mlpOip(c.advised.url));
-  const rows: { label: string; c: number; r: LoadResult }[] = [];
+  const rows: { label: string; c: number; r: LoadResult; raw?: LoadResult }[] = [];
   const baseline: Record<string, Map<number, number>> = { plain: new Map(), batched: new Map() };
   for (const [key, name, label] of [
     ['plain', 'plain-http-server', 'simplest Node HTTP server, one session, unbatched'],
@@ -99,24 +110,33 @@ async function mlpSection(c: Clusters, models: TestCluster['models']): Promise<v
   ] as const) {
     const server = await baselineServer(models.mlp, name);
     try {
+      const request = { url: server.url, body: Buffer.from(mlpX.buffer) };
       for (const c of [1, 64]) {
-        const r = await load({ url: server.url, body: Buffer.from(mlpX.buffer) }, c, SECONDS);
+        const r = await load(request, c, SECONDS);
         baseline[key]!.set(c, r.rps);
-        rows.push({ label, c, r });
+        rows.push({ label, c, r, ...(c === 1 ? { raw: await rawLoad(request, SECONDS) } : {}) });
       }
     } finally {
       server.stop();
     }
   }
   for (const key of ['first', 'before', 'advised'] as const)
-    for (const n of [1, 64]) rows.push({ label: LABELS[key], c: n, r: await load(mlpOip(c[key].url), n, SECONDS) });
+    for (const n of [1, 64]) {
+      const request = mlpOip(c[key].url);
+      rows.push({
+        label: LABELS[key],
+        c: n,
+        r: await load(request, n, SECONDS),
+        ...(n === 1 ? { raw: await rawLoad(request, SECONDS) } : {}),
+      });
+    }
   say(
-    '| path | in flight | req/s | p50 ms | p99 ms | errors | vs simplest, unbatched | vs simplest, batched | p50 over raw session.run, ms |',
+    '| path | in flight | req/s | p50 ms | p99 ms | errors | vs simplest, unbatched | vs simplest, batched | p50 over raw session.run, ms: undici / raw socket |',
   );
   say('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-  for (const { label, c: n, r } of rows)
+  for (const { label, c: n, r, raw } of rows)
     say(
-      `| ${label} | ${n} | ${fmt(r.rps)} | ${fmt(r.p50Ms, 3)} | ${fmt(r.p99Ms, 3)} | ${r.errors} | ${fmt(r.rps / baseline.plain!.get(n)!, 2)}x | ${fmt(r.rps / baseline.batched!.get(n)!, 2)}x | ${n === 1 ? fmt(r.p50Ms - floor.p50Ms, 3) : ''} |`,
+      `| ${label} | ${n} | ${fmt(r.rps)} | ${fmt(r.p50Ms, 3)} | ${fmt(r.p99Ms, 3)} | ${r.errors} | ${fmt(r.rps / baseline.plain!.get(n)!, 2)}x | ${fmt(r.rps / baseline.batched!.get(n)!, 2)}x | ${raw ? `${fmt(r.p50Ms - floor.p50Ms, 3)} / ${fmt(raw.p50Ms - floor.p50Ms, 3)}${raw.errors ? ` (${raw.errors} errors)` : ''}` : ''} |`,
     );
   // Each cluster's agent offers this machine's cores: the MLP's replicas give them back for the CNN's.
   for (const cluster of [c.first, c.before, c.advised]) {

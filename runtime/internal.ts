@@ -146,6 +146,7 @@ export {
   socketOverDescriptor,
   stopReading,
 } from './node-internals.js';
+export { runInBackground } from './background-thread.js';
 export type { NodeInternal } from './node-internals.js';
 export type { HandoffAddon } from './handoff/addon.js';
 export type { SharedMemoryAddon } from './shm/addon.js';

@@ -7,6 +7,7 @@ import {
   generateValues,
   InferRequestSchema,
   parseJson,
+  runInBackground,
   splitInferBody,
   toWireError,
 } from '../../runtime/internal.js';
@@ -56,6 +57,8 @@ function generate(ask: Extract<BodyAsk, { kind: 'generate' }>, transfer: ArrayBu
     tensors,
   };
 }
+
+runInBackground();
 
 parentPort!.on('message', (ask: BodyAsk) => {
   let message: BodyAnswer;

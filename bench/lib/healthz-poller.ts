@@ -1,0 +1,66 @@
+import { connect as netConnect } from 'node:net';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+
+/** One GET /healthz on a connection of its own: its latency in ms, or undefined if refused or unanswered in 10 s. */
+function healthz(host: string, port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    const socket = netConnect(port, host);
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('error', () => {});
+    socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const bound = setTimeout(() => socket.destroy(), 10_000);
+    socket.once('close', () => {
+      clearTimeout(bound);
+      resolve(text.startsWith('HTTP/1.1 200 ') ? performance.now() - started : undefined);
+    });
+  });
+}
+
+export interface Polled {
+  ms: number[];
+  failed: number;
+}
+
+/**
+ * Polls the head's /healthz every 20 ms until `work` settles. The poller runs on a thread of its
+ * own: an attack that writes tens of megabytes from this thread blocks its event loop, and a poller
+ * sharing it would time the attacker's writes as the head's latency.
+ */
+export async function polledDuring(url: string, work: () => Promise<unknown>): Promise<Polled> {
+  const { hostname, port } = new URL(url);
+  const poller = new Worker(new URL(import.meta.url), { workerData: { hostname, port: Number(port) } });
+  const started = new Promise((resolve) => poller.once('message', resolve));
+  const polled = new Promise<Polled>((resolve, reject) => {
+    poller.once('error', reject);
+    poller.on('message', (m: Polled | 'polling') => m !== 'polling' && resolve(m));
+  });
+  await started;
+  try {
+    await work();
+  } finally {
+    poller.postMessage('stop');
+  }
+  const result = await polled;
+  await poller.terminate();
+  return result;
+}
+
+if (!isMainThread && parentPort) {
+  const port = parentPort;
+  const { hostname, port: tcpPort } = workerData as { hostname: string; port: number };
+  let running = true;
+  port.on('message', () => (running = false));
+  port.postMessage('polling');
+  const ms: number[] = [];
+  let failed = 0;
+  while (running) {
+    const t = await healthz(hostname, tcpPort);
+    if (t === undefined) failed++;
+    else ms.push(t);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  port.postMessage({ ms, failed } satisfies Polled);
+}
