@@ -198,7 +198,7 @@ async function main(): Promise<void> {
         default:
           // Tensor calls and handoffs are for model actors.
           channel.fail(
-            message.type === 'connection' ? null : message.id,
+            message.type === 'connection' || message.type === 'evictSlow' ? null : message.id,
             new TroupeError('TROUPE_ERR_BAD_REQUEST', `actor ${env.TROUPE_ACTOR_ID} is a class actor: it takes method calls, not tensors`),
           );
       }

@@ -228,6 +228,7 @@ async function main(): Promise<void> {
         return door?.take(bytes);
       }
       release?.();
+      if (message.type === 'evictSlow') return void door?.slow.evictOldest();
       if (message.type === 'streamCredit' || message.type === 'streamCancel' || message.type === 'invokeCancel') return;
       if (message.type === 'invoke' || message.type === 'restore') {
         channel.fail(

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import { TroupeError, descriptorOf, handoffAddon, socketOverDescriptor } from '../runtime/internal.js';
 import type { ActorToHead, HandoffAddon, HeadToActor, Logger } from '../runtime/internal.js';
+import { SlowConnections } from './slow-connections.js';
 
 /** What the head tells an actor when it opens the handoff: how to serve the connections it hands over. */
 export type HandoffSettings = Omit<Extract<HeadToActor, { type: 'handoffOpen' }>, 'type' | 'id'>;
@@ -35,6 +36,8 @@ export class HttpDoor {
   #link = -1;
   #settings: HandoffSettings | undefined;
   readonly #open = new Set<Socket>();
+  /** Those whose request is still coming: the head's connection cap may close them (slow-connections.ts). */
+  readonly slow: SlowConnections;
 
   private constructor(addon: HandoffAddon, name: string, serve: ServeConnection, tell: TellHead, log: Logger) {
     this.#addon = addon;
@@ -43,6 +46,7 @@ export class HttpDoor {
     this.#serve = serve;
     this.#tell = tell;
     this.#log = log;
+    this.slow = new SlowConnections((report) => tell({ type: 'slowConnections', ...report }));
   }
 
   /** A door for this actor, or undefined (logged) when this host cannot hand connections over: connections then stay with the head's workers. */

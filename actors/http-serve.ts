@@ -78,6 +78,8 @@ export function actorHttpServer(actor: ActorHttp, door: () => HttpDoor | undefin
       log: actor.log,
       relay: relay.ask,
       serves: (route) => !actor.stopping() && route.params.name === actor.deployment,
+      bodyStarted: (served) => door()?.slow.bodyStarted(served),
+      requestComplete: (served) => door()?.slow.requestComplete(served),
       giveBack: (given, bytes) => {
         const d = door();
         if (d) d.giveBack(given, bytes);

@@ -116,6 +116,7 @@ async function main(): Promise<void> {
       // Stream credit and cancel are for class actors' streams: a model replica has none to steer.
       if (
         message.type !== 'connection' &&
+        message.type !== 'evictSlow' &&
         message.type !== 'streamCredit' &&
         message.type !== 'streamCancel' &&
         message.type !== 'invokeCancel'

@@ -37,6 +37,7 @@ import { clientError, notFound } from './http/not-found.js';
 import { ApiDocs } from './http/openapi.js';
 import { registerProbeRoutes } from './http/probe-routes.js';
 import { FrontDoor } from './front-door/front-door.js';
+import { capElsewhere } from './front-door/cap-elsewhere.js';
 import { boundBodies } from './front-door/slow-bodies.js';
 import { splitConnections } from './front-door/connection-split.js';
 import { InferenceForwarder } from './front-door/forward-inference.js';
@@ -366,10 +367,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       },
     });
     const door = frontDoor;
-    cap.countElsewhere(
-      () => door.connections + (doors?.connections ?? 0),
-      (before) => door.evictSlow(before),
-    );
+    capElsewhere(cap, door, doors);
     // Only where workers read connections in place: without that internal they give every
     // connection back to the head, and a forwarded one came back unread (a 408 after 10 s).
     if (!internalOff('socket-handle')) forwarder = await InferenceForwarder.start((socket) => door.takeUnread(socket));

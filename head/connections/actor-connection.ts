@@ -86,6 +86,9 @@ export function serveActor(
         case 'connectionClosed':
           if (actor.link === link) doors?.connectionClosed(actor.id);
           return;
+        case 'slowConnections':
+          if (actor.link === link) doors?.slowConnections(actor.id, message.count, message.oldest);
+          return;
         default:
           return;
       }

@@ -90,6 +90,13 @@ export class FrontDoor {
     return this.#workers.reduce((n, w) => n + w.connections, 0);
   }
 
+  /** When the oldest unproven connection any worker holds came (ms since the epoch), if any holds one. */
+  get oldestUnproven(): number | undefined {
+    let oldest: number | undefined;
+    for (const w of this.#workers) if (w.unproven > 0 && (oldest === undefined || w.oldestUnproven < oldest)) oldest = w.oldestUnproven;
+    return oldest;
+  }
+
   /**
    * Asks the worker holding the oldest unproven HTTP connection (slow or silent: no whole request
    * head yet), if it came before `before` (ms since the epoch), to close it, making room under the

@@ -21,6 +21,9 @@ interface Door {
   fd: number;
   /** Connections handed to the actor and not closed yet, as far as the head knows. */
   connections: number;
+  /** Of those, the ones whose request has been coming for a while, and since when the oldest (the actor's last report). */
+  slow: number;
+  oldestSlow?: number;
 }
 
 /**
@@ -92,7 +95,7 @@ export class HandoffDoors {
       this.#options.log.debug({ actor: actor.name, err: (err as Error).message }, 'actor not reachable for handoff (another host?)');
       return;
     }
-    const door: Door = { actor, channel, fd, connections: 0 };
+    const door: Door = { actor, channel, fd, connections: 0, slow: 0 };
     const labels = this.#options.labels(actor.deployment);
     channel.request({ type: 'handoffOpen', headPid: process.pid, ...this.#options.settings(), ...(labels ? { labels } : {}) }, 10_000).then(
       () => {
@@ -197,6 +200,30 @@ export class HandoffDoors {
     let open = 0;
     for (const door of this.#byActor.values()) open += door.connections;
     return open;
+  }
+
+  /** An actor said which of its connections are slow (actors/slow-connections.ts). */
+  slowConnections(actorId: string, count: number, oldest: number | undefined): void {
+    const door = this.#byActor.get(actorId);
+    if (!door) return;
+    door.slow = count;
+    door.oldestSlow = oldest;
+  }
+
+  /**
+   * Asks the replica holding the oldest slow connection, if it began before `before` (ms since the
+   * epoch), to close it, making room under the head's cap; false if no replica holds one that old.
+   * Its count is taken down at once, as a front-door worker's is (front-door.ts evictSlow).
+   */
+  evictSlow(before: number): boolean {
+    let oldest: Door | undefined;
+    for (const door of this.#byActor.values())
+      if (door.slow > 0 && door.oldestSlow !== undefined && door.oldestSlow < before && (!oldest || door.oldestSlow < oldest.oldestSlow!))
+        oldest = door;
+    if (!oldest) return false;
+    if (--oldest.slow === 0) oldest.oldestSlow = undefined;
+    oldest.channel.send({ type: 'evictSlow' });
+    return true;
   }
 
   connectionClosed(actorId: string): void {

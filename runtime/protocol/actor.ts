@@ -56,6 +56,8 @@ export const HeadToActorSchema = z.discriminatedUnion('type', [
   }),
   /** A client connection is queued on the handoff socket; `head` is what the head read of it. */
   z.object({ type: z.literal('connection'), head: ConnectionHeadSchema }),
+  /** The head is at its --max-connections: close the oldest handed-over connection whose request is still coming. */
+  z.object({ type: z.literal('evictSlow') }),
   /** Class actors only (protocol/class-actor.ts): a method call, and the restore that precedes any after a restart. */
   InvokeSchema,
   InvokeCancelSchema,
@@ -260,6 +262,11 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('connectionBack'), head: ConnectionHeadSchema }),
   /** A handed-over connection closed. */
   z.object({ type: z.literal('connectionClosed') }),
+  /**
+   * Handed-over connections whose request (a body) has been coming for a second or more, and since
+   * when the oldest (ms since the epoch): the ones the head's connection cap may have closed.
+   */
+  z.object({ type: z.literal('slowConnections'), count: z.number().int().min(0), oldest: z.number().optional() }),
   /** An item of a class actor's streaming call. */
   StreamItemSchema,
   FailSchema,

@@ -129,4 +129,48 @@ describe('slow request bodies', { timeout: 180_000 }, () => {
     await Promise.all([bound(slowHead, "worker's"), bound(whole, "replica's")]);
     assert.equal(await handed(), before + 1, 'the head that was not whole at first was never handed over');
   });
+
+  test("a replica's connection whose body drips is counted at --max-connections and gives its place to a new client", async () => {
+    const c = await startCluster({ headArgs: ['--http-workers', '1', '--max-connections', '6'] });
+    clusters.push(c);
+    const client = await connect(c.url);
+    try {
+      await client.deploy({ name: 'mlp', model: 'mlp.onnx' });
+    } finally {
+      await client.close();
+    }
+    const handed = await counter(c.url, 'troupe_http_handoffs_total', 'model="mlp"');
+    // An inference whose whole head goes to the lone replica, and whose body then drips.
+    const dripping = await open(c.url);
+    beginBody(dripping, '/v2/models/mlp/infer', 1);
+    drip(dripping);
+    await waitFor(
+      'the dripping connection to be handed over',
+      async () => (await counter(c.url, 'troupe_http_handoffs_total', 'model="mlp"')) === handed + 1,
+    );
+    // Five clients that made a request and keep their connections: with the replica's, the cap is full.
+    const kept: Conn[] = [];
+    for (let i = 0; i < 5; i++) {
+      const conn = await open(c.url);
+      conn.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      await conn.answered;
+      kept.push(conn);
+    }
+    // A new client is refused until the replica has said its connection is slow; then it takes its place.
+    await waitFor(
+      'a new client served at the cap',
+      async () => {
+        const probe = await open(c.url);
+        probe.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+        const answer = await Promise.race([probe.answered, probe.closed.then(() => '')]);
+        probe.socket.destroy();
+        return /^HTTP\/1\.1 200 /.test(answer);
+      },
+      30_000,
+      200,
+    );
+    await dripping.closed;
+    assert.ok(!kept.some((k) => k.isClosed()), 'no client that sent a whole request was dropped');
+    for (const k of kept) k.socket.destroy();
+  });
 });
