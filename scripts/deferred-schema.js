@@ -5,8 +5,9 @@
 //
 // The stand-in forwards every operation to the schema, whose own methods and internals then act
 // on the schema itself (`parse`, `_zod`, `instanceof z.ZodObject`, `.extend(…)`), so code written
-// against the schema works against the stand-in. It is not the schema's identity: nothing in the
-// client compares schemas or keys a registry by one (the bundle step lists what it defers).
+// against the schema works against the stand-in. It is not the schema's identity, which nothing
+// in the client's modules needs: none compares schemas, keys a registry by one (zod's metadata,
+// .describe(), .meta()) or writes one as JSON Schema.
 
 /** @template T @param {() => T} build @returns {T} */
 export function deferredSchema(build) {
