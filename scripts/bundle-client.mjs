@@ -48,7 +48,9 @@ async function newest(paths) {
 async function upToDate() {
   try {
     const made = Math.min((await stat(OUT_JS)).mtimeMs, (await stat(OUT_DTS)).mtimeMs);
-    const inputs = [...(await files(FROM)), fileURLToPath(import.meta.url), DEFERRED, join(CLIENT, 'package.json')];
+    // npm rewrites node_modules/.package-lock.json on every install: a new zod (or esbuild) rebuilds.
+    const installed = join(ROOT, 'node_modules', '.package-lock.json');
+    const inputs = [...(await files(FROM)), fileURLToPath(import.meta.url), DEFERRED, join(CLIENT, 'package.json'), installed];
     return made > (await newest(inputs));
   } catch {
     return false;
@@ -199,7 +201,8 @@ function diagnostics(program) {
  * and the schema declarations that only those aliases named left out.
  */
 async function expand(text) {
-  const path = join(FROM, 'rolled.d.ts');
+  // Beside the client's build, not in it (which would make the build look newer than the bundle).
+  const path = join(ROOT, 'dist', 'client-package.rolled.d.ts');
   await writeFile(path, `import type * as z from 'zod';\n${text}`);
   const program = ts.createProgram([path], CHECK);
   const problems = diagnostics(program);
