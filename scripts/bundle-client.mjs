@@ -161,6 +161,9 @@ async function bundle() {
     target: 'node20.10',
     external: Object.keys(manifest.dependencies ?? {}),
     plugins: [msgpackrWithoutAddon, deferring],
+    // Classes and functions keep their names (esbuild renames one that refers to itself, or that
+    // another module's name collides with): TroupeError prints as TroupeError, not _TroupeError.
+    keepNames: true,
     legalComments: 'none',
     footer: { js: await notices() },
     logLevel: 'warning',
