@@ -20,7 +20,7 @@ interface Manifest {
 const NOT_SHIPPED = [/(^|\/)test\//, /(^|\/)bench\//, /\.map$/, /\.tsbuildinfo$/, /(?<!\.d)\.ts$/, /\.c$/, /\.recipe$/, /(^|\/)\.[^/]+$/];
 /**
  * No published file is larger (the server's largest today: a protocol's declarations, 37 KB), but
- * the client's bundle: the SDK with the parts of zod, msgpackr and nanoid it uses in one module (0.44 MB).
+ * the client's bundle: the SDK with the parts of zod, msgpackr and nanoid it uses in one module (0.46 MB).
  */
 const FILE_BOUND = 256_000;
 const BUNDLE_BOUND = 600_000;
