@@ -56,9 +56,9 @@ function clientClosure(entry) {
  * gRPC, logger or native addon (shared memory loads the server's build when it is there:
  * runtime/native-addon.ts), and nothing of the head, agents, actors or CLI.
  */
-const CLIENT_DEPENDENCIES = Object.keys(
-  JSON.parse(readFileSync(join(import.meta.dirname, 'packages/client/package.json'), 'utf8')).dependencies,
-);
+const CLIENT_MANIFEST = JSON.parse(readFileSync(join(import.meta.dirname, 'packages/client/package.json'), 'utf8'));
+// Its dependencies, and the devDependencies its bundle inlines (scripts/bundle-client.mjs).
+const CLIENT_DEPENDENCIES = [...Object.keys(CLIENT_MANIFEST.dependencies), ...Object.keys(CLIENT_MANIFEST.devDependencies)];
 const clientLayer = {
   files: clientClosure('runtime/index.ts'),
   rules: {
@@ -76,6 +76,14 @@ const clientLayer = {
             message: "the client package's modules cannot import the server's (head, agents, actors, CLI) or runtime/internal.ts.",
           },
         ],
+      },
+    ],
+    'no-restricted-syntax': [
+      'error',
+      {
+        selector: "ImportDeclaration[source.value='zod'] > ImportSpecifier[imported.name='z']",
+        message:
+          "import * as z from 'zod' in the client's modules: zod's `z` export is all of zod (its 60 locales too), which the client's bundle then carries whole; through the namespace it keeps only what the SDK uses.",
       },
     ],
   },

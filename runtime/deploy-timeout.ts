@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ACTOR_STATES } from './views.js';
 import type { DeploymentView } from './views.js';
 

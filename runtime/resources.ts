@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * One GPU as a node agent reports it. Real GPUs come from `nvidia-smi`; simulated ones

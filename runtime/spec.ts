@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { MethodNameSchema, NameSchema } from './protocol/common.js';
 import { isMilliAmount } from './resources.js';
 import { toWireValue } from './protocol/values.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ActorStatsSchema, ReplicaLayoutSchema } from './protocol/actor.js';
 import { ModelMetadataSchema, TensorInfoSchema } from './protocol/common.js';
 import { GpuSchema, NodeResourcesSchema } from './resources.js';

@@ -4,7 +4,7 @@ import type { ClientToHead, HeadToClient } from '../protocol/client.js';
 import { Channel } from '../transport/channel.js';
 import { MAX_RECONNECT_MS, Reconnect } from '../transport/reconnect.js';
 import type { OmitId } from '../transport/channel.js';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { FrameTransport } from '../transport/frame-transport.js';
 import { openFrameTransport } from '../transport/open-transport.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../protocol/codec.js';

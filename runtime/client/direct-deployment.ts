@@ -1,5 +1,5 @@
 import type { ConnectionOptions } from 'node:tls';
-import { z } from 'zod';
+import * as z from 'zod';
 import { CallQueue } from '../dispatch/call-queue.js';
 import type { QueueTarget, Replica } from '../dispatch/call-queue.js';
 import { ReplicaLink } from '../dispatch/replica-link.js';

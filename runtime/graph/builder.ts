@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { TroupeError } from '../errors.js';
 import type { ModelDeploymentInput } from '../spec.js';
 import { formatIssues } from './issues.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { NameSchema } from '../protocol/common.js';
 import { MethodNameSchema } from '../protocol/class-actor.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * One step of a traced run. Times are milliseconds from the start of the run on the head.

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { TensorInfoSchema } from '../protocol/common.js';
 import { DeploymentViewSchema, GraphViewSchema } from '../views.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { WireTensorMapSchema } from '../tensor/wire.js';
 import { AckSchema, FailSchema, HeadLinkEnv, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
 import { DirectInputsSchema, RegionOfferSchema } from './shared-memory.js';

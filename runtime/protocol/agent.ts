@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { GpuSchema, NodeResourcesSchema } from '../resources.js';
 import { BatchSchema, ClassArgsSchema, LabelFileSchema, MAX_CONCURRENCY, MAX_INSTANCES, MultiplexSchema } from '../spec.js';
 import { AckSchema, FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { HeadLinkEnv, IdSchema, MethodNameSchema, ModelMetadataSchema } from './common.js';
 import { MAX_CONCURRENCY } from '../spec.js';
 

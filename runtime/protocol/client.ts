@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { WireTensorMapSchema } from '../tensor/wire.js';
 import { MAX_DEPLOY_TIMEOUT_S } from '../deploy-timeout.js';
 import { RunTraceSchema } from '../graph/trace.js';

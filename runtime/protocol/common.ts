@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ERROR_CODES } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { HeadLinkEnv, IdSchema, ModelMetadataSchema } from './common.js';
 import type { Tensor } from '../tensor/tensor.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { IdSchema, NameSchema } from './common.js';
 import { MAX_METHOD_ARGS, MethodNameSchema } from './class-actor.js';
 

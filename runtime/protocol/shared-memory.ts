@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { DTYPE_NAMES } from '../tensor/dtypes.js';
 import { MAX_RANK } from '../tensor/tensor.js';
 import { WireTensorSchema } from '../tensor/wire.js';

@@ -109,9 +109,14 @@ function visit(value: unknown, walk: Walk): unknown {
   // Already in wire form: values a forwarding process decoded (value-types.ts).
   if (object === NEGATIVE_ZERO || object instanceof CallReference || object instanceof UserBytes || object instanceof ActorReference)
     return object;
-  // A value whose class says what it crosses as (an ActorHandle: a reference by name).
+  // A value whose class says what it crosses as (an ActorHandle: a reference by name), made this
+  // build's reference, which this build's encoder knows: the handle may be the client package's
+  // (a build of its own, with its own msgpackr) where an actor's module imports 'troupe'.
   const wireForm = (object as { [WIRE_FORM]?: unknown })[WIRE_FORM];
-  if (typeof wireForm === 'function') return (wireForm as () => unknown).call(object);
+  if (typeof wireForm === 'function') {
+    const ref = (wireForm as () => { actor: string; sessionKey?: string }).call(object);
+    return ref instanceof ActorReference ? ref : new ActorReference(ref.actor, ref.sessionKey);
+  }
   if (ArrayBuffer.isView(object)) {
     if (object instanceof DataView || binaryKind(object as Parameters<typeof binaryKind>[0]) >= 0) return object;
     return refuse(walk, describeObject(object));

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { TroupeError } from '../errors.js';
 import { DTYPE_NAMES, byteLengthOf } from './dtypes.js';
 import { printable } from './describe.js';

@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { TroupeError, fromWireError, isErrorCode, toWireError } from '../errors.js';
 import { MAX_RELAYED_FRAME_BYTES } from '../protocol/agent.js';
 import { decodeFrame, encodeFrameParts } from '../protocol/codec.js';

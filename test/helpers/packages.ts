@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFile, readdir, lstat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -108,4 +108,34 @@ export async function treeBytes(dir: string): Promise<number> {
     total += entry.isDirectory() ? await treeBytes(path) : (await lstat(path)).size;
   }
   return total;
+}
+
+/**
+ * A new node process that imports `specifier` (resolved from `cwd`) and prints how long the import
+ * took, measured inside it so that node's own start is not counted: wall ms, and CPU ms
+ * (process.cpuUsage: all of the process's threads, so V8's compiler and GC threads too).
+ */
+const IMPORT = `
+const cpu0 = process.cpuUsage();
+const t0 = performance.now();
+await import(process.argv[1]);
+const { user, system } = process.cpuUsage(cpu0);
+console.log(JSON.stringify({ wall: performance.now() - t0, cpu: (user + system) / 1000 }));
+`;
+
+/** What importing `specifier` from `cwd` took in each of `runs` new processes, one after another. */
+export async function importTimes(cwd: string, specifier: string, runs: number): Promise<{ wall: number; cpu: number }[]> {
+  const times: { wall: number; cpu: number }[] = [];
+  for (let i = 0; i < runs; i++) {
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(
+        process.execPath,
+        ['--input-type=module', '-e', IMPORT, specifier],
+        { cwd, env: childEnv(), encoding: 'utf8', timeout: 60_000 },
+        (err, stdout, stderr) => (err ? reject(new Error(`importing ${specifier} in ${cwd}: ${err.message}\n${stderr}`)) : resolve(stdout)),
+      ),
+    );
+    times.push(JSON.parse(out) as { wall: number; cpu: number });
+  }
+  return times;
 }

@@ -9,20 +9,16 @@ import { startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { childEnv } from '../helpers/env.js';
 import { GRAPH_AGENT, writeGraphModels } from '../helpers/graphs.js';
-import { PACKAGES, installOffline, pack, treeBytes } from '../helpers/packages.js';
+import { PACKAGES, importTimes, installOffline, pack, treeBytes } from '../helpers/packages.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 
 /**
  * What the application does with the installed client, as a new user's would: import it, connect,
- * deploy and run a model, a pipeline, a class actor's method and its stream. It prints what it got,
- * with how long the import took (wall and CPU), as one JSON line.
+ * deploy and run a model, a pipeline, a class actor's method and its stream. It prints what it got
+ * as one JSON line.
  */
 const APP = `
-const cpu0 = process.cpuUsage();
-const t0 = performance.now();
 const { connect, model, pipeline, tensor, TroupeError } = await import('@troupe/client');
-const importMs = performance.now() - t0;
-const { user, system } = process.cpuUsage(cpu0);
 const x = tensor('float32', [2, 64], Float32Array.from(JSON.parse(process.argv[3])));
 const cluster = await connect(process.argv[2]);
 await cluster.deploy({ name: 'mlp', model: 'mlp.onnx', cpus: 0.1, threads: 1 });
@@ -34,17 +30,26 @@ const total = await counter.call('add', 5);
 const counted = [];
 for await (const n of counter.stream('count', 3)) counted.push(n);
 const missing = await cluster.run('nowhere', { x }).then(() => undefined, (err) => ({ troupe: err instanceof TroupeError, code: err.code }));
-console.log(JSON.stringify({ importMs, importCpuMs: (user + system) / 1000, logits: Array.from(logits.data), chain: Array.from(chain.logits.data), total, counted, missing, sharedMemory: cluster.sharedMemory.off }));
+console.log(JSON.stringify({ logits: Array.from(logits.data), chain: Array.from(chain.logits.data), total, counted, missing, sharedMemory: cluster.sharedMemory.off }));
 await cluster.close();
 `;
 
 /**
- * What the application's node_modules may weigh: the client (0.56 MB) and its dependencies, of
- * which zod (6.3 MB: its TypeScript sources, three builds and their types) and msgpackr (2.1 MB)
- * are nearly all; 9.3 MB measured. Bounded so that a server dependency joining the client's
- * closure fails here (onnxruntime-node alone is over 100 MB, fastify with its own over 4 MB).
+ * What the application's node_modules may weigh, as the issue asks: the client (one bundled
+ * module and its declarations, 0.5 MB) and its one dependency, ws (0.2 MB): zod, msgpackr
+ * and nanoid are inlined, only the parts the SDK uses. 0.7 MB measured.
  */
-const CLIENT_INSTALL_BOUND = 12_000_000;
+const CLIENT_INSTALL_BOUND = 5_000_000;
+
+/**
+ * What importing the client may take, as the issue asks: CPU time (process.cpuUsage, all the
+ * process's threads) of `await import('@troupe/client')` in a new node process, the least of
+ * IMPORT_RUNS such processes, so that a busy machine's one slow start does not decide it (CPU
+ * rather than wall time: time spent waiting for a core is not the import's). 25 to 35 ms measured
+ * on a 2-core machine shared with other work.
+ */
+const CLIENT_IMPORT_BOUND_MS = 50;
+const IMPORT_RUNS = 5;
 
 /** Runs the application's script in `cwd` and resolves with what it printed, parsed. */
 function runApp(cwd: string, url: string, x: Float32Array): Promise<Record<string, unknown>> {
@@ -94,19 +99,21 @@ describe(
       await installOffline(app, packed.filename, logs);
 
       const bytes = await treeBytes(join(app, 'node_modules'));
-      // What it installed, by name: the client and its four dependencies, and msgpackr's optional
-      // native decoder where npm found one for this platform (msgpackr runs without it).
+      // What it installed, by name: the client and ws, nothing else (msgpackr is inlined without
+      // its optional native decoder, msgpackr-extract, which the client never requires).
       const installed = (await readdir(join(app, 'node_modules'), { withFileTypes: true }))
         .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.'))
         .map((entry) => entry.name);
-      const OPTIONAL = ['@msgpackr-extract', 'msgpackr-extract', 'node-gyp-build-optional-packages', 'detect-libc'];
-      assert.deepEqual(installed.filter((name) => !OPTIONAL.includes(name)).sort(), ['@troupe', 'msgpackr', 'nanoid', 'ws', 'zod']);
+      assert.deepEqual(installed.sort(), ['@troupe', 'ws']);
       await writeFile(join(app, 'app.mjs'), APP);
       const x = seededFloats(2 * 64, 5);
       const got = await runApp(app, cluster.url, x);
-      // The figures the issue asks for, printed (a time is not asserted in a test; see docs/sdk.md).
+      const times = await importTimes(app, '@troupe/client', IMPORT_RUNS);
+      const cpu = Math.min(...times.map((t) => t.cpu));
+      const wall = Math.min(...times.map((t) => t.wall));
+      // The figures the issue asks for, printed, then held to its bounds below.
       console.log(
-        `@troupe/client: node_modules ${(bytes / 1e6).toFixed(2)} MB installed; import ${(got.importMs as number).toFixed(1)} ms wall, ${(got.importCpuMs as number).toFixed(1)} ms CPU`,
+        `@troupe/client: node_modules ${(bytes / 1e6).toFixed(2)} MB installed; import ${cpu.toFixed(1)} ms CPU, ${wall.toFixed(1)} ms wall (the least of ${IMPORT_RUNS} new processes)`,
       );
 
       const input = tensor('float32', [2, 64], x);
@@ -120,9 +127,13 @@ describe(
       assert.deepEqual(got.missing, { troupe: true, code: 'TROUPE_ERR_UNKNOWN_DEPLOYMENT' });
       // Without the server package beside it the client has no shared-memory addon, and says why.
       assert.match(got.sharedMemory as string, /no server package \('troupe'\) is installed beside this client/);
-      // Everything the application installed: the client and its four dependencies, no model
-      // runtime, web server or gRPC (those are what made 'troupe' 392 MB).
+      // Everything the application installed: the client and its one dependency, no model
+      // runtime, web server or gRPC (those are what made 'troupe' 392 MB), no zod (inlined).
       assert.ok(bytes < CLIENT_INSTALL_BOUND, `node_modules is ${bytes} bytes, over ${CLIENT_INSTALL_BOUND}`);
+      assert.ok(
+        cpu < CLIENT_IMPORT_BOUND_MS,
+        `importing @troupe/client took ${cpu.toFixed(1)} ms CPU at best over ${IMPORT_RUNS} processes (${times.map((t) => t.cpu.toFixed(1)).join(', ')}), over ${CLIENT_IMPORT_BOUND_MS}`,
+      );
     });
   },
 );

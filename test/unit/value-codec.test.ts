@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import * as client from '@troupe/client';
 import fc from 'fast-check';
 import {
   ActorHandle,
@@ -81,6 +82,19 @@ describe('value codec: every value the docs offer arrives as it left', () => {
     } finally {
       readActorReferencesWith(undefined);
     }
+  });
+
+  test("a handle of the client package's build crosses as this build's reference (an actor's module that imports 'troupe')", () => {
+    // The client package is a build of its own (one bundle, its own msgpackr): this process has
+    // loaded it beside the server's build of runtime/ (this file imports both), as an actor process
+    // whose user module imports 'troupe' has.
+    const ClientHandle = client.ActorHandle as unknown as new (name: string, transport: ActorTransport) => client.ActorHandle;
+    const handle = new ClientHandle('counter', {} as ActorTransport).session('alice');
+    assert.deepStrictEqual(roundTrip({ h: handle }), { h: new ActorReference('counter', 'alice') });
+    // And this build's values still cross with this build's extensions (the client's copy of
+    // msgpackr keeps its own): bytes large enough to travel beside the frame, a Map, -0.
+    const bytes = new Uint8Array(100_000).map((_, i) => i % 251);
+    assert.deepStrictEqual(roundTrip({ bytes, map: new Map([[1, -0]]) }), { bytes, map: new Map([[1, -0]]) });
   });
 
   test('a typed array arrives as its own class with exactly its bytes, a view as just its elements', () => {
