@@ -46,10 +46,9 @@ const INPUT_AFTER = /^\s+(?:JSON |binary |MobileNet )?(?:images?|items?|frames?|
 
 /** Each line of a page as read for figures: code, comments, link targets and marked blocks blanked (a code span becomes \uE000). */
 function proseLines(text: string): string[] {
-  const lines = text.split('\n');
   let fenced = false;
   let block = false;
-  return lines.map((line) => {
+  const prose = text.split('\n').map((line) => {
     if (/^\s*(```|~~~)/.test(line)) {
       fenced = !fenced;
       return '';
@@ -60,11 +59,13 @@ function proseLines(text: string): string[] {
       return '';
     }
     if (fenced || block) return '';
-    return line
-      .replace(/<!--.*?-->/g, ' ')
-      .replace(/\]\([^)]*\)/g, ']')
-      .replace(/`[^`]*`/g, '\uE000');
+    return line.replace(/<!--.*?-->/g, ' ').replace(/\]\([^)]*\)/g, ']');
   });
+  // A code span may wrap onto the next line: blanked over the whole text, its line breaks kept.
+  return prose
+    .join('\n')
+    .replace(/`[^`]*`/g, (span) => `\uE000${span.replace(/[^\n]/g, '')}`)
+    .split('\n');
 }
 
 /** A table header that says its cells are measurements: a unit, a percentile or rate, a run's time of day. */
