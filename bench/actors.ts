@@ -82,7 +82,7 @@ const text = [
   `- command: \`npm run bench:actors\` (SECONDS=${SECONDS} per row, after a warm-up of the same length)`,
   '- path: SDK client -> head (queue, session and cycle checks) -> the class actor process -> back (class actor calls always go through the head); one head, one agent, one instance, all on this machine',
   '- method: `Fragile.count()` (test/fixtures/ray-parity.ts), one increment; floor: the same method called in this process',
-  '- why maxConcurrency moves calls/s: with 1, the next call starts only after the one before it ended, so each answer leaves the instance in a frame of its own; with 16 the answers of calls that ran together share frames',
+  '- what maxConcurrency changes: with 1, the next call starts only after the one before it ended, so each answer leaves the instance in a frame of its own; with 16, answers of calls that ran together can share frames',
   '',
   '| path | maxConcurrency | calls in flight | calls/s | p50 ms | p99 ms |',
   '| --- | ---: | ---: | ---: | ---: | ---: |',

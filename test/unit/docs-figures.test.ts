@@ -38,10 +38,12 @@ const FIGURE =
 const BOUND_BEFORE =
   /(?:[≤≥<>]|\b(?:at most|at least|up to|within|under|over|past|above|below|beyond|more than|less than|fewer than|default(?:s to| of| is)?|every|after|bounded at|capped at|limited to|doubling to|of at most|for|than|then)|\uE000\s*[(:=,]?(?:\s*default)?)\s*\(?(?:\s*(?:about|roughly|some))?\s*$/i;
 /**
- * What, just after a number, makes it a threshold or a schedule (100 ms doubling, 64 KiB and more)
- * or the size of what a workload sends (a 588 KiB image, 29 MB JSON bodies) rather than a measurement.
+ * What, just after a number, makes it a threshold, a schedule or a benchmark's own setting (100 ms
+ * doubling, 64 KiB and more, 2 s windows, 6 s per mode) or the size of what a workload sends (a
+ * 588 KiB image, 29 MB JSON bodies) rather than a measurement.
  */
-const BOUND_AFTER = /^\s*(?:doubling|and (?:more|over|up|above|larger)|or (?:more|over|larger|less|fewer)|at most)\b/i;
+const BOUND_AFTER =
+  /^\s*,?\s*(?:doubling|and (?:more|over|up|above|larger)|or (?:more|over|larger|less|fewer)|at most)\b|^\s+(?:per|each|a row|windows?|rounds?|closed loop)\b/i;
 const INPUT_AFTER = /^\s+(?:JSON |binary |MobileNet )?(?:images?|items?|frames?|chunks?|inputs?|bod(?:y|ies)|tensors?|requests?|files?)\b/i;
 
 /** Each line of a page as read for figures: code, comments, link targets and marked blocks blanked (a code span becomes \uE000). */
