@@ -14,6 +14,10 @@
 //   receive(fd) -> fd | -1: the next descriptor queued; -1: none. A message that carries no
 //     descriptor, more than one, or more than fit (MSG_CTRUNC) is refused, its descriptors closed.
 //   close(fd)
+//   sendBuffer(fd, bytes) -> bytes: fixes the socket's kernel send buffer (SO_SNDBUF, which turns
+//     off its autotuning); returns the size the kernel chose (Linux doubles what is asked, for its
+//     bookkeeping). For streams paced by their socket (head/http/sse.ts): an autotuned loopback send
+//     buffer grew to megabytes of items that a paused reader had not asked for.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <node_api.h>
@@ -223,11 +227,24 @@ static napi_value Close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+static napi_value SendBuffer(napi_env env, napi_callback_info info) {
+  int32_t args[2];
+  if (!Ints(env, info, 2, args) || args[1] == 0) {
+    napi_throw_type_error(env, NULL, "sendBuffer(fd: number, bytes: number > 0)");
+    return NULL;
+  }
+  int size = args[1];
+  if (setsockopt(args[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size) != 0) return Throw(env, "sendBuffer: setsockopt");
+  socklen_t length = sizeof size;
+  if (getsockopt(args[0], SOL_SOCKET, SO_SNDBUF, &size, &length) != 0) return Throw(env, "sendBuffer: getsockopt");
+  return Int(env, size);
+}
+
 static napi_value Init(napi_env env, napi_value exports) {
   const struct {
     const char* name;
     napi_callback fn;
-  } functions[] = {{"listen", Listen}, {"accept", Accept}, {"connect", Connect}, {"send", Send}, {"receive", Receive}, {"close", Close}};
+  } functions[] = {{"listen", Listen}, {"accept", Accept}, {"connect", Connect}, {"send", Send}, {"receive", Receive}, {"close", Close}, {"sendBuffer", SendBuffer}};
   for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++) {
     napi_value fn;
     napi_create_function(env, functions[i].name, NAPI_AUTO_LENGTH, functions[i].fn, NULL, &fn);

@@ -136,6 +136,7 @@ export { bytesOf, checkShape, elementCount, formatShape, tensor, viewBytes } fro
 export { sharesMemory } from './tensor/shares-memory.js';
 export { sharedMemoryAddon } from './shm/addon.js';
 export { handoffAddon } from './handoff/addon.js';
+export { fixSendBuffer } from './handoff/send-buffer.js';
 export {
   NODE_INTERNALS,
   descriptorOf,

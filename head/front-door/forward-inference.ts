@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { errorAnswer, inferRoute, TroupeError } from '../../runtime/internal.js';
+import { readInTurns } from '../http/read-in-turns.js';
 
 /** Hop-by-hop headers: they describe one connection, not the request or answer passed on. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'te', 'trailer']);
@@ -84,7 +85,19 @@ export class InferenceForwarder {
     res.once('close', () => {
       if (!res.writableFinished) out.destroy();
     });
-    req.pipe(out);
+    // Piped in turns: a 29 MB body passing through would otherwise hold this event loop while it is read.
+    const turns = readInTurns(req);
+    let full = false;
+    req.on('data', (chunk: Buffer) => {
+      if (out.write(chunk) || full) return;
+      full = true;
+      turns.hold('drain');
+      out.once('drain', () => {
+        full = false;
+        turns.release('drain');
+      });
+    });
+    req.once('end', () => out.end());
     return true;
   }
 

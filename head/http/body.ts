@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { parse as parseYaml } from 'yaml';
 import { bodyTooLarge, TroupeError } from '../../runtime/internal.js';
 import { decodeBody, firstLine, parseJson, unsupportedCoding } from '../../runtime/internal.js';
+import { readInTurns } from './read-in-turns.js';
 
 /**
  * How the API reads bodies. Each route group runs in its own fastify scope and parses every
@@ -15,7 +16,8 @@ import { decodeBody, firstLine, parseJson, unsupportedCoding } from '../../runti
  * length is copied chunk by chunk, as it arrives, into a buffer of that length: joining the chunks
  * at its end (fastify's `parseAs: 'buffer'`) copied 29 MB in one go on the event loop, and bodies
  * ending together were joined in one turn (14 of them held /healthz for 300 ms). The buffer is an
- * ArrayBuffer of its own, so the body thread (body-thread.ts) takes it without a copy.
+ * ArrayBuffer of its own, so the body thread (body-thread.ts) takes it without a copy. Read in
+ * turns (read-in-turns.ts), so that large bodies arriving together leave the event loop to others.
  */
 export function acceptBuffers(app: FastifyInstance, limit: number): void {
   app.removeAllContentTypeParsers();
@@ -42,6 +44,7 @@ export function acceptBuffers(app: FastifyInstance, limit: number): void {
     };
     const onError = (err: Error) => finish(err);
     payload.on('data', onData).on('end', onEnd).on('error', onError);
+    readInTurns(payload);
   });
 }
 

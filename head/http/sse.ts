@@ -1,8 +1,16 @@
 import type { FastifyReply } from 'fastify';
-import { newId } from '../../runtime/internal.js';
+import type { Socket } from 'node:net';
+import { fixSendBuffer, newId } from '../../runtime/internal.js';
 
 /** Items the head lets a stream run ahead of what the HTTP client's socket has taken. */
 export const SSE_WINDOW = 16;
+
+/**
+ * The kernel send buffer of a stream's connection (the kernel doubles it): a reader that stops
+ * reading holds back the window, this and its own receive buffer, where the autotuned one grew to
+ * megabytes on loopback. Past the bandwidth-delay product of any link a stream of items crosses.
+ */
+export const SSE_SEND_BUFFER_BYTES = 16 * 1024;
 
 /** How long a stream's connection may take nothing before the stream is cancelled (the head's --stream-idle-s). */
 export const DEFAULT_STREAM_IDLE_MS = 60_000;
@@ -66,6 +74,7 @@ export async function pumpSse(reply: FastifyReply, source: SseSource, format: Ss
     source.closed(caller);
   });
   void reply.hijack();
+  if (res.socket) fixSendBuffer(res.socket as Socket, SSE_SEND_BUFFER_BYTES);
   res.writeHead(200, { 'content-type': format.contentType, 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
   res.flushHeaders();
   const event = (text: string) => (open ? res.write(text) : false);

@@ -13,6 +13,8 @@ export interface HandoffAddon {
   /** The next descriptor the peer queued, or -1 when none is. */
   receive(fd: number): number;
   close(fd: number): void;
+  /** Fixes the socket's kernel send buffer (SO_SNDBUF); the size the kernel chose. */
+  sendBuffer(fd: number, bytes: number): number;
 }
 
 /**

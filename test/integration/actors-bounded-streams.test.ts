@@ -7,10 +7,12 @@ import type { Cluster } from '../../runtime/internal.js';
 import { startCluster } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT } from '../helpers/graphs.js';
+import { SSE_WINDOW } from '../../head/http/sse.js';
 
 /**
  * A server-sent event stream whose reader stopped reading (docs/actors.md, Streaming calls): the
- * generator is held at the reader's window plus what the socket's buffers hold, and once the
+ * generator is held at the reader's window plus what the socket's buffers hold (the head fixes
+ * its send buffer), and once the
  * connection has taken nothing for the head's --stream-idle-s the stream is cancelled, freeing its
  * instance. The reader is a raw socket that reads the first bytes and then pauses.
  */
@@ -61,6 +63,13 @@ describe('bounded streams: a paused SSE reader', { timeout: 180_000 }, () => {
     const produced = await sleeper.call<number>('produced');
     // Nothing more is made for the paused reader.
     assert.equal(await sleeper.call('produced'), produced);
+    // The window, and what the head's fixed send buffer (SSE_SEND_BUFFER_BYTES, doubled by the
+    // kernel) and the reader's receive buffer hold of 64 KiB items: an autotuned send buffer let
+    // the generator make 82.
+    assert.ok(
+      produced <= SSE_WINDOW + 3,
+      `the generator made ${produced} items for a paused reader, past its window of ${SSE_WINDOW} and three more`,
+    );
     t.diagnostic(
       `the paused reader read ${received} bytes; the generator made ${produced} items of ${ITEM_BYTES} bytes (${((produced * ITEM_BYTES) / 2 ** 20).toFixed(1)} MiB) before the stream was cancelled`,
     );

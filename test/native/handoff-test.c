@@ -4,6 +4,7 @@
 #include "../../native/troupe-handoff.c"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 
 #include "napi-fake.h"
 
@@ -122,6 +123,23 @@ static void only_the_named_peer_is_accepted(void) {
   CHECK(fake_open_fds() == before, "%d descriptors open after, %d before", fake_open_fds(), before);
 }
 
+static void a_send_buffer_is_fixed_at_the_size_asked(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(fd >= 0, "socket");
+  napi_value args[2] = {fake_int(fd), fake_int(16384)};
+  int size = fake_as_int(fake_call("sendBuffer", 2, args));
+  int kernel = 0;
+  socklen_t length = sizeof kernel;
+  CHECK(getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &kernel, &length) == 0, "getsockopt");
+  CHECK(size == kernel && size >= 16384 && size <= 2 * 16384, "sendBuffer answered %d, the kernel has %d", size, kernel);
+  close(fd);
+  napi_value closed[2] = {fake_int(fd), fake_int(16384)};
+  THROWS(fake_call("sendBuffer", 2, closed), "sendBuffer: setsockopt");
+  napi_value zero[2] = {fake_int(3), fake_int(0)};
+  THROWS(fake_call("sendBuffer", 2, zero), "sendBuffer(fd");
+  CHECK(fake_thrown_type(), "a zero size is a TypeError");
+}
+
 static void bad_arguments_are_type_errors(void) {
   THROWS(fake_call("listen", 0, NULL), "listen(name");
   CHECK(fake_thrown_type(), "a TypeError");
@@ -148,6 +166,7 @@ int main(void) {
   a_connection_is_handed_over();
   extra_descriptors_are_closed_and_refused();
   only_the_named_peer_is_accepted();
+  a_send_buffer_is_fixed_at_the_size_asked();
   bad_arguments_are_type_errors();
   if (fake_failures) {
     fprintf(stderr, "troupe-handoff: %d check(s) failed\n", fake_failures);
