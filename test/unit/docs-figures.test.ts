@@ -5,9 +5,11 @@ import { test } from 'node:test';
 // The quoting convention (docs/performance.md#how-figures-are-quoted): a block of a page between
 // `<!-- figures from bench/RESULTS-x.md bench/RESULTS-y.md -->` and `<!-- end of figures -->` quotes
 // figures, and every number in it is one that a file it names holds; every date in it (YYYY-MM-DD)
-// is one of those files' dates. Exempt: targets (a number after ≤ or ≥), times of day, what is in
-// `code` (commands, flags) and link targets. Each results file has one generator, which writes all
-// of it: a figure no file holds was measured nowhere that can be run again.
+// is one of those files' dates, and the block or the 600 characters before it give one of them.
+// Exempt: targets (a number after ≤ or ≥), times of day, what is in `code` (commands, flags) and
+// link targets. Outside the blocks a page quotes no measured figure at all (unquotedFigures). Each
+// results file has one generator, which writes all of it: a figure no file holds was measured
+// nowhere that can be run again.
 
 const ROOT = new URL('../../../', import.meta.url);
 const BLOCK = /<!-- figures from ([^>]*?) -->([\s\S]*?)<!-- end of figures -->/g;
@@ -31,7 +33,9 @@ function numbersIn(text: string): Set<string> {
 // time, rate, size, share or ratio (0.42 ms, 26,564 req/s, 9.1 MB, 94%, 1.3x), and one that is no
 // quote of a run is written as what it is: in `code` (commands, flags), or as a bound, setting or
 // target, said by the word before it (at most 64 KiB, default 60 s, every 250 ms, within 5 s,
-// ≤ 0.3 ms, a flag's `--max-body-mib` (64)) or after it (100 ms doubling, 64 KiB and more).
+// ≤ 0.3 ms, a flag's `--max-body-mib` (64)) or after it (100 ms doubling, 64 KiB and more), or as
+// the size of a workload's input (588 KiB images). In a table whose header names a unit, a
+// percentile or a run's time, a bare number in a cell is a figure too.
 const FIGURE =
   /(?<![\w.,/-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s?(?:-|–|to)\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)?(?:x(?!\w)|%|\s(?:ns|µs|us|ms|s|seconds?|minutes?|hours?|[A-Za-z]+\/s|a second|B|[kKMGT]i?B)(?![\w/]))/g;
 /** What, just before a number, makes it a bound, setting or target rather than a measurement. */
@@ -44,6 +48,8 @@ const BOUND_BEFORE =
  */
 const BOUND_AFTER =
   /^\s*,?\s*(?:doubling|and (?:more|over|up|above|larger)|or (?:more|over|larger|less|fewer)|at most)\b|^\s+(?:per|each|a row|windows?|rounds?|closed loop)\b/i;
+/** A size right after what it is the size of: items of 64 KiB, a send buffer at 16 KiB. */
+const INPUT_BEFORE = /\b(?:images?|items?|frames?|chunks?|inputs?|bod(?:y|ies)|tensors?|buffers?|requests?|files?) (?:of|at)\s*$/i;
 const INPUT_AFTER = /^\s+(?:JSON |binary |MobileNet )?(?:images?|items?|frames?|chunks?|inputs?|bod(?:y|ies)|tensors?|requests?|files?)\b/i;
 
 /** Each line of a page as read for figures: code, comments, link targets and marked blocks blanked (a code span becomes \uE000). */
@@ -72,7 +78,7 @@ function proseLines(text: string): string[] {
 
 /** A table header that says its cells are measurements: a unit, a percentile or rate, a run's time of day. */
 const MEASURED_HEADER =
-  /\b(?:ns|µs|us|ms|s|MiB|MB|KiB|KB|GiB|GB|p\d\d|median|mean|throughput|latency|RSS|CPU|calls|req|per second)\b|\/s\b|%|\b\d{1,2}:\d{2}\b|\bvs\b/i;
+  /\b(?:ns|µs|us|ms|seconds|MiB|MB|KiB|KB|GiB|GB|p\d\d|median|mean|throughput|latency|RSS|CPU|calls|req|per second)\b|(?<=[\s(])s\b|\/s\b|%|\b\d{1,2}:\d{2}\b|\bvs\b/i;
 /** A table cell that is a bare number, range or list of them (0.42, 26,564, 0.19-0.23, 1.2 / 3.4). */
 const NUMERIC_CELL = /^\s*(?:\*\*)?[\d.,]+(?:\s*(?:-|–|\/)\s*[\d.,]+)*x?(?:\*\*)?\s*$/;
 
@@ -96,7 +102,7 @@ function unquotedFigures(text: string): string[] {
       const after = line.slice(m.index + m[0].length);
       // A list of bounds continues the first one: "after 1 s, 2 s, then 5 s", "60 s, 10,000 calls or 64 MiB".
       const listed = boundEnd >= 0 && /^[\s\w,;/]{0,24}$/.test(line.slice(boundEnd, m.index));
-      const inputSize = m[0].endsWith('B') && INPUT_AFTER.test(after);
+      const inputSize = m[0].endsWith('B') && (INPUT_AFTER.test(after) || INPUT_BEFORE.test(before));
       if (BOUND_BEFORE.test(before) || BOUND_AFTER.test(after) || inputSize || listed) {
         boundEnd = m.index + m[0].length;
         continue;
@@ -166,7 +172,7 @@ test('unquotedFigures finds measurements and lets bounds, settings, targets and 
     [
       'A call took 0.42 ms (26,564 req/s, 1.3x, 94% busy, 9.1 MB installed, 1.5-1.8x).',
       'At most 64 KiB, default 60 s, every 250 ms, within 5 s, ≤ 0.3 ms, `--max-body-mib` (64 MiB), 100 ms doubling to 30 s.',
-      'After 1 s, 2 s, then every 5 s; inputs of 64 KiB and more; `sleep 10 s`; a 1400x1000 image; 14 x 29; 588 KiB images; leading 1s.',
+      'After 1 s, 2 s, then every 5 s; inputs of 64 KiB and more; `sleep 10 s`; a 1400x1000 image; 14 x 29; 588 KiB images; items of 64 KiB; leading 1s.',
       '<!-- figures from bench/RESULTS.md -->',
       'Quoted: 0.152 ms.',
       '<!-- end of figures -->',
@@ -191,4 +197,13 @@ test('docs/ and the README quote no measured figure outside a figures block', as
     [],
     `figures outside a \`<!-- figures from bench/RESULTS-….md -->\` block (move them into one quoting the results file, with its date, or write a bound as one: "at most", "default", \`code\`):\n${unquoted.join('\n')}`,
   );
+});
+
+test('every results file names its generator in its header', async () => {
+  const files = (await readdir(new URL('bench/', ROOT))).filter((f) => /^RESULTS[\w-]*\.md$/.test(f));
+  assert.ok(files.length >= 10, `only ${files.length} results files`);
+  for (const file of files) {
+    const head = (await readFile(new URL(`bench/${file}`, ROOT), 'utf8')).split('\n').slice(0, 6).join('\n');
+    assert.match(head, /^- generator: /m, `bench/${file} names no generator in its first lines (bench/lib/system.ts systemLine)`);
+  }
 });
