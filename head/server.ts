@@ -37,6 +37,7 @@ import { clientError, notFound } from './http/not-found.js';
 import { ApiDocs } from './http/openapi.js';
 import { registerProbeRoutes } from './http/probe-routes.js';
 import { FrontDoor } from './front-door/front-door.js';
+import { boundBodies } from './front-door/slow-bodies.js';
 import { splitConnections } from './front-door/connection-split.js';
 import { InferenceForwarder } from './front-door/forward-inference.js';
 import { ConnectionCap } from './front-door/connection-cap.js';
@@ -188,9 +189,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       server.prependListener('connection', (socket: Socket) => {
         if (!cap.admit(socket, !tls)) socket.destroy();
       });
-      // A whole request head came (an upgrade's too: agents', actors' and clients' sockets are never dropped for room).
-      server.on('request', (req: IncomingMessage) => cap.proven(req.socket));
-      server.on('upgrade', (req: IncomingMessage) => cap.proven(req.socket));
+      // A whole request came (an upgrade's too: agents', actors' and clients' sockets are never dropped for room).
+      boundBodies(server, cap, SILENT_CONNECTION_MS);
       return server;
     },
   });
@@ -367,7 +367,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     });
     const door = frontDoor;
     cap.countElsewhere(
-      () => door.connections,
+      () => door.connections + (doors?.connections ?? 0),
       (before) => door.evictSlow(before),
     );
     // Only where workers read connections in place: without that internal they give every

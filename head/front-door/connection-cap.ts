@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
  * connections (handed to workers) were held against a cap of 1,000.
  *
  * At the cap, a new connection takes the place of the oldest HTTP connection here that has not yet
- * sent a whole request head (a slow or silent one), instead of being refused: 1,500 slowloris
+ * sent a whole request, head and body (a slow or silent one), instead of being refused: 1,500 slowloris
  * sockets against a cap of 1,000 had left /healthz unanswered in 498 of 513 polls. With none such
  * here, a front-door worker closes its oldest one instead (the slowloris sockets that open with an
  * inference request line are the workers').
@@ -61,8 +61,17 @@ export class ConnectionCap {
     return true;
   }
 
-  /** The connection sent a whole request head (or went to a worker): it is no longer dropped to make room. */
+  /** The connection sent a whole request (or went to a worker): it is no longer dropped to make room. */
   proven(socket: Socket): void {
     this.#unproven.delete(socket);
+  }
+
+  /**
+   * The connection began a request body: it may be dropped to make room again (as of now, unless
+   * it still was) until the body is whole. A body sent a byte at a time after a whole head had held
+   * its place for good while only heads counted.
+   */
+  slow(socket: Socket): void {
+    if (!socket.destroyed && !this.#unproven.has(socket)) this.#unproven.set(socket, Date.now());
   }
 }

@@ -6,6 +6,8 @@ import type { HttpServing } from '../state/deployment-layout.js';
 
 type ActorChannel = Channel<ActorToHead, HeadToActor, typeof HeadToActorReplies>;
 
+const HEAD_END = Buffer.from('\r\n\r\n');
+
 /** What an actor is told when its door opens: how to serve the connections handed to it. */
 export type DoorSettings = Omit<Extract<HeadToActor, { type: 'handoffOpen' }>, 'type' | 'id' | 'headPid' | 'labels'>;
 
@@ -139,6 +141,9 @@ export class HandoffDoors {
     if (this.#draining || this.#byActor.size === 0) return false;
     const match = INFER_LINE.exec(head.toString('latin1', 0, Math.min(head.length, 512)));
     if (!match) return false;
+    // Only a whole request head goes to a replica: one still coming stays with the workers, whose
+    // connections the head's cap can drop for room (connection-cap.ts); a replica's it cannot.
+    if (head.indexOf(HEAD_END) < 0) return false;
     let name: string;
     try {
       name = decodeURIComponent(match[1]!);
@@ -185,6 +190,13 @@ export class HandoffDoors {
     }
     if (fd < 0) return;
     this.#options.serveHere(socketOverDescriptor(fd), Buffer.from(head));
+  }
+
+  /** Connections handed to replicas and still open there: the head's --max-connections counts them. */
+  get connections(): number {
+    let open = 0;
+    for (const door of this.#byActor.values()) open += door.connections;
+    return open;
   }
 
   connectionClosed(actorId: string): void {

@@ -62,15 +62,16 @@ let connections = 0;
 let reportedConnections = 0;
 let reportedOldest: number | undefined;
 /**
- * HTTP connections that have sent no whole request head yet, oldest first: the ones the head's
- * connection cap may drop (connection-cap.ts). Without them, 1,500 slowloris sockets handed here
+ * HTTP connections that have sent no whole request yet (head, or a body they began), oldest first:
+ * the ones the head's connection cap may drop (connection-cap.ts); a body sent a byte at a time
+ * after a whole head held its place for good while only heads counted. Without them, 1,500 slowloris sockets handed here
  * filled a cap of 1,000 that the head could not make room in, and /healthz went unanswered.
  */
 const unproven = new Map<Socket, number>();
 /** Connections whose first request head came before `held` saw them (it can complete as a handed-over connection starts). */
 const provenEarly = new WeakSet<Socket>();
 
-/** Counts `socket` among this worker's connections until it closes; `http`: unproven (since now) until a request head completes. */
+/** Counts `socket` among this worker's connections until it closes; `http`: unproven (since now) until a request completes. */
 function held(socket: Socket, http: boolean): void {
   connections++;
   if (http && !provenEarly.has(socket)) unproven.set(socket, Date.now());
@@ -80,7 +81,12 @@ function held(socket: Socket, http: boolean): void {
   });
 }
 
-function headComplete(socket: Socket): void {
+/** A body began: the connection is slow again (as of now, unless it still was) until its request is complete. */
+function bodyStarted(socket: Socket): void {
+  if (!socket.destroyed && !unproven.has(socket)) unproven.set(socket, Date.now());
+}
+
+function requestComplete(socket: Socket): void {
   if (!unproven.delete(socket)) provenEarly.add(socket);
 }
 
@@ -119,7 +125,8 @@ async function serve(settings: WorkerSettings, pending: [Buffer, Socket][]): Pro
     keepAliveTimeoutMs: settings.keepAliveTimeoutMs,
     headersTimeoutMs: settings.headersTimeoutMs,
     relay: relayToHead(settings.internalPort),
-    headComplete,
+    bodyStarted,
+    requestComplete,
     giveBack: (socket: Socket, bytes: Buffer) => {
       if (!process.connected) return void socket.destroy();
       process.send!({ type: 'return' as const, head: bytes }, socket, { keepOpen: false }, (err) => err && socket.destroy());

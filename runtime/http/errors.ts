@@ -34,6 +34,10 @@ export function toHttpError(err: unknown, bodyLimit: number): HttpError {
   const ours = err instanceof TroupeError ? err : e.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? bodyTooLarge(bodyLimit) : undefined;
   if (ours) return { status: ours.status, code: ours.code, message: ours.message };
   const message = typeof e.message === 'string' ? e.message : String(err);
+  // Node's error for a request whose client went away mid-body (or was dropped for room): no server fault to log.
+  if (e.code === 'ECONNRESET' && message === 'aborted') {
+    return { status: 400, code: 'TROUPE_ERR_BAD_REQUEST', message: 'the connection closed before the request body was whole' };
+  }
   if (e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {
     return { status: 400, code: 'TROUPE_ERR_BAD_REQUEST', message: 'the request body is shorter or longer than its Content-Length' };
   }

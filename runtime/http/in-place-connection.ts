@@ -40,8 +40,13 @@ export interface InPlaceOptions extends InferExchangeOptions {
   giveBack(socket: Socket, bytes: Buffer): void;
   /** Whether this server serves inference `route` (default: every one); one it does not is given back. */
   serves?(route: InferRoute): boolean;
-  /** A whole request head arrived on `socket` (a front-door worker's connection cap drops only connections that sent none). */
-  headComplete?(socket: Socket): void;
+  /**
+   * A request began sending its body on `socket`: the connection is slow (a front-door worker's
+   * connection cap may drop it for room) until the request is complete.
+   */
+  bodyStarted?(socket: Socket): void;
+  /** A whole request (head and body) arrived on `socket`: the cap no longer drops it for room. */
+  requestComplete?(socket: Socket): void;
 }
 
 interface Request {
@@ -174,8 +179,8 @@ class InPlaceConnection {
     if (this.#stopped) return;
     if (result instanceof Error)
       return void this.#refuse({ status: 400, code: 'TROUPE_ERR_BAD_REQUEST', message: `malformed HTTP request: ${result.message}` });
-    // A body being read: a client that stops sending it is dropped after the keep-alive time.
-    if (this.#request !== null) return this.#arm(this.#options.keepAliveTimeoutMs);
+    // A body being read: a client that stops sending it is dropped as a silent one is (10 s, docs/security.md).
+    if (this.#request !== null) return this.#arm(this.#options.headersTimeoutMs);
     // A request head not complete yet: keep its bytes (the scratch buffer is read into again).
     if (this.#requestStart < n) {
       if (!this.#inHead) {
@@ -198,7 +203,6 @@ class InPlaceConnection {
     if (this.#stopped) return 1;
     this.#inHead = false;
     clearTimeout(this.#timer);
-    this.#options.headComplete?.(this.#socket);
     const headers = headersOf(info.headers);
     const method = HTTPParser.methods[info.method];
     const route = inferRoute(method, info.url);
@@ -240,6 +244,7 @@ class InPlaceConnection {
     };
     this.#headParts = [];
     this.#headBytes = 0;
+    if (chunked || length > 0) this.#options.bodyStarted?.(this.#socket);
     // No declared length and not chunked: an empty body (parsing on would read to the end of the stream).
     return cl === undefined && !chunked ? 1 : 0;
   }
@@ -266,7 +271,9 @@ class InPlaceConnection {
     this.#headParts = [];
     this.#headBytes = 0;
     this.#requestStart = (this.#parser as unknown as { offset: number }).offset;
-    if (!r || this.#stopped) return;
+    if (this.#stopped) return;
+    this.#options.requestComplete?.(this.#socket);
+    if (!r) return;
     const body = r.body ? { bytes: r.body, pooled: r.body.length > 0 } : { bytes: Buffer.concat(r.pieces!), pooled: false };
     const leave = this.#options.gate.enter();
     this.#answer(answerInference(this.#options, r.route, { url: r.url, headers: r.headers }, body).finally(leave), r.keepAlive);

@@ -6,6 +6,7 @@ import type { Cluster, DeploymentView } from '../../runtime/internal.js';
 import { handoffAddon } from '../../runtime/handoff/addon.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
+import { counter } from '../helpers/metrics.js';
 import { call, nodeCall } from '../helpers/http.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 import { assertClose, floatsOf, mlpBinaryRequest } from '../helpers/mlp-oip.js';
@@ -13,14 +14,6 @@ import { assertClose, floatsOf, mlpBinaryRequest } from '../helpers/mlp-oip.js';
 const skip = typeof handoffAddon() === 'string' ? `the handoff addon is not built: ${handoffAddon() as string}` : false;
 
 /** A counter's series from the head's /metrics whose labels include `labels`, summed. */
-async function counter(url: string, name: string, labels: string): Promise<number> {
-  const text = (await call(url, 'GET', '/metrics')).body.toString();
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith(`${name}{`) && l.includes(labels))
-    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
-}
-
 async function view(client: Cluster, name: string): Promise<DeploymentView> {
   const found = (await client.describe()).deployments.find((d) => d.name === name);
   assert.ok(found, `no deployment '${name}'`);

@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { connect as tcpConnect } from 'node:net';
+import type { Socket } from 'node:net';
+import { after, describe, test } from 'node:test';
+import { connect } from '../../runtime/internal.js';
+import { startCluster, waitFor } from '../helpers/cluster.js';
+import type { TestCluster } from '../helpers/cluster.js';
+import { counter } from '../helpers/metrics.js';
+
+/**
+ * Request bodies are bounded as request heads are (docs/security.md): a connection is dropped to
+ * make room at --max-connections until its whole request, body included, has come; a body that
+ * stops arriving ends its connection after the silent-connection bound (10 s); and a connection
+ * is handed to a replica only once its request head is whole, so the head's cap can still drop it.
+ * Each path is tried where it is served: the head's own connections, a front-door worker's, and a
+ * lone replica's (handoff).
+ */
+const clusters: TestCluster[] = [];
+const sockets: Socket[] = [];
+after(async () => {
+  for (const s of sockets) s.destroy();
+  await Promise.all(clusters.map((c) => c.stop()));
+});
+
+interface Conn {
+  socket: Socket;
+  closed: Promise<void>;
+  isClosed: () => boolean;
+  answered: Promise<string>;
+}
+
+function open(url: string): Promise<Conn> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = tcpConnect({ host: hostname, port: Number(port) });
+    sockets.push(socket);
+    let closed = false;
+    let text = '';
+    const answered = new Promise<string>((r) =>
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('latin1');
+        if (text.includes('\r\n\r\n')) r(text);
+      }),
+    );
+    const conn: Conn = {
+      socket,
+      closed: new Promise<void>((r) => socket.once('close', () => ((closed = true), r()))),
+      isClosed: () => closed,
+      answered,
+    };
+    socket.on('error', () => {});
+    socket.once('connect', () => resolve(conn));
+    socket.once('error', reject);
+  });
+}
+
+/** Sends a whole head declaring a body of 1,000 bytes, and `sent` bytes of it; `expect`: asks for a 100 Continue first. */
+function beginBody(conn: Conn, path: string, sent: number, expect = false): void {
+  const head = `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n${expect ? 'Expect: 100-continue\r\n' : ''}\r\n`;
+  conn.socket.write(`${head}${'['.repeat(sent)}`);
+}
+
+/** Sends a byte of the body every 300 ms until the connection closes. */
+function drip(conn: Conn): void {
+  const timer = setInterval(() => (conn.isClosed() ? clearInterval(timer) : conn.socket.write('[')), 300);
+  void conn.closed.then(() => clearInterval(timer));
+}
+
+describe('slow request bodies', { timeout: 180_000 }, () => {
+  test("on the head's own connections: a dripping body gives its place at the cap; a body that stops ends its connection", async () => {
+    const c = await startCluster({ agents: [], headArgs: ['--max-connections', '10', '--http-workers', '0'] });
+    clusters.push(c);
+    // Nine clients that made a request and keep their connections: proven, never dropped for room.
+    const kept: Conn[] = [];
+    for (let i = 0; i < 9; i++) {
+      const conn = await open(c.url);
+      conn.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      await conn.answered;
+      kept.push(conn);
+    }
+    // The tenth sends a whole head, then its body a byte at a time: it is slow until the body is
+    // whole. The head's 100 Continue says it has taken the head (a whole head used to prove it).
+    const dripping = await open(c.url);
+    beginBody(dripping, '/api/v1/deployments/none/jobs', 0, true);
+    assert.match(await dripping.answered, /^HTTP\/1\.1 100 /);
+    drip(dripping);
+    // A new client at the cap takes the dripping connection's place and is served.
+    const client = await open(c.url);
+    client.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    const served = await Promise.race([client.answered, client.closed.then(() => 'closed by the head')]);
+    assert.match(served, /^HTTP\/1\.1 200 /, 'the new client is served at the cap');
+    await dripping.closed;
+    assert.ok(!kept.some((k) => k.isClosed()), 'no client that sent a whole request was dropped');
+    // A body that stops is dropped after the silent-connection bound, room or not.
+    const stalled = await open(c.url);
+    beginBody(stalled, '/api/v1/deployments/none/jobs', 10);
+    await Promise.race([
+      stalled.closed,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('a stalled body kept its connection for 60 s')), 60_000)),
+    ]);
+    for (const k of kept) k.socket.destroy();
+  });
+
+  test('on connections a front-door worker or a lone replica serves: a stalled body ends its connection; only whole heads are handed over', async () => {
+    const c = await startCluster({ headArgs: ['--http-workers', '1'] });
+    clusters.push(c);
+    const client = await connect(c.url);
+    try {
+      await client.deploy({ name: 'mlp', model: 'mlp.onnx' });
+    } finally {
+      await client.close();
+    }
+    const handed = () => counter(c.url, 'troupe_http_handoffs_total', 'model="mlp"');
+    // A request head that is not whole yet stays with the workers (the cap can drop it there)...
+    const before = await handed();
+    const slowHead = await open(c.url);
+    slowHead.socket.write('POST /v2/models/mlp/infer HTTP/1.1\r\nX-Slow: a');
+    // ...and is not handed over when it completes later: the connection already has its process.
+    const whole = await open(c.url);
+    whole.socket.write('POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n[');
+    await waitFor('a whole head handed to the replica', async () => (await handed()) === before + 1, 30_000, 100);
+    // Both bodies stall: each connection ends after the silent bound, in whichever process holds it.
+    slowHead.socket.write('\r\nHost: x\r\nContent-Length: 1000\r\n\r\n[');
+    const bound = (conn: Conn, where: string) =>
+      Promise.race([
+        conn.closed,
+        new Promise((_, reject) => setTimeout(() => reject(new Error(`a stalled body kept its ${where} connection for 60 s`)), 60_000)),
+      ]);
+    await Promise.all([bound(slowHead, "worker's"), bound(whole, "replica's")]);
+    assert.equal(await handed(), before + 1, 'the head that was not whole at first was never handed over');
+  });
+});
