@@ -1,7 +1,10 @@
 // Class actor method calls: `npm run bench:actors` (after a build). Calls per second of a trivial
 // method (Fragile.count: one increment) through the SDK, head and actor process, with 1 and 64
 // calls in flight, on instances deployed with maxConcurrency 1 and 16; the floor is the same
-// method called in this process. SECONDS=N per cell (default 2) keeps the run short.
+// method called in this process. SECONDS=N per cell (default 2) keeps the run short. Writes
+// bench/RESULTS-actors.md (also a step of `npm run bench`).
+import { writeFile } from 'node:fs/promises';
+import { cpus, loadavg } from 'node:os';
 import { connect } from '../runtime/internal.js';
 import type { ActorHandle, Cluster } from '../runtime/internal.js';
 import { startCluster } from '../test/helpers/cluster.js';
@@ -42,6 +45,7 @@ async function load(call: () => PromiseLike<unknown>, inFlight: number): Promise
   };
 }
 
+const loadBefore = loadavg()[0]!;
 const rows: string[] = [];
 const floor = await load(async () => new Fragile().count(), 1);
 rows.push(`| one process (floor): a method call | - | 1 | ${fmt(floor.rate)} | ${fmt(floor.p50Ms, 4)} | ${fmt(floor.p99Ms, 4)} |`);
@@ -71,17 +75,19 @@ try {
   await client?.close();
   await cluster.stop();
 }
-process.stdout.write(
-  [
-    '## Class actor method calls: a trivial method, by calls in flight and maxConcurrency\n',
-    systemLine('bench:actors', 'bench/actors.ts'),
-    `- command: \`npm run bench:actors\` (SECONDS=${SECONDS} per row, after a warm-up of the same length)`,
-    '- path: SDK client -> head (queue, session and cycle checks) -> the class actor process -> back; one head, one agent, one instance, all on this machine',
-    '- method: `Fragile.count()` (test/fixtures/ray-parity.ts), one increment; floor: the same method called in this process',
-    '',
-    '| path | maxConcurrency | calls in flight | calls/s | p50 ms | p99 ms |',
-    '| --- | ---: | ---: | ---: | ---: | ---: |',
-    ...rows,
-    '',
-  ].join('\n'),
-);
+const text = [
+  '## Class actor method calls: a trivial method, by calls in flight and maxConcurrency\n',
+  systemLine('bench:actors', 'bench/actors.ts'),
+  `- load average (1 min) at the start and the end: ${fmt(loadBefore, 1)}, ${fmt(loadavg()[0]!, 1)} on ${cpus().length} cores (others' work on a shared machine moves every figure here)`,
+  `- command: \`npm run bench:actors\` (SECONDS=${SECONDS} per row, after a warm-up of the same length)`,
+  '- path: SDK client -> head (queue, session and cycle checks) -> the class actor process -> back (class actor calls always go through the head); one head, one agent, one instance, all on this machine',
+  '- method: `Fragile.count()` (test/fixtures/ray-parity.ts), one increment; floor: the same method called in this process',
+  '- what maxConcurrency changes: with 1, the next call starts only after the one before it ended, so each answer leaves the instance in a frame of its own; with 16, answers of calls that ran together can share frames',
+  '',
+  '| path | maxConcurrency | calls in flight | calls/s | p50 ms | p99 ms |',
+  '| --- | ---: | ---: | ---: | ---: | ---: |',
+  ...rows,
+  '',
+].join('\n');
+process.stdout.write(text);
+await writeFile(new URL('../../bench/RESULTS-actors.md', import.meta.url), text);

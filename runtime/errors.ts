@@ -92,7 +92,7 @@ export const ERRORS = {
   TROUPE_ERR_DEPLOY_TIMEOUT: {
     status: 504,
     retryable: true,
-    what: "A deploy's wait for READY passed its bound (60 s unless timeoutMs or ?timeoutS says otherwise); the message names each actor not READY and why. The deployment stays and the head keeps placing it; HTTP answers 202 with the same reasons instead.",
+    what: "A deploy's wait for READY passed its bound (default 60 s, unless timeoutMs or ?timeoutS says otherwise); the message names each actor not READY and why. The deployment stays and the head keeps placing it; HTTP answers 202 with the same reasons instead.",
   },
   TROUPE_ERR_DATA_DIR_LOCKED: {
     status: 409,
@@ -117,7 +117,7 @@ export const ERRORS = {
   TROUPE_ERR_SPEC_TOO_LARGE: {
     status: 413,
     retryable: false,
-    what: 'A deployment body is larger or more complex than a spec needs (256 KiB; YAML of at most 2,000 lines and flow items); the message names the bound. Specs are a few KB; the bounds keep parsing off the critical path of serving.',
+    what: 'A deployment body is larger or more complex than a spec needs (at most 256 KiB, and YAML of at most 2,000 lines and flow items); the message names the bound. Specs are a few KB; the bounds keep parsing off the critical path of serving.',
   },
   TROUPE_ERR_TOO_MANY_ELEMENTS: {
     status: 413,
@@ -162,7 +162,7 @@ export const ERRORS = {
   TROUPE_ERR_UNKNOWN_CALL: {
     status: 404,
     retryable: false,
-    what: 'A Future passed as a method argument names an actor call the head does not hold (never made, from another head, or older than 60 s or past 10,000 calls or 64 MiB of results).',
+    what: 'A Future passed as a method argument names an actor call the head does not hold (never made, from another head, or older than 60 s, past 10,000 calls or past 64 MiB of results).',
   },
   TROUPE_ERR_METHOD_NOT_ALLOWED: {
     status: 405,
