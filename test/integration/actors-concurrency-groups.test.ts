@@ -39,7 +39,7 @@ describe('class actors: concurrency groups', { timeout: 180_000 }, () => {
     });
     const view = (await client.describe()).deployments.find((d) => d.name === 'grouped')!.actors[0]!;
     assert.deepEqual(view.concurrencyGroups, {
-      default: { maxConcurrency: 1, methods: ['callSelf', 'inside', 'most', 'release'] },
+      default: { maxConcurrency: 1, methods: ['callSelf', 'feed', 'inside', 'most', 'release'] },
       io: { maxConcurrency: 2, methods: ['fetch'] },
       compute: { maxConcurrency: 1, methods: ['crunch'] },
     });
@@ -78,6 +78,37 @@ describe('class actors: concurrency groups', { timeout: 180_000 }, () => {
     assert.deepEqual(await Promise.all(crunches), ['c1', 'c2']);
     // The most at once, counted inside the methods: io's limit, and compute's (crunch 'now' ran while c1 held compute).
     assert.deepEqual(await grouped.call('most'), { crunch: 2, fetch: 2 });
+  });
+
+  test("a stream holds one slot of its method's group; the groups of the class and the spec merge", async () => {
+    // The spec adds feed to the class's io group (fetch stays there) and sets io's limit to 2.
+    const grouped = await client.actor({
+      name: 'grouped-stream',
+      module: PARITY,
+      export: 'Grouped',
+      cpus: 0.1,
+      concurrencyGroups: { io: { maxConcurrency: 2, methods: ['feed'] } },
+    });
+    const view = (await client.describe()).deployments.find((d) => d.name === 'grouped-stream')!.actors[0]!;
+    assert.deepEqual(view.concurrencyGroups?.io, { maxConcurrency: 2, methods: ['feed', 'fetch'] });
+    const stream = grouped.streamWith<number>({ window: 1 }, 'feed');
+    const reader = stream[Symbol.asyncIterator]();
+    assert.deepEqual(await reader.next(), { value: 0, done: false });
+    // The reader has stopped reading: the stream holds one io slot, so one fetch runs and the next waits.
+    const fetches = ['f1', 'f2'].map((tag) => grouped.call('fetch', tag));
+    assert.equal(await grouped.call('inside', 'fetch', 1), 1);
+    await waitFor('f2 waiting in io', async () => {
+      const actor = (await client.describe()).deployments.find((d) => d.name === 'grouped-stream')!.actors[0]!;
+      return actor.stats?.groups?.io?.running === 2 && actor.stats.groups.io.waiting === 1;
+    });
+    // compute is free all along.
+    assert.equal(await grouped.call('crunch', 'c', false), 'c');
+    // Closing the stream frees its slot: f2 comes in.
+    await reader.return?.();
+    assert.equal(await grouped.call('inside', 'feed', 0), 0);
+    assert.equal(await grouped.call('inside', 'fetch', 2), 2);
+    for (const tag of ['f1', 'f2']) assert.equal(await grouped.call('release', tag), true);
+    assert.deepEqual(await Promise.all(fetches), ['f1', 'f2']);
   });
 
   test('a call that would wait on itself in its own group fails naming the group; one into another group is answered', async () => {
@@ -121,7 +152,7 @@ describe('class actors: concurrency groups', { timeout: 180_000 }, () => {
     await rejectsWith(
       client.actor(spec({ io: { maxConcurrency: 2, methods: ['fetch', 'nope'] } })),
       'TROUPE_ERR_BAD_SPEC',
-      /the spec's concurrencyGroups\.io names no method of class 'Grouped': nope \(its methods: callSelf, crunch, fetch, inside, most, release\)/,
+      /the spec's concurrencyGroups\.io names no method of class 'Grouped': nope \(its methods: callSelf, crunch, feed, fetch, inside, most, release\)/,
     );
     assert.equal(
       (await client.describe()).deployments.find((d) => d.name === 'bad-groups'),
