@@ -138,3 +138,30 @@ export function unknownGroup(
     `${actor}.${method}() names concurrency group '${named}', which the actor does not have (its groups: ${names.join(', ')})`,
   );
 }
+
+/** One group of an instance as status views show it: its limit, and the calls it runs and holds waiting. */
+export interface GroupLoadView {
+  name: string;
+  limit: number;
+  running: number;
+  waiting: number;
+}
+
+/** Each group of `table` with the load `stats` last reported for it (none reported: idle). */
+export function groupLoads(
+  table: GroupTable | undefined,
+  stats: Readonly<Record<string, { running: number; waiting: number }>> | undefined,
+): GroupLoadView[] | undefined {
+  if (!table) return undefined;
+  return Object.entries(table).map(([name, g]) => ({
+    name,
+    limit: g.maxConcurrency,
+    running: stats?.[name]?.running ?? 0,
+    waiting: stats?.[name]?.waiting ?? 0,
+  }));
+}
+
+/** `io 2/2 +1 waiting, compute 0/1`: the groups' loads on one line. */
+export function groupLoadsLine(loads: readonly GroupLoadView[]): string {
+  return loads.map((g) => `${g.name} ${g.running}/${g.limit}${g.waiting > 0 ? ` +${g.waiting} waiting` : ''}`).join(', ');
+}

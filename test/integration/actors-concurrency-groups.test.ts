@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { connect } from '../../runtime/internal.js';
-import type { Cluster, ModelDeploymentInput } from '../../runtime/internal.js';
+import type { Cluster, ClusterView, ModelDeploymentInput } from '../../runtime/internal.js';
+import { formatCluster } from '../../cli/status.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { GRAPH_AGENT, rejectsWith } from '../helpers/graphs.js';
@@ -64,6 +65,9 @@ describe('class actors: concurrency groups', { timeout: 180_000 }, () => {
       const groups = actor.stats?.groups;
       return groups?.io?.running === 2 && groups.io.waiting === 1 && groups.compute?.running === 1 && groups.compute.waiting === 1;
     });
+    // And `troupe status` says them, from GET /api/v1/cluster.
+    const status = formatCluster((await call(cluster.url, 'GET', '/api/v1/cluster')).json as ClusterView);
+    assert.match(status, /concurrency groups: default 0\/1, io 2\/2 \+1 waiting, compute 1\/1 \+1 waiting/);
     // And from the SDK: crunch in default runs now, while io is full too.
     assert.equal(await grouped.withOptions({ concurrencyGroup: 'default' }).call('crunch', 'now', false), 'now');
 
