@@ -132,6 +132,30 @@ describe('class actors: concurrency groups', { timeout: 180_000 }, () => {
     assert.deepEqual(await grouped.withOptions({ concurrencyGroup: 'io' }).call('callSelf', 'fetch', 'z', false), { value: 'z' });
   });
 
+  test("through another actor (A -> B -> A) the chain carries each call's group: a cycle into the same group of 1 fails, into another is answered", async () => {
+    const a = await client.actor({
+      name: 'hop-ga',
+      module: PARITY,
+      export: 'Hop',
+      cpus: 0.1,
+      maxConcurrency: 2,
+      concurrencyGroups: { relay: { maxConcurrency: 1, methods: ['forward'] } },
+    });
+    await client.actor({ name: 'hop-gb', module: PARITY, export: 'Hop', cpus: 0.1 });
+    // a runs forward in relay and waits on b, whose call back to a's forward needs relay's one slot.
+    const answer = await a.withOptions({ timeoutMs: 30_000 }).call('forward', ['hop-gb', 'hop-ga']);
+    const nested = (answer as { via: { code?: string; message?: string } }).via;
+    assert.equal(nested.code, 'TROUPE_ERR_DEADLOCK', nested.message);
+    assert.match(
+      nested.message!,
+      /^hop-ga\.forward\(\) would wait on itself through a cycle \((hop-ga#\d+) -> hop-gb#\d+ -> \1\): instance \1 runs the call that waits on this one, in concurrency group 'relay', whose maxConcurrency is 1/,
+    );
+    // The same path with a's first call in default: relay is free for the call that comes back.
+    assert.deepEqual(await a.withOptions({ timeoutMs: 30_000, concurrencyGroup: 'default' }).call('forward', ['hop-gb', 'hop-ga']), {
+      via: { via: 'end' },
+    });
+  });
+
   test('refused: bad names and limits, a method in two groups, "default", a group naming no method, groups on a model, an unknown group per call', async () => {
     const spec = (concurrencyGroups: unknown) =>
       ({ name: 'bad-groups', module: PARITY, export: 'Grouped', cpus: 0.1, concurrencyGroups }) as Parameters<Cluster['actor']>[0];
