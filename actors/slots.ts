@@ -69,10 +69,6 @@ export class Slots {
     );
   }
 
-  has(group: string): boolean {
-    return this.#groups.has(group);
-  }
-
   /**
    * Runs `work` once its group has a free slot and every job of the group before it has started
    * (an exclusive job: once every job before it ended); settles as it does. A job whose `signal`
