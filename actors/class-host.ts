@@ -1,12 +1,13 @@
 import {
   ClassActorEnvSchema,
   ClassArgsSchema,
+  ConcurrencyGroupsSchema,
   TroupeError,
   createLogger,
   disableOrtTelemetryByDefault,
   readActorReferencesWith,
 } from '../runtime/internal.js';
-import type { ClassActorEnv, InvokeReply } from '../runtime/internal.js';
+import type { ClassActorEnv, ConcurrencyGroups, InvokeReply } from '../runtime/internal.js';
 import { withShownPath } from '../runtime/model-path.js';
 import { ClassInstance } from './class-instance.js';
 import { CallContexts } from './call-context.js';
@@ -56,6 +57,21 @@ function readArgs(env: ClassActorEnv): unknown[] {
   return args.data;
 }
 
+/** The spec's concurrency groups from the environment (the head checked them; checked again here). */
+function readGroups(env: ClassActorEnv): ConcurrencyGroups | undefined {
+  if (env.TROUPE_CONCURRENCY_GROUPS === undefined) return undefined;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(env.TROUPE_CONCURRENCY_GROUPS);
+  } catch (err) {
+    throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the spec's concurrencyGroups are not JSON: ${(err as Error).message}`);
+  }
+  const groups = ConcurrencyGroupsSchema.safeParse(raw);
+  if (!groups.success)
+    throw new TroupeError('TROUPE_ERR_BAD_SPEC', `the spec's concurrencyGroups are invalid: ${groups.error.issues[0]?.message}`);
+  return groups.data;
+}
+
 async function main(): Promise<void> {
   const env = readActorEnv(ClassActorEnvSchema, 'class actor');
   const shown = env.TROUPE_SHOWN_PATH ?? env.TROUPE_CLASS_MODULE;
@@ -72,7 +88,14 @@ async function main(): Promise<void> {
   readActorReferencesWith((ref) => contexts.handle(ref));
   try {
     instance = await refusingExit(shown, () =>
-      ClassInstance.create(env.TROUPE_CLASS_MODULE, shown, env.TROUPE_CLASS_EXPORT, readArgs(env), env.TROUPE_MAX_CONCURRENCY, contexts),
+      ClassInstance.create(
+        env.TROUPE_CLASS_MODULE,
+        shown,
+        env.TROUPE_CLASS_EXPORT,
+        readArgs(env),
+        { maxConcurrency: env.TROUPE_MAX_CONCURRENCY, groups: readGroups(env) },
+        contexts,
+      ),
     );
   } catch (err) {
     const full = err instanceof TroupeError ? err : new TroupeError('TROUPE_ERR_MODEL_LOAD', String(err));
@@ -121,6 +144,7 @@ async function main(): Promise<void> {
             visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '',
             methods: instance.signatures,
             streams: [...instance.streaming],
+            ...(instance.groups ? { groups: instance.groups } : {}),
           }
         : (loadError ?? new TroupeError('TROUPE_ERR_MODEL_LOAD', 'the class did not load')),
     // The frame a call came in is never handed back (release is not called): the instance may
@@ -152,6 +176,7 @@ async function main(): Promise<void> {
               (seq, value) => channel.send({ type: 'streamItem', stream: id, seq, value }),
               message.tensors === true,
               cancel.signal,
+              message.group,
             );
             void work.finally(() => streams.delete(id)).catch(() => {});
             // A head that is gone grants nothing more: stop the generator instead of holding the instance.
@@ -159,9 +184,13 @@ async function main(): Promise<void> {
           } else {
             // The chain of instances waiting on this call and its deadline, for the calls its method makes.
             const origin = message.via
-              ? { via: message.via, deadline: message.timeoutMs === undefined ? undefined : Date.now() + message.timeoutMs }
+              ? {
+                  via: message.via,
+                  groups: message.viaGroups,
+                  deadline: message.timeoutMs === undefined ? undefined : Date.now() + message.timeoutMs,
+                }
               : undefined;
-            work = it.invoke(message.method, message.args, message.tensors === true, cancel.signal, origin);
+            work = it.invoke(message.method, message.args, message.tensors === true, cancel.signal, origin, message.group);
           }
           void work.finally(() => cancels.delete(id)).catch(() => {});
           work.then(
@@ -221,6 +250,7 @@ async function main(): Promise<void> {
       queued: s.queued,
       inFlight: s.queued,
       ...(s.stateBytes !== undefined ? { stateBytes: s.stateBytes } : {}),
+      ...(s.groups ? { groups: s.groups } : {}),
     };
     const text = JSON.stringify(stats);
     if (text !== last) head?.send({ type: 'stats', stats });

@@ -4,14 +4,20 @@ import {
   DEFAULT_MAX_FRAME_BYTES,
   FnSignatureSchema,
   HOOK_METHODS,
+  ConcurrencyGroupsSchema,
+  DEFAULT_CONCURRENCY_GROUP,
   TroupeError,
   WireTensorMapSchema,
   encodeFrame,
+  groupOfCall,
+  groupTable,
+  groupsProblem,
+  unknownGroup,
   mapFromWire,
   mapToWire,
   toWireValue,
 } from '../runtime/internal.js';
-import type { CallOrigin, ClassMethods, InvokeReply } from '../runtime/internal.js';
+import type { CallOrigin, ClassMethods, ConcurrencyGroups, GroupTable, InvokeReply } from '../runtime/internal.js';
 import { checkTensorOutputs } from './tensor-outputs.js';
 import type { StreamCredit } from './stream-credit.js';
 import { Slots } from './slots.js';
@@ -79,6 +85,21 @@ function methodSignatures(cls: { signatures?: unknown }, methods: readonly strin
   return out;
 }
 
+/** How many calls an instance runs at once: in the default group, and in the spec's named groups. */
+export interface Concurrency {
+  maxConcurrency: number;
+  groups?: ConcurrencyGroups | undefined;
+}
+
+/** The groups the class declares in a static `concurrencyGroups`, checked as the spec's are. */
+function classGroups(cls: { concurrencyGroups?: unknown }, what: string): ConcurrencyGroups | undefined {
+  if (cls.concurrencyGroups === undefined) return undefined;
+  const parsed = ConcurrencyGroupsSchema.safeParse(cls.concurrencyGroups);
+  if (!parsed.success)
+    throw new TroupeError('TROUPE_ERR_MODEL_LOAD', `${what}.concurrencyGroups is malformed: ${groupsProblem(parsed.error)}`);
+  return parsed.data;
+}
+
 /** The async iterator of what a streaming method returned (an async generator, or any async or sync iterable), or undefined. */
 function asyncIterator(value: unknown): AsyncIterator<unknown> | Iterator<unknown> | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
@@ -131,6 +152,8 @@ function sendable(
  * methods never see each other's half-done changes: the actor model's guarantee, and why state
  * needs no locks. With `maxConcurrency` N above 1 (Ray's async actors), up to N calls start in
  * arrival order and interleave at their awaits; a stream holds one of the N slots while it is open.
+ * Concurrency groups (Ray's concurrency_groups) give methods their own limit and queue: a call
+ * waits only for its group's calls (slots.ts).
  */
 export class ClassInstance {
   readonly className: string;
@@ -139,6 +162,8 @@ export class ClassInstance {
   readonly signatures: ClassMethods;
   /** The methods that are generators, for `ready`: a graph step on one of them streams. */
   readonly streaming: readonly string[];
+  /** Each concurrency group with its limit and methods; undefined when there is only `default`. */
+  readonly groups: GroupTable | undefined;
   readonly #instance: Record<string, unknown> & Hooks;
   readonly #slots: Slots;
   readonly #contexts: CallContexts;
@@ -156,30 +181,35 @@ export class ClassInstance {
   private constructor(
     className: string,
     instance: Record<string, unknown> & Hooks,
-    cls: { signatures?: unknown },
-    maxConcurrency: number,
+    cls: { signatures?: unknown; concurrencyGroups?: unknown },
+    concurrency: Concurrency,
     contexts: CallContexts,
   ) {
     this.className = className;
-    this.#slots = new Slots(maxConcurrency);
     this.#contexts = contexts;
     contexts.install(instance, className);
     this.#instance = instance;
     this.methods = publicMethods(instance);
     this.signatures = methodSignatures(cls, this.methods, className);
     this.streaming = generatorMethods(instance, this.methods);
+    const own = classGroups(cls, className);
+    const table = groupTable(className, this.methods, concurrency.maxConcurrency, own, concurrency.groups);
+    this.groups = Object.keys(table).length > 1 ? table : undefined;
+    const named = Object.entries(table).filter(([name]) => name !== DEFAULT_CONCURRENCY_GROUP);
+    this.#slots = new Slots(concurrency.maxConcurrency, Object.fromEntries(named.map(([name, g]) => [name, g.maxConcurrency])));
   }
 
   /**
    * Imports `modulePath`, finds the class `exportName` and builds one instance with `args`, running
-   * up to `maxConcurrency` calls at once; its methods read their call's context from `contexts`.
+   * up to `maxConcurrency` calls at once (more in named groups: `concurrency`); its methods read
+   * their call's context from `contexts`.
    */
   static async create(
     modulePath: string,
     shownPath: string,
     exportName: string,
     args: unknown[],
-    maxConcurrency = 1,
+    concurrency: Concurrency = { maxConcurrency: 1 },
     contexts = new CallContexts({ deployment: exportName, instance: exportName }),
   ): Promise<ClassInstance> {
     let mod: Record<string, unknown>;
@@ -209,7 +239,7 @@ export class ClassInstance {
       exportName,
       instance as Record<string, unknown> & Hooks,
       cls as { signatures?: unknown },
-      maxConcurrency,
+      concurrency,
       contexts,
     );
   }
@@ -248,33 +278,51 @@ export class ClassInstance {
     return this.#slots.queued;
   }
 
-  get stats(): { calls: number; failed: number; computeMs: number; queued: number; stateBytes?: number } {
+  get stats(): {
+    calls: number;
+    failed: number;
+    computeMs: number;
+    queued: number;
+    stateBytes?: number;
+    groups?: Record<string, { running: number; waiting: number }>;
+  } {
+    const load = this.groups ? this.#slots.load() : undefined;
     return {
       calls: this.#ran,
       failed: this.#failed,
       computeMs: this.#computeMs,
       queued: this.#slots.queued,
       ...(this.#stateBytes !== undefined ? { stateBytes: this.#stateBytes } : {}),
+      ...(load
+        ? { groups: Object.fromEntries(Object.entries(load).map(([n, g]) => [n, { running: g.running, waiting: g.waiting }])) }
+        : {}),
     };
   }
 
   /**
-   * Runs `method` once every call that arrived before it started and a slot is free; answers with
-   * its value and, if the class keeps one, the checkpoint after it. `signal` cancels it: waiting,
-   * it leaves unrun (rejecting with the signal's reason); running, the method sees it aborted as
-   * `this.context.signal`.
+   * Runs `method` once every call of its concurrency group (`group`, else its method's) that
+   * arrived before it started and a slot of the group is free; answers with its value and, if the
+   * class keeps one, the checkpoint after it. `signal` cancels it: waiting, it leaves unrun
+   * (rejecting with the signal's reason); running, the method sees it aborted as `this.context.signal`.
    */
-  invoke(method: string, args: unknown[], tensors = false, signal: AbortSignal = NEVER, origin?: CallOrigin): Promise<InvokeReply> {
-    const unknown = this.#unknown(method);
+  invoke(
+    method: string,
+    args: unknown[],
+    tensors = false,
+    signal: AbortSignal = NEVER,
+    origin?: CallOrigin,
+    group?: string,
+  ): Promise<InvokeReply> {
+    const unknown = this.#unknown(method) ?? unknownGroup(this.className, method, this.groups, group);
     if (unknown) return Promise.reject(unknown);
-    return this.#serial(false, () => this.#run(method, args, tensors, signal, origin), signal);
+    return this.#serial(false, () => this.#run(method, args, tensors, signal, origin), signal, groupOfCall(this.groups, method, group));
   }
 
   /**
    * Runs an async generator method as {@link invoke} runs a method, sending each item as it is
-   * produced while `credit` allows; answers with the count of items. Its slot (the whole instance
-   * when maxConcurrency is 1) is held until the generator ends (or is cancelled, which runs its
-   * `finally`), so calls stay in order.
+   * produced while `credit` allows; answers with the count of items. Its slot in its group (the
+   * whole group when its limit is 1) is held until the generator ends (or is cancelled, which
+   * runs its `finally`), so calls stay in order.
    * A graph step's stream (`tensors`) takes a map of tensors and yields maps of tensors.
    */
   stream(
@@ -284,8 +332,9 @@ export class ClassInstance {
     send: (seq: number, value: unknown) => void,
     tensors = false,
     signal: AbortSignal = NEVER,
+    group?: string,
   ): Promise<InvokeReply> {
-    const unknown = this.#unknown(method);
+    const unknown = this.#unknown(method) ?? unknownGroup(this.className, method, this.groups, group);
     if (unknown) return Promise.reject(unknown);
     return this.#serial(
       false,
@@ -350,6 +399,7 @@ export class ClassInstance {
         return this.#checkpointed(method, { value: items });
       },
       signal,
+      groupOfCall(this.groups, method, group),
     );
   }
 
@@ -367,7 +417,7 @@ export class ClassInstance {
    * ignores it. A class without `restore` starts fresh (what it loses is in docs/actors.md).
    */
   restore(state: unknown): Promise<void> {
-    // Alone on the instance whatever maxConcurrency says: no call may see a half-restored state.
+    // Alone on the instance whatever maxConcurrency and the groups say: no call may see a half-restored state.
     return this.#serial(true, async () => {
       if (this.#restored || this.#ran > 0 || this.#failed > 0) return;
       this.#restored = true;
@@ -443,8 +493,8 @@ export class ClassInstance {
     }
   }
 
-  #serial<T>(exclusive: boolean, work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  #serial<T>(exclusive: boolean, work: () => Promise<T>, signal?: AbortSignal, group?: string): Promise<T> {
     // Behind a call that overran, nothing more runs: the process is about to restart.
-    return this.#slots.run(exclusive, () => (this.#overran ? Promise.reject(this.#overran) : work()), signal);
+    return this.#slots.run(exclusive, () => (this.#overran ? Promise.reject(this.#overran) : work()), signal, group);
   }
 }

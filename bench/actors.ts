@@ -1,8 +1,10 @@
 // Class actor method calls: `npm run bench:actors` (after a build). Calls per second of a trivial
 // method (Fragile.count: one increment) through the SDK, head and actor process, with 1 and 64
-// calls in flight, on instances deployed with maxConcurrency 1 and 16; the floor is the same
-// method called in this process. SECONDS=N per cell (default 2) keeps the run short. Writes
-// bench/RESULTS-actors.md (also a step of `npm run bench`).
+// calls in flight, on instances deployed with maxConcurrency 1 and 16, and with 64 in flight on
+// one whose method is in a concurrency group of 16 (maxConcurrency 1 for the rest): the group
+// costs what maxConcurrency 16 does. The floor is the same method called in this process.
+// SECONDS=N per cell (default 2) keeps the run short. Writes bench/RESULTS-actors.md (also a step
+// of `npm run bench`).
 import { writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { connect } from '../runtime/internal.js';
@@ -16,7 +18,16 @@ import { median } from './lib/report.js';
 
 const SECONDS = Number(process.env.SECONDS ?? 2);
 const CONCURRENCY = [1, 64];
-const MAX_CONCURRENCY = [1, 16];
+/** Each instance's setting as the table shows it, its spec, and the calls in flight it is measured at. */
+const SETUPS: { shown: string; spec: Partial<Parameters<Cluster['actor']>[0]>; inFlight: number[] }[] = [
+  { shown: '1', spec: { maxConcurrency: 1 }, inFlight: CONCURRENCY },
+  { shown: '16', spec: { maxConcurrency: 16 }, inFlight: CONCURRENCY },
+  {
+    shown: "1; count in group 'fast' of 16",
+    spec: { concurrencyGroups: { fast: { maxConcurrency: 16, methods: ['count'] } } },
+    inFlight: [64],
+  },
+];
 
 interface Cell {
   rate: number;
@@ -53,20 +64,20 @@ const cluster = await startCluster({ agents: [['--name', 'n1', '--cpus', '8', '-
 let client: Cluster | undefined;
 try {
   client = await connect(cluster.url);
-  for (const maxConcurrency of MAX_CONCURRENCY) {
+  for (const [i, setup] of SETUPS.entries()) {
     const handle: ActorHandle = await client.actor({
-      name: `bench-c${maxConcurrency}`,
+      name: `bench-c${i}`,
       module: 'test/fixtures/ray-parity.js',
       export: 'Fragile',
       cpus: 0.1,
-      maxConcurrency,
+      ...setup.spec,
     });
     // Warm: JIT, the first calls' allocations.
     await load(() => handle.call('count'), 8);
-    for (const inFlight of CONCURRENCY) {
+    for (const inFlight of setup.inFlight) {
       const cell = await load(() => handle.call('count'), inFlight);
       rows.push(
-        `| Troupe: handle.call | ${maxConcurrency} | ${inFlight} | ${fmt(cell.rate)} | ${fmt(cell.p50Ms, 3)} | ${fmt(cell.p99Ms, 3)} |`,
+        `| Troupe: handle.call | ${setup.shown} | ${inFlight} | ${fmt(cell.rate)} | ${fmt(cell.p50Ms, 3)} | ${fmt(cell.p99Ms, 3)} |`,
       );
     }
     await client.undeploy(handle.name);
@@ -76,7 +87,7 @@ try {
   await cluster.stop();
 }
 const text = [
-  '## Class actor method calls: a trivial method, by calls in flight and maxConcurrency\n',
+  '## Class actor method calls: a trivial method, by calls in flight and maxConcurrency (or concurrency group)\n',
   systemLine('bench:actors', 'bench/actors.ts'),
   `- load average (1 min) at the start and the end: ${fmt(loadBefore, 1)}, ${fmt(loadavg()[0]!, 1)} on ${cpus().length} cores (others' work on a shared machine moves every figure here)`,
   `- command: \`npm run bench:actors\` (SECONDS=${SECONDS} per row, after a warm-up of the same length)`,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ClusterViewSchema, plural } from '../runtime/internal.js';
+import { ClusterViewSchema, groupLoads, groupLoadsLine, plural } from '../runtime/internal.js';
 import type { ClusterView } from '../runtime/internal.js';
 import { helpOf, parseFlags, specOf } from './flags.js';
 import type { FlagDef } from './flags.js';
@@ -42,6 +42,8 @@ export function formatCluster(view: ClusterView): string {
         .filter(Boolean)
         .join('  ');
       lines.push(`    ${a.name.padEnd(14)} ${a.state.padEnd(10)} ${where}${a.reason ? `  (${a.reason})` : ''}`);
+      const groups = groupLoads(a.concurrencyGroups, a.stats?.groups);
+      if (groups) lines.push(`      concurrency groups: ${groupLoadsLine(groups)}`);
     }
   }
   const graphs = view.graphs ?? [];

@@ -330,6 +330,8 @@ export class NodeAgent {
     if (message.deployment) env.TROUPE_DEPLOYMENT = message.deployment;
     // A method may await forever with its event loop idle, which health checks cannot see: the instance bounds its own calls.
     if (message.kind === 'class' && message.maxConcurrency !== undefined) env.TROUPE_MAX_CONCURRENCY = String(message.maxConcurrency);
+    if (message.kind === 'class' && message.concurrencyGroups !== undefined)
+      env.TROUPE_CONCURRENCY_GROUPS = JSON.stringify(message.concurrencyGroups);
     if (message.kind === 'class') env.TROUPE_MAX_CALL_MS = String(this.#options.health?.maxInferenceMs ?? DEFAULT_HEALTH.maxInferenceMs);
     if (this.#dataHost) env.TROUPE_DATA_HOST = this.#dataHost;
     if (message.threads !== undefined) env.TROUPE_THREADS = String(message.threads);

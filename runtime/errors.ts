@@ -192,7 +192,7 @@ export const ERRORS = {
   TROUPE_ERR_DEADLOCK: {
     status: 409,
     retryable: false,
-    what: 'A class actor with maxConcurrency 1 called its own instance while running a call: the new call would wait behind the one making it forever; the message names the cycle. Call the method directly (this.method()), or deploy with maxConcurrency above 1.',
+    what: 'A class actor with maxConcurrency 1 (or a concurrency group whose maxConcurrency is 1) called its own instance, into that group, while running a call in it: the new call would wait behind the one making it forever; the message names the cycle and the group. Call the method directly (this.method()), or raise that limit above 1.',
   },
   TROUPE_ERR_STATE_LOST: {
     status: 410,

@@ -21,6 +21,7 @@ export type { WaitOptions, WaitResult } from './client/wait.js';
 export { ActorHandle, CallFuture } from './client/actor-handle.js';
 export { ActorReference } from './protocol/value-types.js';
 export type { ActorCallOptions, ActorSpec, ActorStreamOptions } from './client/actor-handle.js';
+export type { ConcurrencyGroups } from './concurrency-groups.js';
 export { ActorStream } from './client/actor-stream.js';
 export type { StreamRunOptions } from './client/run-stream.js';
 

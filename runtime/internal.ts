@@ -130,6 +130,20 @@ export type {
   MultiplexSpec,
   VersionSpec,
 } from './spec.js';
+export {
+  ConcurrencyGroupNameSchema,
+  ConcurrencyGroupsSchema,
+  DEFAULT_CONCURRENCY_GROUP,
+  GroupTableSchema,
+  MAX_CONCURRENCY_GROUPS,
+  groupLoads,
+  groupLoadsLine,
+  groupOfCall,
+  groupTable,
+  groupsProblem,
+  unknownGroup,
+} from './concurrency-groups.js';
+export type { ConcurrencyGroups, GroupLoadView, GroupTable } from './concurrency-groups.js';
 export { DTYPES, DTYPE_NAMES, byteLengthOf, isDType } from './tensor/dtypes.js';
 export type { DType, NumericDType } from './tensor/dtypes.js';
 export { bytesOf, checkShape, elementCount, formatShape, tensor, viewBytes } from './tensor/tensor.js';

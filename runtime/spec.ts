@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { MethodNameSchema, NameSchema } from './protocol/common.js';
 import { isMilliAmount } from './resources.js';
 import { toWireValue } from './protocol/values.js';
+import { ConcurrencyGroupsSchema, MAX_CONCURRENCY } from './concurrency-groups.js';
 
 const UNITS: Record<string, number> = { '': 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12, ki: 2 ** 10, mi: 2 ** 20, gi: 2 ** 30, ti: 2 ** 40 };
 
@@ -224,8 +225,8 @@ export const MIN_REPLICA_CPUS = 0.05;
 export const GRAPH_MODEL_FILE = /\.graph\.json$/i;
 /** The most restarts (maxRestarts) or call retries (maxTaskRetries) a spec may name; -1 is without end. */
 export const MAX_RESTARTS = 10_000;
-/** Most calls one class instance runs at once (maxConcurrency). */
-export const MAX_CONCURRENCY = 1024;
+// Beside the groups it bounds (concurrency-groups.ts); named here too, where callers have always found it.
+export { MAX_CONCURRENCY };
 /** Most model instances one replica holds (each a session and a thread: an inference thread, or the main thread for one). */
 export const MAX_INSTANCES = 16;
 
@@ -256,6 +257,12 @@ export const ModelDeploymentSchema = z
      * order). Above 1, async methods interleave at their awaits, as Ray's async actors' max_concurrency.
      */
     maxConcurrency: z.number().int().min(1).max(MAX_CONCURRENCY).optional(),
+    /**
+     * For kind 'class': named concurrency groups (Ray's concurrency_groups), each with its own limit
+     * and queue in an instance: `{ io: { maxConcurrency: 2, methods: ['fetch'] } }`. Methods in no
+     * group run in the `default` group, whose limit is maxConcurrency (runtime/concurrency-groups.ts).
+     */
+    concurrencyGroups: ConcurrencyGroupsSchema.optional(),
     /**
      * Restarts each replica gets over its life after its process dies (Ray's max_restarts): 0 none
      * (DEAD at the first crash), -1 without end (with back-off). Absent: the head's --max-restarts
@@ -347,6 +354,10 @@ export const ModelDeploymentSchema = z
   .refine((d) => d.maxConcurrency === undefined || d.kind === 'class', {
     message: "only a class actor (kind 'class') takes maxConcurrency (a model replica's concurrency is its instances and batch)",
     path: ['maxConcurrency'],
+  })
+  .refine((d) => d.concurrencyGroups === undefined || d.kind === 'class', {
+    message: "only a class actor (kind 'class') takes concurrencyGroups",
+    path: ['concurrencyGroups'],
   })
   .refine((d) => (d.maxTaskRetries === undefined && d.retryable === undefined) || d.kind === 'class', {
     message:

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { ActorStatsSchema, ReplicaLayoutSchema } from './protocol/actor.js';
 import { ModelMetadataSchema, TensorInfoSchema } from './protocol/common.js';
 import { GpuSchema, NodeResourcesSchema } from './resources.js';
+import { GroupTableSchema } from './concurrency-groups.js';
 
 export const ACTOR_STATES = ['PENDING', 'STARTING', 'READY', 'DRAINING', 'RESTARTING', 'DEAD'] as const;
 export type ActorState = (typeof ACTOR_STATES)[number];
@@ -29,6 +30,8 @@ export const ActorViewSchema = z.object({
   instances: z.number().optional(),
   /** How a model actor runs its model and why, once it has said it is READY (actors/auto-layout.ts). */
   layout: ReplicaLayoutSchema.optional(),
+  /** A class actor's concurrency groups (`default` included), each with its limit and methods, once READY; absent without named groups. */
+  concurrencyGroups: GroupTableSchema.optional(),
   /** GPU memory the actor process holds, from nvidia-smi (null when unknown or simulated). */
   gpuMemoryMiB: z.number().nullable(),
   /** The actor's running totals: calls, batches, rows, calls expired unrun, time in queue and compute. */

@@ -114,6 +114,8 @@ export class ActorCalls {
         seen: request.seen,
         deadline,
         from,
+        via: this.#via(request, from),
+        concurrencyGroup: request.concurrencyGroup,
         stream: {
           credit: request.credit,
           onItem: (seq, value) => {
@@ -200,6 +202,7 @@ export class ActorCalls {
       deadline,
       from,
       via: this.#via(request, from),
+      concurrencyGroup: request.concurrencyGroup,
       signal,
     });
   }
@@ -208,16 +211,19 @@ export class ActorCalls {
    * The chain of instances waiting on a call, ending with `from`: what the client inside `from`
    * said (its method's context), believed only from a client whose hello proved it is `from`.
    */
-  #via(request: MethodCallRequest, from: string | undefined): { id: string; name: string }[] | undefined {
+  #via(request: MethodCallRequest, from: string | undefined): { id: string; name: string; group?: string | undefined }[] | undefined {
     if (from === undefined) return undefined;
-    const ids = request.via?.at(-1) === from ? request.via : [...(request.via ?? []), from];
+    const said = request.via?.at(-1) === from;
+    const ids = said ? request.via! : [...(request.via ?? []), from];
+    // The group each instance runs its waiting call in, as the head told it: only with the chain it came with.
+    const groups = said && request.viaGroups?.length === ids.length ? request.viaGroups : undefined;
     // The instance it goes to joins the chain too, which may be at most MAX_CALL_DEPTH long.
     if (ids.length >= MAX_CALL_DEPTH)
       throw new TroupeError(
         'TROUPE_ERR_BAD_REQUEST',
         `${request.actor}.${request.method}(): a chain of nested calls may pass through at most ${MAX_CALL_DEPTH} instances`,
       );
-    return ids.map((id) => ({ id, name: this.#state.actors.get(id)?.name ?? id }));
+    return ids.map((id, i) => ({ id, name: this.#state.actors.get(id)?.name ?? id, group: groups?.[i] }));
   }
 
   /** The arguments, with those that name earlier calls (Futures) replaced by their values. */

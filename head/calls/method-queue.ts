@@ -1,4 +1,4 @@
-import { MAX_QUEUE_WAIT_MS, TroupeError, plural } from '../../runtime/internal.js';
+import { DEFAULT_CONCURRENCY_GROUP, MAX_QUEUE_WAIT_MS, TroupeError, groupOfCall, plural, unknownGroup } from '../../runtime/internal.js';
 import type { InvokeReply, LinkStream } from '../../runtime/internal.js';
 import type { ActorRecord, DeploymentRecord } from '../state/records.js';
 
@@ -22,10 +22,13 @@ export interface MethodCallOptions {
    */
   seen?: Readonly<Record<string, string>> | undefined;
   /**
-   * The instances whose running calls wait on this one, outermost first, ending with `from`: a
-   * call to one of them that is busy (maxConcurrency 1) would wait on itself through the cycle.
+   * The instances whose running calls wait on this one, outermost first, ending with `from`, each
+   * with the concurrency group it runs that call in (unknown: `default`): a call to one of them in
+   * that same group, whose limit is 1, would wait on itself through the cycle.
    */
-  via?: { id: string; name: string }[] | undefined;
+  via?: { id: string; name: string; group?: string | undefined }[] | undefined;
+  /** The concurrency group to run the call in instead of its method's. */
+  concurrencyGroup?: string | undefined;
   /** A graph step's call: the one argument is a map of wire tensors, and so is the answer. */
   tensors?: boolean | undefined;
   /**
@@ -197,7 +200,11 @@ export class MethodQueue {
       if (call.settled) continue;
       const actor = this.#pick(call);
       const refused =
-        actor instanceof TroupeError || !actor ? undefined : (this.#waitsOnItself(call, actor) ?? this.#stateGone(call, actor));
+        actor instanceof TroupeError || !actor
+          ? undefined
+          : (unknownGroup(this.#d.spec.name, call.method, actor.classGroups, call.options.concurrencyGroup) ??
+            this.#waitsOnItself(call, actor) ??
+            this.#stateGone(call, actor));
       if (actor instanceof TroupeError) this.#settle(call, actor);
       else if (refused) this.#settle(call, refused);
       else if (actor?.link?.invoke) this.#send(call, actor);
@@ -268,27 +275,41 @@ export class MethodQueue {
     return best;
   }
 
+  /** The concurrency group `call` runs in on instance `a`, and that group's limit there. */
+  #groupOf(call: Waiting, a: ActorRecord): { group: string; limit: number } {
+    const group = groupOfCall(a.classGroups, call.method, call.options.concurrencyGroup);
+    const limit = a.classGroups?.[group]?.maxConcurrency ?? this.#d.spec.maxConcurrency ?? 1;
+    return { group, limit };
+  }
+
   /**
-   * The error for a call that `a` itself made while every slot of it is taken (with maxConcurrency
-   * 1: while it runs the call that made this one): it would start only once that call ended, which
-   * waits for it. Only the head's own view: a cycle through another actor (A -> B -> A) is not seen.
+   * The error for a call that `a` itself made from a call running in the group this one goes to,
+   * whose limit is 1: it would start only once that call ended, which waits for it. A call made
+   * from another group's call just waits its turn. Seen through a cycle (A -> B -> A) when the
+   * chain of instances came with the call.
    */
   #waitsOnItself(call: Waiting, a: ActorRecord): TroupeError | undefined {
-    const limit = this.#d.spec.maxConcurrency ?? 1;
+    const { group, limit } = this.#groupOf(call, a);
     if (limit > 1 || (a.link?.inFlight ?? 0) < limit) return undefined;
     const via = call.options.via ?? (call.options.from ? [{ id: call.options.from, name: a.name }] : []);
     const at = via.findIndex((v) => v.id === a.id);
-    if (at < 0) return undefined;
+    if (at < 0 || (via[at]!.group ?? DEFAULT_CONCURRENCY_GROUP) !== group) return undefined;
     const name = this.#d.spec.name;
+    const where =
+      group === DEFAULT_CONCURRENCY_GROUP ? 'with maxConcurrency 1' : `in concurrency group '${group}', whose maxConcurrency is 1`;
+    const fix =
+      group === DEFAULT_CONCURRENCY_GROUP
+        ? 'deploy with maxConcurrency above 1'
+        : `give group '${group}' a maxConcurrency above 1, or call it in another group`;
     if (at === via.length - 1)
       return new TroupeError(
         'TROUPE_ERR_DEADLOCK',
-        `${name}.${call.method}() was called by instance ${a.name} on itself (${a.name} -> ${a.name}) while it runs a call, with maxConcurrency 1: it would wait behind the call that made it forever. Call the method directly (this.${call.method}()), or deploy with maxConcurrency above 1`,
+        `${name}.${call.method}() was called by instance ${a.name} on itself (${a.name} -> ${a.name}) while it runs a call, ${where}: it would wait behind the call that made it forever. Call the method directly (this.${call.method}()), or ${fix}`,
       );
     const cycle = [...via.slice(at).map((v) => v.name), a.name].join(' -> ');
     return new TroupeError(
       'TROUPE_ERR_DEADLOCK',
-      `${name}.${call.method}() would wait on itself through a cycle (${cycle}): instance ${a.name} runs the call that waits on this one, with maxConcurrency 1, so this one could start only after it ended. Break the cycle, or deploy ${name} with maxConcurrency above 1`,
+      `${name}.${call.method}() would wait on itself through a cycle (${cycle}): instance ${a.name} runs the call that waits on this one, ${where}, so this one could start only after it ended. Break the cycle, or ${fix.replace('deploy with', `deploy ${name} with`)}`,
     );
   }
 
@@ -308,7 +329,11 @@ export class MethodQueue {
   #hasRoom(a: ActorRecord): boolean {
     // An instance holds at most maxQueue calls of its own (its queue is bounded like the head's),
     // but always room for the maxConcurrency it runs at once, so a small maxQueue never caps them.
-    const room = Math.max(1, this.#d.spec.maxQueue, this.#d.spec.maxConcurrency ?? 1);
+    // With concurrency groups, what all of them run at once.
+    const running = a.classGroups
+      ? Object.values(a.classGroups).reduce((n, g) => n + g.maxConcurrency, 0)
+      : (this.#d.spec.maxConcurrency ?? 1);
+    const room = Math.max(1, this.#d.spec.maxQueue, running);
     return a.state === 'READY' && a.link !== undefined && !a.link.closed && a.link.inFlight < room;
   }
 
@@ -342,15 +367,29 @@ export class MethodQueue {
     let sent: Promise<InvokeReply>;
     if (stream && actor.link!.invokeStream) {
       clearTimeout(call.timer);
-      const { done, ...controls } = actor.link!.invokeStream(call.method, call.args, stream.credit, stream.onItem, call.options.tensors);
+      const group = actor.classGroups ? this.#groupOf(call, actor).group : undefined;
+      const { done, ...controls } = actor.link!.invokeStream(
+        call.method,
+        call.args,
+        stream.credit,
+        stream.onItem,
+        call.options.tensors,
+        group,
+      );
       stream.onStart(controls);
       sent = done;
     } else {
       // The instance's context learns the chain and the time left, and calls its method makes carry them on.
       const { deadline, via } = call.options;
+      // With groups, the instance is told the group the head resolved, and the chain learns it too.
+      const group = actor.classGroups ? this.#groupOf(call, actor).group : undefined;
+      const viaGroups = [...(via ?? []).map((v) => v.group ?? DEFAULT_CONCURRENCY_GROUP), group ?? DEFAULT_CONCURRENCY_GROUP];
       const origin = {
         via: [...(via ?? []).map((v) => v.id), actor.id],
         timeoutMs: deadline === undefined ? undefined : deadline - Date.now(),
+        group,
+        // Absent where every call of the chain runs in `default`, as it does without groups.
+        viaGroups: viaGroups.some((g) => g !== DEFAULT_CONCURRENCY_GROUP) ? viaGroups : undefined,
       };
       sent = actor.link!.invoke!(call.method, call.args, call.options.tensors, call.options.signal, origin);
     }

@@ -39,6 +39,7 @@ export function serveActor(
           const ready = () => {
             if (message.methods) actor.classMethods = message.methods;
             if (message.streams) actor.classStreams = message.streams;
+            actor.classGroups = message.groups;
             if (message.instances) actor.instances = message.instances;
             if (message.layout) actor.layout = message.layout;
             controller.actorReady(

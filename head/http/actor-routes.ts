@@ -58,6 +58,7 @@ async function methodCall(ctx: ApiContext, request: FastifyRequest) {
     ...(body.sessionKey !== undefined ? { sessionKey: body.sessionKey } : {}),
     ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
     ...(body.seen !== undefined ? { seen: body.seen } : {}),
+    ...(body.concurrencyGroup !== undefined ? { concurrencyGroup: body.concurrencyGroup } : {}),
   };
 }
 

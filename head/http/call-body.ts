@@ -19,6 +19,8 @@ export const CallBodySchema = z
      * TROUPE_ERR_STATE_LOST (410) instead of answering from a fresh state.
      */
     seen: MethodCallSchema.shape.seen,
+    /** The concurrency group to run the call in instead of its method's; one the actor lacks is refused (400). */
+    concurrencyGroup: MethodCallSchema.shape.concurrencyGroup,
   })
   .strict();
 

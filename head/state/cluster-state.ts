@@ -48,6 +48,7 @@ export class ClusterState implements ClusterRecords {
       visibleDevices: a.visibleDevices,
       ...(a.instances !== undefined ? { instances: a.instances } : {}),
       ...(a.layout ? { layout: a.layout } : {}),
+      ...(a.classGroups ? { concurrencyGroups: a.classGroups } : {}),
       gpuMemoryMiB: a.gpuMemoryMiB,
       stats: a.stats,
     };

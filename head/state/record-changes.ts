@@ -20,6 +20,9 @@ export function needsNewActors(old: ModelDeployment, next: ModelDeployment): boo
     old.instances !== next.instances ||
     old.memory !== next.memory ||
     JSON.stringify(old.batch) !== JSON.stringify(next.batch) ||
+    // An instance sets up its slots as it starts (a spec naming a method its class lacks is refused then).
+    old.maxConcurrency !== next.maxConcurrency ||
+    JSON.stringify(old.concurrencyGroups) !== JSON.stringify(next.concurrencyGroups) ||
     // Replicas read label files as they load: other files need replicas that read them.
     JSON.stringify(labelFilesOf(old.labels)) !== JSON.stringify(labelFilesOf(next.labels))
   );
@@ -183,6 +186,7 @@ export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Ext
     ...(d.spec.multiplex ? { multiplex: d.spec.multiplex } : {}),
     ...(d.spec.kind === 'class' ? { kind: 'class' as const, fn: d.spec.model, args: d.spec.args ?? [] } : {}),
     ...(d.spec.kind === 'class' && (d.spec.maxConcurrency ?? 1) > 1 ? { maxConcurrency: d.spec.maxConcurrency } : {}),
+    ...(d.spec.kind === 'class' && d.spec.concurrencyGroups ? { concurrencyGroups: d.spec.concurrencyGroups } : {}),
     ...(labelFilesOf(d.spec.labels) ? { labelFiles: labelFilesOf(d.spec.labels) } : {}),
   };
 }

@@ -3,6 +3,7 @@ import type {
   ActorStats,
   CallQueue,
   ClassMethods,
+  GroupTable,
   InvokeReply,
   TenantReply,
   InvokeOrigin,
@@ -105,6 +106,8 @@ export interface ActorRecord {
   classMethods?: ClassMethods | undefined;
   /** Which of a class actor's methods are generators (they stream), as its instance reported. */
   classStreams?: string[] | undefined;
+  /** A class actor's concurrency groups (`default` included) with their limits and methods, from its `ready`; absent: only `default`. */
+  classGroups?: GroupTable | undefined;
 }
 
 export interface DeploymentRecord {
@@ -166,6 +169,7 @@ export interface HeadActorLink extends Replica {
     credit: number,
     onItem: (seq: number, value: unknown) => void,
     tensors?: boolean,
+    group?: string,
   ): LinkStream;
 }
 

@@ -1,5 +1,5 @@
 import type { GraphView, PlanNode } from '../../runtime/internal.js';
-import { fromMilli, sumAmounts, toMilli } from '../../runtime/internal.js';
+import { fromMilli, groupLoads, sumAmounts, toMilli } from '../../runtime/internal.js';
 import { headLoopDelay } from '../state/event-loop.js';
 import { versionDeploymentName } from '../control/versions.js';
 import { readinessBody, serverReadiness } from '../control/readiness.js';
@@ -272,6 +272,7 @@ export class StatusFrame {
         stateBytes: v.stats?.stateBytes ?? null,
         gpuMemoryMiB: v.gpuMemoryMiB,
         models: modelsOf(v.stats?.models),
+        groups: groupLoads(v.concurrencyGroups, v.stats?.groups),
         lastError: this.#feed.lastError(v.id),
       };
       this.#actorRows.set(a.id, row);

@@ -6,6 +6,7 @@ import { currentCallOrigin } from './call-origin.js';
 import type { ClientToHead } from '../protocol/client.js';
 import type { CallRef } from '../protocol/method-call.js';
 import type { ModelDeploymentInput } from '../spec.js';
+import type { ConcurrencyGroups } from '../concurrency-groups.js';
 import { Future, FutureOutput } from './future.js';
 import { ActorStream, DEFAULT_STREAM_WINDOW } from './actor-stream.js';
 import type { StreamControls } from './actor-stream.js';
@@ -31,6 +32,13 @@ export interface ActorSpec {
    * `max_concurrency`); a stream holds one of them while it is open.
    */
   maxConcurrency?: number;
+  /**
+   * Named concurrency groups (Ray's `concurrency_groups`), each with its own limit and queue in an
+   * instance, so its calls never wait behind other groups' (`{ io: { maxConcurrency: 2, methods:
+   * ['fetch'] } }`). Methods in no group run in `default`, whose limit is maxConcurrency. A class
+   * may declare them too (`static concurrencyGroups`); where both say, this wins.
+   */
+  concurrencyGroups?: ConcurrencyGroups;
   /**
    * Restarts each instance gets over its life after its process dies (Ray's `max_restarts`): 0 none
    * (DEAD at its first crash; calls then fail with TROUPE_ERR_ACTOR_DEAD naming the cause), -1
@@ -72,6 +80,12 @@ export interface ActorCallOptions {
    * does). Already aborted: the call fails with TROUPE_ERR_CANCELLED and nothing is sent.
    */
   signal?: AbortSignal;
+  /**
+   * The concurrency group to run calls in instead of their method's (Ray's
+   * `.options(concurrency_group=…)`); `'default'` is the group of methods in no other. A group the
+   * actor lacks fails the call with TROUPE_ERR_BAD_REQUEST naming the groups it has.
+   */
+  concurrencyGroup?: string;
 }
 
 type CallMessage = Extract<ClientToHead, { type: 'invoke' }>;
@@ -193,7 +207,7 @@ export class ActorHandle {
     return new ActorHandle(this.name, this.#transport, { ...this.#options, sessionKey });
   }
 
-  /** The same actor, with these call options (a deadline, a session). */
+  /** The same actor, with these call options (a deadline, a session, a concurrency group). */
   withOptions(options: ActorCallOptions): ActorHandle {
     return new ActorHandle(this.name, this.#transport, { ...this.#options, ...options });
   }
@@ -378,16 +392,18 @@ export class ActorHandle {
         throw err;
       }
     });
-    const { sessionKey } = this.#options;
+    const { sessionKey, concurrencyGroup } = this.#options;
     const timeoutMs = this.#timeoutMs();
     const message: CallMessage = { type: 'invoke', id, actor: this.name, method, args: wire };
     if (Object.keys(refs).length > 0) message.refs = refs;
     if (nested.size > 0) message.nestedRefs = [...nested];
     if (sessionKey !== undefined) message.sessionKey = sessionKey;
     if (timeoutMs !== undefined) message.timeoutMs = Math.max(1, timeoutMs);
+    if (concurrencyGroup !== undefined) message.concurrencyGroup = concurrencyGroup;
     // Made inside a class actor's method: the head sees the chain of calls waiting on this one.
     const origin = currentCallOrigin();
     if (origin) message.via = origin.via;
+    if (origin?.groups) message.viaGroups = origin.groups;
     return message;
   }
 }

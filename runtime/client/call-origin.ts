@@ -9,6 +9,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 export interface CallOrigin {
   /** Instance ids, outermost first: the last is the instance the call is made from. */
   via: string[];
+  /** The concurrency group of each instance's waiting call in `via`, in the same order (absent: unknown, taken as `default`). */
+  groups?: string[] | undefined;
   /** Date.now() past which the caller of the running call no longer waits; absent: none. */
   deadline?: number | undefined;
 }

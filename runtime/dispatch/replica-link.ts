@@ -8,6 +8,10 @@ import { newId } from '../ids.js';
 export interface InvokeOrigin {
   via?: string[] | undefined;
   timeoutMs?: number | undefined;
+  /** The concurrency group of each instance's waiting call in `via`, the last being this call's. */
+  viaGroups?: string[] | undefined;
+  /** The concurrency group the call runs in; absent: its method's. */
+  group?: string | undefined;
 }
 
 /** A streaming call in flight on a link (see ReplicaLink.invokeStream). */
@@ -76,6 +80,8 @@ export class ReplicaLink<In extends { type: string } = { type: string }, Out ext
       ...(tensors ? { tensors: true } : {}),
       ...(origin?.via?.length ? { via: origin.via } : {}),
       ...(origin?.timeoutMs !== undefined ? { timeoutMs: Math.max(1, origin.timeoutMs) } : {}),
+      ...(origin?.viaGroups?.length ? { viaGroups: origin.viaGroups } : {}),
+      ...(origin?.group !== undefined ? { group: origin.group } : {}),
     };
     // The call stays counted in flight until the instance answers it: a cancelled method that
     // goes on running still holds its slot there, and the queue must not send past it.
@@ -97,11 +103,20 @@ export class ReplicaLink<In extends { type: string } = { type: string }, Out ext
     credit: number,
     onItem: (seq: number, value: unknown) => void,
     tensors = false,
+    group?: string,
   ): LinkStream {
     const channel = this.#channel as unknown as Channel<In, Out, { invoke: typeof InvokeReplySchema }>;
     const id = newId();
     this.#streams.set(id, onItem);
-    const message = { type: 'invoke', id, method, args, credit, ...(tensors ? { tensors: true } : {}) };
+    const message = {
+      type: 'invoke',
+      id,
+      method,
+      args,
+      credit,
+      ...(tensors ? { tensors: true } : {}),
+      ...(group !== undefined ? { group } : {}),
+    };
     const done = this.#counted(() => channel.request(message as unknown as OmitId<Out> & { type: 'invoke' })).finally(() =>
       this.#streams.delete(id),
     );

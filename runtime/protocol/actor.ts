@@ -3,6 +3,7 @@ import { WireTensorMapSchema } from '../tensor/wire.js';
 import { AckSchema, FailSchema, HeadLinkEnv, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
 import { DirectInputsSchema, RegionOfferSchema } from './shared-memory.js';
 import { ClassLabelsSchema, LabelListSchema, MAX_INSTANCES } from '../spec.js';
+import { ConcurrencyGroupNameSchema, GroupTableSchema, MAX_CONCURRENCY_GROUPS } from '../concurrency-groups.js';
 import {
   ClassMethodsSchema,
   InvokeCancelSchema,
@@ -188,6 +189,11 @@ export const ActorStatsSchema = z.object({
   directLatencyMs: z.array(z.number()).max(1024).optional(),
   /** Triton-style statistics of every call, whoever sent it (absent from actors of older builds). */
   totals: CallTotalsSchema.optional(),
+  /** A class actor with concurrency groups: the calls each group runs and holds waiting now. */
+  groups: z
+    .record(ConcurrencyGroupNameSchema, z.object({ running: z.number().int().min(0), waiting: z.number().int().min(0) }))
+    .refine((g) => Object.keys(g).length <= MAX_CONCURRENCY_GROUPS + 1, 'too many groups')
+    .optional(),
   /** A multiplexed replica's models: loads, calls that found the model loaded (hits) or not, and which are loaded now. */
   models: z
     .record(
@@ -252,6 +258,8 @@ export const ActorToHeadSchema = z.discriminatedUnion('type', [
     layout: ReplicaLayoutSchema.optional(),
     /** Which of those methods are generators: a graph step on one streams its items on (runtime/graph/stream-executor.ts). */
     streams: z.array(z.string().max(128)).max(1024).optional(),
+    /** A class actor with named concurrency groups: each group, `default` included, with its limit and methods. */
+    groups: GroupTableSchema.optional(),
     /** The lines of the label files the deployment names, keyed as the agent passed them (runtime/spec.ts labelFilesOf). */
     labels: z.record(z.string().max(256), LabelListSchema).optional(),
   }),

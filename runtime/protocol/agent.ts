@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { GpuSchema, NodeResourcesSchema } from '../resources.js';
 import { BatchSchema, ClassArgsSchema, LabelFileSchema, MAX_CONCURRENCY, MAX_INSTANCES, MultiplexSchema } from '../spec.js';
+import { ConcurrencyGroupsSchema } from '../concurrency-groups.js';
 import { AckSchema, FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
 import { DEFAULT_MAX_FRAME_BYTES } from './codec.js';
 
@@ -138,6 +139,8 @@ export const HeadToAgentSchema = z.discriminatedUnion('type', [
     args: ClassArgsSchema.optional(),
     /** For kind 'class': calls one instance runs at once (absent: 1). */
     maxConcurrency: z.number().int().min(2).max(MAX_CONCURRENCY).optional(),
+    /** For kind 'class': the spec's named concurrency groups (runtime/concurrency-groups.ts). */
+    concurrencyGroups: ConcurrencyGroupsSchema.optional(),
     /** Label files beside the model, by output ('' for every output): the actor reads them and reports their lines. */
     labelFiles: z.record(z.string().max(256), LabelFileSchema).optional(),
   }),

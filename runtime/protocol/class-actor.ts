@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { HeadLinkEnv, IdSchema, MethodNameSchema, ModelMetadataSchema } from './common.js';
 import { MAX_CONCURRENCY } from '../spec.js';
+import { ConcurrencyGroupNameSchema } from '../concurrency-groups.js';
 
 /**
  * A class actor (actors/class-host.ts) is one instance of a user's class in its own process. It
@@ -34,6 +35,11 @@ export const ClassActorEnvSchema = z.object({
   TROUPE_MAX_CALL_MS: z.coerce.number().int().min(1).max(86_400_000).optional(),
   /** Calls the instance runs at once (the spec's maxConcurrency; default 1). */
   TROUPE_MAX_CONCURRENCY: z.coerce.number().int().min(1).max(MAX_CONCURRENCY).default(1),
+  /** The spec's named concurrency groups as JSON (checked again by the instance: concurrency-groups.ts). */
+  TROUPE_CONCURRENCY_GROUPS: z
+    .string()
+    .max(1 << 20)
+    .optional(),
 });
 export type ClassActorEnv = z.infer<typeof ClassActorEnvSchema>;
 
@@ -63,6 +69,10 @@ export const InvokeSchema = z.object({
   via: z.array(IdSchema).max(64).optional(),
   /** Time left until the caller's deadline: the method's context says it, and calls it makes inherit it. */
   timeoutMs: z.number().positive().optional(),
+  /** The concurrency group the call runs in (the head resolved it); absent: its method's. */
+  group: ConcurrencyGroupNameSchema.optional(),
+  /** The group each instance of `via` runs its waiting call in, in the same order (for the head's cycle check). */
+  viaGroups: z.array(ConcurrencyGroupNameSchema).max(64).optional(),
 });
 
 /** head -> actor: `n` more items of stream `stream` may be sent. */

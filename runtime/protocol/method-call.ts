@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { IdSchema, NameSchema } from './common.js';
 import { MAX_METHOD_ARGS, MethodNameSchema } from './class-actor.js';
+import { ConcurrencyGroupNameSchema } from '../concurrency-groups.js';
 
 /** An argument that is the result of an earlier actor call (a Future passed along), resolved on the head. */
 export const CallRefSchema = z.object({ call: IdSchema });
@@ -59,6 +60,10 @@ export const MethodCallSchema = z.object({
    * it is that last instance.
    */
   via: z.array(IdSchema).max(64).optional(),
+  /** The concurrency group each instance of `via` runs its waiting call in, as the head told it. */
+  viaGroups: z.array(ConcurrencyGroupNameSchema).max(64).optional(),
+  /** The concurrency group to run the call in, instead of its method's (Ray's `.options(concurrency_group=…)`). */
+  concurrencyGroup: ConcurrencyGroupNameSchema.optional(),
 });
 export type MethodCall = z.infer<typeof MethodCallSchema>;
 

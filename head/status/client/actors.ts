@@ -155,7 +155,9 @@ function actorRow(a: StatusActor, now: number): Html {
     <td class="mono small">${device(a)}</td>
     <td class="num mono">${a.pid ?? '–'}</td>
     <td class="num${a.restarts > 0 ? ' warn' : ''}">${a.restarts}</td>
-    <td class="num">${a.queued}</td>
+    <td class="num">
+      ${a.queued}${a.groups ? html`<div class="muted small" title="concurrency groups: calls running of the limit, and waiting">${a.groups.map((g) => `${g.name} ${g.running}/${g.limit}${g.waiting > 0 ? ` +${g.waiting}` : ''}`).join(' · ')}</div>` : ''}
+    </td>
     <td class="num">${a.inFlight}</td>
     <td class="num">
       ${a.calls.toLocaleString('en-US')}${a.models ? html`<div class="muted small" title="loaded now: ${a.models.loaded.join(', ') || 'none'}">${plural(a.models.loaded.length, 'model')} · ${hitPercent(a.models)} hits</div>` : ''}

@@ -70,6 +70,8 @@ export interface StatusActor {
   gpuMemoryMiB: number | null;
   /** A multiplexed replica's models: those loaded now, and its calls that found their model loaded or not. */
   models?: { loaded: string[]; loads: number; hits: number; misses: number } | undefined;
+  /** A class actor's concurrency groups: each one's limit, and the calls it runs and holds waiting. */
+  groups?: { name: string; limit: number; running: number; waiting: number }[] | undefined;
   /** The newest crash or failure recorded for this actor, with its time. */
   lastError: { time: number; message: string } | null;
 }
