@@ -18,6 +18,8 @@ export interface SlowReport {
  */
 export class SlowConnections {
   readonly #since = new Map<Socket, number>();
+  /** Connections whose close is listened for already: one listener each, however many requests they carry. */
+  readonly #watched = new WeakSet<Socket>();
   readonly #tell: (report: SlowReport) => void;
   #told: SlowReport = { count: 0 };
   #check: NodeJS.Timeout | undefined;
@@ -30,7 +32,10 @@ export class SlowConnections {
   bodyStarted(socket: Socket): void {
     if (socket.destroyed || this.#since.has(socket)) return;
     this.#since.set(socket, Date.now());
-    socket.once('close', () => this.requestComplete(socket));
+    if (!this.#watched.has(socket)) {
+      this.#watched.add(socket);
+      socket.once('close', () => this.requestComplete(socket));
+    }
     this.#checkLater(SLOW_AFTER_MS);
   }
 
