@@ -25,7 +25,7 @@ describe("a replica's slow connections", () => {
     assert.equal(reports[0]!.count, 1);
     assert.ok(Math.abs(reports[0]!.oldest! - began) <= 5, 'the report says when the slow request began');
     assert.equal(slow.evictOldest(), true);
-    assert.equal(dripping.destroyed, true, 'the oldest slow connection is closed at the head's word');
+    assert.equal(dripping.destroyed, true, "the oldest slow connection is closed at the head's word");
     assert.deepEqual(reports.at(-1), { count: 0 });
     assert.equal(slow.evictOldest(), false, 'nothing left to close');
   });
