@@ -5,9 +5,22 @@ type Request = { url: string; method?: string; headers?: Record<string, string>;
 
 const HEADER_END = Buffer.from('\r\n\r\n');
 
+/** Where a chunked body that starts at `from` ends (past its last chunk's CRLF), or undefined until all of it came. */
+function chunkedEnd(bytes: Buffer, from: number): number | undefined {
+  let at = from;
+  for (;;) {
+    const line = bytes.indexOf('\r\n', at);
+    if (line < 0) return undefined;
+    const size = parseInt(bytes.toString('latin1', at, line), 16);
+    if (size === 0) return bytes.length >= line + 4 ? line + 4 : undefined;
+    at = line + 2 + size + 2;
+    if (at > bytes.length) return undefined;
+  }
+}
+
 /**
  * The leanest client a latency can be measured with: one kept-alive socket, the request's bytes
- * built once and written in one write, the answer read as bytes up to its Content-Length. At one
+ * built once and written in one write, the answer read as bytes to its end (a Content-Length or chunks). At one
  * call in flight a client's own CPU is part of every latency it reports, and undici's parsing and
  * promise chain cost about as much as the server's overhead being measured (bench/RESULTS-first-deploy.md
  * prints both clients' figures for the same server), so the overhead over a raw `session.run` is
@@ -32,10 +45,11 @@ export async function rawHttpCaller(request: Request): Promise<{ call: () => Pro
     const end = received.indexOf(HEADER_END);
     if (end < 0 || !pending) return;
     const text = received.subarray(0, end).toString('latin1');
-    if (/\r\ntransfer-encoding:/i.test(text)) throw new Error('rawHttpCaller reads answers with a Content-Length only');
-    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(text)?.[1] ?? 0);
-    if (received.length < end + 4 + length) return;
-    received = received.subarray(end + 4 + length);
+    const whole = /\r\ntransfer-encoding: *chunked/i.test(text)
+      ? chunkedEnd(received, end + 4)
+      : end + 4 + Number(/\r\ncontent-length: *(\d+)/i.exec(text)?.[1] ?? 0);
+    if (whole === undefined || received.length < whole) return;
+    received = received.subarray(whole);
     const status = Number(text.slice(9, 12));
     const done = pending;
     pending = undefined;
