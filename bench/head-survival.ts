@@ -6,6 +6,7 @@
 // /healthz is asked on a fresh connection each time (so the connection cap is measured too), every
 // 20 ms; one that is refused, or not answered within 10 s, counts as failed and is not in the figures.
 import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { Agent } from 'node:http';
 import { connect as netConnect } from 'node:net';
 import type { Socket } from 'node:net';
@@ -129,7 +130,10 @@ async function main(): Promise<void> {
     ];
     say(`# /healthz on the head under attack (bench/head-survival.ts)\n\n${systemLine('bench:head-survival', 'bench/head-survival.ts')}`);
     say(
-      '- notes: the machine (2 cores) was shared with other work while this ran, so the figures are noisy;' +
+      `- load average (1 / 5 / 15 min) at the start: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' / ')} (anything else running shares the cores, and moves these figures)\n` +
+        '- notes:' +
         " /healthz is asked on a fresh connection every 20 ms (connect + answer) from a thread of its own (not the attacker's); a failed poll was refused or unanswered in 10 s.\n",
     );
     say('| attack | polls | failed | p50 ms | p99 ms | max ms |');
