@@ -66,6 +66,19 @@ function drip(conn: Conn): void {
   void conn.closed.then(() => clearInterval(timer));
 }
 
+/** A cluster with these head flags and the MLP deployed as its lone replica (which serves its HTTP itself). */
+async function clusterWithMlp(headArgs: string[]): Promise<TestCluster> {
+  const c = await startCluster({ headArgs });
+  clusters.push(c);
+  const client = await connect(c.url);
+  try {
+    await client.deploy({ name: 'mlp', model: 'mlp.onnx' });
+  } finally {
+    await client.close();
+  }
+  return c;
+}
+
 describe('slow request bodies', { timeout: 180_000 }, () => {
   test("on the head's own connections: a dripping body gives its place at the cap; a body that stops ends its connection", async () => {
     const c = await startCluster({ agents: [], headArgs: ['--max-connections', '10', '--http-workers', '0'] });
@@ -102,14 +115,7 @@ describe('slow request bodies', { timeout: 180_000 }, () => {
   });
 
   test('on connections a front-door worker or a lone replica serves: a stalled body ends its connection; only whole heads are handed over', async () => {
-    const c = await startCluster({ headArgs: ['--http-workers', '1'] });
-    clusters.push(c);
-    const client = await connect(c.url);
-    try {
-      await client.deploy({ name: 'mlp', model: 'mlp.onnx' });
-    } finally {
-      await client.close();
-    }
+    const c = await clusterWithMlp(['--http-workers', '1']);
     const handed = () => counter(c.url, 'troupe_http_handoffs_total', 'model="mlp"');
     // A request head that is not whole yet stays with the workers (the cap can drop it there)...
     const before = await handed();
@@ -131,14 +137,7 @@ describe('slow request bodies', { timeout: 180_000 }, () => {
   });
 
   test("a replica's connection whose body drips is counted at --max-connections and gives its place to a new client", async () => {
-    const c = await startCluster({ headArgs: ['--http-workers', '1', '--max-connections', '6'] });
-    clusters.push(c);
-    const client = await connect(c.url);
-    try {
-      await client.deploy({ name: 'mlp', model: 'mlp.onnx' });
-    } finally {
-      await client.close();
-    }
+    const c = await clusterWithMlp(['--http-workers', '1', '--max-connections', '6']);
     const handed = await counter(c.url, 'troupe_http_handoffs_total', 'model="mlp"');
     // An inference whose whole head goes to the lone replica, and whose body then drips.
     const dripping = await open(c.url);
