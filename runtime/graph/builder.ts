@@ -98,6 +98,19 @@ export function method(name: string, actor: string, methodName: string): GraphSt
   return make(node, []);
 }
 
+const NOT_A_STEP = 'is not a step (make one with model(), fn(), pipeline(), ensemble() or dataParallel())';
+
+/**
+ * Refuses what is not an array of steps (made by model(), fn(), pipeline(), ...) as a bad spec
+ * naming where: from JavaScript anything may be passed, and `.map` on it threw a bare TypeError.
+ */
+function stepsOf(what: string, field: string, steps: unknown): void {
+  if (!Array.isArray(steps)) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${what}: ${field} must be an array of steps`);
+  steps.forEach((step, i) => {
+    if (!isGraphStep(step)) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `${what}: ${field}[${i}] ${NOT_A_STEP}`);
+  });
+}
+
 export interface PipelineOptions {
   /** Explicit wiring where names differ, e.g. `[{ step: 'rec', from: 'probs', to: 'x' }]`. */
   map?: Wiring[];
@@ -112,6 +125,7 @@ export interface PipelineOptions {
  * const ocr = pipeline('ocr', [prep, det, crop, rec]);
  */
 export function pipeline(name: string, steps: readonly GraphStep[], options: PipelineOptions = {}): GraphStep {
+  stepsOf(`pipeline '${name}'`, 'steps', steps);
   const node = check(
     PipelineNodeSchema,
     { kind: 'pipeline', name, steps: steps.map((s) => s.name), ...(options.map ? { map: options.map } : {}) },
@@ -134,8 +148,11 @@ function toCombine(option: CombineOption, name: string): { combine: Combine; ext
       throw new TroupeError('TROUPE_ERR_BAD_SPEC', `ensemble '${name}': combine must be a fn step, got ${option.kind} '${option.name}'`);
     return { combine: { op: 'fn', fn: option.name }, extra: [option] };
   }
-  if ('mean' in option) return { combine: { op: 'mean', weights: option.mean }, extra: [] };
-  if ('concat' in option) return { combine: { op: 'concat', axis: option.concat }, extra: [] };
+  // From JavaScript anything may come: `in` on a string or a number would throw a TypeError of its own.
+  if (typeof option === 'object' && option !== null) {
+    if ('mean' in option) return { combine: { op: 'mean', weights: option.mean }, extra: [] };
+    if ('concat' in option) return { combine: { op: 'concat', axis: option.concat }, extra: [] };
+  }
   throw new TroupeError('TROUPE_ERR_BAD_SPEC', `ensemble '${name}': unknown combine option ${JSON.stringify(option)}`);
 }
 
@@ -147,6 +164,9 @@ function toCombine(option: CombineOption, name: string): { combine: Combine; ext
  * const blend = ensemble('blend', [a, b], { combine: { mean: [0.7, 0.3] } });
  */
 export function ensemble(name: string, members: readonly GraphStep[], options: EnsembleOptions): GraphStep {
+  stepsOf(`ensemble '${name}'`, 'members', members);
+  if (typeof options !== 'object' || options === null)
+    throw new TroupeError('TROUPE_ERR_BAD_SPEC', `ensemble '${name}': options must be an object with a combine option`);
   const { combine, extra } = toCombine(options.combine, name);
   const node = check(EnsembleNodeSchema, { kind: 'ensemble', name, members: members.map((m) => m.name), combine }, `ensemble '${name}'`);
   return make(node, [...members, ...extra]);
@@ -167,6 +187,7 @@ export interface DataParallelOptions {
  * const bulk = dataParallel('bulk', model('mlp', { path: 'mlp.onnx', replicas: 4 }), { chunk: 256 });
  */
 export function dataParallel(name: string, step: GraphStep, options: DataParallelOptions): GraphStep {
+  if (!isGraphStep(step)) throw new TroupeError('TROUPE_ERR_BAD_SPEC', `dataParallel '${name}': ${NOT_A_STEP}`);
   const node = check(DataParallelNodeSchema, { kind: 'dataParallel', name, step: step.name, ...options }, `dataParallel '${name}'`);
   return make(node, [step]);
 }

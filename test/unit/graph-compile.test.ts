@@ -207,3 +207,23 @@ test('signatures: ensembles combine compatible outputs; data-parallel needs a ba
     /input 'x' has a fixed batch size of 1 .* set chunk to 1/,
   );
 });
+
+test('the builders refuse what JavaScript may pass them with TROUPE_ERR_BAD_SPEC naming it, never a bare TypeError', () => {
+  const a = model('mlp', { path: 'mlp.onnx' });
+  const cases: [string, () => unknown, RegExp][] = [
+    [
+      "a combine option that is a string we don't know",
+      () => ensemble('e', [a], { combine: 'nope' as never }),
+      /unknown combine option "nope"/,
+    ],
+    ['a combine option that is a number', () => ensemble('e', [a], { combine: 3 as never }), /unknown combine option 3/],
+    ['ensemble options left out', () => ensemble('e', [a], undefined as never), /options must be an object/],
+    ['members that are no array', () => ensemble('e', a as never, { combine: 'mean' }), /members must be an array of steps/],
+    ['a member that is no step', () => ensemble('e', [a, 'b' as never], { combine: 'mean' }), /members\[1\] is not a step/],
+    ['pipeline steps that are no array', () => pipeline('p', undefined as never), /steps must be an array of steps/],
+    ['a pipeline step that is no step', () => pipeline('p', [a, { name: 'x' } as never]), /steps\[1\] is not a step/],
+    ['a dataParallel step that is no step', () => dataParallel('d', null as never, { chunk: 4 }), /dataParallel 'd': is not a step/],
+  ];
+  for (const [what, build, message] of cases)
+    assert.throws(build, (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_BAD_SPEC' && message.test(err.message), what);
+});
