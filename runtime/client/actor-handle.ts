@@ -169,6 +169,9 @@ async function runValue(future: Future | FutureOutput): Promise<unknown> {
   return output;
 }
 
+/** Marks every ActorHandle, whichever build of this module made it (see `Symbol.hasInstance`). */
+const HANDLE_BRAND = Symbol.for('troupe.ActorHandle');
+
 /**
  * A handle on a deployed class actor: `call` runs a method on one of its instances and returns a
  * {@link Future} at once. Calls to one instance run one at a time in the order they reach it (up
@@ -192,6 +195,18 @@ export class ActorHandle {
     this.name = name;
     this.#transport = transport;
     this.#options = options;
+    Object.defineProperty(this, HANDLE_BRAND, { value: true });
+  }
+
+  /**
+   * `value instanceof ActorHandle` holds for handles of either build of this module, as for
+   * TroupeError: inside a class actor, a handle passed as an argument or made by
+   * `this.context.cluster()` comes from the server's build, while the actor's module imports the
+   * class from 'troupe' or '@troupe/client'. Subclasses keep the ordinary prototype check.
+   */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== ActorHandle) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[HANDLE_BRAND] === true;
   }
 
   /**

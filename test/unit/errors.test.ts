@@ -46,3 +46,16 @@ test("instanceof TroupeError holds across the client package's build and the ser
   assert.ok(new Narrower('TROUPE_ERR_INTERNAL', 'x') instanceof TroupeError);
   assert.ok(!(thrown instanceof Narrower));
 });
+
+test("instanceof ActorHandle holds across the client package's build and the server's own, as TroupeError's does", async () => {
+  const client = await import('@troupe/client');
+  const { ActorHandle } = await import('../../runtime/internal.js');
+  assert.notEqual(client.ActorHandle, ActorHandle, 'two builds of runtime/client/actor-handle.ts');
+  type Make = new (name: string, transport: object) => object;
+  // Inside a class actor a handle comes from the server's build; the actor's module imports the class from 'troupe'.
+  const servers = new (ActorHandle as unknown as Make)('counter', {});
+  const clients = new (client.ActorHandle as unknown as Make)('counter', {});
+  assert.ok(servers instanceof client.ActorHandle);
+  assert.ok(clients instanceof ActorHandle);
+  assert.ok(!(({ name: 'counter' } as object) instanceof client.ActorHandle), 'a look-alike is no handle');
+});
