@@ -19,6 +19,32 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   fc.record({ kind: fc.constant('cancel' as const), pick: fc.nat() }),
 );
 
+/**
+ * A cancel or finish command, as both models apply it: a cancel aborts a job still waiting (one
+ * running is the method's to stop), a finish ends a running one, picked by the command.
+ */
+function cancelOrFinish(
+  c: { kind: 'finish'; pick: number; fail: boolean } | { kind: 'cancel'; pick: number },
+  submitted: readonly { id: number; cancel: AbortController }[],
+  started: readonly number[],
+  cancelled: Set<number>,
+  running: Map<number, { finish: (fail: boolean) => void }>,
+): void {
+  if (c.kind === 'cancel') {
+    const waiting = submitted.filter((j) => !started.includes(j.id) && !cancelled.has(j.id));
+    const job = waiting[c.pick % Math.max(1, waiting.length)];
+    if (job) {
+      cancelled.add(job.id);
+      job.cancel.abort(new Error('cancelled'));
+    }
+  } else if (running.size > 0) {
+    const ids = [...running.keys()];
+    const id = ids[c.pick % ids.length]!;
+    running.get(id)!.finish(c.fail);
+    running.delete(id);
+  }
+}
+
 describe('slots: up to N calls of an instance at once, in arrival order', () => {
   test('never more than N run, none overtakes, an exclusive job runs alone, a cancelled waiting job never runs, and nothing stalls', async () => {
     const seed = propertySeed();
@@ -52,20 +78,7 @@ describe('slots: up to N calls of an instance at once, in arrival order', () => 
                 () => settled.push(id),
                 () => settled.push(id),
               );
-          } else if (c.kind === 'cancel') {
-            // Cancel a job still waiting (one running is the method's to stop).
-            const waiting = submitted.filter((j) => !started.includes(j.id) && !cancelled.has(j.id));
-            const job = waiting[c.pick % Math.max(1, waiting.length)];
-            if (job) {
-              cancelled.add(job.id);
-              job.cancel.abort(new Error('cancelled'));
-            }
-          } else if (running.size > 0) {
-            const ids = [...running.keys()];
-            const id = ids[c.pick % ids.length]!;
-            running.get(id)!.finish(c.fail);
-            running.delete(id);
-          }
+          } else cancelOrFinish(c, submitted, started, cancelled, running);
           await turn();
           await turn();
           // In arrival order: what started is a prefix of what arrived and was not cancelled.
@@ -154,19 +167,7 @@ describe('slots: up to N calls of an instance at once, in arrival order', () => 
                   () => settled.add(job.id),
                   () => settled.add(job.id),
                 );
-            } else if (c.kind === 'cancel') {
-              const waiting = submitted.filter((j) => !started.includes(j.id) && !cancelled.has(j.id));
-              const job = waiting[c.pick % Math.max(1, waiting.length)];
-              if (job) {
-                cancelled.add(job.id);
-                job.cancel.abort(new Error('cancelled'));
-              }
-            } else if (running.size > 0) {
-              const ids = [...running.keys()];
-              const id = ids[c.pick % ids.length]!;
-              running.get(id)!.finish(c.fail);
-              running.delete(id);
-            }
+            } else cancelOrFinish(c, submitted, started, cancelled, running);
             await turn();
             await turn();
             const live = submitted.filter((j) => !cancelled.has(j.id));
