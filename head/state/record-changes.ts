@@ -14,6 +14,10 @@ import type { ActorRecord, DeploymentRecord, HeadActorLink } from './records.js'
 export function needsNewActors(old: ModelDeployment, next: ModelDeployment): boolean {
   return (
     old.model !== next.model ||
+    (old.kind ?? 'model') !== (next.kind ?? 'model') ||
+    // A class instance is built with its args: new args need new instances, or the spec would say
+    // args its instances never saw.
+    JSON.stringify(old.args ?? []) !== JSON.stringify(next.args ?? []) ||
     old.gpus !== next.gpus ||
     old.cpus !== next.cpus ||
     old.threads !== next.threads ||

@@ -129,6 +129,16 @@ describe('class actors: instances of a class, their methods called by name', { t
     }
   });
 
+  test('replacing the actor with other constructor args replaces its instances, which are built with them', async () => {
+    const spec = { name: 'restarted-with', module: CLASSES, export: 'Counter', cpus: 0.1 };
+    const built = await client.actor({ ...spec, args: [1] });
+    assert.equal(await built.call<number>('total'), 1);
+    const again = await client.actor({ ...spec, args: [500] }, { replace: true });
+    // Replaced and READY: its instances are the new ones (the one built with [1] had kept answering 1).
+    assert.equal(await again.call<number>('total'), 500);
+    await client.undeploy('restarted-with');
+  });
+
   test('classes that cannot be built, and args that are not JSON, are refused at deploy', async () => {
     await rejectsWith(
       client.actor({ name: 'picky', module: CLASSES, export: 'Picky', args: ['big'], cpus: 0.1 }),
