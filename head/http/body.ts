@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { parse as parseYaml } from 'yaml';
 import { bodyTooLarge, TroupeError } from '../../runtime/internal.js';
 import { decodeBody, firstLine, parseJson, unsupportedCoding } from '../../runtime/internal.js';
+import { INLINE_BODY_BYTES } from './body-thread.js';
 import { readInTurns } from './read-in-turns.js';
 
 /**
@@ -16,7 +17,7 @@ import { readInTurns } from './read-in-turns.js';
  * length is copied chunk by chunk, as it arrives, into a buffer of that length: joining the chunks
  * at its end (fastify's `parseAs: 'buffer'`) copied 29 MB in one go on the event loop, and bodies
  * ending together were joined in one turn (14 of them held /healthz for 300 ms). The buffer is an
- * ArrayBuffer of its own, so the body thread (body-thread.ts) takes it without a copy. Read in
+ * ArrayBuffer of its own (past INLINE_BODY_BYTES), so the body thread (body-thread.ts) takes it without a copy. Read in
  * turns (read-in-turns.ts), so that large bodies arriving together leave the event loop to others.
  */
 export function acceptBuffers(app: FastifyInstance, limit: number): void {
@@ -24,7 +25,11 @@ export function acceptBuffers(app: FastifyInstance, limit: number): void {
   app.addContentTypeParser('*', (request, payload, done) => {
     const declared = request.headers['content-length'] === undefined ? undefined : Number(request.headers['content-length']);
     if (declared !== undefined && declared > limit) return done(bodyTooLarge(limit));
-    const whole = declared !== undefined && Number.isSafeInteger(declared) ? Buffer.allocUnsafeSlow(declared) : undefined;
+    // Only a body the thread will take gets a buffer of its own: a small one is joined from Node's pool as before.
+    const whole =
+      declared !== undefined && Number.isSafeInteger(declared) && declared > INLINE_BODY_BYTES
+        ? Buffer.allocUnsafeSlow(declared)
+        : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
     const finish = (err: Error | null, body?: Buffer) => {
