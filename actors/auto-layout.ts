@@ -20,6 +20,12 @@ export interface LayoutAsked {
   instances: number;
   /** Set when the deployment leaves the layout to the replica: its replica count. */
   autoReplicas?: number;
+  /**
+   * The head chooses the replica count at load (spec `autoReplicas`): a costly model then holds one
+   * session on the main thread and asks for one replica per core (`replicasWanted`), where a
+   * replica of a fixed count takes the host's cores in sessions on inference threads.
+   */
+  replicasChosenByHead?: boolean;
   /** The deployment's batching, when it names it. */
   batch?: BatchSpec;
   mode: InferenceThreadMode;
@@ -72,7 +78,11 @@ function defaultBatch(device: Device, runMs: number | undefined): { batch: Batch
  * this host's cores over the deployment's replicas (on 2 cores, 1 replica x 2 instances: 0.88x of
  * raw onnxruntime's best over HTTP, against 0.52x for one session of 2 threads, docs/performance.md),
  * the first one kept; a cheaper one stays one session on the main thread (a hop to a thread would
- * cost as much as its run). The replica says what it chose and why in its `ready` message.
+ * cost as much as its run). Where the head chooses the replica count too (`replicasChosenByHead`),
+ * a costly model keeps its one session on the main thread instead and asks for one replica per
+ * core (`replicasWanted`): processes of one session each serve HTTP faster than one process of
+ * several (docs/performance.md#fast-by-default). The replica says what it chose and why in its
+ * `ready` message.
  */
 export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: OnThreadDeath): Promise<LaidOutModel> {
   if (asked.autoReplicas === undefined || GRAPH_MODEL_FILE.test(path) || asked.device !== 'cpu') {
@@ -121,7 +131,10 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
   // Each session holds its own copy of the weights: no more than a quarter of the free memory goes to them.
   const byMemory = Math.max(1, Math.floor(freemem() / (4 * Math.max(1, fileBytes(path)))));
   const byCores = Math.max(1, Math.min(MAX_INSTANCES, Math.floor(cores / replicas)));
-  const instances = costly ? Math.min(byCores, byMemory) : 1;
+  const perCore = costly && asked.replicasChosenByHead === true;
+  const instances = costly && !perCore ? Math.min(byCores, byMemory) : 1;
+  // Each replica holds one session: as many replicas as cores, and as a quarter of the free memory holds.
+  const replicasWanted = perCore ? Math.max(1, Math.min(cores, byMemory)) : undefined;
   const chosen = asked.batch
     ? { batch: asked.batch, why: 'batching as the deployment names it' }
     : batchable(probe.metadata)
@@ -145,6 +158,8 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
     : `${cost}, cheaper than a hop to an inference thread: one session of one thread on the main thread`;
   if (costly && instances === 1 && byMemory < byCores)
     why = `${cost} (costly), one session of one thread: a second would not fit a quarter of the free memory`;
+  if (replicasWanted !== undefined)
+    why = `${cost} (costly: ${INFERENCE_THREAD_MIN_RUN_MS} ms or more), so one session of one thread on the main thread per replica, and one replica per core of this host's ${cores}: ${replicasWanted} replica${replicasWanted === 1 ? '' : 's'} asked of the head${replicasWanted < cores ? ', as many as a quarter of the free memory holds' : ''}`;
   return {
     model,
     batch: chosen.batch,
@@ -154,6 +169,7 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
       batchMaxSize: chosen.batch.maxSize,
       inferenceThread: threaded,
       runMs,
+      ...(replicasWanted !== undefined ? { replicasWanted } : {}),
       chosen: 'auto',
       reason: `${why}; ${chosen.why}`,
     },

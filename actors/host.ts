@@ -102,6 +102,7 @@ async function main(): Promise<void> {
         ...(env.TROUPE_THREADS ? { threads: env.TROUPE_THREADS } : {}),
         instances: env.TROUPE_INSTANCES ?? 1,
         ...(env.TROUPE_AUTO_LAYOUT_REPLICAS !== undefined ? { autoReplicas: env.TROUPE_AUTO_LAYOUT_REPLICAS } : {}),
+        ...(env.TROUPE_AUTO_REPLICAS ? { replicasChosenByHead: true } : {}),
         ...(batchSpec?.success ? { batch: batchSpec.data } : {}),
         mode: env.TROUPE_INFERENCE_THREAD ?? 'auto',
       },

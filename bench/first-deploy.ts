@@ -95,6 +95,20 @@ const LABELS = {
   advised: 'Troupe, as the docs advised (--http-handoff, 2 replicas x 1 thread; the MLP batching 64, MobileNet 1)',
 };
 
+type MlpPath = 'plain' | 'batched' | keyof Clusters;
+
+const MLP_LABELS: Record<MlpPath, string> = {
+  plain: 'simplest Node HTTP server, one session, unbatched',
+  batched: 'simplest Node HTTP server, one session, batching 64 (one process)',
+  ...LABELS,
+};
+
+/**
+ * The MLP at 1 and 64 in flight on every path. At 64 the paths take turns in WINDOWS windows and
+ * each ratio is the median of the ratios within a window: this machine's speed drifts between
+ * minutes (the unbatched baseline alone moved by half between two runs), so a path measured a
+ * minute after its baseline would carry the drift in its ratio.
+ */
 async function mlpSection(c: Clusters, models: TestCluster['models']): Promise<void> {
   say('\n## Small MLP over HTTP OIP binary (input [1,64] float32)\n');
   const floor = await measureFloor(models.mlp, { name: 'x', shape: (b) => [b, 64] }, 1, 2, 1);
@@ -103,42 +117,57 @@ async function mlpSection(c: Clusters, models: TestCluster['models']): Promise<v
   say(`First deploy's layout, as describe() gives it: ${chosen}.\n`);
   await deploy(c.before, { name: 'mlp', model: 'mlp.onnx', threads: 1, batch: { maxSize: 1 } });
   await deploy(c.advised, { name: 'mlp', model: 'mlp.onnx', threads: 1, replicas: 2, batch: { maxSize: 64 } }, 2, mlpOip(c.advised.url));
-  const rows: { label: string; c: number; r: LoadResult; raw?: LoadResult }[] = [];
-  const baseline: Record<string, Map<number, number>> = { plain: new Map(), batched: new Map() };
-  for (const [key, name, label] of [
-    ['plain', 'plain-http-server', 'simplest Node HTTP server, one session, unbatched'],
-    ['batched', 'batched-http-server', 'simplest Node HTTP server, one session, batching 64 (one process)'],
-  ] as const) {
-    const server = await baselineServer(models.mlp, name);
-    try {
-      const request = { url: server.url, body: Buffer.from(mlpX.buffer) };
-      for (const c of [1, 64]) {
-        const r = await load(request, c, SECONDS);
-        baseline[key]!.set(c, r.rps);
-        rows.push({ label, c, r, ...(c === 1 ? { raw: await rawLoad(request, SECONDS) } : {}) });
-      }
-    } finally {
-      server.stop();
+  const plain = await baselineServer(models.mlp, 'plain-http-server');
+  const batched = await baselineServer(models.mlp, 'batched-http-server');
+  const requests: Record<MlpPath, Request> = {
+    plain: { url: plain.url, body: Buffer.from(mlpX.buffer) },
+    batched: { url: batched.url, body: Buffer.from(mlpX.buffer) },
+    first: mlpOip(c.first.url),
+    before: mlpOip(c.before.url),
+    advised: mlpOip(c.advised.url),
+  };
+  const paths = Object.keys(MLP_LABELS) as MlpPath[];
+  try {
+    const one = new Map<MlpPath, { r: LoadResult; raw: LoadResult }>();
+    for (const path of paths) one.set(path, { r: await load(requests[path], 1, SECONDS), raw: await rawLoad(requests[path], SECONDS) });
+    const windows: Map<MlpPath, LoadResult>[] = [];
+    for (let i = 0; i < WINDOWS; i++) {
+      const got = new Map<MlpPath, LoadResult>();
+      for (const path of paths) got.set(path, await load(requests[path], 64, SECONDS));
+      windows.push(got);
     }
-  }
-  for (const key of ['first', 'before', 'advised'] as const)
-    for (const n of [1, 64]) {
-      const request = mlpOip(c[key].url);
-      rows.push({
-        label: LABELS[key],
-        c: n,
-        r: await load(request, n, SECONDS),
-        ...(n === 1 ? { raw: await rawLoad(request, SECONDS) } : {}),
-      });
-    }
-  say(
-    '| path | in flight | req/s | p50 ms | p99 ms | errors | vs simplest, unbatched | vs simplest, batched | p50 over raw session.run, ms: undici / raw socket |',
-  );
-  say('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-  for (const { label, c: n, r, raw } of rows)
+    const ratio = (path: MlpPath, over: MlpPath, at: Map<MlpPath, LoadResult>) => at.get(path)!.rps / at.get(over)!.rps;
+    const atOne = (path: MlpPath) => one.get(path)!.r;
     say(
-      `| ${label} | ${n} | ${fmt(r.rps)} | ${fmt(r.p50Ms, 3)} | ${fmt(r.p99Ms, 3)} | ${r.errors} | ${fmt(r.rps / baseline.plain!.get(n)!, 2)}x | ${fmt(r.rps / baseline.batched!.get(n)!, 2)}x | ${raw ? `${fmt(r.p50Ms - floor.p50Ms, 3)} / ${fmt(raw.p50Ms - floor.p50Ms, 3)}${raw.errors ? ` (${raw.errors} errors)` : ''}` : ''} |`,
+      '| path | in flight | req/s | p50 ms | p99 ms | errors | vs simplest, unbatched | vs simplest, batched | p50 over raw session.run, ms: undici / raw socket |',
     );
+    say('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    for (const path of paths) {
+      const { r, raw } = one.get(path)!;
+      say(
+        `| ${MLP_LABELS[path]} | 1 | ${fmt(r.rps)} | ${fmt(r.p50Ms, 3)} | ${fmt(r.p99Ms, 3)} | ${r.errors} | ${fmt(r.rps / atOne('plain').rps, 2)}x | ${fmt(r.rps / atOne('batched').rps, 2)}x | ${fmt(r.p50Ms - floor.p50Ms, 3)} / ${fmt(raw.p50Ms - floor.p50Ms, 3)}${raw.errors ? ` (${raw.errors} errors)` : ''} |`,
+      );
+    }
+    for (const path of paths) {
+      const of = (f: (r: LoadResult) => number) => median(windows.map((w) => f(w.get(path)!)));
+      say(
+        `| ${MLP_LABELS[path]} | 64 | ${fmt(of((r) => r.rps))} | ${fmt(
+          of((r) => r.p50Ms),
+          3,
+        )} | ${fmt(
+          of((r) => r.p99Ms),
+          3,
+        )} | ${windows.reduce((n, w) => n + w.get(path)!.errors, 0)} | ${fmt(median(windows.map((w) => ratio(path, 'plain', w))), 2)}x | ${fmt(median(windows.map((w) => ratio(path, 'batched', w))), 2)}x |  |`,
+      );
+    }
+    say(
+      `\nAt 64 in flight the paths took turns in ${WINDOWS} windows of ${SECONDS} s; each figure above is the median over the windows, each ratio the median of the ratios within a window. Requests/s by window (${paths.map((p) => MLP_LABELS[p]).join(' / ')}):\n`,
+    );
+    say(windows.map((w) => `- ${paths.map((p) => fmt(w.get(p)!.rps)).join(' / ')}`).join('\n'));
+  } finally {
+    plain.stop();
+    batched.stop();
+  }
   // Each cluster's agent offers this machine's cores: the MLP's replicas give them back for the CNN's.
   for (const cluster of [c.first, c.before, c.advised]) {
     const client = await connect(cluster.url);

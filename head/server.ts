@@ -55,7 +55,7 @@ import { Deployments } from './control/deployments.js';
 import { registerHttpApi } from './http/api.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MODEL_BYTES } from './http/context.js';
 import { DEFAULT_LIVENESS, watchLiveness } from './control/liveness.js';
-import { joiningActor } from './state/record-changes.js';
+import { choosesReplicasAtLoad, joiningActor } from './state/record-changes.js';
 import { ClusterState } from './state/cluster-state.js';
 import { registerStatusPage } from './status/index.js';
 import { settledWithin } from './settled-within.js';
@@ -135,6 +135,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           log,
           mode: options.httpHandoff === true ? 'always' : 'auto',
           readyReplicas: (deployment) => state.deployments.get(deployment)?.actors.filter((a) => a.state === 'READY').length ?? 0,
+          chosenAtLoad: (deployment) => ((d) => d !== undefined && choosesReplicasAtLoad(d.spec))(state.deployments.get(deployment)),
           serveHere: (socket, head) => split?.serveHere(socket, head),
           labels: (deployment) => ((d) => d && labelsOf(d))(state.deployments.get(deployment)),
           handedOver: (model, actor) => state.metrics.handoffs.inc({ model, actor }),

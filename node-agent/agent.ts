@@ -338,6 +338,7 @@ export class NodeAgent {
     if (message.instances !== undefined) env.TROUPE_INSTANCES = String(message.instances);
     if (message.batch) env.TROUPE_BATCH = JSON.stringify(message.batch);
     if (message.autoLayoutReplicas !== undefined) env.TROUPE_AUTO_LAYOUT_REPLICAS = String(message.autoLayoutReplicas);
+    if (message.autoReplicas) env.TROUPE_AUTO_REPLICAS = '1';
     if (message.multiplex) env.TROUPE_MULTIPLEX = JSON.stringify(message.multiplex);
     // The CA is public: actors verify the head with it (their links need no client certificate).
     const ca = this.#options.tls?.ca;

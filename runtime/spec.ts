@@ -276,7 +276,19 @@ export const ModelDeploymentSchema = z
     maxTaskRetries: z.number().int().min(-1).max(MAX_RESTARTS).optional(),
     /** For kind 'class': the methods that are safe to run again (idempotent), which maxTaskRetries retries. */
     retryable: z.array(MethodNameSchema).max(1024).optional(),
-    replicas: z.number().int().min(0).max(256).default(1),
+    /**
+     * Replicas to run (default 1). A model deployment that names none of replicas, threads,
+     * instances, CPUs or autoscaling gets its count chosen at load (`autoReplicas`).
+     */
+    replicas: z.number().int().min(0).max(256).optional(),
+    /**
+     * Whether the head may add replicas at load (head/control/replicas-at-load.ts): a model whose lone
+     * call is costly on a CPU runs best as one replica per core, each one session on its main thread
+     * and serving its HTTP connections (bench/RESULTS-first-deploy.md), so its first replica asks
+     * for the rest, as many as fit. Default: true when `replicas` is left out (and neither
+     * autoscale nor versions set the count), false when named.
+     */
+    autoReplicas: z.boolean().optional(),
     gpus: z.number().min(0).max(64).refine(isMilliAmount, MILLI_MESSAGE).default(0),
     /**
      * CPUs each replica holds. At least MIN_REPLICA_CPUS: a tiny share (0.01, or 1e-300) let one
@@ -383,7 +395,13 @@ export const ModelDeploymentSchema = z
     message: 'autoscale.minReplicas must not exceed autoscale.maxReplicas',
     path: ['autoscale'],
   })
-  .transform((d) => ({ ...d, model: d.model ?? d.versions![0]!.model }));
+  .transform(({ autoReplicas, ...d }) => ({
+    ...d,
+    model: d.model ?? d.versions![0]!.model,
+    replicas: d.replicas ?? 1,
+    // Said only when on, so a spec that names its replicas reads as it did.
+    ...((autoReplicas ?? (d.replicas === undefined && !d.autoscale && !d.versions)) ? { autoReplicas: true as const } : {}),
+  }));
 
 export type ModelDeploymentInput = z.input<typeof ModelDeploymentSchema>;
 export type ModelDeployment = z.output<typeof ModelDeploymentSchema>;

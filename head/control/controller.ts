@@ -26,6 +26,7 @@ import { noteFreshInstance, recordCrash } from './restart-policy.js';
 import { retireActor } from './retire.js';
 import { startOnNode } from './start-actor.js';
 import { ownReplicas, versionDeploymentName } from './versions.js';
+import { keepChosenReplicas, leavesChosenReplicas, replicasAsked } from './replicas-at-load.js';
 import { NodeMembership } from './node-membership.js';
 import { SchedulingTurns } from './scheduling-turns.js';
 import type { ClusterState } from '../state/cluster-state.js';
@@ -116,8 +117,9 @@ export class Controller {
    * what it asks (see refused-deploy.ts) changes nothing: a new deployment is removed again, an
    * update goes back to the spec it replaced, and the state file says so before the caller hears.
    */
-  deploy(spec: ModelDeployment): Promise<DeploymentView> {
-    const existing = this.#state.deployments.get(spec.name);
+  deploy(asked: ModelDeployment): Promise<DeploymentView> {
+    const existing = this.#state.deployments.get(asked.name);
+    const spec = keepChosenReplicas(existing?.spec, asked);
     const previous = existing?.spec ?? null;
     const d = this.#apply(spec, existing);
     this.#log.info({ deployment: spec.name, replicas: spec.replicas, model: spec.model }, 'deployment changed');
@@ -135,7 +137,7 @@ export class Controller {
     // its callers are checked against stays until a replica says another (clearing it failed the
     // calls of a promotion, and those made while the one model's replicas started).
     const wasSplit = existing?.spec.versions !== undefined;
-    if (existing && !wasSplit && !spec.versions && needsNewActors(existing.spec, spec)) {
+    if (existing && !wasSplit && !spec.versions && (needsNewActors(existing.spec, spec) || leavesChosenReplicas(existing, spec))) {
       // A different model or resource shape needs new actors. The READY ones serve on until the
       // new ones are READY (#checkReady retires them then), so an update drops no call, and a
       // refused one leaves them serving as they were (#deployFailed); the rest go now.
@@ -298,6 +300,13 @@ export class Controller {
     const whole = d.spec.versionOf === undefined ? undefined : this.#state.deployments.get(d.spec.versionOf);
     markReady(a, d, whole, { link, metadata, visibleDevices, direct, labelLines });
     this.#memory.reported(d, a, modelBytes);
+    const more = replicasAsked(a, d, [...this.#state.nodes.values()], this.#state.actors.values());
+    if (more) {
+      this.#log.info({ deployment: d.spec.name, replicas: more.replicas }, more.why);
+      this.#state.events.add('scaled', `${d.spec.name}: ${d.spec.replicas} -> ${more.why}`);
+      this.#apply({ ...d.spec, replicas: more.replicas }, d);
+      this.schedule();
+    }
     this.#log.info(
       { actor: a.name, node: this.#state.nodeName(a.nodeId) ?? a.awaitingNode, device: a.device, pid: a.pid, rejoined },
       'actor ready',

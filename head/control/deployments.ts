@@ -63,13 +63,15 @@ export interface UndeployOptions {
 /**
  * Keys of `next` whose value differs from `current`'s (both parsed specs, defaults filled in).
  * The replica count of a deployment that autoscales alike in both is the autoscaler's to change
- * (head/control/autoscaler.ts writes it into the spec), so the same spec sent again is not a change.
+ * (head/control/autoscaler.ts writes it into the spec), and of one that leaves it to the head in
+ * both, the head's (head/control/replicas-at-load.ts): the same spec sent again is not a change.
  */
 export function specChanges(current: ModelDeployment, next: ModelDeployment): string[] {
   const keys = new Set([...Object.keys(current), ...Object.keys(next)]);
   const value = (spec: ModelDeployment, key: string) => JSON.stringify((spec as Record<string, unknown>)[key]);
   const scaled = current.autoscale !== undefined && value(current, 'autoscale') === value(next, 'autoscale');
-  return [...keys].filter((key) => value(current, key) !== value(next, key) && !(scaled && key === 'replicas')).sort();
+  const headsCount = scaled || (current.autoReplicas === true && next.autoReplicas === true);
+  return [...keys].filter((key) => value(current, key) !== value(next, key) && !(headsCount && key === 'replicas')).sort();
 }
 
 /** How often a dropped version's queue is looked at before it stops. */

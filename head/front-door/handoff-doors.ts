@@ -21,6 +21,12 @@ interface Door {
   fd: number;
   /** Connections handed to the actor and not closed yet, as far as the head knows. */
   connections: number;
+  /**
+   * Connections ever handed to it: among doors holding as many open, the one handed fewest goes
+   * next. Clients that open a connection per request close each before the next, so every door
+   * held none and the first one listed took them all.
+   */
+  handed: number;
   /** Of those, the ones whose request has been coming for a while, and since when the oldest (the actor's last report). */
   slow: number;
   oldestSlow?: number;
@@ -28,10 +34,15 @@ interface Door {
 
 /**
  * When connections are handed over. `always` (`--http-handoff`): to a READY replica with a door,
- * whatever the deployment. `auto` (the default): only while the model has one READY replica, and it
- * has a door. Balancing by connection cannot unbalance a lone replica, and its crash fails the calls
- * in it whichever process holds the client's connection (there is no other replica to retry on);
- * with several replicas the front-door workers balance request by request and retry a dead
+ * whatever the deployment. `auto` (the default): while the model has one READY replica, and it
+ * has a door, or while its replicas were chosen at load (one per core for a costly model,
+ * head/control/replicas-at-load.ts). Balancing by connection cannot unbalance a lone replica, and
+ * its crash fails the calls in it whichever process holds the client's connection (there is no
+ * other replica to retry on). Replicas chosen at load are the layout that layout is chosen for:
+ * an HTTP/1.1 connection carries one request at a time, so connections spread by count keep each
+ * replica's core busy, and a crash resets the connections of that replica (its clients' next
+ * connections go to the others), the cost docs/front-door.md weighs. Other deployments of several
+ * replicas go through the front-door workers, which balance request by request and retry a dead
  * replica's calls on another (docs/front-door.md#replicas-serving-http).
  */
 export type HandoffMode = 'auto' | 'always';
@@ -40,6 +51,8 @@ export interface HandoffDoorsOptions {
   mode: HandoffMode;
   /** READY replicas of a deployment, wherever they run (a door is only on the head's host). */
   readyReplicas: (deployment: string) => number;
+  /** Whether the head chose the deployment's replica count at load (head/control/replicas-at-load.ts). */
+  chosenAtLoad: (deployment: string) => boolean;
   /** The settings actors serve with; asked when a door opens (the relay port is known once the workers started). */
   settings: () => DoorSettings;
   /** A deployment's class labels, passed to its replicas for the classification extension. */
@@ -95,7 +108,7 @@ export class HandoffDoors {
       this.#options.log.debug({ actor: actor.name, err: (err as Error).message }, 'actor not reachable for handoff (another host?)');
       return;
     }
-    const door: Door = { actor, channel, fd, connections: 0, slow: 0 };
+    const door: Door = { actor, channel, fd, connections: 0, handed: 0, slow: 0 };
     const labels = this.#options.labels(actor.deployment);
     channel.request({ type: 'handoffOpen', headPid: process.pid, ...this.#options.settings(), ...(labels ? { labels } : {}) }, 10_000).then(
       () => {
@@ -128,6 +141,11 @@ export class HandoffDoors {
         byReplica: true,
         why: `--http-handoff: ${doors} replica${doors === 1 ? '' : 's'} serve HTTP themselves, balanced by connection`,
       };
+    if (ready > 1 && this.#options.chosenAtLoad(deployment))
+      return {
+        byReplica: true,
+        why: `its ${ready} replicas were chosen at load, one per core: each serves the HTTP connections handed to it, balanced by connection (a replica that crashes resets the connections it holds; clients reconnect to the others)`,
+      };
     if (ready === 1)
       return {
         byReplica: true,
@@ -153,11 +171,11 @@ export class HandoffDoors {
     } catch {
       return false;
     }
-    if (this.#options.mode === 'auto' && this.#options.readyReplicas(name) !== 1) return false;
+    if (this.#options.mode === 'auto' && this.#options.readyReplicas(name) !== 1 && !this.#options.chosenAtLoad(name)) return false;
     let best: Door | undefined;
     for (const door of this.#byActor.values()) {
       if (door.actor.deployment !== name || door.actor.state !== 'READY') continue;
-      if (!best || door.connections < best.connections) best = door;
+      if (!best || door.connections < best.connections || (door.connections === best.connections && door.handed < best.handed)) best = door;
     }
     const fd = best ? descriptorOf(socket) : undefined;
     if (!best || fd === undefined) return false;
@@ -175,6 +193,7 @@ export class HandoffDoors {
     if (!sent) return false;
     best.channel.send({ type: 'connection', head });
     best.connections++;
+    best.handed++;
     this.#options.handedOver(best.actor.deployment, best.actor.name);
     // This process's descriptor closes; the connection lives on in the actor's.
     socket.destroy();

@@ -1,6 +1,7 @@
 import { batchMaxSizeOf } from '../../runtime/internal.js';
 import type { DeploymentView } from '../../runtime/internal.js';
 import type { DeploymentRecord } from './records.js';
+import { choosesReplicasAtLoad } from './record-changes.js';
 
 /** Which process serves a deployment's HTTP inference connections, and why (head/front-door/handoff-doors.ts). */
 export interface HttpServing {
@@ -36,10 +37,17 @@ export function layoutView(d: DeploymentRecord, http: HttpServing | undefined): 
   if (!layout) return undefined;
   const batching = layout.batchMaxSize > 1 ? `batches of up to ${layout.batchMaxSize} rows` : 'batching off';
   const where = layout.inferenceThread ? ', on inference threads' : '';
+  const wanted = layout.replicasWanted;
+  const replicas =
+    wanted === undefined || !choosesReplicasAtLoad(d.spec)
+      ? ''
+      : d.spec.replicas >= wanted
+        ? `; the head runs the ${wanted} asked`
+        : `; the head runs ${d.spec.replicas} of the ${wanted} asked: the rest did not fit beside what the nodes held`;
   const door = http ? (http.byReplica ? ', HTTP served by the replica' : ', HTTP through the front-door workers') : '';
   return {
     chosen: `${count(d.spec.replicas, 'replica')} x ${count(layout.instances, 'instance')} x ${count(layout.threads, 'thread')}${where}, ${batching}${door}`,
-    reason: `${layout.chosen === 'auto' ? 'chosen at load' : 'as the deployment names it'}: ${layout.reason}${http ? `; HTTP: ${http.why}` : ''}`,
+    reason: `${layout.chosen === 'auto' ? 'chosen at load' : 'as the deployment names it'}: ${layout.reason}${replicas}${http ? `; HTTP: ${http.why}` : ''}`,
     auto: layout.chosen === 'auto',
   };
 }

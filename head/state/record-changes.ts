@@ -164,8 +164,19 @@ export function returnToPending(a: ActorRecord, why: string): void {
 }
 
 /** Whether a deployment leaves its replicas' layout to them: a model of one ONNX file, no threads, instances or CPUs named. */
-function autoLayout(spec: DeploymentRecord['spec']): boolean {
+export function autoLayout(spec: DeploymentRecord['spec']): boolean {
   return batchesByDefault(spec) && spec.threads === undefined && spec.instances === undefined && spec.cpus === 1;
+}
+
+/**
+ * Whether the head chooses `spec`'s replica count at load: a model of one ONNX file that names
+ * none of replicas, threads, instances or CPUs (`autoReplicas`), and whose count nothing else
+ * sets (autoscaling, versions, multiplexing).
+ */
+export function choosesReplicasAtLoad(spec: ModelDeployment): boolean {
+  return (
+    spec.autoReplicas === true && autoLayout(spec) && !spec.autoscale && !spec.versions && spec.versionOf === undefined && !spec.multiplex
+  );
 }
 
 /** The agent's order to start this actor's process for deployment `d`. */
@@ -182,7 +193,7 @@ export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Ext
     // A model deployment that names none of threads, instances or CPUs leaves them to the replica,
     // which measures its model at load (actors/auto-layout.ts).
     ...(autoLayout(d.spec)
-      ? { autoLayoutReplicas: d.spec.replicas }
+      ? { autoLayoutReplicas: d.spec.replicas, ...(choosesReplicasAtLoad(d.spec) ? { autoReplicas: true as const } : {}) }
       : { threads: d.spec.threads ?? Math.max(1, Math.round(d.spec.cpus / (d.spec.instances ?? 1))) }),
     ...((d.spec.instances ?? 1) > 1 ? { instances: d.spec.instances } : {}),
     ...(d.spec.batch ? { batch: d.spec.batch } : {}),

@@ -230,6 +230,8 @@ export const ReplicaLayoutSchema = z.object({
   inferenceThread: z.boolean(),
   /** A lone call's run at the declared shape, measured at load (ms). */
   runMs: z.number().min(0).optional(),
+  /** Replicas this replica's deployment runs best as, where the head chooses them at load (head/control/replicas-at-load.ts). */
+  replicasWanted: z.number().int().min(1).max(256).optional(),
   chosen: z.enum(['auto', 'spec']),
   reason: z.string().max(1000),
 });
@@ -304,6 +306,8 @@ export const ActorEnvSchema = z.object({
    * measured cost (actors/auto-layout.ts).
    */
   TROUPE_AUTO_LAYOUT_REPLICAS: z.coerce.number().int().min(0).max(256).optional(),
+  /** Set when the head chooses the replica count at load: a costly CPU model then holds one session per replica and asks for one replica per core. */
+  TROUPE_AUTO_REPLICAS: z.literal('1').optional(),
   /**
    * Where a model's session runs: on an inference thread of its own, so the actor reads and parses
    * the next calls while one infers (`always`), on the actor's main thread (`never`), or decided at

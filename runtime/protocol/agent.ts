@@ -129,6 +129,8 @@ export const HeadToAgentSchema = z.discriminatedUnion('type', [
     batch: BatchSchema.optional(),
     /** Where the deployment left its layout to the replica (no threads, instances or CPUs named): its replica count (actors/auto-layout.ts). */
     autoLayoutReplicas: z.number().int().min(0).max(256).optional(),
+    /** The head chooses the replica count at load (spec `autoReplicas`): a costly CPU model's replica holds one session and says how many replicas to run. */
+    autoReplicas: z.literal(true).optional(),
     /** 'fn' starts a fn actor (actors/fn-host) for graph steps, 'class' a class actor (actors/class-host), instead of a model actor. */
     kind: z.enum(['model', 'fn', 'class']).optional(),
     /** For kind 'fn' and 'class': `path#export`, resolved inside the agent's --module-dir. */

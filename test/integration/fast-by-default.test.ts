@@ -7,7 +7,7 @@ import { handoffAddon } from '../../runtime/handoff/addon.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { counter } from '../helpers/metrics.js';
-import { call, nodeCall } from '../helpers/http.js';
+import { binaryBody, call, nodeCall } from '../helpers/http.js';
 import { runInProcess, seededFloats } from '../helpers/tensors.js';
 import { assertClose, floatsOf, mlpBinaryRequest } from '../helpers/mlp-oip.js';
 
@@ -80,15 +80,87 @@ describe('fast by default: a deployment that names no layout gets the benchmarks
     assert.equal(config.max_batch_size, 64);
   });
 
-  test('a costly model alone: a session of one thread per core, batching off', async () => {
-    const d = await client.deploy({ name: 'cnn', model: 'mobilenet.onnx' });
-    const layout = d.actors[0]!.layout!;
+  test('a costly model alone: one replica per core chosen at load, each a session on its main thread, each serving HTTP; a count named wins', async () => {
+    // The MLP holds a CPU of the agent's: the costly model's replicas are chosen beside nothing else.
+    await client.undeploy('mlp');
     const cores = Math.min(16, availableParallelism());
-    assert.equal(layout.chosen, 'auto');
-    assert.deepEqual([layout.instances, layout.threads, layout.batchMaxSize], [cores, 1, 1], layout.reason);
-    assert.match(layout.reason, /costly: 1 ms or more/);
+    const d = await client.deploy({ name: 'cnn', model: 'mobilenet.onnx' });
+    // deploy() answers once every replica chosen at load is READY.
+    assert.equal(d.actors.filter((a) => a.state === 'READY').length, cores, JSON.stringify(d.actors.map((a) => [a.name, a.state])));
+    for (const a of d.actors) {
+      const layout = a.layout!;
+      assert.equal(layout.chosen, 'auto');
+      assert.deepEqual([layout.instances, layout.threads, layout.batchMaxSize, layout.inferenceThread], [1, 1, 1, false], layout.reason);
+      assert.equal(layout.replicasWanted, cores);
+      assert.match(
+        layout.reason,
+        /costly: 1 ms or more\), so one session of one thread on the main thread per replica, and one replica per core/,
+      );
+    }
+    const pids = new Set(d.actors.map((a) => a.pid));
+    const described = await view(client, 'cnn');
+    assert.match(
+      described.layout!.chosen,
+      new RegExp(`^${cores} replicas? x 1 instance x 1 thread, batching off, HTTP served by the replica$`),
+    );
+    assert.match(described.layout!.reason, new RegExp(`the head runs the ${cores} asked`));
+    if (cores > 1)
+      assert.match(described.layout!.reason, /were chosen at load, one per core: each serves the HTTP connections handed to it/);
+    // Every replica takes connections of its own, and answers as onnxruntime does.
+    const image = seededFloats(3 * 224 * 224, 11);
+    const request = binaryBody(
+      {
+        inputs: [{ name: 'image', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: image.byteLength } }],
+        outputs: [{ name: 'logits', parameters: { binary_data: true } }],
+      },
+      [new Uint8Array(image.buffer)],
+    );
+    const want = (await runInProcess(cluster.models.mobilenet, { image: tensor('float32', [1, 3, 224, 224], image) })).logits!
+      .data as Float32Array;
+    const handedTo = async (actor: string) => counter(cluster.url, 'troupe_http_handoffs_total', `actor="${actor}"`);
+    await waitFor(
+      'a connection handed to every replica',
+      async () => {
+        const answer = await nodeCall(cluster.url, 'POST', '/v2/models/cnn/infer', {
+          ...request,
+          headers: { ...request.headers, connection: 'close' },
+        });
+        assert.equal(answer.status, 200, answer.body.toString());
+        assertClose(
+          floatsOf(answer.body.subarray(Number(answer.headers['inference-header-content-length']))),
+          want,
+          'a replica chosen at load',
+        );
+        for (const a of d.actors) if ((await handedTo(a.name)) === 0) return false;
+        return true;
+      },
+      60_000,
+    );
+    // The same spec again keeps the replicas the head chose: nothing restarts.
+    const again = await client.update({ name: 'cnn', model: 'mobilenet.onnx' });
+    assert.deepEqual(new Set(again.actors.map((a) => a.pid)), pids);
+    // A count named wins: one replica, which takes the cores in sessions of its own.
+    const named = await client.update({ name: 'cnn', model: 'mobilenet.onnx', replicas: 1 });
+    assert.equal(named.actors.length, 1);
+    assert.equal(named.actors[0]!.layout!.instances, cores);
+    assert.equal(named.actors[0]!.layout!.replicasWanted, undefined);
     await client.undeploy('cnn');
   });
+
+  test(
+    'replicas chosen at load take only what fits: beside a model holding a CPU, the rest are not started',
+    { skip: availableParallelism() < 2 ? 'one core: one replica is all it asks' : false },
+    async () => {
+      const cores = Math.min(16, availableParallelism());
+      // One CPU held by the MLP: the costly model gets the cores left.
+      await client.deploy({ name: 'mlp', model: 'mlp.onnx' });
+      const d = await client.deploy({ name: 'cnn', model: 'mobilenet.onnx' });
+      assert.equal(d.actors.length, cores - 1);
+      const described = await view(client, 'cnn');
+      assert.match(described.layout!.reason, new RegExp(`the head runs ${cores - 1} of the ${cores} asked: the rest did not fit`));
+      await client.undeploy('cnn');
+    },
+  );
 
   test('a second replica sends HTTP through the workers, balanced by request; what the spec names wins', async () => {
     await client.update({ name: 'mlp', model: 'mlp.onnx', replicas: 2 });

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { place, REASON_NODES, usageOf } from '../../head/control/scheduler.js';
+import { keepChosenReplicas, leavesChosenReplicas, replicasAtLoad } from '../../head/control/replicas-at-load.js';
+import { choosesReplicasAtLoad, needsNewActors, newDeployment } from '../../head/state/record-changes.js';
 import type { ActorRecord, NodeRecord } from '../../head/state/records.js';
+import { ModelDeploymentSchema } from '../../runtime/internal.js';
 import type { ActorState, Gpu, NodeState } from '../../runtime/internal.js';
 
 // What counts against a node's capacity, and the reasons placement gives when nothing fits.
@@ -175,5 +178,63 @@ describe('place: CPUs counted exactly', () => {
     const n = node('n', 0.7);
     const reason = reasonOf(place(cpu(0.4), 'y', [n], [actor(n, 'x', { cpus: 0.1 }), actor(n, 'x', { cpus: 0.25 })]));
     assert.match(reason, /n has 0.35 of 0.7 CPUs free/);
+  });
+});
+
+describe('replicas chosen at load (head/control/replicas-at-load.ts)', () => {
+  const spec = (input: Record<string, unknown> = {}) => ModelDeploymentSchema.parse({ name: 'cnn', model: 'mobilenet.onnx', ...input });
+
+  test('only a model that names none of replicas, threads, instances, CPUs, autoscaling or versions has its count chosen', () => {
+    assert.equal(choosesReplicasAtLoad(spec()), true);
+    for (const named of [
+      { replicas: 1 },
+      { threads: 1 },
+      { instances: 2 },
+      { cpus: 0.5 },
+      { autoReplicas: false },
+      { autoscale: { minReplicas: 1, maxReplicas: 2 } },
+    ])
+      assert.equal(choosesReplicasAtLoad(spec(named)), false, JSON.stringify(named));
+    assert.equal(choosesReplicasAtLoad(spec({ replicas: 3, autoReplicas: true })), true, 'a count chosen before, kept in the spec');
+    assert.equal(choosesReplicasAtLoad(spec({ kind: 'class', model: 'counter.js#Counter' })), false);
+  });
+
+  test('as many more as fit beside what the nodes hold, never fewer than it runs', () => {
+    const d = newDeployment(spec(), 0);
+    const a = node('a', 4);
+    const b = node('b', 2);
+    const held = [actor(a, 'cnn'), actor(a, 'other'), actor(b, 'other', { cpus: 1.5 })];
+    // a: 2 of 4 CPUs free; b: 0.5 free. One replica runs (the first, on a).
+    assert.deepEqual(replicasAtLoad(d, 4, [a, b], held).replicas, 3);
+    assert.match(replicasAtLoad(d, 4, [a, b], held).why, /^3 replicas chosen at load: .*; 1 more would not fit/);
+    assert.deepEqual(replicasAtLoad(d, 2, [a, b], held), {
+      replicas: 2,
+      why: '2 replicas chosen at load: its replica measured the model and asked for 2 (one per core, each a session of one thread)',
+    });
+    const full = [...held, actor(a, 'other', { cpus: 2 })];
+    assert.equal(replicasAtLoad(d, 4, [a, b], full).replicas, 1, 'none fit: the one running serves');
+    assert.equal(replicasAtLoad({ ...d, spec: { ...d.spec, replicas: 3 } }, 2, [a, b], held).replicas, 3);
+  });
+
+  test('the same spec again keeps the count chosen; a count named, or another model, does not', () => {
+    const chosen = { ...spec(), replicas: 2 };
+    assert.equal(keepChosenReplicas(chosen, spec()).replicas, 2);
+    assert.equal(keepChosenReplicas(chosen, spec({ replicas: 1 })).replicas, 1);
+    assert.equal(keepChosenReplicas(chosen, spec({ model: 'other.onnx' })).replicas, 1);
+    assert.equal(keepChosenReplicas(undefined, spec()).replicas, 1);
+    const d = { ...newDeployment(chosen, 0), actors: [actor(node('a', 2), 'cnn')] };
+    assert.equal(leavesChosenReplicas(d, spec({ replicas: 2 })), false, 'a cheap model: its replicas are as a count named would have them');
+    d.actors[0]!.layout = {
+      instances: 1,
+      threads: 1,
+      batchMaxSize: 1,
+      inferenceThread: false,
+      replicasWanted: 2,
+      chosen: 'auto',
+      reason: '',
+    };
+    assert.equal(leavesChosenReplicas(d, spec({ replicas: 2 })), true, "a replica of a count named holds the host's cores in sessions");
+    assert.equal(leavesChosenReplicas(d, spec()), false);
+    assert.equal(needsNewActors(chosen, spec({ replicas: 2 })), false);
   });
 });

@@ -7,7 +7,10 @@ import { specChanges } from '../../head/control/deployments.js';
 const spec = (input: Partial<ModelDeploymentInput>) => ModelDeploymentSchema.parse({ name: 'mlp', model: 'mlp.onnx', ...input });
 
 test('the same spec, with defaults given or left out, is no change', () => {
-  assert.deepEqual(specChanges(spec({}), spec({ replicas: 1, cpus: 1 })), []);
+  assert.deepEqual(specChanges(spec({}), spec({ cpus: 1, autoReplicas: true })), []);
+  // A count named pins it: the head no longer chooses it at load.
+  assert.deepEqual(specChanges(spec({}), spec({ replicas: 1 })), ['autoReplicas']);
+  assert.deepEqual(specChanges(spec({ replicas: 1 }), spec({ replicas: 1, autoReplicas: false })), []);
   // No batch leaves it to the replica (actors/auto-layout.ts): batching named off is a change.
   assert.deepEqual(specChanges(spec({}), spec({ batch: { maxSize: 1 } })), ['batch']);
 });
@@ -23,5 +26,13 @@ test("an autoscaled deployment's replica count is the autoscaler's: the same spe
   const scaled = { ...spec({ autoscale }), replicas: 3 };
   assert.deepEqual(specChanges(scaled, spec({ autoscale })), []);
   assert.deepEqual(specChanges(scaled, spec({ autoscale: { minReplicas: 1, maxReplicas: 8 } })), ['autoscale', 'replicas']);
-  assert.deepEqual(specChanges(spec({ replicas: 3 }), spec({})), ['replicas']);
+  assert.deepEqual(specChanges(spec({ replicas: 3 }), spec({})), ['autoReplicas', 'replicas']);
+});
+
+test("a count the head chose at load is the head's: the same spec again is no change, a named count is", () => {
+  const chosen = { ...spec({}), replicas: 2 };
+  assert.equal(chosen.autoReplicas, true);
+  assert.deepEqual(specChanges(chosen, spec({})), []);
+  assert.deepEqual(specChanges(chosen, spec({ replicas: 2 })), ['autoReplicas']);
+  assert.deepEqual(specChanges(chosen, spec({ replicas: 3, autoReplicas: true })), []);
 });
