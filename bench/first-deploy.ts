@@ -63,14 +63,16 @@ async function rawLoad(request: Request, seconds: number): Promise<LoadResult> {
 }
 
 /**
- * Deploys `spec` and, where replicas serve HTTP (`doors`: how many), waits until each has taken a
- * connection; then says what describe() gives as the layout chosen, and why.
+ * Deploys `spec` and, where replicas serve HTTP (`doors`: how many; 'every' for each replica it
+ * runs, as many as the head chose at load), waits until each has taken a connection; then says
+ * what describe() gives as the layout chosen, and why.
  */
-async function deploy(cluster: TestCluster, spec: ModelDeploymentInput, doors = 0, probe?: Request): Promise<string> {
+async function deploy(cluster: TestCluster, spec: ModelDeploymentInput, doors: number | 'every' = 0, probe?: Request): Promise<string> {
   const client = await connect(cluster.url);
   try {
-    await client.update({ maxQueue: 100_000, ...spec });
-    if (doors > 0 && probe) await whenDoorsOpen(cluster.url, spec.name, doors, { headers: probe.headers ?? {}, body: probe.body });
+    const deployed = await client.update({ maxQueue: 100_000, ...spec });
+    const open = doors === 'every' ? deployed.actors.length : doors;
+    if (open > 0 && probe) await whenDoorsOpen(cluster.url, spec.name, open, { headers: probe.headers ?? {}, body: probe.body });
     const view = (await client.describe()).deployments.find((d) => d.name === spec.name);
     return view?.layout ? `${view.layout.chosen} (${view.layout.reason})` : 'no layout reported';
   } finally {
@@ -113,7 +115,7 @@ async function mlpSection(c: Clusters, models: TestCluster['models']): Promise<v
   say('\n## Small MLP over HTTP OIP binary (input [1,64] float32)\n');
   const floor = await measureFloor(models.mlp, { name: 'x', shape: (b) => [b, 64] }, 1, 2, 1);
   say(`Raw onnxruntime-node \`session.run\` in-process, batch 1, 1 thread: p50 ${fmt(floor.p50Ms, 4)} ms.\n`);
-  const chosen = await deploy(c.first, { name: 'mlp', model: 'mlp.onnx' }, 1, mlpOip(c.first.url));
+  const chosen = await deploy(c.first, { name: 'mlp', model: 'mlp.onnx' }, 'every', mlpOip(c.first.url));
   say(`First deploy's layout, as describe() gives it: ${chosen}.\n`);
   await deploy(c.before, { name: 'mlp', model: 'mlp.onnx', threads: 1, batch: { maxSize: 1 } });
   await deploy(c.advised, { name: 'mlp', model: 'mlp.onnx', threads: 1, replicas: 2, batch: { maxSize: 64 } }, 2, mlpOip(c.advised.url));
@@ -188,9 +190,9 @@ function imageLoad(request: Request): Promise<LoadResult> {
 
 async function cnnSection(c: Clusters, models: TestCluster['models']): Promise<void> {
   say('\n## MobileNet-v2-shaped CNN over HTTP OIP binary (input [1,3,224,224], 588 KiB a request), 16 in flight\n');
-  const chosen = await deploy(c.first, { name: 'cnn', model: 'mobilenet.onnx' }, 1, cnnOip(c.first.url));
+  const chosen = await deploy(c.first, { name: 'cnn', model: 'mobilenet.onnx' }, 'every', cnnOip(c.first.url));
   say(`First deploy's layout, as describe() gives it: ${chosen}.\n`);
-  await deploy(c.before, { name: 'cnn', model: 'mobilenet.onnx', batch: { maxSize: 1 } });
+  await deploy(c.before, { name: 'cnn', model: 'mobilenet.onnx', replicas: 1, threads: 1, batch: { maxSize: 1 } });
   await deploy(
     c.advised,
     { name: 'cnn', model: 'mobilenet.onnx', threads: 1, replicas: 2, batch: { maxSize: 1 } },

@@ -340,7 +340,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           throw portsRefused([err.message, ...(http ? [httpRefusal(host, wantedPort, http)] : [])]);
         });
   try {
-    await app.listen({ host, port: wantedPort });
+    // A burst of connections past Node's backlog of 511 overflows the kernel's accept queue; one then waits its SYN-ACK retransmit.
+    await app.listen({ host, port: wantedPort, backlog: Math.max(511, maxConnections) });
   } catch (err) {
     await grpc?.close(0);
     // A port in use or not ours to take is the operator's to change, as the gRPC port's is.

@@ -1,4 +1,5 @@
 import { connect as netConnect } from 'node:net';
+import { setPriority } from 'node:os';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 
 /** One GET /healthz on a connection of its own: its latency in ms, or undefined if refused or unanswered in 10 s. */
@@ -19,6 +20,15 @@ function healthz(host: string, port: number): Promise<number | undefined> {
   });
 }
 
+/** Back to nice 0, where this process may lower its nice value again (root, or CAP_SYS_NICE); else it stays. */
+function restorePriority(): void {
+  try {
+    setPriority(0);
+  } catch {
+    // Unprivileged: the attacker's thread stays at the lower priority, which only slows the bench's own setup.
+  }
+}
+
 export interface Polled {
   ms: number[];
   failed: number;
@@ -29,7 +39,7 @@ export interface Polled {
  * own: an attack that writes tens of megabytes from this thread blocks its event loop, and a poller
  * sharing it would time the attacker's writes as the head's latency.
  */
-export async function polledDuring(url: string, work: () => Promise<unknown>): Promise<Polled> {
+export async function polledDuring(url: string, work: () => Promise<unknown>, attackerNice = 0): Promise<Polled> {
   const { hostname, port } = new URL(url);
   const poller = new Worker(new URL(import.meta.url), { workerData: { hostname, port: Number(port) } });
   const started = new Promise((resolve) => poller.once('message', resolve));
@@ -38,10 +48,13 @@ export async function polledDuring(url: string, work: () => Promise<unknown>): P
     poller.on('message', (m: Polled | 'polling') => m !== 'polling' && resolve(m));
   });
   await started;
+  // Linux sets a nice value per thread: the poller, started before, keeps its own.
+  if (attackerNice !== 0) setPriority(attackerNice);
   try {
     await work();
   } finally {
     poller.postMessage('stop');
+    if (attackerNice !== 0) restorePriority();
   }
   const result = await polled;
   await poller.terminate();
