@@ -1,5 +1,5 @@
 import type { ModelDeployment } from '../../runtime/internal.js';
-import { choosesReplicasAtLoad, needsNewActors } from '../state/record-changes.js';
+import { choosesReplicasAtLoad } from '../state/record-changes.js';
 import type { ActorRecord, DeploymentRecord, NodeRecord } from '../state/records.js';
 import { place } from './scheduler.js';
 
@@ -67,11 +67,13 @@ export function replicasAsked(
 
 /**
  * `next` as it replaces `current`: the same model deployed again with its count still left to the
- * head keeps the replicas chosen at load (its replicas, READY already, will not ask again).
+ * head keeps the replicas chosen at load, whatever else changes (its replicas, READY already, will
+ * not ask again; an update's new replicas would ask while the old ones still hold the CPUs, and
+ * get fewer). Another model starts from one replica and asks again: the count follows its cost.
  */
 export function keepChosenReplicas(current: ModelDeployment | undefined, next: ModelDeployment): ModelDeployment {
   if (!current || !choosesReplicasAtLoad(current) || !choosesReplicasAtLoad(next) || next.replicas >= current.replicas) return next;
-  return needsNewActors(current, next) ? next : { ...next, replicas: current.replicas };
+  return current.model === next.model ? { ...next, replicas: current.replicas } : next;
 }
 
 /**

@@ -139,6 +139,13 @@ describe('fast by default: a deployment that names no layout gets the benchmarks
     // The same spec again keeps the replicas the head chose: nothing restarts.
     const again = await client.update({ name: 'cnn', model: 'mobilenet.onnx' });
     assert.deepEqual(new Set(again.actors.map((a) => a.pid)), pids);
+    // An update of the same model that needs new replicas starts as many as were chosen.
+    const updated = await client.update({ name: 'cnn', model: 'mobilenet.onnx', batch: { maxSize: 2 } });
+    assert.equal(updated.actors.filter((a) => a.state === 'READY').length, cores);
+    assert.ok(
+      updated.actors.every((a) => !pids.has(a.pid)),
+      'new replicas for the new batching',
+    );
     // A count named wins: one replica, which takes the cores in sessions of its own.
     const named = await client.update({ name: 'cnn', model: 'mobilenet.onnx', replicas: 1 });
     assert.equal(named.actors.length, 1);

@@ -220,6 +220,7 @@ describe('replicas chosen at load (head/control/replicas-at-load.ts)', () => {
     const chosen = { ...spec(), replicas: 2 };
     assert.equal(keepChosenReplicas(chosen, spec()).replicas, 2);
     assert.equal(keepChosenReplicas(chosen, spec({ replicas: 1 })).replicas, 1);
+    assert.equal(keepChosenReplicas(chosen, spec({ batch: { maxSize: 4 } })).replicas, 2, 'an update of the same model keeps it');
     assert.equal(keepChosenReplicas(chosen, spec({ model: 'other.onnx' })).replicas, 1);
     assert.equal(keepChosenReplicas(undefined, spec()).replicas, 1);
     const d = { ...newDeployment(chosen, 0), actors: [actor(node('a', 2), 'cnn')] };
