@@ -52,7 +52,7 @@ export const HEAD_FLAGS: readonly FlagDef[] = [
   },
   {
     name: 'http-handoff',
-    help: "every replica on this host serves its deployment's inference\nconnections itself, handed over by the head, however many replicas\n(balanced by connection; a replica's connections end with it). By\ndefault only a model's lone replica does (docs/front-door.md)",
+    help: "every replica on this host serves its deployment's inference\nconnections itself, handed over by the head, however many replicas\n(balanced by connection; a replica's connections end with it). By\ndefault only a model's lone replica does, or replicas the head chose\nat load (docs/front-door.md)",
   },
   {
     name: 'no-http-handoff',
