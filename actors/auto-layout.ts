@@ -133,8 +133,9 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
   const byCores = Math.max(1, Math.min(MAX_INSTANCES, Math.floor(cores / replicas)));
   const perCore = costly && asked.replicasChosenByHead === true;
   const instances = costly && !perCore ? Math.min(byCores, byMemory) : 1;
-  // Each replica holds one session: as many replicas as cores, and as a quarter of the free memory holds.
-  const replicasWanted = perCore ? Math.max(1, Math.min(cores, byMemory)) : undefined;
+  // Each replica holds one session: as many replicas as cores (at most as many as one replica's
+  // instances would be: each is a process of its own), and as a quarter of the free memory holds.
+  const replicasWanted = perCore ? Math.max(1, Math.min(cores, MAX_INSTANCES, byMemory)) : undefined;
   const chosen = asked.batch
     ? { batch: asked.batch, why: 'batching as the deployment names it' }
     : batchable(probe.metadata)
@@ -159,7 +160,7 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
   if (costly && instances === 1 && byMemory < byCores)
     why = `${cost} (costly), one session of one thread: a second would not fit a quarter of the free memory`;
   if (replicasWanted !== undefined)
-    why = `${cost} (costly: ${INFERENCE_THREAD_MIN_RUN_MS} ms or more), so one session of one thread on the main thread per replica, and one replica per core of this host's ${cores}: ${replicasWanted} replica${replicasWanted === 1 ? '' : 's'} asked of the head${replicasWanted < cores ? ', as many as a quarter of the free memory holds' : ''}`;
+    why = `${cost} (costly: ${INFERENCE_THREAD_MIN_RUN_MS} ms or more), so one session of one thread on the main thread per replica, and one replica per core of this host's ${cores}: ${replicasWanted} replica${replicasWanted === 1 ? '' : 's'} asked of the head${replicasWanted < Math.min(cores, MAX_INSTANCES) ? ', as many as a quarter of the free memory holds' : replicasWanted < cores ? ` (at most ${MAX_INSTANCES})` : ''}`;
   return {
     model,
     batch: chosen.batch,
