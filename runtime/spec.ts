@@ -231,6 +231,37 @@ export { MAX_CONCURRENCY };
 export const MAX_INSTANCES = 16;
 
 /**
+ * Whether a deployment leaves room for the head to choose its replica count at load: a model of one
+ * ONNX file whose layout its replicas choose (no threads, instances or CPUs but the default named)
+ * and whose count nothing else sets (autoscale, versions). The head's test of a parsed spec is
+ * head/state/record-changes.ts `choosesReplicasAtLoad`.
+ */
+function replicasChoosable(d: {
+  model?: string;
+  kind?: string;
+  multiplex?: unknown;
+  threads?: number;
+  instances?: number;
+  cpus: number;
+  autoscale?: unknown;
+  versions?: unknown;
+  versionOf?: string;
+}): boolean {
+  return (
+    (d.kind ?? 'model') === 'model' &&
+    d.model !== undefined &&
+    !GRAPH_MODEL_FILE.test(d.model) &&
+    !d.multiplex &&
+    d.threads === undefined &&
+    d.instances === undefined &&
+    d.cpus === 1 &&
+    !d.autoscale &&
+    !d.versions &&
+    d.versionOf === undefined
+  );
+}
+
+/**
  * What a user asks for when deploying one model. `model` is a path under the agent's model
  * directory. `gpus` may be a fraction (0.5 shares a device) or a whole number of devices.
  */
@@ -395,12 +426,17 @@ export const ModelDeploymentSchema = z
     message: 'autoscale.minReplicas must not exceed autoscale.maxReplicas',
     path: ['autoscale'],
   })
+  .refine((d) => d.autoReplicas !== true || replicasChoosable(d), {
+    message:
+      'autoReplicas (the head choosing the replica count at load) goes with a model of one ONNX file that names none of threads, instances, cpus (other than 1), autoscale, versions or multiplex: those set the layout or the count',
+    path: ['autoReplicas'],
+  })
   .transform(({ autoReplicas, ...d }) => ({
     ...d,
     model: d.model ?? d.versions![0]!.model,
     replicas: d.replicas ?? 1,
-    // Said only when on, so a spec that names its replicas reads as it did.
-    ...((autoReplicas ?? (d.replicas === undefined && !d.autoscale && !d.versions)) ? { autoReplicas: true as const } : {}),
+    // Said only when on, so a spec that names its replicas (or where the count cannot be chosen) reads as it did.
+    ...((autoReplicas ?? (d.replicas === undefined && replicasChoosable(d))) ? { autoReplicas: true as const } : {}),
   }));
 
 export type ModelDeploymentInput = z.input<typeof ModelDeploymentSchema>;

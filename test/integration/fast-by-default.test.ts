@@ -139,6 +139,24 @@ describe('fast by default: a deployment that names no layout gets the benchmarks
     // The same spec again keeps the replicas the head chose: nothing restarts.
     const again = await client.update({ name: 'cnn', model: 'mobilenet.onnx' });
     assert.deepEqual(new Set(again.actors.map((a) => a.pid)), pids);
+    // A head restart keeps the count chosen (the state file holds it) and adopts the same processes.
+    await cluster.restartHead();
+    const after = await connect(cluster.url);
+    try {
+      const kept = await waitFor(
+        'the replicas chosen at load READY again under the new head',
+        async () => {
+          const v = (await after.describe()).deployments.find((x) => x.name === 'cnn');
+          return v && v.actors.filter((a) => a.state === 'READY').length === cores ? v : undefined;
+        },
+        60_000,
+      );
+      assert.deepEqual(new Set(kept.actors.map((a) => a.pid)), pids);
+      const same = await after.update({ name: 'cnn', model: 'mobilenet.onnx' });
+      assert.deepEqual(new Set(same.actors.map((a) => a.pid)), pids, 'the same spec after the restart changes nothing');
+    } finally {
+      await after.close();
+    }
     // An update of the same model that needs new replicas starts as many as were chosen.
     const updated = await client.update({ name: 'cnn', model: 'mobilenet.onnx', batch: { maxSize: 2 } });
     assert.equal(updated.actors.filter((a) => a.state === 'READY').length, cores);

@@ -199,6 +199,24 @@ describe('replicas chosen at load (head/control/replicas-at-load.ts)', () => {
     assert.equal(choosesReplicasAtLoad(spec({ kind: 'class', model: 'counter.js#Counter' })), false);
   });
 
+  test('a spec says autoReplicas only where the head may choose, and refuses it where something else sets the count or layout', () => {
+    for (const other of [{ kind: 'class', model: 'counter.js#Counter' }, { threads: 2 }, { cpus: 0.5 }, { model: 'p.graph.json' }]) {
+      assert.equal(spec(other).autoReplicas, undefined, `left out where it cannot apply: ${JSON.stringify(other)}`);
+      const refused = ModelDeploymentSchema.safeParse({ name: 'cnn', model: 'mobilenet.onnx', ...other, autoReplicas: true });
+      assert.equal(refused.success, false, JSON.stringify(other));
+      assert.match(
+        refused.error!.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('\n'),
+        /^autoReplicas: autoReplicas \(the head choosing/m,
+      );
+    }
+    assert.equal(
+      ModelDeploymentSchema.safeParse({ name: 'cnn', model: 'm.onnx', autoReplicas: true, autoscale: { minReplicas: 1, maxReplicas: 2 } })
+        .success,
+      false,
+    );
+    assert.equal(spec({ autoReplicas: false }).autoReplicas, undefined);
+  });
+
   test('as many more as fit beside what the nodes hold, never fewer than it runs', () => {
     const d = newDeployment(spec(), 0);
     const a = node('a', 4);
