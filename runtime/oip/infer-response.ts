@@ -47,12 +47,16 @@ export async function inferResponse(
 /**
  * The name and version a response gives: the name the request named, as Triton answers, and the
  * version that ran it. A deployment split between versions answers the version the request pinned,
- * or else the one the split chose (`served`), so every answer says which model produced it; any
- * other target has the one version, "1".
+ * or else the one the split chose (`served`), so every answer says which model produced it. The
+ * version that ran is said even where `target` (as a front-door worker last heard of it) names no
+ * versions: a deployment made one model again is served by its versions until its own replicas
+ * are READY, and a worker may hear of a split after its call ran on a version. Anything else has
+ * the one version, "1".
  */
 export function answeredAs(target: InferTarget, params: Params, served: string | undefined): { model: string; version: string } {
-  if (params.version !== undefined || target.versions) return { model: params.name, version: params.version ?? served ?? MODEL_VERSION };
-  return { model: target.model === undefined ? target.name : `${target.name}:${target.model}`, version: MODEL_VERSION };
+  const version = params.version ?? served ?? MODEL_VERSION;
+  if (params.version !== undefined || target.versions || served !== undefined) return { model: params.name, version };
+  return { model: target.model === undefined ? target.name : `${target.name}:${target.model}`, version };
 }
 
 /** The order outputs are answered in: as asked, else as the target declares them, then any others it returned. */
