@@ -3,15 +3,21 @@
 // few seconds per mode. Reads each thread's CPU time from /proc/<pid>/task (Linux only), and
 // prints per image: the main thread, the inference thread (the worker, when there is one), the
 // other threads (onnxruntime's intra-op pool, V8's and libuv's helpers), and the wall time each
-// image took. `npm run build && node dist/bench/thread-profile.js`.
-import { readFileSync, readdirSync } from 'node:fs';
+// image took, into bench/RESULTS-thread-profile.md. `npm run bench:inference-thread` runs it after
+// bench/inference-thread.ts.
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { connect } from '../runtime/internal.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import { whenDoorsOpen } from './lib/doors.js';
 import { httpLoad, oipRequest } from './lib/http-load.js';
+import { report } from './lib/report.js';
+import { systemLine } from './lib/system.js';
 import { fmt } from './lib/table.js';
 
 const SECONDS = Number(process.env.SECONDS ?? 6);
+/** Each mode is profiled this many times, the modes taking turns: the machine's speed drifts between minutes. */
+const ROUNDS = Number(process.env.ROUNDS ?? 2);
 const image = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i));
 
 /** CPU ms of every thread of `pid`, with its name (comm), by thread id. */
@@ -30,7 +36,17 @@ function threads(pid: number): Map<number, { name: string; ms: number }> {
   return out;
 }
 
-for (const mode of ['never', 'auto'] as const) {
+const { say, lines } = report();
+say("# Where the actor's CPU goes, by thread, with and without the inference thread\n");
+say(systemLine('bench:inference-thread', 'bench/thread-profile.ts'));
+say(
+  `- MobileNet-v2-shaped CNN, 1 replica x 2 intra-op threads, batching 2, serving HTTP itself (--http-handoff), 16 images in flight for ${SECONDS} s per profile; the two modes take turns, ${ROUNDS} rounds; CPU time of each thread from /proc/PID/task; load average at the start ${loadavg()[0]!.toFixed(1)} (anything else running shares the cores)`,
+);
+say(
+  "- per image, in µs: the main thread, the three busiest other threads by name (the inference thread, when there is one, and onnxruntime's intra-op pool thread are among them), the rest together, all threads, and 2 cores x the wall time\n",
+);
+const modes = Array.from({ length: ROUNDS }, () => ['never', 'auto'] as const).flat();
+for (const mode of modes) {
   const cluster = await startCluster({
     agents: [['--name', 'p', '--cpus', '64']],
     headArgs: ['--http-handoff'],
@@ -53,16 +69,18 @@ for (const mode of ['never', 'auto'] as const) {
     // The inference thread is the worker that took the most CPU besides the main thread, when there is one.
     const others = used.filter((t) => t.tid !== pid).sort((a, b) => b.ms - a.ms);
     const total = used.reduce((a, t) => a + t.ms, 0);
-    process.stdout.write(
+    say(
       `- ${mode === 'never' ? 'before (session on the main thread)' : 'after (session on an inference thread)'}: ${fmt(load.rps, 1)} images/s; µs per image: main thread ${fmt(perImage(main))}, ` +
         `${others
           .slice(0, 3)
           .map((t) => `${t.name} ${fmt(perImage(t.ms))}`)
           .join(
             ', ',
-          )}, other threads ${fmt(perImage(others.slice(3).reduce((a, t) => a + t.ms, 0)))}; all ${fmt(perImage(total))} of ${fmt(perImage(SECONDS * 1000 * 2))} (2 cores x the wall time)\n`,
+          )}, other threads ${fmt(perImage(others.slice(3).reduce((a, t) => a + t.ms, 0)))}; all ${fmt(perImage(total))} of ${fmt(perImage(SECONDS * 1000 * 2))} (2 cores x the wall time)`,
     );
   } finally {
     await cluster.stop();
   }
 }
+say(`\nLoad average at the end: ${loadavg()[0]!.toFixed(1)}.`);
+writeFileSync(new URL('../../bench/RESULTS-thread-profile.md', import.meta.url), `${lines.join('\n')}\n`);

@@ -1,7 +1,7 @@
 // The longest stretches of a V8 CPU profile without an `(idle)` sample: how long the profiled
 // process held its event loop at once (a stall), and when, in seconds after the profile began.
 // `node dist/bench/scale/profile-stalls.js FILE.cpuprofile [N]`. On a loaded machine a stretch also
-// counts the time the process waited for a core. For RESULTS-scale.md.
+// counts the time the process waited for a core. For bench/scale/HISTORY.md.
 import { readFileSync } from 'node:fs';
 
 interface Profile {

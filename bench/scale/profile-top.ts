@@ -1,6 +1,6 @@
 // The functions a V8 CPU profile (node --cpu-prof, or bench:scale --head-cpu-prof) spent most
 // self time in: `node dist/bench/scale/profile-top.js FILE.cpuprofile [N] [FROM_S TO_S]`, the last two
-// keeping only the samples taken that many seconds after the profile began. For RESULTS-scale.md.
+// keeping only the samples taken that many seconds after the profile began. For bench/scale/HISTORY.md.
 import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 

@@ -14,7 +14,7 @@ interface Ranking {
  * The actors that hold resources on each node (STARTING, READY or DRAINING), grouped once so
  * that placing an actor reads each node's own actors instead of scanning the whole cluster's for
  * every node (at 1,000 nodes and 7,000 actors that scan was milliseconds per placement and
- * seconds per deploy: bench/RESULTS-scale.md). A scheduling pass builds one over a fixed set of
+ * seconds per deploy: bench/scale/HISTORY.md). A scheduling pass builds one over a fixed set of
  * nodes and `add`s each actor it places, so later placements see it. What the scheduler made of
  * each node for one request (its usage, the GPUs it would give) is ranked once (see `best`) and
  * kept until an actor lands on that node or another request comes: a pass places one

@@ -3,7 +3,7 @@
  * can be changed or removed in O(log n). The scheduler keeps each node's verdict for the request
  * being placed here: the best node is the top, and placing an actor changes one node's verdict,
  * so the next placement re-ranks that node alone instead of comparing all of them
- * (bench/RESULTS-scale.md: at 3,000 nodes a comparison of every node per placement made the deploy
+ * (bench/scale/HISTORY.md: at 3,000 nodes a comparison of every node per placement made the deploy
  * stall for seconds).
  */
 export class RankedNodes<T> {

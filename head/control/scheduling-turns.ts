@@ -1,7 +1,7 @@
 /**
  * Bounds how long scheduling holds the event loop in one turn. Sixty deploys arriving together at
  * 3,000 nodes each rank every node once (ActorsByNode.best): seconds of work in a row, during which
- * no heartbeat, start answer or request was read (bench/RESULTS-scale.md). Once a turn has spent
+ * no heartbeat, start answer or request was read (bench/scale/HISTORY.md). Once a turn has spent
  * `sliceMs` placing, the rest waits for a pass in a later turn (setImmediate, after the loop has
  * polled its sockets once more); every pass still finishes at least one deployment, so the work
  * always moves on. Measured with the real clock, whatever clock the controller's timers run on.

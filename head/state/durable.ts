@@ -72,7 +72,7 @@ export type Snapshot = () => { deployments: ModelDeployment[]; actors: SavedActo
  * `heldMs`, when changes keep coming: four times that, so rewriting the state takes at most a
  * fifth of the head's time however large the state grows. While a 15,000-actor deploy changed
  * the state continuously, back-to-back writes of 0.2-0.5 s each were the largest cost of the head
- * (bench/RESULTS-scale.md). Writes that cost less than a few milliseconds are not spaced.
+ * (bench/scale/HISTORY.md). Writes that cost less than a few milliseconds are not spaced.
  */
 export function writeSpacingMs(heldMs: number): number {
   return heldMs < 5 ? 0 : 4 * heldMs;
@@ -202,7 +202,7 @@ export class DurableStore {
    * Writes the state now, or once the write in progress ends: however many saves are asked for
    * meanwhile, one more write follows, of the state as it is then. Each write is the whole state:
    * queueing one per change let writes pile up behind each other at thousands of actors (a
-   * 15,000-actor deploy kept the head writing for long after it ended; bench/RESULTS-scale.md).
+   * 15,000-actor deploy kept the head writing for long after it ended; bench/scale/HISTORY.md).
    * Resolves once what was asked for is on disk.
    */
   #save(): Promise<void> {

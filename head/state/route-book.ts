@@ -9,7 +9,7 @@ type ClientChannel = Channel<ClientToHead, HeadToClient>;
 /**
  * Whether `b` says what `a` said, field by field. Not by comparing their JSON: during a deploy of
  * thousands of actors the watched deployments' routes were re-encoded after every change anywhere,
- * a cost of its own (bench/RESULTS-scale.md).
+ * a cost of its own (bench/scale/HISTORY.md).
  */
 function sameRoutes(a: Routes | undefined, b: Routes): boolean {
   if (!a || a.perReplicaLimit !== b.perReplicaLimit || a.maxQueue !== b.maxQueue || a.maxRetries !== b.maxRetries) return false;

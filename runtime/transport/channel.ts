@@ -152,7 +152,7 @@ export class Channel<In extends { type: string }, Out extends { type: string }, 
               () =>
                 // Not yet: after a stall (a busy head placing thousands of actors), timers run
                 // before the I/O that came in meanwhile is read, and the answer may be in it; one
-                // turn later it has been read (bench/RESULTS-scale.md: a 51 s stall failed 8,926
+                // turn later it has been read (bench/scale/HISTORY.md: a 51 s stall failed 8,926
                 // start orders whose answers had arrived). The pending entry says whether it did.
                 setImmediate(() => {
                   if (this.#pending.get(id)?.reject !== reject) return;
