@@ -3,8 +3,8 @@ import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { childNodeArgs } from '../../runtime/internal.js';
-import type { ErrorCode, Logger } from '../../runtime/internal.js';
+import { childNodeArgs, descriptorOf, handoffAddon } from '../../runtime/internal.js';
+import type { ErrorCode, HandoffAddon, Logger } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { RunGateway } from '../graph/run-gateway.js';
 import { allTargets, lookupTarget } from '../http/state-backend.js';
@@ -36,6 +36,8 @@ interface Worker {
   oldestUnproven: number;
   /** Resolves when the worker said it drained, or exited. */
   drained?: () => void;
+  /** The head's end of the worker's handoff socket (worker-handoff.ts), or -1: sockets then go with IPC messages. */
+  link: number;
 }
 
 /**
@@ -59,9 +61,13 @@ export class FrontDoor {
   #next = 0;
   #catalog = '';
   #closing = false;
+  /** Passes connections' descriptors to workers (undefined where it cannot load: Node's IPC carries them). */
+  readonly #addon: HandoffAddon | undefined;
 
   private constructor(options: FrontDoorOptions) {
     this.#options = options;
+    const addon = handoffAddon();
+    this.#addon = typeof addon === 'string' ? undefined : addon;
     this.#internal = createServer((socket) => options.serveHere(socket));
     this.#stopWatching = [options.state.routes.watch(() => this.#pushCatalog()), options.graphs.watch(() => this.#pushCatalog())];
   }
@@ -154,8 +160,49 @@ export class FrontDoor {
     // untracked, and destroying it once sent (the descriptor has gone with the message) ends the
     // server's count of it.
     (socket as Socket & { server: unknown }).server = null;
+    if (message.type === 'connection' && this.#queue(worker, socket)) {
+      this.#send(worker, { type: 'connection', head: message.head as Uint8Array<ArrayBuffer>, queued: true });
+      // This process's descriptor closes; the connection lives on in the worker's.
+      socket.destroy();
+      return true;
+    }
     worker.child.send(message, socket, { keepOpen: false }, () => socket.destroy());
     return true;
+  }
+
+  /** Queues `socket`'s descriptor on the worker's handoff socket; false where it has none, or it is full. */
+  #queue(worker: Worker, socket: Socket): boolean {
+    const fd = worker.link >= 0 ? descriptorOf(socket) : undefined;
+    if (fd === undefined) return false;
+    try {
+      return this.#addon!.send(worker.link, fd);
+    } catch (err) {
+      this.#options.log.warn(
+        { pid: worker.child.pid, err: (err as Error).message },
+        'front-door handoff socket failed: sockets go with IPC messages',
+      );
+      this.#closeLink(worker);
+      return false;
+    }
+  }
+
+  /** Connects to the handoff socket a worker named in `ready`, and tells it to take the connection. */
+  #openLink(worker: Worker, name: string | undefined): void {
+    if (!this.#addon || name === undefined) return;
+    try {
+      worker.link = this.#addon.connect(name);
+    } catch (err) {
+      return void this.#options.log.warn(
+        { pid: worker.child.pid, err: (err as Error).message },
+        "cannot reach a front-door worker's handoff socket",
+      );
+    }
+    this.#send(worker, { type: 'handoffOpen', headPid: process.pid });
+  }
+
+  #closeLink(worker: Worker): void {
+    if (worker.link >= 0) this.#addon?.close(worker.link);
+    worker.link = -1;
   }
 
   /** Tells every worker to finish its accepted requests and refuse new ones; resolves when all did or `timeoutMs` passed. */
@@ -197,13 +244,14 @@ export class FrontDoor {
       execArgv: childNodeArgs(),
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    const worker: Worker = { child, ready: false, connections: 0, unproven: 0, oldestUnproven: Infinity };
+    const worker: Worker = { child, ready: false, connections: 0, unproven: 0, oldestUnproven: Infinity, link: -1 };
     this.#workers[slot] = worker;
     const started = Date.now();
     child.on('message', (raw, handle) => this.#received(worker, raw, handle as Socket | undefined));
     child.on('error', (err) => this.#options.log.warn({ err: err.message, pid: child.pid }, 'front-door worker error'));
     child.once('exit', (code, signal) => {
       worker.ready = false;
+      this.#closeLink(worker);
       worker.connections = 0;
       worker.unproven = 0;
       worker.drained?.();
@@ -229,6 +277,7 @@ export class FrontDoor {
     const { state } = this.#options;
     switch (message.type) {
       case 'ready':
+        this.#openLink(worker, message.handoff);
         this.#send(worker, { type: 'catalog', targets: this.#targets() });
         worker.ready = true;
         return;

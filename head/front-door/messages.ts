@@ -37,8 +37,13 @@ export const HeadToWorkerSchema = z.discriminatedUnion('type', [
   /** Every deployment and graph the head has now; sent whenever one changes. */
   z.object({ type: z.literal('catalog'), targets: z.array(InferTargetSchema) }),
   z.object({ type: z.literal('target'), id: z.number().int(), target: InferTargetSchema.nullable() }),
-  /** Comes with a socket: a connection whose first bytes the head has read already. */
-  z.object({ type: z.literal('connection'), head: z.instanceof(Uint8Array) }),
+  /**
+   * Comes with a socket, or (`queued`) with the socket's descriptor queued on the worker's handoff
+   * socket (worker-handoff.ts): a connection whose first bytes the head has read already.
+   */
+  z.object({ type: z.literal('connection'), head: z.instanceof(Uint8Array), queued: z.literal(true).optional() }),
+  /** The head connected to the handoff socket the worker named in `ready`: take that connection (only `headPid`'s). */
+  z.object({ type: z.literal('handoffOpen'), headPid: z.number().int().positive() }),
   /** Comes with a socket: a connection to the gRPC port, nothing read of it. */
   z.object({ type: z.literal('grpc-connection') }),
   z.object({ type: z.literal('drain') }),
@@ -51,7 +56,8 @@ export const HeadToWorkerSchema = z.discriminatedUnion('type', [
 export type HeadToWorker = z.infer<typeof HeadToWorkerSchema>;
 
 export const WorkerToHeadSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('ready') }),
+  /** `handoff`: the abstract socket address where the worker takes connections' descriptors (worker-handoff.ts). */
+  z.object({ type: z.literal('ready'), handoff: z.string().min(1).max(200).optional() }),
   /** A request named a deployment the worker's catalog lacks (or knows no signature of) yet. */
   z.object({ type: z.literal('lookup'), id: z.number().int(), name: z.string().max(1024) }),
   /**

@@ -7,6 +7,7 @@ import { HeadToWorkerSchema } from './messages.js';
 import type { WorkerSettings, WorkerToHead } from './messages.js';
 import { WorkerCatalog } from './worker-catalog.js';
 import { startWorkerGrpc } from './worker-grpc.js';
+import { WorkerHandoff } from './worker-handoff.js';
 import type { WorkerGrpc } from './worker-grpc.js';
 
 /**
@@ -20,6 +21,7 @@ const REPORT_EVERY_MS = 500;
 
 const tell = (message: WorkerToHead) => process.connected && process.send?.(message);
 
+const handoff = WorkerHandoff.create(log);
 const catalog = new WorkerCatalog((id, name) => tell({ type: 'lookup', id, name }));
 const gate = new ShutdownGate();
 const served = new Map<string, number>();
@@ -141,7 +143,7 @@ async function serve(settings: WorkerSettings, pending: [Buffer, Socket][]): Pro
   }
   setInterval(report, REPORT_EVERY_MS).unref();
   handleConnection = accept;
-  tell({ type: 'ready' });
+  tell({ type: 'ready', ...(handoff ? { handoff: handoff.name } : {}) });
   log.debug({ pid: process.pid }, 'front-door worker ready');
 }
 
@@ -174,10 +176,13 @@ process.on('message', (raw: unknown, socket?: Socket) => {
     case 'target':
       return catalog.answered(message.id, message.target);
     case 'connection': {
-      if (!socket) return;
+      const connection = message.queued ? handoff?.take() : socket;
+      if (!connection) return;
       const head = Buffer.from(message.head.buffer, message.head.byteOffset, message.head.byteLength);
-      return handleConnection(head, socket);
+      return handleConnection(head, connection);
     }
+    case 'handoffOpen':
+      return handoff?.open(message.headPid);
     case 'grpc-connection':
       if (!socket) return;
       held(socket, false);
