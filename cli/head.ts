@@ -15,6 +15,11 @@ export const HEAD_FLAGS: readonly FlagDef[] = [
   },
   { name: 'no-grpc', help: 'serve no gRPC endpoint' },
   {
+    name: 'probe-port',
+    value: 'PORT',
+    help: "also answer /healthz and /readyz on this port, on the same host, for an\norchestrator's probes (0 for any): only probes wait in its accept queue,\nso a burst of connections to the main port does not make them late\n(default: none; the main port always answers them)",
+  },
+  {
     name: 'token',
     value: 'TOKEN',
     help: 'cluster token agents and clients must present (or TROUPE_TOKEN);\nrequired when HOST is not loopback',
@@ -81,6 +86,7 @@ export const HeadFlagsSchema = z.object({
   port: PortSchema.default(Number(process.env.TROUPE_PORT ?? 8470)),
   grpcPort: PortSchema.optional(),
   noGrpc: z.boolean().optional(),
+  probePort: PortSchema.optional(),
   token: z.string().min(8, 'tokens are at least 8 characters').optional(),
   suspectAfterMs: z.coerce.number().int().min(100).max(3_600_000).optional(),
   deadAfterMs: z.coerce.number().int().min(100).max(3_600_000).optional(),
@@ -177,6 +183,7 @@ export async function headCommand(argv: string[]): Promise<void> {
     host: flags.host,
     port: flags.port,
     ...(grpcPort !== undefined ? { grpcPort } : {}),
+    ...(flags.probePort !== undefined ? { probePort: flags.probePort } : {}),
     ...(token ? { token } : {}),
     liveness: {
       ...(flags.suspectAfterMs !== undefined ? { suspectAfterMs: flags.suspectAfterMs } : {}),
@@ -203,6 +210,7 @@ export async function headCommand(argv: string[]): Promise<void> {
   });
   // Before the line that says the head is ready, so troupe up (which echoes it) shows it first.
   if (head.restored) process.stdout.write(`${restoredLine(head.restored)}\n`);
+  if (head.probeUrl) process.stdout.write(`troupe head probes (/healthz, /readyz) on ${head.probeUrl}\n`);
   // One line on stdout that people and scripts (troupe up, the tests) read to find the head.
   process.stdout.write(`troupe head listening on ${head.url}${head.grpcAddress ? ` and gRPC on ${head.grpcAddress}` : ''}\n`);
   onShutdown(() => head.close());

@@ -82,6 +82,11 @@ export interface HeadOptions {
    */
   grpcPort?: number;
   /**
+   * Answer `/healthz` and `/readyz` on a port of their own too (head/probe-server.ts), on the same
+   * host, for an orchestrator's probes; 0 picks a free one. Absent: only the main port answers them.
+   */
+  probePort?: number;
+  /**
    * Serve HTTPS and WSS on the head's port, and TLS on the gRPC port; every port then refuses
    * plaintext. Replicas' direct ports present the same certificate (handed to agents over their
    * TLS connections). Front-door workers and HTTP handoff are off under TLS (they pass raw
@@ -101,6 +106,8 @@ export interface Head {
   readonly url: string;
   /** host:port of the gRPC endpoint, when the head serves one. */
   readonly grpcAddress: string | undefined;
+  /** http(s)://host:port of the probe listener (`probePort`), when there is one. */
+  readonly probeUrl: string | undefined;
   readonly state: ClusterState;
   /**
    * What came back from the data directory's state file at start (deployments and graphs by

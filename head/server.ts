@@ -11,13 +11,12 @@ import {
   ACTOR_ID_HEADER,
   ACTOR_SECRET_HEADER,
   DEFAULT_MAX_FRAME_BYTES,
-  HEAD_SHUTTING_DOWN,
   TroupeError,
   acceptFrames,
   createLogger,
   wantsFrames,
 } from '../runtime/internal.js';
-import type { Channel, FrameTransport } from '../runtime/internal.js';
+import type { FrameTransport } from '../runtime/internal.js';
 import type { ActorRecord } from './state/records.js';
 import { serveActor } from './connections/actor-connection.js';
 import { serveAgent } from './connections/agent-connection.js';
@@ -36,6 +35,10 @@ import { errorHandler, sendError } from './http/errors.js';
 import { clientError, notFound } from './http/not-found.js';
 import { ApiDocs } from './http/openapi.js';
 import { registerProbeRoutes } from './http/probe-routes.js';
+import { startProbeServer } from './probe-server.js';
+import { closeLinks } from './close-links.js';
+import type { ClosableChannel } from './close-links.js';
+import { serverReadiness } from './control/readiness.js';
 import { FrontDoor } from './front-door/front-door.js';
 import { capElsewhere } from './front-door/cap-elsewhere.js';
 import { boundBodies } from './front-door/slow-bodies.js';
@@ -64,9 +67,6 @@ import type { Head, HeadOptions } from './head-options.js';
 
 export { DEFAULT_DRAIN_MS, DEFAULT_MAX_CONNECTIONS, SILENT_CONNECTION_MS } from './head-options.js';
 export type { Head, HeadOptions, HeadTlsOptions } from './head-options.js';
-
-/** What shutting down needs of a connection's channel. */
-type ClosableChannel = Pick<Channel<{ type: string }, { type: string }>, 'close' | 'terminate' | 'whenClosed'>;
 
 function refuse(socket: Duplex, status: number, text: string, why: string): void {
   socket.end(`HTTP/1.1 ${status} ${text}\r\nx-troupe-error: ${why}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
@@ -347,6 +347,18 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     // A port in use or not ours to take is the operator's to change, as the gRPC port's is.
     throw portsRefused([httpRefusal(host, wantedPort, (err as Error).message)]);
   }
+  const probes =
+    options.probePort === undefined
+      ? undefined
+      : await startProbeServer(host, options.probePort, tls, () => serverReadiness(state, gate.draining), log).catch(
+          async (err: unknown) => {
+            await Promise.all([grpc?.close(0), app.close()]);
+            throw new TroupeError(
+              'TROUPE_ERR_BAD_FLAG',
+              `head: --probe-port ${options.probePort}: ${(err as Error).message}; give another, or 0 for any`,
+            );
+          },
+        );
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : options.port;
   const url = `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
@@ -374,7 +386,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
     // connection back to the head, and a forwarded one came back unread (a 408 after 10 s).
     if (!internalOff('socket-handle')) forwarder = await InferenceForwarder.start((socket) => door.takeUnread(socket));
   }
-  log.info({ url, grpc: grpc?.address, stateFile: store?.file, httpWorkers }, 'head listening');
+  log.info({ url, grpc: grpc?.address, probes: probes?.url, stateFile: store?.file, httpWorkers }, 'head listening');
   // Graphs come back once the deployments they call are READY again (graphs.deploy waits for them).
   for (const [name, doc] of saved?.graphs ?? []) {
     graphs.deploy(doc).then(
@@ -395,6 +407,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   return {
     url,
     grpcAddress: grpc?.address,
+    probeUrl: probes?.url,
     state,
     restored,
     close() {
@@ -418,24 +431,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
         await store?.close();
         // The last write is on disk: the next head may take the directory.
         await lock?.release();
-        // Let the last answers leave (replies are coalesced into one write per turn), then close
-        // every socket with a handshake, so those answers arrive before the close; a peer that
-        // does not answer the handshake within a second is dropped.
-        await new Promise((resolve) => setImmediate(resolve));
-        const sockets = [...wss.clients];
-        for (const ws of sockets) ws.close(1001, HEAD_SHUTTING_DOWN);
-        const channels = [...streams];
-        for (const channel of channels) channel.close(1001, HEAD_SHUTTING_DOWN);
-        await Promise.race([
-          Promise.all([
-            ...sockets.map((ws) => (ws.readyState === ws.CLOSED ? undefined : new Promise((resolve) => ws.once('close', resolve)))),
-            ...channels.map((channel) => channel.whenClosed),
-          ]),
-          new Promise((resolve) => setTimeout(resolve, 1000)),
-        ]);
-        for (const ws of wss.clients) ws.terminate();
-        for (const channel of streams) channel.terminate();
-        wss.close();
+        await closeLinks(wss, streams);
         // HTTP requests still open after the drain (a status page's event stream, a slow client)
         // get a second, then their connections are closed: a shutdown must not wait on them.
         const closed = app.close().then(() => true);
@@ -443,6 +439,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
         // Bounded too: Node's count of the server's connections can outlive them (a socket sent to
         // a worker that exited before taking it is never released), and then close never calls back.
         if (!(await settledWithin(closed, 1000))) log.warn('the HTTP server did not report closed; exiting without it');
+        await probes?.close();
       })();
       return closing;
     },

@@ -35,30 +35,34 @@ export interface Polled {
 }
 
 /**
- * Polls the head's /healthz every 20 ms until `work` settles. The poller runs on a thread of its
- * own: an attack that writes tens of megabytes from this thread blocks its event loop, and a poller
- * sharing it would time the attacker's writes as the head's latency.
+ * Polls /healthz at each of `urls` (the head's main port, its probe port) every 20 ms until `work`
+ * settles, one figure per URL. Each poller runs on a thread of its own: an attack that writes tens
+ * of megabytes from this thread blocks its event loop, and a poller sharing it would time the
+ * attacker's writes as the head's latency.
  */
-export async function polledDuring(url: string, work: () => Promise<unknown>, attackerNice = 0): Promise<Polled> {
-  const { hostname, port } = new URL(url);
-  const poller = new Worker(new URL(import.meta.url), { workerData: { hostname, port: Number(port) } });
-  const started = new Promise((resolve) => poller.once('message', resolve));
-  const polled = new Promise<Polled>((resolve, reject) => {
-    poller.once('error', reject);
-    poller.on('message', (m: Polled | 'polling') => m !== 'polling' && resolve(m));
+export async function polledDuring(urls: readonly string[], work: () => Promise<unknown>, attackerNice = 0): Promise<Polled[]> {
+  const pollers = urls.map((url) => {
+    const { hostname, port } = new URL(url);
+    const poller = new Worker(new URL(import.meta.url), { workerData: { hostname, port: Number(port) } });
+    const started = new Promise((resolve) => poller.once('message', resolve));
+    const polled = new Promise<Polled>((resolve, reject) => {
+      poller.once('error', reject);
+      poller.on('message', (m: Polled | 'polling') => m !== 'polling' && resolve(m));
+    });
+    return { poller, started, polled };
   });
-  await started;
-  // Linux sets a nice value per thread: the poller, started before, keeps its own.
+  await Promise.all(pollers.map((p) => p.started));
+  // Linux sets a nice value per thread: the pollers, started before, keep their own.
   if (attackerNice !== 0) setPriority(attackerNice);
   try {
     await work();
   } finally {
-    poller.postMessage('stop');
+    for (const { poller } of pollers) poller.postMessage('stop');
     if (attackerNice !== 0) restorePriority();
   }
-  const result = await polled;
-  await poller.terminate();
-  return result;
+  const results = await Promise.all(pollers.map((p) => p.polled));
+  await Promise.all(pollers.map((p) => p.poller.terminate()));
+  return results;
 }
 
 if (!isMainThread && parentPort) {

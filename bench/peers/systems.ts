@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { copyFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { freePort } from '../../test/helpers/free-port.js';
 import { join } from 'node:path';
 import { Client } from 'undici';
 import { model, pipeline } from '../../runtime/internal.js';
@@ -47,14 +47,6 @@ const PEERS_DIR = join(REPO, 'bench', 'peers');
 const X = new Float32Array(64).map((_, i) => Math.sin(i));
 const IMAGE = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i));
 const raw = (data: Float32Array) => Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Sends `request` until it is answered 200 (bounded); resolves with the moment it was. */
 async function firstAnswer(request: HttpRequest, timeoutMs: number, exited: () => string | undefined): Promise<number> {

@@ -90,8 +90,12 @@ describe('Kubernetes manifests (deploy/k8s)', () => {
     assert.equal(c.args[0], 'head');
     const port = c.ports.find((p: Manifest) => p.containerPort === 8470);
     assert.ok(port, 'listens on 8470');
-    assert.deepEqual(c.readinessProbe.httpGet, { path: '/readyz', port: port.name });
-    assert.deepEqual(c.livenessProbe.httpGet, { path: '/healthz', port: port.name });
+    // The probes ask the port --probe-port opens, one the container declares.
+    const probes = c.ports.find((p: Manifest) => p.name === 'probes');
+    assert.ok(probes, 'declares the probe port');
+    assert.equal(c.args[c.args.indexOf('--probe-port') + 1], String(probes.containerPort));
+    assert.deepEqual(c.readinessProbe.httpGet, { path: '/readyz', port: 'probes' });
+    assert.deepEqual(c.livenessProbe.httpGet, { path: '/healthz', port: 'probes' });
     assert.equal(envOf(c, 'TROUPE_HOST').value, '0.0.0.0');
     assert.deepEqual(envOf(c, 'TROUPE_TOKEN').valueFrom, { secretKeyRef: { name: 'troupe-token', key: 'token' } });
     assert.deepEqual(pod.metadata.annotations, {
