@@ -109,6 +109,11 @@ try {
       }
     }
     say(`### ${layoutName(layout)}, floor (best layout, batch 2) median ${fmt(median(floors), 1)} samples/s\n`);
+    // auto's rule (actors/load-model.ts): a session of one intra-op thread stays on the main thread.
+    if (layout.threads === 1)
+      say(
+        '`auto` keeps a session of one intra-op thread on the main thread, as `never` does: both columns run the same layout, and what differs between them is the drift between windows.\n',
+      );
     say('| path | before (main thread) | after (inference thread) |');
     say('| --- | ---: | ---: |');
     for (const p of paths) {

@@ -36,7 +36,7 @@ export function keepAliveCaller(request: Request): { call: () => Promise<void>; 
  * the latency is what matters and autocannon reports it in whole milliseconds, so that run uses a
  * keep-alive client timed to the microsecond instead.
  */
-export async function httpLoad(request: Request, concurrency: number, seconds: number): Promise<LoadResult> {
+export async function httpLoad(request: Request, concurrency: number, seconds: number, { warmUp = true } = {}): Promise<LoadResult> {
   if (concurrency === 1) {
     const caller = keepAliveCaller(request);
     try {
@@ -45,8 +45,9 @@ export async function httpLoad(request: Request, concurrency: number, seconds: n
       caller.close();
     }
   }
-  // A short unmeasured run first, so connection setup and JIT warm-up are not in the figures.
-  await autocannon({ ...request, connections: concurrency, duration: 0.5 });
+  // A short unmeasured run first, so connection setup and JIT warm-up are not in the figures
+  // (`warmUp: false` where the caller warmed up and counts the server's CPU over this run alone).
+  if (warmUp) await autocannon({ ...request, connections: concurrency, duration: 0.5 });
   const r = await autocannon({ ...request, connections: concurrency, duration: seconds, pipelining: 1 });
   return {
     concurrency,
@@ -95,7 +96,11 @@ export const IMAGE_LOAD_GENERATOR = h2loadAvailable() ? 'h2load --h1' : 'autocan
 
 const answered = new Set<string>();
 
-/** Sends `request` once and throws unless it is answered 200 with a binary-data answer: h2load sees statuses only. */
+/**
+ * Sends `request` once and throws unless it is answered 200 with an inference answer, h2load seeing
+ * statuses only: binary outputs, or JSON ones where a server ignores the binary-output parameter
+ * (KServe's ModelServer answers JSON).
+ */
 async function checkAnswered(request: HttpRequest): Promise<void> {
   if (answered.has(request.url)) return;
   const url = new URL(request.url);
@@ -104,9 +109,13 @@ async function checkAnswered(request: HttpRequest): Promise<void> {
     const answer = await client.request({ path: url.pathname, method: 'POST', headers: request.headers, body: request.body });
     const bytes = Buffer.from(await answer.body.arrayBuffer());
     const headerLength = Number(answer.headers['inference-header-content-length']);
-    if (answer.statusCode !== 200 || !(headerLength > 0) || bytes.length <= headerLength)
-      throw new Error(`${request.url} answered ${answer.statusCode} with ${bytes.length} bytes: ${bytes.subarray(0, 200).toString()}`);
-    JSON.parse(bytes.subarray(0, headerLength).toString());
+    const refused = () =>
+      new Error(`${request.url} answered ${answer.statusCode} with ${bytes.length} bytes: ${bytes.subarray(0, 200).toString()}`);
+    if (answer.statusCode !== 200) throw refused();
+    const binary = headerLength > 0;
+    if (binary && bytes.length <= headerLength) throw refused();
+    const json = JSON.parse(bytes.subarray(0, binary ? headerLength : bytes.length).toString()) as { outputs?: unknown[] };
+    if (!Array.isArray(json.outputs) || json.outputs.length === 0) throw refused();
   } finally {
     await client.close();
   }

@@ -106,6 +106,9 @@ async function measure(system: System, files: ModelFiles, work: string): Promise
     // Memory in the middle of the image load: every process is up and holding its buffers. Twice
     // the window: a system that takes a second an image still answers a few in it.
     const cnnRun = imageLoad(served.cnn, 16, 2 * SECONDS);
+    // Its failure is thrown where it is awaited below, after the wait: unhandled until then, it ended
+    // the process before `finally` stopped the system (its servers were left running).
+    cnnRun.catch(() => {});
     await new Promise((r) => setTimeout(r, 1000 + SECONDS * 1000));
     const rss = await treeRss(served.roots);
     const cnn16 = await cnnRun;
