@@ -3,7 +3,7 @@
 // never asserted (the tests assert the answers: test/integration/head-kept-connections.test.ts,
 // head-stall.test.ts, hostile-values.test.ts). Environment:
 //   SECONDS_PER_ATTACK=S   how long each timed attack runs (default 3)
-//   ATTACKER_NICE=N        the attacking thread's nice value (default 10; 0 runs it beside the head as an equal)
+//   ATTACKER_NICE=N[,M]    the attacking thread's nice values, one table each (default 10,0: 0 runs it beside the head as an equal)
 // /healthz is asked on a fresh connection each time (so the connection cap is measured too), every
 // 20 ms; one that is refused, or not answered within 10 s, counts as failed and is not in the figures.
 import { writeFileSync } from 'node:fs';
@@ -30,11 +30,12 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 /** The head's event-loop windows are 10 s (head/state/event-loop.ts): two of them quiet between attacks keep one attack's stall out of the next one's figure. */
 const QUIET_BETWEEN_MS = 21_000;
 /**
- * The attacker's thread runs at this nice value (ATTACKER_NICE=0: none): a real attacker's CPU is
- * on another machine, here it would take the two cores the head and the poller need. The head's
- * own work for each attack (accepting, reading, parsing, refusing) is not lowered.
+ * The attacker's thread runs at each of these nice values in turn (ATTACKER_NICE=10,0 by default;
+ * a single value runs one table): at 10 it stands for an attacker whose CPU is another machine's,
+ * at 0 it takes the two cores beside the head as an equal. The head's own work for each attack
+ * (accepting, reading, parsing, refusing) is never lowered.
  */
-const ATTACKER_NICE = Number(process.env.ATTACKER_NICE ?? 10);
+const ATTACKER_NICES = (process.env.ATTACKER_NICE ?? '10,0').split(',').map(Number);
 
 const nested = (depth: number, leaf: string) => '['.repeat(depth) + leaf + ']'.repeat(depth);
 
@@ -148,22 +149,25 @@ async function main(): Promise<void> {
         .map((l) => l.toFixed(2))
         .join(' / ')} (anything else running shares the cores, and moves these figures)\n` +
         '- notes:' +
-        " /healthz is asked on a fresh connection every 20 ms (connect + answer), on the head's main port and on its probe port (`--probe-port`: a listener of its own, whose accept queue only probes wait in), each from a thread of its own (not the attacker's); a failed poll was refused or unanswered in 10 s. The last column is the head's own event-loop delay (its /metrics gauge, the worst of the attack's 10 s windows, with 21 s of quiet before each attack): a poll slower than it waited on something other than the head's event loop (the CPU the attacker took, or a front-door worker). The attacker's thread runs at nice ${ATTACKER_NICE} (a real one's CPU is another machine's; ATTACKER_NICE=0 runs it beside the head as an equal).\n",
+        ` /healthz is asked on a fresh connection every 20 ms (connect + answer), on the head's main port and on its probe port (\`--probe-port\`: a listener of its own, whose accept queue only probes wait in), each from a thread of its own (not the attacker's); a failed poll was refused or unanswered in 10 s. The last column is the head's own event-loop delay (its /metrics gauge, the worst of the attack's 10 s windows, with 21 s of quiet before each attack): a poll slower than it waited on something other than the head's event loop (the CPU the attacker took, or a front-door worker). Each attack runs once per nice value of the attacker's thread, in turn: ${ATTACKER_NICES.join(', ')} (ATTACKER_NICE chooses; at 10 it stands for an attacker whose CPU is another machine's, at 0 it is the head's equal on the same cores).\n`,
     );
-    say(
-      '| attack | main port: polls | failed | p50 ms | p99 ms | max ms | probe port (`--probe-port`): polls | failed | p50 ms | p99 ms | max ms | head event-loop delay, max ms |',
-    );
-    say('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
-    for (const [name, work] of attacks) {
-      await new Promise((resolve) => setTimeout(resolve, QUIET_BETWEEN_MS));
-      const polled = await polledDuring([cluster.url, probeUrl], work, ATTACKER_NICE);
-      const loopMaxMs = 1000 * (await counter(cluster.url, 'troupe_head_event_loop_delay_seconds', 'stat="max"'));
-      const columns = polled.map(({ ms, failed }) => {
-        const s = [...ms].sort((a, b) => a - b);
-        const at = (q: number) => (s.length ? fmt(s[Math.min(s.length - 1, Math.floor(q * s.length))]!, 1) : '-');
-        return `${ms.length + failed} | ${failed} | ${at(0.5)} | ${at(0.99)} | ${s.length ? fmt(s.at(-1)!, 1) : '-'}`;
-      });
-      say(`| ${name} | ${columns.join(' | ')} | ${fmt(loopMaxMs, 1)} |`);
+    for (const nice of ATTACKER_NICES) {
+      say(`\n## The attacker's thread at nice ${nice}\n`);
+      say(
+        '| attack | main port: polls | failed | p50 ms | p99 ms | max ms | probe port (`--probe-port`): polls | failed | p50 ms | p99 ms | max ms | head event-loop delay, max ms |',
+      );
+      say('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+      for (const [name, work] of attacks) {
+        await new Promise((resolve) => setTimeout(resolve, QUIET_BETWEEN_MS));
+        const polled = await polledDuring([cluster.url, probeUrl], work, nice);
+        const loopMaxMs = 1000 * (await counter(cluster.url, 'troupe_head_event_loop_delay_seconds', 'stat="max"'));
+        const columns = polled.map(({ ms, failed }) => {
+          const s = [...ms].sort((a, b) => a - b);
+          const at = (q: number) => (s.length ? fmt(s[Math.min(s.length - 1, Math.floor(q * s.length))]!, 1) : '-');
+          return `${ms.length + failed} | ${failed} | ${at(0.5)} | ${at(0.99)} | ${s.length ? fmt(s.at(-1)!, 1) : '-'}`;
+        });
+        say(`| ${name} | ${columns.join(' | ')} | ${fmt(loopMaxMs, 1)} |`);
+      }
     }
     say(`\nThe head was ${cluster.head.process.exitCode === null ? 'alive' : 'gone'} at the end.`);
     writeFileSync(new URL('../../bench/RESULTS-head-survival.md', import.meta.url), `${lines.join('\n')}\n`);

@@ -97,9 +97,10 @@ export const IMAGE_LOAD_GENERATOR = h2loadAvailable() ? 'h2load --h1' : 'autocan
 const answered = new Set<string>();
 
 /**
- * Sends `request` once and throws unless it is answered 200 with an inference answer, h2load seeing
- * statuses only: binary outputs, or JSON ones where a server ignores the binary-output parameter
- * (KServe's ModelServer answers JSON).
+ * Sends `request` once and throws unless it is answered 200 with an answer, h2load seeing statuses
+ * only. An Open Inference Protocol request (binary tensors) must get outputs back: binary ones, or
+ * JSON ones where a server ignores the binary-output parameter (KServe's ModelServer answers JSON);
+ * another server's own form (Ray Serve's raw bytes, BentoML's JSON), a body.
  */
 async function checkAnswered(request: HttpRequest): Promise<void> {
   if (answered.has(request.url)) return;
@@ -111,7 +112,8 @@ async function checkAnswered(request: HttpRequest): Promise<void> {
     const headerLength = Number(answer.headers['inference-header-content-length']);
     const refused = () =>
       new Error(`${request.url} answered ${answer.statusCode} with ${bytes.length} bytes: ${bytes.subarray(0, 200).toString()}`);
-    if (answer.statusCode !== 200) throw refused();
+    if (answer.statusCode !== 200 || bytes.length === 0) throw refused();
+    if (request.headers['inference-header-content-length'] === undefined) return void answered.add(request.url);
     const binary = headerLength > 0;
     if (binary && bytes.length <= headerLength) throw refused();
     const json = JSON.parse(bytes.subarray(0, binary ? headerLength : bytes.length).toString()) as { outputs?: unknown[] };
