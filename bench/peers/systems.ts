@@ -159,7 +159,7 @@ const linkPipeline = (cpus?: number) =>
 
 export const TROUPE_FIRST = troupe(
   'Troupe, as first deployed',
-  'a head and one agent as `troupe head` / `troupe agent` start them (front-door workers); each model deployed with no options but `cpus: 0.5` (1 replica, no batching; at the default of 1 CPU the third of the four models does not fit the 2 cores and stays PENDING); the pipeline a graph on the head',
+  "a head and one agent as `troupe head` / `troupe agent` start them; each model deployed with no options but `cpus: 0.5` (at the default of 1 CPU the third of the four models does not fit the 2 cores and stays PENDING; so named, no model gets the replicas a model alone is given at load): one replica of one thread each, no batching (a spec that names its CPUs leaves no layout to the replica to choose), and each model's one replica serving its HTTP connections itself, handed over by the head (the default for a model with one replica); the pipeline a graph on the head",
   [],
   async () => ({ mlp: { model: 'mlp.onnx', cpus: 0.5 }, cnn: { model: 'mobilenet.onnx', cpus: 0.5 }, pipe: linkPipeline(0.5) }),
 );
