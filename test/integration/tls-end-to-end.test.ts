@@ -15,6 +15,7 @@ import type { Cluster, Routes, Tensor } from '../../runtime/internal.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import { routesOf } from '../helpers/routes.js';
 import { childEnv } from '../helpers/env.js';
+import { freePort } from '../helpers/free-port.js';
 import { GRAPH_AGENT } from '../helpers/graphs.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { floatsOfRaw, grpcClient, rawFloats } from '../helpers/grpc-client.js';
@@ -71,6 +72,8 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
   let cluster: TestCluster;
   let client: Cluster;
   let routes: Routes;
+  /** The head's --probe-port: the same TLS as its main port. */
+  let probePort: number;
 
   /** The head's routes for `deployment`, asked over WSS as a client would. */
   const routesOver = (deployment: string): Promise<Routes> =>
@@ -96,8 +99,12 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
 
   before(async () => {
     pki = await makeTestPki();
+    probePort = await freePort();
     cluster = await startCluster({
-      headArgs: ['--tls-cert', pki.serverCert, '--tls-key', pki.serverKey, '--tls-agent-ca', pki.caCert, '--token', TOKEN],
+      headArgs: [
+        ...['--tls-cert', pki.serverCert, '--tls-key', pki.serverKey, '--tls-agent-ca', pki.caCert, '--token', TOKEN],
+        ...['--probe-port', String(probePort)],
+      ],
       agents: [['--tls-ca', pki.caCert, '--tls-cert', pki.clientCert, '--tls-key', pki.clientKey, '--token', TOKEN, ...GRAPH_AGENT]],
     });
     // Small tensors, and no shared memory: every byte of a run crosses a socket, where the capture looks.
@@ -166,7 +173,7 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
     assert.match(routes.replicas[0]!.url, /^tls:\/\/127\.0\.0\.1:\d+$/);
   });
 
-  test('HTTP, WebSocket upgrades, gRPC and the direct port each refuse plaintext', async () => {
+  test('HTTP, WebSocket upgrades, gRPC, the probe port and the direct port each refuse plaintext', async () => {
     const headPort = Number(new URL(cluster.url).port);
     const grpcPort = Number(cluster.grpcAddress.split(':').pop());
     const directPort = Number(new URL(routes.replicas[0]!.url).port);
@@ -176,6 +183,18 @@ describe('TLS of its own, end to end', { timeout: 180_000 }, () => {
     assertRefusedPlaintext(await plaintextAnswer(headPort, upgrade('/v1/agent', 'websocket')), 'the agent endpoint');
     assertRefusedPlaintext(await plaintextAnswer(headPort, upgrade('/v1/client', 'troupe-frames')), 'the client endpoint');
     assertRefusedPlaintext(await plaintextAnswer(grpcPort, 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), 'gRPC');
+    assertRefusedPlaintext(await plaintextAnswer(probePort, 'GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n'), 'the probe port');
+    // Over TLS, trusting the test CA, it answers as the main port does.
+    const live = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpsRequest(`https://127.0.0.1:${probePort}/healthz`, { ca: pki.ca, signal: AbortSignal.timeout(30_000) }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.deepEqual([live.status, JSON.parse(live.body)], [200, { status: 'ok' }]);
     // A direct port's first frame would be a hello: a length prefix and msgpack.
     assertRefusedPlaintext(await plaintextAnswer(directPort, Buffer.from([0, 0, 0, 4, 0x81, 0xa1, 0x61, 0x01])), 'the direct port');
 
