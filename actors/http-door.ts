@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
-import { TroupeError, descriptorOf, handoffAddon, socketOverDescriptor } from '../runtime/internal.js';
-import type { ActorToHead, HandoffAddon, HeadToActor, Logger } from '../runtime/internal.js';
+import { HandoffListener, TroupeError, descriptorOf } from '../runtime/internal.js';
+import type { ActorToHead, HeadToActor, Logger } from '../runtime/internal.js';
 import { SlowConnections } from './slow-connections.js';
 
 /** What the head tells an actor when it opens the handoff: how to serve the connections it hands over. */
@@ -27,22 +27,19 @@ type TellHead = (message: ActorToHead) => void;
 export class HttpDoor {
   /** The abstract socket address the head connects to. */
   readonly name: string;
-  readonly #addon: HandoffAddon;
-  readonly #listening: number;
+  readonly #handoff: HandoffListener;
   readonly #serve: ServeConnection;
   readonly #tell: TellHead;
   readonly #log: Logger;
-  /** The head's end of the handoff, once opened, and the settings it gave. */
-  #link = -1;
+  /** The settings the head gave when it opened the handoff. */
   #settings: HandoffSettings | undefined;
   readonly #open = new Set<Socket>();
   /** Those whose request is still coming: the head's connection cap may close them (slow-connections.ts). */
   readonly slow: SlowConnections;
 
-  private constructor(addon: HandoffAddon, name: string, serve: ServeConnection, tell: TellHead, log: Logger) {
-    this.#addon = addon;
-    this.name = name;
-    this.#listening = addon.listen(name);
+  private constructor(handoff: HandoffListener, serve: ServeConnection, tell: TellHead, log: Logger) {
+    this.#handoff = handoff;
+    this.name = handoff.name;
     this.#serve = serve;
     this.#tell = tell;
     this.#log = log;
@@ -51,42 +48,28 @@ export class HttpDoor {
 
   /** A door for this actor, or undefined (logged) when this host cannot hand connections over: connections then stay with the head's workers. */
   static create(actorId: string, serve: ServeConnection, tell: TellHead, log: Logger): HttpDoor | undefined {
-    const addon = handoffAddon();
-    if (typeof addon === 'string') {
-      log.debug({ actor: actorId, why: addon }, 'no HTTP door: the head serves this actor over its workers');
+    const handoff = HandoffListener.create(`troupe-${actorId}`, log);
+    if (typeof handoff === 'string') {
+      log.debug({ actor: actorId, why: handoff }, 'no HTTP door: the head serves this actor over its workers');
       return undefined;
     }
-    const name = `troupe-${actorId}-${process.pid}-${Math.random().toString(36).slice(2)}`;
-    try {
-      return new HttpDoor(addon, name, serve, tell, log);
-    } catch (err) {
-      log.warn({ actor: actorId, err: (err as Error).message }, 'no HTTP door: cannot listen for the head');
-      return undefined;
-    }
+    return new HttpDoor(handoff, serve, tell, log);
   }
 
   /** Takes the head's pending connection (a new head's replaces an old one's). Throws when none is pending, or another process's is. */
   open(settings: HandoffSettings): void {
-    const link = this.#addon.accept(this.#listening, settings.headPid);
-    if (link < 0) throw new TroupeError('TROUPE_ERR_BAD_MESSAGE', 'handoffOpen: the head has not connected to the handoff socket');
-    if (this.#link >= 0) this.#addon.close(this.#link);
-    this.#link = link;
+    if (!this.#handoff.open(settings.headPid))
+      throw new TroupeError('TROUPE_ERR_BAD_MESSAGE', 'handoffOpen: the head has not connected to the handoff socket');
     this.#settings = settings;
   }
 
   /** A connection the head queued: serve it, after `head`. */
   take(head: Buffer): void {
+    // Not reading yet: the server takes the handle and reads into its own buffers. The handoff
+    // opened (so its settings are here) before the head could queue one.
+    const socket = this.#handoff.take();
     const settings = this.#settings;
-    if (this.#link < 0 || !settings) return void this.#log.warn('a connection was handed over before the handoff opened');
-    let fd: number;
-    try {
-      fd = this.#addon.receive(this.#link);
-    } catch (err) {
-      return void this.#log.warn({ err: (err as Error).message }, 'cannot take a handed-over connection');
-    }
-    if (fd < 0) return void this.#log.warn('the head said a connection was handed over, and none was');
-    // Not reading yet: the server takes the handle and reads into its own buffers.
-    const socket = socketOverDescriptor(fd);
+    if (!socket || !settings) return void socket?.destroy();
     const served = this.#serve(socket, head, settings);
     this.#open.add(served);
     served.once('close', () => {
@@ -100,7 +83,7 @@ export class HttpDoor {
     const fd = descriptorOf(socket);
     let sent = false;
     try {
-      sent = fd !== undefined && this.#link >= 0 && this.#addon.send(this.#link, fd);
+      sent = fd !== undefined && this.#handoff.send(fd);
     } catch (err) {
       this.#log.warn({ err: (err as Error).message }, 'cannot give a connection back to the head');
     }

@@ -117,6 +117,7 @@ export {
   VersionSchema,
   batchMaxSizeOf,
   batchesByDefault,
+  replicasChoosable,
   classLabels,
   labelFilesOf,
 } from './spec.js';
@@ -150,6 +151,7 @@ export { bytesOf, checkShape, elementCount, formatShape, tensor, viewBytes } fro
 export { sharesMemory } from './tensor/shares-memory.js';
 export { sharedMemoryAddon } from './shm/addon.js';
 export { handoffAddon } from './handoff/addon.js';
+export { HandoffListener } from './handoff/handoff-listener.js';
 export { fixSendBuffer } from './handoff/send-buffer.js';
 export {
   NODE_INTERNALS,

@@ -233,10 +233,11 @@ export const MAX_INSTANCES = 16;
 /**
  * Whether a deployment leaves room for the head to choose its replica count at load: a model of one
  * ONNX file whose layout its replicas choose (no threads, instances or CPUs but the default named)
- * and whose count nothing else sets (autoscale, versions). The head's test of a parsed spec is
- * head/state/record-changes.ts `choosesReplicasAtLoad`.
+ * and whose count nothing else sets (autoscale, versions, multiplexing; a version's own deployment
+ * has its count from the split). The schema's default and refusal of `autoReplicas`, and the head's
+ * `choosesReplicasAtLoad` (head/state/record-changes.ts), all ask this.
  */
-function replicasChoosable(d: {
+export function replicasChoosable(d: {
   model?: string;
   kind?: string;
   multiplex?: unknown;

@@ -7,7 +7,7 @@ import { HeadToWorkerSchema } from './messages.js';
 import type { WorkerSettings, WorkerToHead } from './messages.js';
 import { WorkerCatalog } from './worker-catalog.js';
 import { startWorkerGrpc } from './worker-grpc.js';
-import { WorkerHandoff } from './worker-handoff.js';
+import { openWorkerHandoff, workerHandoff } from './worker-handoff.js';
 import type { WorkerGrpc } from './worker-grpc.js';
 
 /**
@@ -21,7 +21,7 @@ const REPORT_EVERY_MS = 500;
 
 const tell = (message: WorkerToHead) => process.connected && process.send?.(message);
 
-const handoff = WorkerHandoff.create(log);
+const handoff = workerHandoff(log);
 const catalog = new WorkerCatalog((id, name) => tell({ type: 'lookup', id, name }));
 const gate = new ShutdownGate();
 const served = new Map<string, number>();
@@ -182,7 +182,7 @@ process.on('message', (raw: unknown, socket?: Socket) => {
       return handleConnection(head, connection);
     }
     case 'handoffOpen':
-      return handoff?.open(message.headPid);
+      return openWorkerHandoff(handoff, message.headPid, log);
     case 'grpc-connection':
       if (!socket) return;
       held(socket, false);

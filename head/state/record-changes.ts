@@ -1,4 +1,4 @@
-import { batchesByDefault, labelFilesOf, newId, newSecret, sameSecret } from '../../runtime/internal.js';
+import { batchesByDefault, labelFilesOf, newId, newSecret, replicasChoosable, sameSecret } from '../../runtime/internal.js';
 import type { HeadToAgent, ModelDeployment, ModelMetadata } from '../../runtime/internal.js';
 import { DeploymentStats } from './deployment-stats.js';
 import { ColdStart } from '../calls/cold-start.js';
@@ -169,14 +169,12 @@ export function autoLayout(spec: DeploymentRecord['spec']): boolean {
 }
 
 /**
- * Whether the head chooses `spec`'s replica count at load: a model of one ONNX file that names
- * none of replicas, threads, instances or CPUs (`autoReplicas`), and whose count nothing else
- * sets (autoscaling, versions, multiplexing).
+ * Whether the head chooses `spec`'s replica count at load: `autoReplicas` (a spec that named no
+ * replicas), and nothing else that sets the layout or the count (runtime/spec.ts replicasChoosable,
+ * asked again here for the specs the head builds itself, as a version's deployment).
  */
 export function choosesReplicasAtLoad(spec: ModelDeployment): boolean {
-  return (
-    spec.autoReplicas === true && autoLayout(spec) && !spec.autoscale && !spec.versions && spec.versionOf === undefined && !spec.multiplex
-  );
+  return spec.autoReplicas === true && replicasChoosable(spec);
 }
 
 /** The agent's order to start this actor's process for deployment `d`. */
