@@ -157,6 +157,10 @@ describe('fast by default: a deployment that names no layout gets the benchmarks
     } finally {
       await after.close();
     }
+    // The suite's first client reconnects in the background, with back-off (up to 2 s a try), and
+    // makes no retries: used before it is back, a call fails with TROUPE_ERR_CONNECTION_CLOSED (as
+    // this and the two tests after it did on a loaded machine).
+    await waitFor('the first client connected to the new head', () => client.connected, 30_000);
     // An update of the same model that needs new replicas starts as many as were chosen.
     const updated = await client.update({ name: 'cnn', model: 'mobilenet.onnx', batch: { maxSize: 2 } });
     assert.equal(updated.actors.filter((a) => a.state === 'READY').length, cores);
