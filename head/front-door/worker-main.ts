@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import { TroupeError, connect, createLogger, mapFromWire, mapToWire, onParentGone } from '../../runtime/internal.js';
 import type { Cluster, ErrorCode } from '../../runtime/internal.js';
 import { HeadToWorkerSchema } from './messages.js';
+import type { HeadToWorker } from './messages.js';
 import type { WorkerSettings, WorkerToHead } from './messages.js';
 import { WorkerCatalog } from './worker-catalog.js';
 import { startWorkerGrpc } from './worker-grpc.js';
@@ -163,7 +164,11 @@ process.on('SIGINT', () => {});
 process.on('message', (raw: unknown, socket?: Socket) => {
   const parsed = HeadToWorkerSchema.safeParse(raw);
   if (!parsed.success) return void log.warn({ issue: parsed.error.issues[0]?.message }, 'dropped a malformed message from the head');
-  const message = parsed.data;
+  if (parsed.data.type !== 'batch') return received(parsed.data, socket);
+  for (const message of parsed.data.messages) received(message);
+});
+
+function received(message: HeadToWorker, socket?: Socket): void {
   switch (message.type) {
     case 'init':
       serve(message.settings, early).catch((err: unknown) => {
@@ -197,4 +202,4 @@ process.on('message', (raw: unknown, socket?: Socket) => {
       });
       return;
   }
-});
+}

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { connect as netConnect } from 'node:net';
+import type { Socket } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { handoffAddon } from '../../runtime/handoff/addon.js';
+import { startCluster, waitFor } from '../helpers/cluster.js';
+import type { TestCluster } from '../helpers/cluster.js';
+import { call } from '../helpers/http.js';
+import { childrenRunning } from '../helpers/processes.js';
+
+const WORKER = 'front-door/worker-main';
+/** Past what the kernel buffers on a worker's handoff socket at once (a few hundred descriptors), so some wait in the head. */
+const BURST = 1_200;
+
+/** A connection of its own, connected; `answer` resolves with all it received once it closes, or what came before a 30 s bound. */
+async function opened(port: number): Promise<{ socket: Socket; answer: Promise<string> }> {
+  const socket = netConnect(port, '127.0.0.1');
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.on('error', () => {});
+  const answer = new Promise<string>((resolve) => {
+    const bound = setTimeout(() => socket.destroy(), 30_000);
+    socket.once('close', () => {
+      clearTimeout(bound);
+      resolve(Buffer.concat(chunks).toString('latin1'));
+    });
+  });
+  await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  return { socket, answer };
+}
+
+/**
+ * A worker's answer: the worker's server (runtime/http/in-place-connection.ts) writes its header
+ * names in lower case, Node's HTTP server in the head as `Connection`.
+ */
+const fromWorker = (answer: string) => /\r\nconnection: close\r\n/.test(answer);
+
+const request = (model: string) =>
+  `POST /v2/models/${model}/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`;
+
+const skip = typeof handoffAddon() === 'string' ? `the handoff addon is not built: ${handoffAddon() as string}` : false;
+
+describe('a burst of new connections handed to a front-door worker', { timeout: 170_000, skip }, () => {
+  let cluster: TestCluster;
+
+  before(async () => {
+    cluster = await startCluster({ agents: [], headArgs: ['--max-connections', String(2 * BURST), '--http-workers', '1'] });
+    await waitFor('a front-door worker', async () => (await childrenRunning(cluster.head.process.pid!, WORKER)).length === 1, 30_000);
+    // Until its worker is ready the head serves such connections itself.
+    const port = Number(new URL(cluster.url).port);
+    await waitFor(
+      'the worker serving',
+      async () => {
+        const { socket, answer } = await opened(port);
+        socket.write(request('warm-up'));
+        return fromWorker(await answer);
+      },
+      30_000,
+    );
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  test(`${BURST} connections at once, each asking for a model of its own name: each is answered about its own, the head lives`, async () => {
+    const port = Number(new URL(cluster.url).port);
+    // Every connection open first, then every request written at once: the head reads them in one
+    // burst, and the descriptors wait for room on the worker's handoff socket while the bytes read
+    // of each go in the head's messages; an answer that named another connection's model would
+    // show the two apart.
+    const connections = await Promise.all(Array.from({ length: BURST }, () => opened(port)));
+    connections.forEach(({ socket }, i) => socket.write(request(`burst-${i}`)));
+    const answers = await Promise.all(connections.map(({ answer }) => answer));
+    const wrong = answers.flatMap((answer, i) => {
+      const named = [...answer.matchAll(/burst-(\d+)/g)].map((m) => Number(m[1]));
+      return /^HTTP\/1\.1 404 /.test(answer) && fromWorker(answer) && named.length > 0 && named.every((n) => n === i)
+        ? []
+        : [{ i, answer: answer.slice(0, 300) }];
+    });
+    assert.deepEqual(
+      wrong.slice(0, 5),
+      [],
+      `${wrong.length} of ${BURST} connections were not answered by the worker about their own model`,
+    );
+    assert.equal((await call(cluster.url, 'GET', '/healthz', { timeoutMs: 10_000 })).status, 200);
+    assert.equal(cluster.head.process.exitCode, null);
+  });
+});
