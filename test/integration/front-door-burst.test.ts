@@ -9,8 +9,11 @@ import { call } from '../helpers/http.js';
 import { childrenRunning } from '../helpers/processes.js';
 
 const WORKER = 'front-door/worker-main';
-/** Past what the kernel buffers on a worker's handoff socket at once (a few hundred descriptors), so some wait in the head. */
-const BURST = 1_200;
+/**
+ * Past what the kernel buffers on a worker's handoff socket at once (a few hundred descriptors), so
+ * some wait in the head; each process holds fewer descriptors than a soft limit of 1,024.
+ */
+const BURST = 700;
 
 /** A connection of its own, connected; `answer` resolves with all it received once it closes, or what came before a 30 s bound. */
 async function opened(port: number): Promise<{ socket: Socket; answer: Promise<string> }> {
