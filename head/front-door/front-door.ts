@@ -186,8 +186,9 @@ export class FrontDoor {
    * Queues the waiting connections' descriptors on the worker's handoff socket, in order, and tells
    * the worker of each. When the socket's kernel buffer is full (a burst of new connections: each
    * descriptor in flight holds a few hundred bytes of it), the rest wait here and go a millisecond
-   * later, as the worker takes them: sent Node's way instead, a burst of 1,500 slowloris sockets
-   * had cost the head a fifth of its time in IPC writes and acknowledgements.
+   * later, as the worker takes them. Sent Node's way instead, each would wait for the worker's
+   * acknowledgement of the one before: under a slowloris burst, most of the head's time writing to
+   * its worker. Their number is bounded by the head's connection cap, which counts them as its own.
    */
   #pass(worker: Worker): void {
     while (worker.waiting.length > 0) {
