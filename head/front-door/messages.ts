@@ -61,8 +61,8 @@ export const HeadToWorkerSchema = z.discriminatedUnion('type', [
   ...headToWorkerMessages,
   /**
    * The messages the head had for the worker in one turn of its event loop, in order, in one IPC
-   * write: under a burst of new connections a write per connection (and per eviction) was a third
-   * of the head's time. None of them comes with a socket.
+   * write: under a burst of new connections a write per connection (and per eviction) took much of
+   * the head's time. None of them comes with a socket.
    */
   z.object({ type: z.literal('batch'), messages: z.array(OneHeadToWorkerSchema) }),
 ]);
