@@ -202,12 +202,14 @@ export class FrontDoor {
       try {
         sent = this.#addon!.send(worker.link, fd);
       } catch (err) {
+        // Most often the worker died (a broken pipe) before its exit was seen: sent Node's way to
+        // it, the waiting connections were lost. The head serves them, and later ones go Node's way.
         this.#options.log.warn(
           { pid: worker.child.pid, err: (err as Error).message },
-          'front-door handoff socket failed: sockets go with IPC messages',
+          'front-door handoff socket failed: the head serves the connections that waited; later ones go with IPC messages',
         );
         this.#closeLink(worker);
-        for (const w of worker.waiting.splice(0)) this.#sendWithIpc(worker, { type: 'connection', head: w.head }, w.socket);
+        this.#takeBackWaiting(worker);
         return;
       }
       if (!sent) {

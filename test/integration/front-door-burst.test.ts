@@ -88,4 +88,42 @@ describe('a burst of new connections handed to a front-door worker', { timeout: 
     assert.equal((await call(cluster.url, 'GET', '/healthz', { timeoutMs: 10_000 })).status, 200);
     assert.equal(cluster.head.process.exitCode, null);
   });
+
+  test('connections waiting for a worker that dies are served by the head, each about its own request; none is answered wrongly', async () => {
+    const port = Number(new URL(cluster.url).port);
+    const [worker] = await childrenRunning(cluster.head.process.pid!, WORKER);
+    assert.ok(worker, 'a front-door worker');
+    // Stopped, the worker takes no descriptor: its handoff socket fills and the rest wait in the head.
+    process.kill(worker, 'SIGSTOP');
+    try {
+      const connections = await Promise.all(Array.from({ length: BURST }, () => opened(port)));
+      connections.forEach(({ socket }, i) => socket.write(request(`gone-${i}`)));
+      // The head read the burst before a request that came after it (it is the head's, not a worker's).
+      assert.equal((await call(cluster.url, 'GET', '/healthz', { timeoutMs: 10_000 })).status, 200);
+      process.kill(worker, 'SIGKILL');
+      const answers = await Promise.all(connections.map(({ answer }) => answer));
+      // Those queued in the dead worker's socket close unanswered, as any worker's connections do;
+      // those that waited in the head are served by it: about their own model, or, forwarded to the
+      // worker as it died, a retryable 503 saying so. None is answered about another's.
+      const byHead = answers.filter((answer) => answer !== '' && !fromWorker(answer));
+      const wrong = answers.flatMap((answer, i) => {
+        if (answer === '') return [];
+        const own = [...answer.matchAll(/gone-(\d+)/g)].every((m) => Number(m[1]) === i);
+        const honest =
+          /^HTTP\/1\.1 404 /.test(answer) ||
+          (/^HTTP\/1\.1 503 /.test(answer) && answer.includes('TROUPE_ERR_CONNECTION_CLOSED') && answer.includes('went away'));
+        return own && honest ? [] : [{ i, answer: answer.slice(0, 300) }];
+      });
+      assert.deepEqual(wrong.slice(0, 5), [], `${wrong.length} of ${BURST} connections were answered wrongly`);
+      assert.ok(byHead.length > 0, `the waiting connections were served by the head (${byHead.length} of ${BURST})`);
+    } finally {
+      try {
+        process.kill(worker, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+    assert.equal((await call(cluster.url, 'GET', '/healthz', { timeoutMs: 10_000 })).status, 200);
+    assert.equal(cluster.head.process.exitCode, null);
+  });
 });
