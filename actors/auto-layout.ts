@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { availableParallelism, freemem } from 'node:os';
-import { DEFAULT_BATCH_MAX_SIZE, GRAPH_MODEL_FILE, MAX_INSTANCES } from '../runtime/internal.js';
+import { DEFAULT_BATCH_MAX_SIZE, DEFAULT_IDLE_SPIN_MS, GRAPH_MODEL_FILE, MAX_INSTANCES } from '../runtime/internal.js';
 import type { BatchSpec, ReplicaLayout } from '../runtime/internal.js';
 import { INFERENCE_THREAD_MIN_RUN_MS, loadModel } from './load-model.js';
 import type { InferenceThreadMode, ServedModel } from './load-model.js';
@@ -28,6 +28,8 @@ export interface LayoutAsked {
   replicasChosenByHead?: boolean;
   /** The deployment's batching, when it names it. */
   batch?: BatchSpec;
+  /** The deployment's idle spin (ms), when it names one. */
+  idleSpinMs?: number;
   mode: InferenceThreadMode;
 }
 
@@ -71,6 +73,25 @@ function defaultBatch(device: Device, runMs: number | undefined): { batch: Batch
 }
 
 /**
+ * How long the replica keeps its event loop turning after its last call (actors/stay-awake.ts):
+ * as the deployment names it, else DEFAULT_IDLE_SPIN_MS for a model measured cheap (a wake-up
+ * from sleep then costs more than the run: docs/performance.md#idle-spin) and none for a costly
+ * one, or one whose cost is unknown (a spinning core is then a cost with nothing to set against it).
+ */
+function idleSpin(asked: LayoutAsked, runMs: number | undefined): { ms: number; why: string } {
+  if (asked.idleSpinMs !== undefined)
+    return asked.idleSpinMs > 0
+      ? { ms: asked.idleSpinMs, why: `it polls ${asked.idleSpinMs} ms for the next call after its last, as the deployment names it` }
+      : { ms: 0, why: 'it sleeps at once when idle, as the deployment names it (idleSpinMs 0)' };
+  if (runMs === undefined) return { ms: 0, why: 'it sleeps at once when idle (the cost of its run was not measured)' };
+  if (runMs >= INFERENCE_THREAD_MIN_RUN_MS) return { ms: 0, why: 'it sleeps at once when idle (a wake-up is small beside a costly run)' };
+  return {
+    ms: DEFAULT_IDLE_SPIN_MS,
+    why: `it polls ${DEFAULT_IDLE_SPIN_MS} ms for the next call after its last (a cheap run costs less than waking a sleeping process)`,
+  };
+}
+
+/**
  * Loads the model in the layout its deployment names, or, where it names none (no threads,
  * instances or CPUs: `autoReplicas` set), in the fast layout for this host, as the benchmarks use
  * it: one session of one intra-op thread is loaded on this thread and its lone call timed; a model
@@ -89,7 +110,7 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
     const threads = asked.threads ?? 1;
     const loaded = await loadModel(path, { device: asked.device, threads }, asked.mode, onDeath, asked.instances);
     // A session kept on this thread was not timed: its cost decides the batching left to the replica.
-    if (loaded.runMs === undefined && !asked.batch && loaded.model instanceof OnnxModel)
+    if (loaded.runMs === undefined && (!asked.batch || asked.idleSpinMs === undefined) && loaded.model instanceof OnnxModel)
       loaded.runMs = await loaded.model.timeWarmRuns(TIMED_RUNS);
     const chosen = asked.batch
       ? { batch: asked.batch, why: 'batching as the deployment names it' }
@@ -98,6 +119,7 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
         : !batchable(loaded.model.metadata)
           ? { batch: { maxSize: 1, maxDelayMs: 0 }, why: 'batching off (its tensors have no batch axis)' }
           : defaultBatch(asked.device, loaded.runMs);
+    const spin = idleSpin(asked, loaded.runMs);
     const runners = loaded.model.runners ?? 1;
     const how =
       asked.autoReplicas === undefined
@@ -112,8 +134,9 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
         batchMaxSize: chosen.batch.maxSize,
         inferenceThread: loaded.threaded,
         ...(loaded.runMs !== undefined ? { runMs: loaded.runMs } : {}),
+        idleSpinMs: spin.ms,
         chosen: asked.autoReplicas === undefined ? 'spec' : 'auto',
-        reason: `${how}; ${chosen.why}`,
+        reason: `${how}; ${chosen.why}; ${spin.why}`,
       },
     };
   }
@@ -151,6 +174,7 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
     model = (await loadModel(path, { device: 'cpu', threads: 1 }, 'always', onDeath)).model;
     threaded = true;
   }
+  const spin = idleSpin(asked, runMs);
   const cost = `a lone call runs in ${ms(runMs)}`;
   let why = costly
     ? instances > 1
@@ -170,9 +194,10 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
       batchMaxSize: chosen.batch.maxSize,
       inferenceThread: threaded,
       runMs,
+      idleSpinMs: spin.ms,
       ...(replicasWanted !== undefined ? { replicasWanted } : {}),
       chosen: 'auto',
-      reason: `${why}; ${chosen.why}`,
+      reason: `${why}; ${chosen.why}; ${spin.why}`,
     },
   };
 }

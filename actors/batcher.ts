@@ -2,6 +2,7 @@ import { TroupeError, concatTensorRows, sharedBufferPool, sharesMemory, splitRow
 import type { CallTiming, Tensor } from '../runtime/internal.js';
 import { batchKey, rowsOf } from './batch-tensors.js';
 import { CallTotalsRecorder } from './call-totals.js';
+import { StayAwake } from './stay-awake.js';
 
 export interface BatcherOptions {
   /** Most rows in one run; 1 runs every call alone. */
@@ -18,6 +19,8 @@ export interface BatcherOptions {
   preferredSizes?: readonly number[] | undefined;
   /** False for models without a batch axis: they are never batched. */
   batchable: boolean;
+  /** How long the event loop keeps turning after the queue empties (ms; 0 or absent: it may sleep at once; stay-awake.ts). */
+  idleSpinMs?: number | undefined;
   /**
    * Runs the model may hold at once (default 1). A model on an inference thread takes 2: while one
    * batch runs, a next batch that is already full goes ahead into the thread's queue, so the
@@ -101,12 +104,19 @@ export class Batcher {
   /** Wakes a drain that waits on its runs when a call arrives (only with `overlap` above 1). */
   #arrived: (() => void) | undefined;
   #idleWaiters: (() => void)[] = [];
+  readonly #awake: StayAwake;
 
   /** `totals` may be shared: a multiplexed replica's models all add to the replica's one record. */
   constructor(run: RunModel, options: BatcherOptions, totals = new CallTotalsRecorder()) {
     this.#run = run;
     this.#options = options;
     this.totals = totals;
+    this.#awake = new StayAwake(options.idleSpinMs ?? 0);
+  }
+
+  /** Whether the event loop is kept turning now, after the last call (stay-awake.ts). */
+  get spinning(): boolean {
+    return this.#awake.spinning;
   }
 
   get queued(): number {
@@ -164,6 +174,7 @@ export class Batcher {
     }
     this.#running = false;
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
+    this.#awake.touch();
   }
 
   /**

@@ -104,6 +104,7 @@ async function main(): Promise<void> {
         ...(env.TROUPE_AUTO_LAYOUT_REPLICAS !== undefined ? { autoReplicas: env.TROUPE_AUTO_LAYOUT_REPLICAS } : {}),
         ...(env.TROUPE_AUTO_REPLICAS ? { replicasChosenByHead: true } : {}),
         ...(batchSpec?.success ? { batch: batchSpec.data } : {}),
+        ...(env.TROUPE_IDLE_SPIN_MS !== undefined ? { idleSpinMs: env.TROUPE_IDLE_SPIN_MS } : {}),
         mode: env.TROUPE_INFERENCE_THREAD ?? 'auto',
       },
       (error) => threadDied(error),
@@ -121,7 +122,11 @@ async function main(): Promise<void> {
 
   const loaded = model;
   const modelBytes = loaded ? fileSize(env.TROUPE_MODEL_PATH) : undefined;
-  if (loaded) executor = new Batcher((inputs, outputs, notAfter) => loaded.run(inputs, outputs, notAfter), batchOptions(batch, loaded));
+  if (loaded)
+    executor = new Batcher((inputs, outputs, notAfter) => loaded.run(inputs, outputs, notAfter), {
+      ...batchOptions(batch, loaded),
+      idleSpinMs: layout?.idleSpinMs,
+    });
   const deployment = env.TROUPE_DEPLOYMENT ?? env.TROUPE_ACTOR_ID;
   const directCalls = new DirectCallStats();
 

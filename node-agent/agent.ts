@@ -337,6 +337,7 @@ export class NodeAgent {
     if (message.threads !== undefined) env.TROUPE_THREADS = String(message.threads);
     if (message.instances !== undefined) env.TROUPE_INSTANCES = String(message.instances);
     if (message.batch) env.TROUPE_BATCH = JSON.stringify(message.batch);
+    if (message.idleSpinMs !== undefined) env.TROUPE_IDLE_SPIN_MS = String(message.idleSpinMs);
     if (message.autoLayoutReplicas !== undefined) env.TROUPE_AUTO_LAYOUT_REPLICAS = String(message.autoLayoutReplicas);
     if (message.autoReplicas) env.TROUPE_AUTO_REPLICAS = '1';
     if (message.multiplex) env.TROUPE_MULTIPLEX = JSON.stringify(message.multiplex);

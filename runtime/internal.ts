@@ -105,6 +105,7 @@ export {
   ClassArgsSchema,
   ClassLabelsSchema,
   DEFAULT_BATCH_MAX_SIZE,
+  DEFAULT_IDLE_SPIN_MS,
   EVERY_OUTPUT,
   LabelListSchema,
   LabelsSchema,

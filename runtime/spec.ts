@@ -48,6 +48,17 @@ export type BatchSpec = z.output<typeof BatchSchema>;
  */
 export const DEFAULT_BATCH_MAX_SIZE = 64;
 
+/**
+ * How long a replica of a cheap model keeps its event loop turning after its last call, where the
+ * deployment names no `idleSpinMs`: a process that went to sleep pays the wake-up, and a colder
+ * cache, on the next call, which for a cheap model costs more than the run (docs/performance.md).
+ */
+export const DEFAULT_IDLE_SPIN_MS = 0.2;
+/** The most a deployment may name: past a client's turnaround, spinning only burns a core. */
+export const MAX_IDLE_SPIN_MS = 10;
+/** A replica's idle spin (ms): off, or up to MAX_IDLE_SPIN_MS. */
+export const IdleSpinSchema = z.number().min(0).max(MAX_IDLE_SPIN_MS);
+
 type BatchedSpec = { batch?: BatchSpec | undefined; kind?: string | undefined; multiplex?: unknown; model: string };
 
 /**
@@ -345,6 +356,14 @@ export const ModelDeploymentSchema = z
      * Default 1.
      */
     instances: z.number().int().min(1).max(MAX_INSTANCES).optional(),
+    /**
+     * How long (ms) a replica keeps polling for the next call after its queue empties, instead of
+     * sleeping: a busy-poll window that spares a call arriving within it the process's wake-up, at
+     * the cost of a core spinning for that long after each call. 0 turns it off. Absent: chosen at
+     * load from the model's measured cost (actors/auto-layout.ts): DEFAULT_IDLE_SPIN_MS for a model
+     * whose lone call is cheap, 0 for a costly one.
+     */
+    idleSpinMs: IdleSpinSchema.optional(),
     /** Calls allowed to wait for a replica; past it new calls fail at once with TROUPE_ERR_OVERLOADED. */
     maxQueue: z.number().int().min(0).max(1_000_000).default(1024),
     /**
@@ -419,6 +438,10 @@ export const ModelDeploymentSchema = z
   .refine((d) => (d.instances ?? 1) === 1 || ((d.kind ?? 'model') === 'model' && !d.multiplex && !GRAPH_MODEL_FILE.test(d.model ?? '')), {
     message: 'only a model deployment of one ONNX file has instances (a graph file runs its sessions in one thread)',
     path: ['instances'],
+  })
+  .refine((d) => d.idleSpinMs === undefined || ((d.kind ?? 'model') === 'model' && !d.multiplex), {
+    message: 'only a model deployment spins while idle (idleSpinMs): fn steps, class actors and multiplexed sets do not',
+    path: ['idleSpinMs'],
   })
   // A version split routes tensor calls by weight; a class actor's calls follow sessions and state instead.
   .refine((d) => !(d.versions && d.kind === 'class'), { message: 'a class actor takes no versions', path: ['versions'] })

@@ -37,6 +37,7 @@ export function layoutView(d: DeploymentRecord, http: HttpServing | undefined): 
   if (!layout) return undefined;
   const batching = layout.batchMaxSize > 1 ? `batches of up to ${layout.batchMaxSize} rows` : 'batching off';
   const where = layout.inferenceThread ? ', on inference threads' : '';
+  const spin = layout.idleSpinMs ? `, spinning ${layout.idleSpinMs} ms when idle` : '';
   const wanted = layout.replicasWanted;
   const replicas =
     wanted === undefined || !choosesReplicasAtLoad(d.spec)
@@ -46,7 +47,7 @@ export function layoutView(d: DeploymentRecord, http: HttpServing | undefined): 
         : `; the head runs ${d.spec.replicas} of the ${wanted} asked: the rest did not fit beside what the nodes held`;
   const door = http ? (http.byReplica ? ', HTTP served by the replica' : ', HTTP through the front-door workers') : '';
   return {
-    chosen: `${count(d.spec.replicas, 'replica')} x ${count(layout.instances, 'instance')} x ${count(layout.threads, 'thread')}${where}, ${batching}${door}`,
+    chosen: `${count(d.spec.replicas, 'replica')} x ${count(layout.instances, 'instance')} x ${count(layout.threads, 'thread')}${where}, ${batching}${spin}${door}`,
     reason: `${layout.chosen === 'auto' ? 'chosen at load' : 'as the deployment names it'}: ${layout.reason}${replicas}${http ? `; HTTP: ${http.why}` : ''}`,
     auto: layout.chosen === 'auto',
   };

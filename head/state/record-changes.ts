@@ -195,6 +195,7 @@ export function startActorMessage(a: ActorRecord, d: DeploymentRecord): Omit<Ext
       : { threads: d.spec.threads ?? Math.max(1, Math.round(d.spec.cpus / (d.spec.instances ?? 1))) }),
     ...((d.spec.instances ?? 1) > 1 ? { instances: d.spec.instances } : {}),
     ...(d.spec.batch ? { batch: d.spec.batch } : {}),
+    ...(d.spec.idleSpinMs !== undefined ? { idleSpinMs: d.spec.idleSpinMs } : {}),
     ...(d.spec.kind === 'fn' ? { kind: 'fn' as const, fn: d.spec.model } : {}),
     ...(d.spec.multiplex ? { multiplex: d.spec.multiplex } : {}),
     ...(d.spec.kind === 'class' ? { kind: 'class' as const, fn: d.spec.model, args: d.spec.args ?? [] } : {}),

@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { WireTensorMapSchema } from '../tensor/wire.js';
 import { AckSchema, FailSchema, HeadLinkEnv, IdSchema, ModelMetadataSchema, ReplySchema, WireErrorSchema } from './common.js';
 import { DirectInputsSchema, RegionOfferSchema } from './shared-memory.js';
-import { ClassLabelsSchema, LabelListSchema, MAX_INSTANCES } from '../spec.js';
+import { ClassLabelsSchema, IdleSpinSchema, LabelListSchema, MAX_INSTANCES } from '../spec.js';
 import { ConcurrencyGroupNameSchema, GroupTableSchema, MAX_CONCURRENCY_GROUPS } from '../concurrency-groups.js';
 import {
   ClassMethodsSchema,
@@ -230,6 +230,8 @@ export const ReplicaLayoutSchema = z.object({
   inferenceThread: z.boolean(),
   /** A lone call's run at the declared shape, measured at load (ms). */
   runMs: z.number().min(0).optional(),
+  /** How long the replica polls for the next call after its queue empties (ms; 0: it sleeps at once). */
+  idleSpinMs: IdleSpinSchema.optional(),
   /** Replicas this replica's deployment runs best as, where the head chooses them at load (head/control/replicas-at-load.ts). */
   replicasWanted: z.number().int().min(1).max(256).optional(),
   chosen: z.enum(['auto', 'spec']),
@@ -316,6 +318,8 @@ export const ActorEnvSchema = z.object({
   TROUPE_INFERENCE_THREAD: z.enum(['auto', 'always', 'never']).optional(),
   /** The deployment's batch spec as JSON. */
   TROUPE_BATCH: z.string().optional(),
+  /** The deployment's `idleSpinMs`, when it names one. */
+  TROUPE_IDLE_SPIN_MS: z.coerce.number().pipe(IdleSpinSchema).optional(),
   /** The deployment's name, for error messages of direct calls. */
   TROUPE_DEPLOYMENT: z.string().max(256).optional(),
   /** The address to accept direct calls from SDK clients on; absent: calls come only through the head. */

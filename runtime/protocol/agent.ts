@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { GpuSchema, NodeResourcesSchema } from '../resources.js';
-import { BatchSchema, ClassArgsSchema, LabelFileSchema, MAX_CONCURRENCY, MAX_INSTANCES, MultiplexSchema } from '../spec.js';
+import { BatchSchema, ClassArgsSchema, IdleSpinSchema, LabelFileSchema, MAX_CONCURRENCY, MAX_INSTANCES, MultiplexSchema } from '../spec.js';
 import { ConcurrencyGroupsSchema } from '../concurrency-groups.js';
 import { AckSchema, FailSchema, IdSchema, NameSchema, ReplySchema } from './common.js';
 import { DEFAULT_MAX_FRAME_BYTES } from './codec.js';
@@ -127,6 +127,8 @@ export const HeadToAgentSchema = z.discriminatedUnion('type', [
     /** Model instances in the actor (sessions, each on a thread of its own: the last on the main thread). */
     instances: z.number().int().min(2).max(MAX_INSTANCES).optional(),
     batch: BatchSchema.optional(),
+    /** The deployment's `idleSpinMs`, when it names one (else the replica chooses at load). */
+    idleSpinMs: IdleSpinSchema.optional(),
     /** Where the deployment left its layout to the replica (no threads, instances or CPUs named): its replica count (actors/auto-layout.ts). */
     autoLayoutReplicas: z.number().int().min(0).max(256).optional(),
     /** The head chooses the replica count at load (spec `autoReplicas`): a costly CPU model's replica holds one session and says how many replicas to run. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
 import { after, before, describe, test } from 'node:test';
-import { connect, tensor } from '../../runtime/internal.js';
+import { DEFAULT_IDLE_SPIN_MS, connect, tensor } from '../../runtime/internal.js';
 import type { Cluster, DeploymentView } from '../../runtime/internal.js';
 import { handoffAddon } from '../../runtime/handoff/addon.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
@@ -13,7 +13,7 @@ import { assertClose, floatsOf, mlpBinaryRequest } from '../helpers/mlp-oip.js';
 
 const skip = typeof handoffAddon() === 'string' ? `the handoff addon is not built: ${handoffAddon() as string}` : false;
 
-/** A counter's series from the head's /metrics whose labels include `labels`, summed. */
+/** Deployment `name` as describe() reports it. */
 async function view(client: Cluster, name: string): Promise<DeploymentView> {
   const found = (await client.describe()).deployments.find((d) => d.name === name);
   assert.ok(found, `no deployment '${name}'`);
@@ -62,11 +62,21 @@ describe('fast by default: a deployment that names no layout gets the benchmarks
     const d = await view(client, 'mlp');
     assert.ok(d.layout, 'describe() says how it runs');
     assert.equal(d.layout.auto, true);
-    assert.match(d.layout.chosen, /^1 replica x 1 instance x 1 thread, batches of up to 64 rows, HTTP served by the replica$/);
+    assert.match(
+      d.layout.chosen,
+      /^1 replica x 1 instance x 1 thread, batches of up to 64 rows, spinning 0.2 ms when idle, HTTP served by the replica$/,
+    );
+    assert.match(
+      d.layout.reason,
+      /it polls 0.2 ms for the next call after its last \(a cheap run costs less than waking a sleeping process\)/,
+    );
     assert.match(d.layout.reason, /^chosen at load: a lone call runs in [\d.]+ ms, cheaper than a hop/);
     assert.match(d.layout.reason, /HTTP: its one replica serves its HTTP connections itself/);
     const actorLayout = d.actors[0]!.layout!;
-    assert.deepEqual([actorLayout.instances, actorLayout.threads, actorLayout.batchMaxSize, actorLayout.chosen], [1, 1, 64, 'auto']);
+    assert.deepEqual(
+      [actorLayout.instances, actorLayout.threads, actorLayout.batchMaxSize, actorLayout.idleSpinMs, actorLayout.chosen],
+      [1, 1, 64, DEFAULT_IDLE_SPIN_MS, 'auto'],
+    );
     assert.ok(actorLayout.runMs! > 0);
     // The replica answers as onnxruntime does, rows batched or not.
     const x = seededFloats(3 * 64, 7);
@@ -90,7 +100,12 @@ describe('fast by default: a deployment that names no layout gets the benchmarks
     for (const a of d.actors) {
       const layout = a.layout!;
       assert.equal(layout.chosen, 'auto');
-      assert.deepEqual([layout.instances, layout.threads, layout.batchMaxSize, layout.inferenceThread], [1, 1, 1, false], layout.reason);
+      assert.deepEqual(
+        [layout.instances, layout.threads, layout.batchMaxSize, layout.inferenceThread, layout.idleSpinMs],
+        [1, 1, 1, false, 0],
+        layout.reason,
+      );
+      assert.match(layout.reason, /it sleeps at once when idle \(a wake-up is small beside a costly run\)/);
       assert.equal(layout.replicasWanted, cores);
       assert.match(
         layout.reason,
@@ -203,7 +218,10 @@ describe('fast by default: a deployment that names no layout gets the benchmarks
     );
     assert.equal(await counter(cluster.url, 'troupe_http_handoffs_total', 'model="mlp"'), handed, 'no connection handed over');
     const two = await view(client, 'mlp');
-    assert.match(two.layout!.chosen, /^2 replicas x 1 instance x 1 thread, batches of up to 64 rows, HTTP through the front-door workers$/);
+    assert.match(
+      two.layout!.chosen,
+      /^2 replicas x 1 instance x 1 thread, batches of up to 64 rows, spinning 0.2 ms when idle, HTTP through the front-door workers$/,
+    );
     assert.match(two.layout!.reason, /2 replicas: the front-door workers balance its requests one by one/);
 
     await client.update({ name: 'mlp', model: 'mlp.onnx', threads: 1, batch: { maxSize: 1 } });

@@ -390,4 +390,29 @@ describe('Batcher: what a batch is made of, and how it fails', { timeout: 10_000
     assert.deepEqual(model.runs, [1, 1], 'only the patient call ran after the first');
     assert.equal(b.stats.expired, 1);
   });
+
+  test('with idleSpinMs the event loop keeps turning for that long after the queue empties, then stops', async () => {
+    const model = fakeModel(false);
+    const b = batcher(model.run, { idleSpinMs: 20 });
+    await b.submit(call(1));
+    const ended = performance.now();
+    await until('the spin after the call', () => b.spinning);
+    // Bounded: the spin ends by the clock; timers still fire while it turns the loop.
+    for (let i = 0; i < 400 && b.spinning; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.equal(b.spinning, false, 'the spin ended');
+    assert.ok(performance.now() - ended >= 20, 'it lasted its window');
+  });
+
+  test('without idleSpinMs, or with 0, the batcher leaves the loop to sleep after its calls', async () => {
+    for (const idleSpinMs of [undefined, 0]) {
+      const model = fakeModel(false);
+      const b = batcher(model.run, { idleSpinMs });
+      await b.submit(call(1));
+      await b.whenIdle();
+      for (let i = 0; i < 10; i++) {
+        assert.equal(b.spinning, false, `idleSpinMs ${idleSpinMs}`);
+        await nextTurn();
+      }
+    }
+  });
 });
