@@ -82,7 +82,7 @@ async function deploy(cluster: TestCluster, spec: ModelDeploymentInput, doors: n
 
 const mlpX = new Float32Array(64).map((_, i) => Math.sin(i));
 const image = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i));
-const mlpOip = (url: string) => oipRequest(`${url}/v2/models/mlp/infer`, 'x', [1, 64], mlpX, 'logits', true);
+const mlpOip = (url: string, name = 'mlp') => oipRequest(`${url}/v2/models/${name}/infer`, 'x', [1, 64], mlpX, 'logits', true);
 const cnnOip = (url: string) => oipRequest(`${url}/v2/models/cnn/infer`, 'image', [1, 3, 224, 224], image, 'logits', true);
 
 interface Clusters {
@@ -94,15 +94,19 @@ interface Clusters {
 const LABELS = {
   first: 'Troupe, first deploy (a model alone, default head)',
   before: 'Troupe, the defaults before issue 43 (front-door workers, batching off)',
-  advised: 'Troupe, as the docs advised (--http-handoff, 2 replicas x 1 thread; the MLP batching 64, MobileNet 1)',
+  advised: 'Troupe, as the docs advised (--http-handoff, 2 replicas x 1 thread; the MLP batching 64, MobileNet 1; no idle spin)',
 };
 
-type MlpPath = 'plain' | 'batched' | keyof Clusters;
+/** `still`: the first deploy's layout with `idleSpinMs: 0`, in the same cluster: what the idle spin does alone. */
+type MlpPath = 'plain' | 'batched' | keyof Clusters | 'still';
 
 const MLP_LABELS: Record<MlpPath, string> = {
   plain: 'simplest Node HTTP server, one session, unbatched',
   batched: 'simplest Node HTTP server, one session, batching 64 (one process)',
-  ...LABELS,
+  first: LABELS.first,
+  still: 'Troupe, first deploy but idleSpinMs 0 (its replica sleeps when idle)',
+  before: LABELS.before,
+  advised: LABELS.advised,
 };
 
 /**
@@ -117,14 +121,22 @@ async function mlpSection(c: Clusters, models: TestCluster['models']): Promise<v
   say(`Raw onnxruntime-node \`session.run\` in-process, batch 1, 1 thread: p50 ${fmt(floor.p50Ms, 4)} ms.\n`);
   const chosen = await deploy(c.first, { name: 'mlp', model: 'mlp.onnx' }, 'every', mlpOip(c.first.url));
   say(`First deploy's layout, as describe() gives it: ${chosen}.\n`);
-  await deploy(c.before, { name: 'mlp', model: 'mlp.onnx', threads: 1, batch: { maxSize: 1 } });
-  await deploy(c.advised, { name: 'mlp', model: 'mlp.onnx', threads: 1, replicas: 2, batch: { maxSize: 64 } }, 2, mlpOip(c.advised.url));
+  await deploy(c.first, { name: 'mlp-still', model: 'mlp.onnx', idleSpinMs: 0 }, 'every', mlpOip(c.first.url, 'mlp-still'));
+  // The earlier layouts as they ran then: no replica spun while idle before the first deploy's did.
+  await deploy(c.before, { name: 'mlp', model: 'mlp.onnx', threads: 1, batch: { maxSize: 1 }, idleSpinMs: 0 });
+  await deploy(
+    c.advised,
+    { name: 'mlp', model: 'mlp.onnx', threads: 1, replicas: 2, batch: { maxSize: 64 }, idleSpinMs: 0 },
+    2,
+    mlpOip(c.advised.url),
+  );
   const plain = await baselineServer(models.mlp, 'plain-http-server');
   const batched = await baselineServer(models.mlp, 'batched-http-server');
   const requests: Record<MlpPath, Request> = {
     plain: { url: plain.url, body: Buffer.from(mlpX.buffer) },
     batched: { url: batched.url, body: Buffer.from(mlpX.buffer) },
     first: mlpOip(c.first.url),
+    still: mlpOip(c.first.url, 'mlp-still'),
     before: mlpOip(c.before.url),
     advised: mlpOip(c.advised.url),
   };
@@ -185,7 +197,12 @@ async function mlpSection(c: Clusters, models: TestCluster['models']): Promise<v
   // Each cluster's agent offers this machine's cores: the MLP's replicas give them back for the CNN's.
   for (const cluster of [c.first, c.before, c.advised]) {
     const client = await connect(cluster.url);
-    await client.undeploy('mlp').finally(() => client.close());
+    try {
+      await client.undeploy('mlp');
+      if (cluster === c.first) await client.undeploy('mlp-still');
+    } finally {
+      await client.close();
+    }
   }
 }
 
