@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { connect, tensor } from '../../runtime/internal.js';
+import { describe, test } from 'node:test';
+import { tensor } from '../../runtime/internal.js';
 import type { Cluster } from '../../runtime/internal.js';
 import { cpuMs } from '../../bench/lib/process-cpu.js';
-import { startCluster } from '../helpers/cluster.js';
-import type { TestCluster } from '../helpers/cluster.js';
+import { suiteCluster } from '../helpers/suite-cluster.js';
 import { call } from '../helpers/http.js';
 import { seededFloats } from '../helpers/tensors.js';
 
@@ -21,18 +20,10 @@ async function cpuOverCalls(client: Cluster, name: string, pid: number, calls: n
 }
 
 describe('idle spin: a replica polls for its next call for as long as its deployment says, and no longer', { timeout: 120_000 }, () => {
-  let cluster: TestCluster;
-  let client: Cluster;
-  before(async () => {
-    cluster = await startCluster();
-    client = await connect(cluster.url);
-  });
-  after(async () => {
-    await client?.close();
-    await cluster?.stop();
-  });
+  const suite = suiteCluster();
 
   test('idleSpinMs named wins over the choice at load, says so, and a spinning replica holds its core after each call', async () => {
+    const { client } = suite;
     const spinning = await client.deploy({ name: 'spins', model: 'mlp.onnx', cpus: 0.25, idleSpinMs: 10 });
     const still = await client.deploy({ name: 'still', model: 'mlp.onnx', cpus: 0.25, idleSpinMs: 0 });
     const spinLayout = spinning.actors[0]!.layout!;
@@ -53,6 +44,7 @@ describe('idle spin: a replica polls for its next call for as long as its deploy
   });
 
   test('a value out of range, or where nothing spins, is refused with a message naming idleSpinMs', async () => {
+    const { cluster } = suite;
     for (const [body, message] of [
       [{ model: 'mlp.onnx', idleSpinMs: 11 }, /idleSpinMs/],
       [{ model: 'mlp.onnx', idleSpinMs: -1 }, /idleSpinMs/],
