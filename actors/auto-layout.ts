@@ -109,7 +109,7 @@ export async function loadWithLayout(path: string, asked: LayoutAsked, onDeath: 
   if (asked.autoReplicas === undefined || GRAPH_MODEL_FILE.test(path) || asked.device !== 'cpu') {
     const threads = asked.threads ?? 1;
     const loaded = await loadModel(path, { device: asked.device, threads }, asked.mode, onDeath, asked.instances);
-    // A session kept on this thread was not timed: its cost decides the batching left to the replica.
+    // A session kept on this thread was not timed: its cost decides the batching and the idle spin left to the replica.
     if (loaded.runMs === undefined && (!asked.batch || asked.idleSpinMs === undefined) && loaded.model instanceof OnnxModel)
       loaded.runMs = await loaded.model.timeWarmRuns(TIMED_RUNS);
     const chosen = asked.batch
