@@ -339,12 +339,15 @@ describe('gRPC: the Open Inference Protocol service', { timeout: 170_000 }, () =
       'TROUPE_ERR_DEADLINE_EXCEEDED',
       /deadline passed/,
     );
-    // The call's own deadline: a MobileNet batch of 8 cannot finish in 5 ms.
-    const big = rawFloats(seededFloats(8 * 3 * 224 * 224, 3));
+    // The call's own deadline: a MobileNet batch of 4 cannot finish in 5 ms. (Its body stays under
+    // --max-body-mib: a batch of 8 was past it, and where the server's refusal of the size came back
+    // within the 5 ms the call failed with RESOURCE_EXHAUSTED instead.)
+    const big = rawFloats(seededFloats(4 * 3 * 224 * 224, 3));
+    assert.ok(big.length < 4 * 2 ** 20);
     await assert.rejects(
       grpc.call(
         'ModelInfer',
-        { model_name: 'slow', inputs: [{ name: 'image', datatype: 'FP32', shape: [8, 3, 224, 224] }], raw_input_contents: [big] },
+        { model_name: 'slow', inputs: [{ name: 'image', datatype: 'FP32', shape: [4, 3, 224, 224] }], raw_input_contents: [big] },
         { deadlineMs: 5 },
       ),
       (err: { code: number }) => {
