@@ -10,7 +10,7 @@ import type { ActorRecord, DeploymentRecord, HeadActorLink } from './records.js'
 
 // How the controller's records are made, compared and saved: plain functions over cluster state.
 
-/** Changes an actor cannot take while running: everything it was started with. */
+/** Changes an actor cannot take while running: everything it was started with (each field `startActorMessage` passes from the spec). */
 export function needsNewActors(old: ModelDeployment, next: ModelDeployment): boolean {
   return (
     old.model !== next.model ||
@@ -24,6 +24,10 @@ export function needsNewActors(old: ModelDeployment, next: ModelDeployment): boo
     old.instances !== next.instances ||
     old.memory !== next.memory ||
     JSON.stringify(old.batch) !== JSON.stringify(next.batch) ||
+    // A multiplexed replica bounds its models as it starts (actors/model-set.ts), where the head's dispatcher reads the spec.
+    JSON.stringify(old.multiplex) !== JSON.stringify(next.multiplex) ||
+    // A replica chooses its idle spin as it loads (actors/auto-layout.ts).
+    old.idleSpinMs !== next.idleSpinMs ||
     // An instance sets up its slots as it starts (a spec naming a method its class lacks is refused then).
     old.maxConcurrency !== next.maxConcurrency ||
     JSON.stringify(old.concurrencyGroups) !== JSON.stringify(next.concurrencyGroups) ||

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { tensor } from '../../runtime/internal.js';
+import { connect, tensor } from '../../runtime/internal.js';
 import type { Cluster } from '../../runtime/internal.js';
 import { cpuMs } from '../../bench/lib/process-cpu.js';
+import { waitFor } from '../helpers/cluster.js';
 import { suiteCluster } from '../helpers/suite-cluster.js';
 import { call } from '../helpers/http.js';
 import { seededFloats } from '../helpers/tensors.js';
@@ -59,6 +60,42 @@ describe('idle spin: a replica polls for its next call for as long as its deploy
       const error = JSON.parse(put.body.toString()) as { code: string; error: string };
       assert.equal(error.code, 'TROUPE_ERR_BAD_SPEC', put.body.toString());
       assert.match(error.error, message);
+    }
+  });
+
+  test('a named spin outlives a head restart and a replica killed, and an update that changes it gets replicas that spin as it says', async () => {
+    const { cluster } = suite;
+    await cluster.restartHead();
+    const client = await connect(cluster.url);
+    try {
+      const readyReplica = (name: string, not?: number) =>
+        waitFor(
+          `a READY replica of '${name}'${not ? ` other than pid ${not}` : ''}`,
+          async () => {
+            const d = (await client.describe()).deployments.find((x) => x.name === name);
+            return d?.actors.find((a) => a.state === 'READY' && typeof a.pid === 'number' && a.pid !== not && a.layout);
+          },
+          60_000,
+        );
+      const before = await readyReplica('spins');
+      assert.equal(before.layout!.idleSpinMs, 10, 'the same replica, adopted by the new head');
+      process.kill(before.pid!, 'SIGKILL');
+      const after = await readyReplica('spins', before.pid!);
+      assert.equal(after.layout!.idleSpinMs, 10, 'the replica started in its place spins as the spec the head kept says');
+      const still = await readyReplica('still');
+      const spun = await cpuOverCalls(client, 'spins', after.pid!, 40);
+      const slept = await cpuOverCalls(client, 'still', still.pid!, 40);
+      assert.ok(
+        spun >= slept + 100,
+        `after the restarts the spinning replica used ${spun} ms of CPU over 40 calls, the sleeping one ${slept} ms`,
+      );
+      const updated = await client.update({ name: 'still', model: 'mlp.onnx', cpus: 0.25, idleSpinMs: 2 });
+      const replaced = updated.actors.filter((a) => a.state === 'READY');
+      assert.equal(replaced.length, 1);
+      assert.notEqual(replaced[0]!.pid, still.pid, 'another spin is another replica');
+      assert.equal(replaced[0]!.layout!.idleSpinMs, 2);
+    } finally {
+      await client.close();
     }
   });
 });
