@@ -31,6 +31,7 @@ import type { DataDirLock } from './state/data-dir-lock.js';
 import { FIRST_MESSAGE_TIMEOUT_MS } from './connections/first-message.js';
 import { DurableStore } from './state/durable.js';
 import type { SavedState } from './state/durable.js';
+import { restoredFrom } from './state/restored.js';
 import { errorHandler, sendError } from './http/errors.js';
 import { clientError, notFound } from './http/not-found.js';
 import { ApiDocs } from './http/openapi.js';
@@ -45,6 +46,8 @@ import { boundBodies } from './front-door/slow-bodies.js';
 import { splitConnections } from './front-door/connection-split.js';
 import { InferenceForwarder } from './front-door/forward-inference.js';
 import { ConnectionCap } from './front-door/connection-cap.js';
+import { listenMainPort } from './front-door/main-port.js';
+import type { MainPort } from './front-door/main-port.js';
 import { HandoffDoors, whyNoHandoff } from './front-door/handoff-doors.js';
 import type { ConnectionSplit } from './front-door/connection-split.js';
 import { fastInference } from './http/fast-infer.js';
@@ -119,8 +122,8 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   const stopAutoscaler = startAutoscaler(state, controller, log);
 
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
-  const cap = new ConnectionCap(maxConnections);
+  const cap = new ConnectionCap(options.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
+  state.metrics.connectionCounts = () => ({ open: cap.open, waiting: cap.waiting });
   const tls = options.tls;
   // Under TLS the head serves every connection itself (checkHeadTls).
   const httpWorkers = tls ? 0 : (options.httpWorkers ?? Math.min(availableParallelism(), 4));
@@ -175,7 +178,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
       const server = headServer(tls, { headersTimeout: SILENT_CONNECTION_MS, connectionsCheckingInterval: 1000 }, serve);
       // The cap is the head's own (connection-cap.ts), over both ports and the workers' connections;
       // Node's, twice as high, only backs it (past it Node closes a socket before any byte is read).
-      server.maxConnections = 2 * maxConnections;
+      server.maxConnections = 2 * cap.max;
       server.keepAliveTimeout = timeouts.keepAliveTimeout;
       server.requestTimeout = timeouts.requestTimeout;
       server.setTimeout(timeouts.connectionTimeout);
@@ -339,9 +342,17 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
           const http = await listenRefusal(host, wantedPort);
           throw portsRefused([err.message, ...(http ? [httpRefusal(host, wantedPort, http)] : [])]);
         });
+  let mainPort: MainPort;
   try {
-    // A burst of connections past Node's backlog of 511 overflows the kernel's accept queue; one then waits its SYN-ACK retransmit.
-    await app.listen({ host, port: wantedPort, backlog: Math.max(511, maxConnections) });
+    const handOff = (fd: number, line: string, whole: boolean) =>
+      doors?.takeDescriptor(fd, line, whole) || (frontDoor?.takeDescriptor(fd) ?? false);
+    mainPort = await listenMainPort(app, {
+      host,
+      port: wantedPort,
+      cap,
+      log,
+      ...(split && { offLoop: { handOff, serveHere: split.serveHere } }),
+    });
   } catch (err) {
     await grpc?.close(0);
     // A port in use or not ours to take is the operator's to change, as the gRPC port's is.
@@ -359,8 +370,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
             );
           },
         );
-  const bound = app.server.address();
-  const port = typeof bound === 'object' && bound ? bound.port : options.port;
+  const port = mainPort.port;
   const url = `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
   if (split) {
     frontDoor = await FrontDoor.start({
@@ -396,20 +406,12 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
   }
 
   let closing: Promise<void> | undefined;
-  const restored =
-    store && saved && (saved.deployments.length > 0 || saved.graphs.size > 0)
-      ? {
-          file: store.file,
-          deployments: saved.deployments.filter((d) => !d.versionOf).map((d) => d.name),
-          graphs: [...saved.graphs.keys()],
-        }
-      : undefined;
   return {
     url,
     grpcAddress: grpc?.address,
     probeUrl: probes?.url,
     state,
-    restored,
+    restored: restoredFrom(store, saved),
     close() {
       closing ??= (async () => {
         const drainMs = options.drainMs ?? DEFAULT_DRAIN_MS;
@@ -424,6 +426,7 @@ async function runHead(options: HeadOptions, dataDir: string, lock: DataDirLock 
         await frontDoor?.close();
         forwarder?.close();
         doors?.close();
+        mainPort.close();
         split?.dropWaiting();
         stopLiveness();
         stopAutoscaler();

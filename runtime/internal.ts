@@ -152,11 +152,13 @@ export { bytesOf, checkShape, elementCount, formatShape, tensor, viewBytes } fro
 export { sharesMemory } from './tensor/shares-memory.js';
 export { sharedMemoryAddon } from './shm/addon.js';
 export { handoffAddon } from './handoff/addon.js';
+export { acceptAddon } from './handoff/accept-addon.js';
 export { HandoffListener } from './handoff/handoff-listener.js';
 export { fixSendBuffer } from './handoff/send-buffer.js';
 export {
   NODE_INTERNALS,
   descriptorOf,
+  listenerDescriptor,
   onInjectedHttp2Sessions,
   internalOff,
   moveHandle,
@@ -167,6 +169,7 @@ export {
 export { runInBackground } from './background-thread.js';
 export type { NodeInternal } from './node-internals.js';
 export type { HandoffAddon } from './handoff/addon.js';
+export type { AcceptAddon, AcceptorHandle } from './handoff/accept-addon.js';
 export type { SharedMemoryAddon } from './shm/addon.js';
 export { MappedRegions } from './shm/mapped-regions.js';
 export { DirectInputsSchema, RegionOfferSchema, SharedTensorRefSchema } from './protocol/shared-memory.js';

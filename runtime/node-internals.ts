@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { Socket } from 'node:net';
-import type { SocketConstructorOpts } from 'node:net';
+import type { Server, SocketConstructorOpts } from 'node:net';
 
 /**
  * Every use Troupe makes of Node's undocumented internals (and one of grpc-js's), each behind a check that it is there and
@@ -12,7 +12,7 @@ import type { SocketConstructorOpts } from 'node:net';
  * | internal | where | without it |
  * | --- | --- | --- |
  * | `socket-handle`: `socket._handle` (libuv's stream handle: `readStart`, `readStop`, `reading`) moved into `new Socket({ handle })` | `FrameStream.adopt`, `serveInPlace` | frames: Node's chunks are copied in; HTTP: the connection goes back to the head's own server |
- * | `socket-fd`: `socket._handle.fd` | `HandoffDoors.take`, `HttpDoor` | no handoff: the front-door workers serve every connection |
+ * | `socket-fd`: `socket._handle.fd` (a socket's, or a listening server's) | `HandoffDoors.take`, `HttpDoor`, `AcceptLoop.listen` | no handoff: the front-door workers serve every connection; the head's event loop accepts its connections itself |
  * | `read-stop`: `_handle.readStop()` and a no-op `socket._read` while draining | `splitConnections` | the head serves the connection itself instead of passing it to a worker |
  * | `manual-start`: `new Socket({ fd, manualStart: true })`, a socket that has not begun reading | `HttpDoor.take`, `HandoffDoors.connectionBack` | the socket reads at once; `moveHandle` stops it first, or declines it once it has read |
  * | `grpc-http2-servers`: grpc-js's private `Server.http2Servers`, to reach the HTTP/2 sessions of injected connections (grpc-js has no option for a server session's windows) | `connectionInjector` (gRPC) | HTTP/2's default 64 KiB windows |
@@ -107,6 +107,15 @@ export function descriptorOf(socket: Socket): number | undefined {
   const fd = handle.fd;
   if (typeof fd !== 'number') return missing('socket-fd', 'the stream handle has no fd');
   return fd >= 0 ? fd : undefined;
+}
+
+/** The listening socket's file descriptor under `server` (Linux), or undefined: not listening, or a Node without `_handle.fd`. */
+export function listenerDescriptor(server: Server): number | undefined {
+  if (internalOff('socket-fd')) return undefined;
+  const handle = (server as unknown as { _handle?: { fd?: unknown } | null })._handle;
+  if (!handle) return undefined;
+  if (typeof handle.fd !== 'number') return missing('socket-fd', 'the listening handle has no fd');
+  return handle.fd >= 0 ? handle.fd : undefined;
 }
 
 /**

@@ -1,8 +1,10 @@
-// Build step after tsc: compiles the two Node-API addons in native/ into dist/native/:
+// Build step after tsc: compiles the Node-API addons in native/ into dist/native/:
 // - troupe_shm.node: shared memory, so same-host clients hand large tensors to actors without
 //   sending them through a socket (runtime/shm/);
 // - troupe_handoff.node: passing a client's TCP connection from the head to a replica on its host,
-//   which then serves that connection's HTTP requests itself (runtime/handoff/).
+//   which then serves that connection's HTTP requests itself (runtime/handoff/);
+// - troupe_accept.node: the head's accept loop for its HTTP port, on a thread of its own, which
+//   passes a connection to the event loop once its request head is whole (runtime/handoff/accept-addon.ts).
 // Optional by design: with no C compiler, off Linux, or with TROUPE_BUILD_NATIVE=0, it says why
 // in one line and the build goes on; tensors then travel in frames and front-door workers serve
 // every connection. The Node-API headers come from the node-api-headers package, so no download
@@ -17,6 +19,12 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ADDONS = [
   { source: 'troupe-shm.c', name: 'troupe_shm', without: 'tensors will travel in frames' },
   { source: 'troupe-handoff.c', name: 'troupe_handoff', without: 'front-door workers will serve every HTTP connection' },
+  {
+    source: 'troupe-accept.c',
+    name: 'troupe_accept',
+    without: "the head's event loop will accept its HTTP connections and wait for their first bytes itself",
+    flags: ['-pthread'],
+  },
 ];
 
 // Every warning is an error: the addons handle descriptors and raw memory of other processes.
@@ -35,12 +43,12 @@ function upToDate(source, output, recipe) {
   }
 }
 
-function build(source, output, name) {
+function build(source, output, name, flags = []) {
   if (process.env.TROUPE_BUILD_NATIVE === '0') return 'TROUPE_BUILD_NATIVE=0';
   if (process.platform !== 'linux') return `these addons are Linux-only (this is ${process.platform})`;
   const headers = createRequire(import.meta.url)('node-api-headers').include_dir;
   const compiler = process.env.CC ?? 'cc';
-  const args = ['-O2', ...WARNINGS, '-shared', '-fPIC', `-DNODE_GYP_MODULE_NAME=${name}`, `-I${headers}`];
+  const args = ['-O2', ...WARNINGS, ...flags, '-shared', '-fPIC', `-DNODE_GYP_MODULE_NAME=${name}`, `-I${headers}`];
   const recipe = JSON.stringify([compiler, ...args]);
   if (upToDate(source, output, recipe)) return undefined;
   mkdirSync(dirname(output), { recursive: true });
@@ -64,7 +72,7 @@ function build(source, output, name) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   for (const addon of ADDONS) {
     const output = join(root, 'dist', 'native', `${addon.name}.node`);
-    const skipped = build(join(root, 'native', addon.source), output, addon.name);
+    const skipped = build(join(root, 'native', addon.source), output, addon.name, addon.flags);
     if (skipped) {
       rmSync(output, { force: true });
       rmSync(`${output}.recipe`, { force: true });

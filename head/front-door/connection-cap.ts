@@ -10,7 +10,9 @@ import type { Socket } from 'node:net';
  * sent a whole request, head and body (a slow or silent one), instead of being refused: 1,500 slowloris
  * sockets against a cap of 1,000 had left /healthz unanswered in 498 of 513 polls. With none such
  * here, a front-door worker closes its oldest one instead (the slowloris sockets that open with an
- * inference request line are the workers').
+ * inference request line are the workers'). Connections the head's accept loop holds before their
+ * request head is whole (accept-loop.ts) count too, and are the first to go: they have not yet
+ * said what they want.
  */
 export class ConnectionCap {
   readonly #max: number;
@@ -22,9 +24,17 @@ export class ConnectionCap {
   #elsewhere: () => number = () => 0;
   /** Asks a front-door worker to close its oldest unproven connection if it came before the time given; false if none did. */
   #evictElsewhere: (before: number) => boolean = () => false;
+  /** Connections accepted off the event loop that have not sent a whole request head yet, and how the oldest is closed. */
+  #waiting: () => number = () => 0;
+  #evictWaiting: () => boolean = () => false;
 
   constructor(max: number) {
     this.#max = max;
+  }
+
+  /** The cap: --max-connections. */
+  get max(): number {
+    return this.#max;
   }
 
   /** Where the count of the workers' connections comes from, and how one of their slow ones is dropped. */
@@ -33,31 +43,51 @@ export class ConnectionCap {
     this.#evictElsewhere = evict;
   }
 
+  /** Where the count of connections still waiting for a whole request head comes from, and how the oldest of them is closed. */
+  countWaiting(count: () => number, evictOldest: () => boolean): void {
+    this.#waiting = count;
+    this.#evictWaiting = evictOldest;
+  }
+
   get open(): number {
-    return this.#here + this.#elsewhere();
+    return this.#here + this.#elsewhere() + this.#waiting();
+  }
+
+  /** Of `open`, the connections accepted that have not sent a whole request head yet (accept-loop.ts). */
+  get waiting(): number {
+    return this.#waiting();
   }
 
   /**
-   * Takes a new connection (true), making room by dropping the oldest unproven HTTP one at the cap
-   * (here, else a worker's), or refuses it (false: the caller closes it). `http`: it may be dropped later to make room.
+   * Takes a new connection (true), making room at the cap (`room`), or refuses it (false: the
+   * caller closes it). `http`: it may be dropped later to make room.
    */
   admit(socket: Socket, http: boolean): boolean {
-    if (this.open >= this.#max) {
-      // The oldest slow one goes, here or in a worker: a client's new connection here (unproven
-      // for the moment its request takes to arrive) is not dropped for a slowloris socket's sake.
-      const oldest = this.#unproven.entries().next().value as [Socket, number] | undefined;
-      if (!this.#evictElsewhere(oldest?.[1] ?? Infinity)) {
-        if (!oldest) return false;
-        this.#unproven.delete(oldest[0]);
-        oldest[0].destroy();
-      }
-    }
+    if (!this.room()) return false;
     this.#here++;
     if (http) this.#unproven.set(socket, Date.now());
     socket.once('close', () => {
       this.#here--;
       this.#unproven.delete(socket);
     });
+    return true;
+  }
+
+  /**
+   * Whether a new connection fits, making room at the cap: the oldest connection still waiting for
+   * its request head goes, else the oldest unproven HTTP one (here, else a worker's or a
+   * replica's). A connection handed on at once (accept-loop.ts) asks this and is then counted
+   * where it went.
+   */
+  room(): boolean {
+    if (this.open < this.#max || this.#evictWaiting()) return true;
+    // The oldest slow one goes, here or in a worker: a client's new connection here (unproven
+    // for the moment its request takes to arrive) is not dropped for a slowloris socket's sake.
+    const oldest = this.#unproven.entries().next().value as [Socket, number] | undefined;
+    if (this.#evictElsewhere(oldest?.[1] ?? Infinity)) return true;
+    if (!oldest) return false;
+    this.#unproven.delete(oldest[0]);
+    oldest[0].destroy();
     return true;
   }
 

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { stopReading } from '../../runtime/internal.js';
 
 /** Connections whose first request is in the inference protocol (an inference, or a read of health or metadata) go to a worker. */
-const FRONT_DOOR_REQUEST = /^(?:POST \/v2\/models\/|GET \/v2(?:\/| |\?))/;
+export const FRONT_DOOR_REQUEST = /^(?:POST \/v2\/models\/|GET \/v2(?:\/| |\?))/;
 
 export type HandOff = (socket: Socket, head: Buffer) => boolean;
 

@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { childNodeArgs, descriptorOf, handoffAddon } from '../../runtime/internal.js';
+import { childNodeArgs, descriptorOf, handoffAddon, socketOverDescriptor } from '../../runtime/internal.js';
 import type { ErrorCode, HandoffAddon, Logger } from '../../runtime/internal.js';
 import type { ClusterState } from '../state/cluster-state.js';
 import type { RunGateway } from '../graph/run-gateway.js';
@@ -41,10 +41,13 @@ interface Worker {
   /** Messages not yet written to the worker: those of one turn of the event loop go in one write (#flush). */
   outbox: HeadToWorker[];
   /** Connections for the worker whose descriptors wait for room on its handoff socket, in order (#pass). */
-  waiting: { socket: Socket; head: Buffer }[];
+  waiting: Waiting[];
   /** Set while `waiting` waits for room. */
   retry: NodeJS.Timeout | undefined;
 }
+
+/** A connection on its way to a worker: a socket of the head's, or a bare descriptor (accept-loop.ts) with nothing read of it. */
+type Waiting = { socket: Socket; head: Buffer } | { fd: number; head: Buffer };
 
 /**
  * The head's front door for inference: worker processes that serve the Open Inference Protocol
@@ -95,6 +98,20 @@ export class FrontDoor {
   /** Hands `socket` (whose first bytes, `head`, were read here) to the next ready worker; false if none is. */
   take(socket: Socket, head: Buffer): boolean {
     return this.#handTo(this.#nextReady(), { type: 'connection', head }, socket);
+  }
+
+  /**
+   * Hands a connection the head's accept loop took (its descriptor: nothing read of it, the
+   * request's bytes still in the kernel) to the next ready worker; false if none is (the caller
+   * serves it here).
+   */
+  takeDescriptor(fd: number): boolean {
+    const worker = this.#nextReady();
+    if (!worker) return false;
+    if (worker.link < 0) return this.#handTo(worker, { type: 'connection', head: Buffer.alloc(0) }, socketOverDescriptor(fd));
+    worker.waiting.push({ fd, head: Buffer.alloc(0) });
+    this.#pass(worker);
+    return true;
   }
 
   /** Connections the workers hold, as they last reported them (for the head's connection cap). */
@@ -192,8 +209,8 @@ export class FrontDoor {
    */
   #pass(worker: Worker): void {
     while (worker.waiting.length > 0) {
-      const { socket, head } = worker.waiting[0]!;
-      const fd = socket.destroyed ? undefined : descriptorOf(socket);
+      const waiting = worker.waiting[0]!;
+      const fd = 'fd' in waiting ? waiting.fd : waiting.socket.destroyed ? undefined : descriptorOf(waiting.socket);
       if (fd === undefined) {
         worker.waiting.shift();
         continue;
@@ -220,9 +237,12 @@ export class FrontDoor {
         return;
       }
       worker.waiting.shift();
-      this.#send(worker, { type: 'connection', head: head as Uint8Array<ArrayBuffer>, queued: true });
+      // Counted at once against the head's cap; the worker's next report sets it right.
+      worker.connections++;
+      this.#send(worker, { type: 'connection', head: waiting.head as Uint8Array<ArrayBuffer>, queued: true });
       // This process's descriptor closes; the connection lives on in the worker's.
-      socket.destroy();
+      if ('fd' in waiting) this.#addon!.close(fd);
+      else waiting.socket.destroy();
     }
   }
 
@@ -230,9 +250,10 @@ export class FrontDoor {
   #takeBackWaiting(worker: Worker): void {
     clearTimeout(worker.retry);
     worker.retry = undefined;
-    for (const { socket, head } of worker.waiting.splice(0)) {
+    for (const waiting of worker.waiting.splice(0)) {
+      const socket = 'fd' in waiting ? socketOverDescriptor(waiting.fd) : waiting.socket;
       if (this.#closing || socket.destroyed) socket.destroy();
-      else this.#options.serveHere(socket, head);
+      else this.#options.serveHere(socket, waiting.head);
     }
   }
 

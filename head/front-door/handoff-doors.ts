@@ -159,44 +159,66 @@ export class HandoffDoors {
 
   /** Hands `socket` (`head`: the bytes read of it) to a READY replica of the deployment its first request names; false when none can take it. */
   take(socket: Socket, head: Buffer): boolean {
-    if (this.#draining || this.#byActor.size === 0) return false;
-    const match = INFER_LINE.exec(head.toString('latin1', 0, Math.min(head.length, 512)));
-    if (!match) return false;
+    const door = this.#choose(head.toString('latin1', 0, Math.min(head.length, 512)), head.indexOf(HEAD_END) >= 0);
+    const fd = door ? descriptorOf(socket) : undefined;
+    if (!door || fd === undefined || !this.#hand(door, fd, head)) return false;
+    // This process's descriptor closes; the connection lives on in the actor's.
+    socket.destroy();
+    return true;
+  }
+
+  /**
+   * Hands a connection the head's accept loop took (`fd`: nothing read of it; `line`: its first
+   * bytes, `whole`: whether they hold its whole request head) as `take` hands a socket, closing
+   * this process's descriptor once it went.
+   */
+  takeDescriptor(fd: number, line: string, whole: boolean): boolean {
+    const door = this.#choose(line, whole);
+    if (!door || !this.#hand(door, fd, Buffer.alloc(0))) return false;
+    this.#addon.close(fd);
+    return true;
+  }
+
+  /** The READY replica, holding the fewest connections, of the deployment the request line names, if one can take it. */
+  #choose(line: string, whole: boolean): Door | undefined {
+    if (this.#draining || this.#byActor.size === 0) return undefined;
+    const match = INFER_LINE.exec(line);
     // Only a whole request head goes to a replica: one still coming stays with the workers, whose
     // connections the head's cap can drop for room (connection-cap.ts); a replica's it cannot.
-    if (head.indexOf(HEAD_END) < 0) return false;
+    if (!match || !whole) return undefined;
     let name: string;
     try {
       name = decodeURIComponent(match[1]!);
     } catch {
-      return false;
+      return undefined;
     }
-    if (this.#options.mode === 'auto' && this.#options.readyReplicas(name) !== 1 && !this.#options.chosenAtLoad(name)) return false;
+    if (this.#options.mode === 'auto' && this.#options.readyReplicas(name) !== 1 && !this.#options.chosenAtLoad(name)) return undefined;
     let best: Door | undefined;
     for (const door of this.#byActor.values()) {
       if (door.actor.deployment !== name || door.actor.state !== 'READY') continue;
       if (!best || door.connections < best.connections || (door.connections === best.connections && door.handed < best.handed)) best = door;
     }
-    const fd = best ? descriptorOf(socket) : undefined;
-    if (!best || fd === undefined) return false;
+    return best;
+  }
+
+  /** Queues `fd` on the door's handoff socket and tells its actor; false when it cannot go now. */
+  #hand(door: Door, fd: number, head: Buffer): boolean {
     let sent: boolean;
     try {
-      sent = this.#addon.send(best.fd, fd);
+      sent = this.#addon.send(door.fd, fd);
     } catch (err) {
       this.#options.log.warn(
-        { actor: best.actor.name, err: (err as Error).message },
+        { actor: door.actor.name, err: (err as Error).message },
         'handoff socket failed: the workers serve this replica',
       );
-      this.#remove(best.actor.id, best);
+      this.#remove(door.actor.id, door);
       return false;
     }
     if (!sent) return false;
-    best.channel.send({ type: 'connection', head });
-    best.connections++;
-    best.handed++;
-    this.#options.handedOver(best.actor.deployment, best.actor.name);
-    // This process's descriptor closes; the connection lives on in the actor's.
-    socket.destroy();
+    door.channel.send({ type: 'connection', head });
+    door.connections++;
+    door.handed++;
+    this.#options.handedOver(door.actor.deployment, door.actor.name);
     return true;
   }
 

@@ -55,6 +55,8 @@ export class HeadMetrics {
   readonly placement: Histogram;
   /** Actors' links to the head open now: over a connection of their own, or relayed by their agent. */
   readonly actorLinks: Gauge<'via'>;
+  /** The connections the head counts against --max-connections, and of those the ones still waiting for a whole request head off its event loop (set once it listens). */
+  connectionCounts: () => { open: number; waiting: number } = () => ({ open: 0, waiting: 0 });
 
   constructor(state: ClusterRecords) {
     const registers = [this.registry];
@@ -137,6 +139,18 @@ export class HeadMetrics {
           for (const d of deployments()) this.inc({ model: d.spec.name }, value(d));
         },
       });
+    const counts = () => this.connectionCounts();
+    new Gauge({
+      name: 'troupe_head_connections',
+      help: "Client connections counted against the head's --max-connections (open: its own, its workers' and replicas', and those accepted that have not sent a whole request head; waiting: those last, held off the head's event loop).",
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const { open, waiting } = counts();
+        this.set({ state: 'open' }, open);
+        this.set({ state: 'waiting' }, waiting);
+      },
+    });
     headLoopDelay(); // start measuring now, not at the first scrape
     new Gauge({
       name: 'troupe_head_event_loop_delay_seconds',

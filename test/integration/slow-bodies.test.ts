@@ -114,26 +114,36 @@ describe('slow request bodies', { timeout: 180_000 }, () => {
     for (const k of kept) k.socket.destroy();
   });
 
-  test('on connections a front-door worker or a lone replica serves: a stalled body ends its connection; only whole heads are handed over', async () => {
+  test('on connections a front-door worker or a lone replica serves: a stalled body ends its connection; a head still coming waits off the event loop, then goes where a whole one goes', async () => {
     const c = await clusterWithMlp(['--http-workers', '1']);
     const handed = () => counter(c.url, 'troupe_http_handoffs_total', 'model="mlp"');
-    // A request head that is not whole yet stays with the workers (the cap can drop it there)...
+    const waiting = () => counter(c.url, 'troupe_head_connections', 'state="waiting"');
+    // A request head that is not whole yet waits in the head's accept loop, handed to no one...
     const before = await handed();
     const slowHead = await open(c.url);
     slowHead.socket.write('POST /v2/models/mlp/infer HTTP/1.1\r\nX-Slow: a');
-    // ...and is not handed over when it completes later: the connection already has its process.
+    await waitFor('the partial head to wait in the accept loop', async () => (await waiting()) === 1, 30_000, 50);
+    // ...while a whole one goes to the replica at once.
     const whole = await open(c.url);
     whole.socket.write('POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n[');
     await waitFor('a whole head handed to the replica', async () => (await handed()) === before + 1, 30_000, 100);
-    // Both bodies stall: each connection ends after the silent bound, in whichever process holds it.
+    assert.equal(await waiting(), 1, 'the partial head still waits');
+    // Once whole, the slow head goes to the replica too, with nothing of it read by the head.
     slowHead.socket.write('\r\nHost: x\r\nContent-Length: 1000\r\n\r\n[');
-    const bound = (conn: Conn, where: string) =>
+    await waitFor('the head, now whole, handed to the replica', async () => (await handed()) === before + 2, 30_000, 100);
+    assert.equal(await waiting(), 0);
+    // Both bodies stall: each connection ends after the silent bound in the replica.
+    const bound = (conn: Conn) =>
       Promise.race([
         conn.closed,
-        new Promise((_, reject) => setTimeout(() => reject(new Error(`a stalled body kept its ${where} connection for 60 s`)), 60_000)),
+        new Promise((_, reject) => setTimeout(() => reject(new Error("a stalled body kept its replica's connection for 60 s")), 60_000)),
       ]);
-    await Promise.all([bound(slowHead, "worker's"), bound(whole, "replica's")]);
-    assert.equal(await handed(), before + 1, 'the head that was not whole at first was never handed over');
+    await Promise.all([bound(slowHead), bound(whole)]);
+    // A head that never becomes whole is closed after the silent bound, in the accept loop.
+    const neverWhole = await open(c.url);
+    neverWhole.socket.write('GET /healthz HTTP/1.1\r\nX-Slow: a');
+    await bound(neverWhole);
+    assert.equal(await waiting(), 0);
   });
 
   test("a replica's connection whose body drips is counted at --max-connections and gives its place to a new client", async () => {

@@ -9,14 +9,17 @@ import { fileURLToPath } from 'node:url';
 
 // The C-level tests of the addons in native/: each harness in test/native/ includes an addon's
 // source, loads it through its NAPI_MODULE entry point over a stand-in Node-API, and calls its
-// functions (descriptor handoff and refusals, shared regions and their refusals). Built here with
-// the flags of scripts/build-native.mjs plus AddressSanitizer and UndefinedBehaviorSanitizer, so
-// a leaked descriptor, an out-of-bounds access or undefined behaviour fails the suite.
+// functions (descriptor handoff and refusals, shared regions and their refusals, the accept loop's
+// thread over real TCP connections). Built here with the flags of scripts/build-native.mjs (and an
+// addon's own, such as -pthread) plus AddressSanitizer and UndefinedBehaviorSanitizer, so a leaked
+// descriptor, an out-of-bounds access or undefined behaviour fails the suite.
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const CC = process.env.CC ?? 'cc';
-const HARNESSES = [
+// `flags`: what the addon needs past WARNINGS, as scripts/build-native.mjs builds it.
+const HARNESSES: { name: string; source: string; flags?: string[] }[] = [
   { name: 'troupe_handoff', source: 'handoff-test.c' },
   { name: 'troupe_shm', source: 'shm-test.c' },
+  { name: 'troupe_accept', source: 'accept-test.c', flags: ['-pthread'] },
 ];
 
 function compilerMissing(): string | undefined {
@@ -38,7 +41,15 @@ describe('the native addons, in C under AddressSanitizer and UBSan', { timeout: 
       const headers = (createRequire(import.meta.url)('node-api-headers') as { include_dir: string }).include_dir;
       const binary = join(out, harness.name);
       const dir = join(ROOT, 'test', 'native');
-      const flags = ['-g', '-O1', ...WARNINGS, '-fsanitize=address,undefined', '-fno-sanitize-recover=all', '-fno-omit-frame-pointer'];
+      const flags = [
+        '-g',
+        '-O1',
+        ...WARNINGS,
+        ...(harness.flags ?? []),
+        '-fsanitize=address,undefined',
+        '-fno-sanitize-recover=all',
+        '-fno-omit-frame-pointer',
+      ];
       try {
         execFileSync(
           CC,
