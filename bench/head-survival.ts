@@ -4,6 +4,7 @@
 // head-stall.test.ts, hostile-values.test.ts). Environment:
 //   SECONDS_PER_ATTACK=S   how long each timed attack runs (default 3)
 //   ATTACKER_NICE=N[,M]    the attacking thread's nice values, one table each (default 10,0: 0 runs it beside the head as an equal)
+//   ONLY=TEXT              only the attacks whose name contains TEXT (and the baseline), to stdout: the results file is left as it is
 // /healthz is asked on a fresh connection each time (so the connection cap is measured too), every
 // 20 ms; one that is refused, or not answered within 10 s, counts as failed and is not in the figures.
 import { writeFileSync } from 'node:fs';
@@ -36,6 +37,7 @@ const QUIET_BETWEEN_MS = 21_000;
  * (accepting, reading, parsing, refusing) is never lowered.
  */
 const ATTACKER_NICES = (process.env.ATTACKER_NICE ?? '10,0').split(',').map(Number);
+const ONLY = process.env.ONLY;
 
 const nested = (depth: number, leaf: string) => '['.repeat(depth) + leaf + ']'.repeat(depth);
 
@@ -158,6 +160,7 @@ async function main(): Promise<void> {
       );
       say('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
       for (const [name, work] of attacks) {
+        if (ONLY && name !== attacks[0]![0] && !name.includes(ONLY)) continue;
         await new Promise((resolve) => setTimeout(resolve, QUIET_BETWEEN_MS));
         const polled = await polledDuring([cluster.url, probeUrl], work, nice);
         const loopMaxMs = 1000 * (await counter(cluster.url, 'troupe_head_event_loop_delay_seconds', 'stat="max"'));
@@ -170,7 +173,7 @@ async function main(): Promise<void> {
       }
     }
     say(`\nThe head was ${cluster.head.process.exitCode === null ? 'alive' : 'gone'} at the end.`);
-    writeFileSync(new URL('../../bench/RESULTS-head-survival.md', import.meta.url), `${lines.join('\n')}\n`);
+    if (!ONLY) writeFileSync(new URL('../../bench/RESULTS-head-survival.md', import.meta.url), `${lines.join('\n')}\n`);
   } finally {
     await client.close();
     await cluster.stop();

@@ -63,7 +63,7 @@ async function methodCall(ctx: ApiContext, request: FastifyRequest) {
 }
 
 export function registerActorRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  acceptBuffers(app, Math.min(ctx.maxBodyBytes, MAX_CALL_BODY_BYTES));
+  acceptBuffers(app, Math.min(ctx.maxBodyBytes, MAX_CALL_BODY_BYTES), ctx.bodyBudget);
   ctx.docs.route(
     app,
     {

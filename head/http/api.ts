@@ -15,6 +15,7 @@ import { ModelStore } from './model-store.js';
 import { registerModelRoutes } from './model-routes.js';
 import { registerOipRoutes } from './oip-routes.js';
 import { registerTritonRoutes } from './triton-routes.js';
+import { BodyBudget, LARGE_BODIES_BYTES } from './body-budget.js';
 import { BodyThread } from './body-thread.js';
 
 /** The top of an OpenAPI 3.1 document; the rest is described by the OpenAPI specification itself. */
@@ -42,12 +43,18 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
     // The store keeps the blobs deployments run, and refuses to delete a model one uses.
     const deployed = () => [...options.state.deployments.values()].map((d) => ({ deployment: d.spec.name, model: d.spec.model }));
     const store = await ModelStore.open(options.dataDir, options.log, deployed);
-    const ctx: ApiContext = { ...options, store, jobs: new JobStore(options.jobOptions), bodies: new BodyThread() };
+    const ctx: ApiContext = {
+      ...options,
+      store,
+      jobs: new JobStore(options.jobOptions),
+      bodies: new BodyThread(),
+      bodyBudget: new BodyBudget(Math.max(LARGE_BODIES_BYTES, options.maxBodyBytes)),
+    };
     api.addHook('onRequest', authHook(options.token, options.host));
     api.setErrorHandler(errorHandler(options.log, options.maxBodyBytes));
 
     await api.register(async (scope) => {
-      acceptBuffers(scope, options.maxBodyBytes);
+      acceptBuffers(scope, options.maxBodyBytes, ctx.bodyBudget);
       registerOipRoutes(scope, ctx);
       registerTritonRoutes(scope, ctx);
       registerJobRoutes(scope, ctx);

@@ -1,3 +1,4 @@
+import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import {
   checkedBy,
@@ -13,6 +14,7 @@ import {
 } from '../../runtime/internal.js';
 import type { WireTensorMap } from '../../runtime/internal.js';
 import { checkMethodArgs } from '../calls/actor-calls.js';
+import { BODY_THREAD_NICE } from './body-thread.js';
 import type { BodyAnswer, BodyAsk, BodyKinds } from './body-thread.js';
 import { readCallBody } from './call-body.js';
 
@@ -20,6 +22,14 @@ import { readCallBody } from './call-body.js';
  * The thread that parses request bodies for the head (body-thread.ts): the JSON parse of a large
  * body allocates millions of objects and takes seconds, none of it on the head's event loop.
  */
+
+// Below the head's event loop for the CPU (on Linux, a priority given to pid 0 is this thread's
+// alone): where the cores are busy, bodies wait and /healthz, placements and agents' messages go first.
+try {
+  setPriority(BODY_THREAD_NICE);
+} catch {
+  // Not permitted here (some container runtimes): the thread keeps the head's priority.
+}
 
 /** Tensors' buffers to move to the head instead of copying (small ones may share Node's pool, which must stay here). */
 function movable(tensors: WireTensorMap, into: ArrayBuffer[]): void {

@@ -35,6 +35,9 @@ export type BodyAnswer = { id: number; answer: BodyKinds[BodyKind]['answer'] } |
  */
 export const INLINE_BODY_BYTES = 64 * 1024;
 
+/** The body thread's nice value, on Linux its own (body-thread-main.ts): under the event loop it works for. */
+export const BODY_THREAD_NICE = 10;
+
 /** A thread idle this long ends, giving back the heap its last parses grew (hundreds of MB for large bodies). */
 const IDLE_MS = 5000;
 

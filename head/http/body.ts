@@ -5,6 +5,7 @@ import { bodyTooLarge, TroupeError } from '../../runtime/internal.js';
 import { decodeBody, firstLine, parseJson, unsupportedCoding } from '../../runtime/internal.js';
 import { INLINE_BODY_BYTES } from './body-thread.js';
 import { readInTurns } from './read-in-turns.js';
+import type { BodyBudget } from './body-budget.js';
 
 /**
  * How the API reads bodies. Each route group runs in its own fastify scope and parses every
@@ -18,22 +19,24 @@ import { readInTurns } from './read-in-turns.js';
  * at its end (fastify's `parseAs: 'buffer'`) copied 29 MB in one go on the event loop, and bodies
  * ending together were joined in one turn (14 of them held /healthz for 300 ms). The buffer is an
  * ArrayBuffer of its own (past INLINE_BODY_BYTES), so the body thread (body-thread.ts) takes it without a copy. Read in
- * turns (read-in-turns.ts), so that large bodies arriving together leave the event loop to others.
+ * turns (read-in-turns.ts), so that large bodies arriving together leave the event loop to others,
+ * and only as many at once as `budget` holds (body-budget.ts).
  */
-export function acceptBuffers(app: FastifyInstance, limit: number): void {
+export function acceptBuffers(app: FastifyInstance, limit: number, budget: BodyBudget): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (request, payload, done) => {
     const declared = request.headers['content-length'] === undefined ? undefined : Number(request.headers['content-length']);
     if (declared !== undefined && declared > limit) return done(bodyTooLarge(limit));
-    // Only a body the thread will take gets a buffer of its own: a small one is joined from Node's pool as before.
-    const whole =
-      declared !== undefined && Number.isSafeInteger(declared) && declared > INLINE_BODY_BYTES
-        ? Buffer.allocUnsafeSlow(declared)
-        : undefined;
+    // Only a body the thread will take gets a buffer of its own, once the budget has room for it:
+    // a small one is joined from Node's pool as before.
+    const large = declared !== undefined && Number.isSafeInteger(declared) && declared > INLINE_BODY_BYTES;
+    let whole: Buffer | undefined;
     const chunks: Buffer[] = [];
     let size = 0;
+    let giveBack = () => {};
     const finish = (err: Error | null, body?: Buffer) => {
       payload.removeListener('data', onData).removeListener('end', onEnd).removeListener('error', onError);
+      giveBack();
       done(err, body);
     };
     const onData = (chunk: Buffer) => {
@@ -49,7 +52,15 @@ export function acceptBuffers(app: FastifyInstance, limit: number): void {
     };
     const onError = (err: Error) => finish(err);
     payload.on('data', onData).on('end', onEnd).on('error', onError);
-    readInTurns(payload);
+    const turns = readInTurns(payload);
+    if (!large) return;
+    turns.hold('budget');
+    giveBack = budget.take(declared, () => {
+      whole = Buffer.allocUnsafeSlow(declared);
+      turns.release('budget');
+    });
+    // A client gone while its body waited, or before it was whole.
+    payload.once('close', () => giveBack());
   });
 }
 

@@ -8,6 +8,7 @@ import type { ClusterState } from '../state/cluster-state.js';
 import type { JobOptions, JobStore } from './jobs.js';
 import type { ModelStore } from './model-store.js';
 import type { ApiDocs } from './openapi.js';
+import type { BodyBudget } from './body-budget.js';
 import type { BodyThread } from './body-thread.js';
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 2 ** 20;
@@ -51,4 +52,6 @@ export interface ApiContext extends HttpApiOptions {
   jobs: JobStore;
   /** The one thread that parses large request bodies off the event loop (jobs, generate requests). */
   bodies: BodyThread;
+  /** The bytes of large bodies read at once, over every route (body-budget.ts). */
+  bodyBudget: BodyBudget;
 }

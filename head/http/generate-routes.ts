@@ -194,7 +194,7 @@ function generation(ctx: ApiContext, { model, version, deployment: name }: Named
 export function registerGenerateRoutes(app: FastifyInstance, ctx: ApiContext): void {
   // The bound of method calls' bodies (and a 413 that names it): a class actor's values reach the head's event loop.
   const limit = Math.min(ctx.maxBodyBytes, MAX_CALL_BODY_BYTES);
-  acceptBuffers(app, limit);
+  acceptBuffers(app, limit, ctx.bodyBudget);
   app.setErrorHandler(errorHandler(ctx.log, limit));
   const tag = 'Open Inference Protocol (v2)';
   const body = {
