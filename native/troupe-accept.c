@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "napi-helpers.h"
+
 // Past this many bytes without the blank line that ends a request head, the connection goes on as
 // it is: Node's parser answers a head larger than its bound (16 KiB) with 431.
 #define HEAD_LIMIT (16 * 1024 + 1024)
@@ -318,13 +320,6 @@ static void Collected(napi_env env, void* data, void* hint) {
   Drop(a);
 }
 
-static napi_value Fail(napi_env env, const char* what) {
-  char message[256];
-  snprintf(message, sizeof message, "%s: %s", what, strerror(errno));
-  napi_throw_error(env, NULL, message);
-  return NULL;
-}
-
 static Acceptor* HandleOf(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -355,7 +350,7 @@ static napi_value Start(napi_env env, napi_callback_info info) {
   if (!a || !slots) {
     free(a);
     free(slots);
-    return Fail(env, "start: calloc");
+    return ThrowErrno(env, "start: calloc");
   }
   a->slots = slots;
   a->capacity = capacity;
@@ -378,7 +373,7 @@ static napi_value Start(napi_env env, napi_callback_info info) {
                 epoll_ctl(a->epoll_fd, EPOLL_CTL_ADD, a->listen_fd, &listener) == 0 && epoll_ctl(a->epoll_fd, EPOLL_CTL_ADD, a->wake_fd, &wake) == 0;
   if (set_up && !listening) errno = EINVAL;
   if (!set_up || !listening) {
-    napi_value thrown = Fail(env, listening || !set_up ? "start" : "start: the socket does not listen");
+    napi_value thrown = ThrowErrno(env, listening || !set_up ? "start" : "start: the socket does not listen");
     if (a->listen_fd >= 0) close(a->listen_fd);
     if (a->epoll_fd >= 0) close(a->epoll_fd);
     if (a->wake_fd >= 0) close(a->wake_fd);
@@ -398,7 +393,7 @@ static napi_value Start(napi_env env, napi_callback_info info) {
   // The head's other handles keep it alive; a listening acceptor must not keep a stopping one.
   napi_unref_threadsafe_function(env, a->deliver);
   if ((errno = pthread_create(&a->thread, NULL, Loop, a)) != 0) {
-    napi_value thrown = Fail(env, "start: pthread_create");
+    napi_value thrown = ThrowErrno(env, "start: pthread_create");
     close(a->listen_fd);
     close(a->epoll_fd);
     close(a->wake_fd);
@@ -454,16 +449,8 @@ static napi_value Stop(napi_env env, napi_callback_info info) {
 }
 
 static napi_value Init(napi_env env, napi_value exports) {
-  const struct {
-    const char* name;
-    napi_callback fn;
-  } functions[] = {{"start", Start}, {"waiting", Waiting}, {"evict", Evict}, {"stop", Stop}};
-  for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++) {
-    napi_value fn;
-    napi_create_function(env, functions[i].name, NAPI_AUTO_LENGTH, functions[i].fn, NULL, &fn);
-    napi_set_named_property(env, exports, functions[i].name, fn);
-  }
-  return exports;
+  static const Exported functions[] = {{"start", Start}, {"waiting", Waiting}, {"evict", Evict}, {"stop", Stop}};
+  return ExportFunctions(env, exports, functions, sizeof functions / sizeof functions[0]);
 }
 
 NAPI_MODULE(NODE_GYP_MODULE_NAME, Init)

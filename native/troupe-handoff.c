@@ -28,6 +28,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "napi-helpers.h"
+
 // Room for more descriptors than the one a handoff carries: a message with extra ones (a confused
 // or hostile peer) is read whole and its descriptors closed, instead of left open in this process.
 // One with more than even this holds is cut short by the kernel (MSG_CTRUNC), which drops the rest.
@@ -39,13 +41,6 @@
     char bytes[CMSG_SPACE(sizeof(int) * (fds))]; \
     struct cmsghdr align;                  \
   } name
-
-static napi_value Throw(napi_env env, const char* what) {
-  char message[256];
-  snprintf(message, sizeof message, "%s: %s", what, strerror(errno));
-  napi_throw_error(env, NULL, message);
-  return NULL;
-}
 
 static napi_value Int(napi_env env, int value) {
   napi_value result;
@@ -88,9 +83,9 @@ static napi_value Listen(napi_env env, napi_callback_info info) {
     return NULL;
   }
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Throw(env, "socket");
+  if (fd < 0) return ThrowErrno(env, "socket");
   if (bind(fd, (struct sockaddr*)&address, length) != 0 || listen(fd, 1) != 0) {
-    napi_value thrown = Throw(env, "listen");
+    napi_value thrown = ThrowErrno(env, "listen");
     close(fd);
     return thrown;
   }
@@ -104,7 +99,7 @@ static napi_value Accept(napi_env env, napi_callback_info info) {
     return NULL;
   }
   int fd = accept4(args[0], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? Int(env, -1) : Throw(env, "accept");
+  if (fd < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? Int(env, -1) : ThrowErrno(env, "accept");
   // Any process on the host may find an abstract address; only the one named may use it.
   struct ucred peer;
   socklen_t size = sizeof peer;
@@ -126,10 +121,10 @@ static napi_value Connect(napi_env env, napi_callback_info info) {
     return NULL;
   }
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Throw(env, "socket");
+  if (fd < 0) return ThrowErrno(env, "socket");
   // A Unix stream connect completes at once or fails (EAGAIN: the backlog is full).
   if (connect(fd, (struct sockaddr*)&address, length) != 0) {
-    napi_value thrown = Throw(env, "connect");
+    napi_value thrown = ThrowErrno(env, "connect");
     close(fd);
     return thrown;
   }
@@ -167,7 +162,7 @@ static napi_value Send(napi_env env, napi_callback_info info) {
     napi_get_boolean(env, 0, &no);
     return no;
   }
-  return Throw(env, "send");
+  return ThrowErrno(env, "send");
 }
 
 static void CloseAll(const int* fds, size_t count) {
@@ -189,7 +184,7 @@ static napi_value Receive(napi_env env, napi_callback_info info) {
   message.msg_control = control.bytes;
   message.msg_controllen = sizeof control.bytes;
   ssize_t got = recvmsg(args[0], &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (got < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? Int(env, -1) : Throw(env, "receive");
+  if (got < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? Int(env, -1) : ThrowErrno(env, "receive");
   if (got == 0) {
     napi_throw_error(env, NULL, "receive: the peer closed the handoff socket");
     return NULL;
@@ -234,23 +229,15 @@ static napi_value SendBuffer(napi_env env, napi_callback_info info) {
     return NULL;
   }
   int size = args[1];
-  if (setsockopt(args[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size) != 0) return Throw(env, "sendBuffer: setsockopt");
+  if (setsockopt(args[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size) != 0) return ThrowErrno(env, "sendBuffer: setsockopt");
   socklen_t length = sizeof size;
-  if (getsockopt(args[0], SOL_SOCKET, SO_SNDBUF, &size, &length) != 0) return Throw(env, "sendBuffer: getsockopt");
+  if (getsockopt(args[0], SOL_SOCKET, SO_SNDBUF, &size, &length) != 0) return ThrowErrno(env, "sendBuffer: getsockopt");
   return Int(env, size);
 }
 
 static napi_value Init(napi_env env, napi_value exports) {
-  const struct {
-    const char* name;
-    napi_callback fn;
-  } functions[] = {{"listen", Listen}, {"accept", Accept}, {"connect", Connect}, {"send", Send}, {"receive", Receive}, {"close", Close}, {"sendBuffer", SendBuffer}};
-  for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++) {
-    napi_value fn;
-    napi_create_function(env, functions[i].name, NAPI_AUTO_LENGTH, functions[i].fn, NULL, &fn);
-    napi_set_named_property(env, exports, functions[i].name, fn);
-  }
-  return exports;
+  static const Exported functions[] = {{"listen", Listen}, {"accept", Accept}, {"connect", Connect}, {"send", Send}, {"receive", Receive}, {"close", Close}, {"sendBuffer", SendBuffer}};
+  return ExportFunctions(env, exports, functions, sizeof functions / sizeof functions[0]);
 }
 
 NAPI_MODULE(NODE_GYP_MODULE_NAME, Init)

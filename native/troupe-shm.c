@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "napi-helpers.h"
+
 typedef struct {
   void* address;
   size_t bytes;
@@ -34,13 +36,6 @@ static void Unmap(napi_env env, void* data, void* hint) {
   munmap(mapping->address, mapping->bytes);
   if (mapping->fd >= 0) close(mapping->fd);
   free(mapping);
-}
-
-static napi_value Throw(napi_env env, const char* what) {
-  char message[256];
-  snprintf(message, sizeof message, "%s: %s", what, strerror(errno));
-  napi_throw_error(env, NULL, message);
-  return NULL;
 }
 
 static napi_value ArrayBufferOver(napi_env env, void* address, size_t bytes, int fd) {
@@ -80,15 +75,15 @@ static napi_value Create(napi_env env, napi_callback_info info) {
     return NULL;
   }
   int fd = memfd_create("troupe-tensors", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) return Throw(env, "memfd_create");
+  if (fd < 0) return ThrowErrno(env, "memfd_create");
   if (ftruncate(fd, (off_t)bytes) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-    napi_value thrown = Throw(env, "sizing and sealing the region");
+    napi_value thrown = ThrowErrno(env, "sizing and sealing the region");
     close(fd);
     return thrown;
   }
   void* address = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (address == MAP_FAILED) {
-    napi_value thrown = Throw(env, "mmap");
+    napi_value thrown = ThrowErrno(env, "mmap");
     close(fd);
     return thrown;
   }
@@ -117,7 +112,7 @@ static napi_value Open(napi_env env, napi_callback_info info) {
   snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, peer_fd);
   // Checked before opening too: opening a device or a FIFO a peer names could block or act.
   struct stat st;
-  if (stat(path, &st) != 0) return Throw(env, path);
+  if (stat(path, &st) != 0) return ThrowErrno(env, path);
   if (!S_ISREG(st.st_mode)) {
     char message[128];
     snprintf(message, sizeof message, "%s is not a memory region", path);
@@ -125,7 +120,7 @@ static napi_value Open(napi_env env, napi_callback_info info) {
     return NULL;
   }
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return Throw(env, path);
+  if (fd < 0) return ThrowErrno(env, path);
   int seals = fcntl(fd, F_GET_SEALS);
   const char* refused = NULL;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) refused = "not a memory region";
@@ -140,17 +135,13 @@ static napi_value Open(napi_env env, napi_callback_info info) {
   }
   void* address = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
-  if (address == MAP_FAILED) return Throw(env, "mmap");
+  if (address == MAP_FAILED) return ThrowErrno(env, "mmap");
   return ArrayBufferOver(env, address, bytes, -1);
 }
 
 static napi_value Init(napi_env env, napi_value exports) {
-  napi_value fn;
-  napi_create_function(env, "create", NAPI_AUTO_LENGTH, Create, NULL, &fn);
-  napi_set_named_property(env, exports, "create", fn);
-  napi_create_function(env, "open", NAPI_AUTO_LENGTH, Open, NULL, &fn);
-  napi_set_named_property(env, exports, "open", fn);
-  return exports;
+  static const Exported functions[] = {{"create", Create}, {"open", Open}};
+  return ExportFunctions(env, exports, functions, sizeof functions / sizeof functions[0]);
 }
 
 NAPI_MODULE(NODE_GYP_MODULE_NAME, Init)

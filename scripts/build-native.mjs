@@ -31,11 +31,13 @@ const ADDONS = [
 // test/unit/native-addons.test.ts builds the same sources with these flags and the sanitizers.
 export const WARNINGS = ['-Wall', '-Wextra', '-Werror'];
 
-// What an addon was last built from (compiler, flags, Node-API headers); with the source's time,
+// What an addon was last built from (compiler, flags, Node-API headers); with the source's time
+// (and that of napi-helpers.h, which every addon includes),
 // it decides whether a build is needed at all: an unchanged tree compiles nothing.
 function upToDate(source, output, recipe) {
   const built = statSync(output, { throwIfNoEntry: false });
-  if (!built || built.mtimeMs < statSync(source).mtimeMs) return false;
+  const shared = join(dirname(source), 'napi-helpers.h');
+  if (!built || built.mtimeMs < Math.max(statSync(source).mtimeMs, statSync(shared).mtimeMs)) return false;
   try {
     return readFileSync(`${output}.recipe`, 'utf8') === recipe;
   } catch {
