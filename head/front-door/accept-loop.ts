@@ -107,14 +107,11 @@ export interface ArrivalRoutes {
  */
 export function routeArrivals(routes: ArrivalRoutes): (fd: number, line: string, whole: boolean) => void {
   return (fd, line, whole) => {
-    const socket = (): Socket => socketOverDescriptor(fd);
-    if (routes.closed()) return void socket().destroy();
-    if (FRONT_DOOR_REQUEST.test(line)) {
-      if (!routes.cap.room()) return void socket().destroy();
-      if (routes.handOff(fd, line, whole)) return;
-    }
-    const here = socket();
-    if (!routes.cap.admit(here, true)) return void here.destroy();
+    // Room is made once, wherever the connection then goes.
+    if (routes.closed() || !routes.cap.room()) return void socketOverDescriptor(fd).destroy();
+    if (FRONT_DOOR_REQUEST.test(line) && routes.handOff(fd, line, whole)) return;
+    const here = socketOverDescriptor(fd);
+    routes.cap.count(here, true);
     routes.serveHere(here);
   };
 }

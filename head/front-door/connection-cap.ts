@@ -64,13 +64,18 @@ export class ConnectionCap {
    */
   admit(socket: Socket, http: boolean): boolean {
     if (!this.room()) return false;
+    this.count(socket, http);
+    return true;
+  }
+
+  /** Counts `socket` here until it closes, room having been made for it (`room`). */
+  count(socket: Socket, http: boolean): void {
     this.#here++;
     if (http) this.#unproven.set(socket, Date.now());
     socket.once('close', () => {
       this.#here--;
       this.#unproven.delete(socket);
     });
-    return true;
   }
 
   /**
