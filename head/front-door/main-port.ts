@@ -12,10 +12,12 @@ export interface MainPortOptions {
   cap: ConnectionCap;
   log: Logger;
   /** Where the head splits its connections (front-door workers or replicas serve inference): accept off the event loop. */
-  offLoop?: {
-    handOff: (fd: number, line: string, whole: boolean) => boolean;
-    serveHere: (socket: Socket) => void;
-  };
+  offLoop?:
+    | {
+        handOff: (fd: number, line: string, whole: boolean) => boolean;
+        serveHere: (socket: Socket) => void;
+      }
+    | undefined;
 }
 
 export interface MainPort {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { z } from 'zod';
 import type { AuthPolicy } from '../../runtime/internal.js';
+import { TroupeError } from '../../runtime/internal.js';
 
 /**
  * The head's OpenAPI 3.1 description, built from the same zod schemas the handlers validate with
@@ -176,6 +177,16 @@ export class ApiDocs {
     return this.#registered
       .filter((r) => !IMPLIED.has(r.method) && !described.has(`${r.method} ${r.url}`))
       .map((r) => `${r.method} ${r.url}`);
+  }
+
+  /** Throws if a route is undocumented: a bug every test of the head meets at once. */
+  checkComplete(): void {
+    const missing = this.undocumented();
+    if (missing.length > 0)
+      throw new TroupeError(
+        'TROUPE_ERR_INTERNAL',
+        `routes missing from the OpenAPI document (head/http/openapi.ts): ${missing.join(', ')}`,
+      );
   }
 
   document(): Record<string, unknown> {

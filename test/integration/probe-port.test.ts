@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { connect as netConnect, createServer } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { startChild, stopChild } from '../../cli/children.js';
+import { startHead } from '../../head/server.js';
 import type { Child } from '../../cli/children.js';
 import { waitFor } from '../helpers/cluster.js';
 import { childEnv } from '../helpers/env.js';
@@ -95,5 +97,22 @@ describe('the probe port', { timeout: 120_000 }, () => {
     assert.equal(taken.status, 2, taken.stderr);
     assert.match(taken.stderr, /TROUPE_ERR_BAD_FLAG/);
     assert.match(taken.stderr, /--probe-port \d+: .*EADDRINUSE.*give another, or 0 for any/);
+  });
+
+  test('an embedded head refused for a taken --probe-port leaves its main port free: its accept thread stopped with it', async () => {
+    const port = await freePort();
+    await assert.rejects(
+      startHead({ port, probePort: Number(new URL(probes).port), httpWorkers: 1, dataDir: join(root, 'embedded') }),
+      (err: Error & { code?: string }) => err.code === 'TROUPE_ERR_BAD_FLAG' && /--probe-port/.test(err.message),
+    );
+    // Nothing accepts there any more, and the port can be listened on again.
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = netConnect(port, '127.0.0.1');
+      socket.once('connect', () => (socket.destroy(), resolve(false))).once('error', () => resolve(true));
+    });
+    assert.ok(refused, 'a connection to the refused head main port was accepted');
+    const again = createServer();
+    await new Promise<void>((resolve, reject) => again.once('error', reject).listen(port, '127.0.0.1', resolve));
+    again.close();
   });
 });
