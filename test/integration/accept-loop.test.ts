@@ -1,42 +1,17 @@
 import assert from 'node:assert/strict';
-import { connect as netConnect } from 'node:net';
-import type { Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { acceptAddon } from '../../runtime/handoff/accept-addon.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { call } from '../helpers/http.js';
 import { counter } from '../helpers/metrics.js';
+import { rawConnection } from '../helpers/raw-connection.js';
+import type { RawConnection } from '../helpers/raw-connection.js';
 
 /** The head's --max-connections here: as many connections may wait for their request heads. */
 const CAP = 300;
 /** Twice the cap, every one of them slow or silent; the test process stays under a soft limit of 1,024 descriptors. */
 const SLOW = 2 * CAP;
-
-interface Conn {
-  socket: Socket;
-  /** Everything received, once the connection closed (or a 30 s bound passed). */
-  answer: Promise<string>;
-  isClosed: () => boolean;
-}
-
-async function opened(port: number): Promise<Conn> {
-  const socket = netConnect(port, '127.0.0.1');
-  const chunks: Buffer[] = [];
-  let closed = false;
-  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  socket.on('error', () => {});
-  const answer = new Promise<string>((resolve) => {
-    const bound = setTimeout(() => socket.destroy(), 30_000);
-    socket.once('close', () => {
-      closed = true;
-      clearTimeout(bound);
-      resolve(Buffer.concat(chunks).toString('latin1'));
-    });
-  });
-  await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  return { socket, answer, isClosed: () => closed };
-}
 
 /** An inference request's head after its first line, and its body. */
 const INFERENCE_REST = 'Host: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}';
@@ -62,7 +37,7 @@ describe(
       await waitFor(
         'the front-door worker serving',
         async () => {
-          const conn = await opened(port);
+          const conn = await rawConnection(port);
           conn.socket.write(`POST /v2/models/warm-up/infer HTTP/1.1\r\n${INFERENCE_REST}`);
           return /\r\nconnection: close\r\n/.test(await conn.answer);
         },
@@ -76,9 +51,9 @@ describe(
 
     test(`${SLOW} slow or silent connections against --max-connections ${CAP}: the newest wait, the oldest are closed, the head answers, and the bytes of a head that completes are all read`, async () => {
       // Opened one after another, so the head accepts them in this order.
-      const slow: Conn[] = [];
+      const slow: RawConnection[] = [];
       for (let i = 0; i < SLOW; i++) {
-        const conn = await opened(port);
+        const conn = await rawConnection(port);
         conn.socket.write(SLOW_STARTS[i % SLOW_STARTS.length]!);
         slow.push(conn);
       }
@@ -119,7 +94,7 @@ describe(
     });
 
     test('a head sent a byte at a time is served whole; bytes that are no request line get an answer at once', async () => {
-      const dripped = await opened(port);
+      const dripped = await rawConnection(port);
       const request = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n';
       for (const byte of request) {
         dripped.socket.write(byte);
@@ -128,17 +103,17 @@ describe(
       assert.match(await dripped.answer, /^HTTP\/1\.1 200 /);
 
       // Not HTTP (a TLS client hello's first bytes): Node's parser answers 400 without waiting for a blank line.
-      const tls = await opened(port);
+      const tls = await rawConnection(port);
       tls.socket.write(Buffer.from([0x16, 0x03, 0x01, 0x00, 0xa5, 0x01]));
       assert.match(await tls.answer, /^HTTP\/1\.1 400 /);
 
       // Two requests in one write: both answered, in order.
-      const pipelined = await opened(port);
+      const pipelined = await rawConnection(port);
       pipelined.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
       assert.equal([...(await pipelined.answer).matchAll(/HTTP\/1\.1 200 /g)].length, 2);
 
       // A client that stops sending midway through its head is passed on as it is (Node answers, or closes).
-      const halfClosed = await opened(port);
+      const halfClosed = await rawConnection(port);
       halfClosed.socket.end('GET /healthz HTTP/1.1\r\nHost: x\r\n');
       await halfClosed.answer;
       await waitFor('no connection waiting', async () => (await waiting()) === 0, 30_000, 50);

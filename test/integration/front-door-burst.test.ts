@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { connect as netConnect } from 'node:net';
-import type { Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { handoffAddon } from '../../runtime/handoff/addon.js';
 import { startCluster, waitFor } from '../helpers/cluster.js';
 import type { TestCluster } from '../helpers/cluster.js';
 import { call } from '../helpers/http.js';
 import { childrenRunning } from '../helpers/processes.js';
+import { rawConnection } from '../helpers/raw-connection.js';
 
 const WORKER = 'front-door/worker-main';
 /**
@@ -14,23 +13,6 @@ const WORKER = 'front-door/worker-main';
  * some wait in the head; each process holds fewer descriptors than a soft limit of 1,024.
  */
 const BURST = 700;
-
-/** A connection of its own, connected; `answer` resolves with all it received once it closes, or what came before a 30 s bound. */
-async function opened(port: number): Promise<{ socket: Socket; answer: Promise<string> }> {
-  const socket = netConnect(port, '127.0.0.1');
-  const chunks: Buffer[] = [];
-  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  socket.on('error', () => {});
-  const answer = new Promise<string>((resolve) => {
-    const bound = setTimeout(() => socket.destroy(), 30_000);
-    socket.once('close', () => {
-      clearTimeout(bound);
-      resolve(Buffer.concat(chunks).toString('latin1'));
-    });
-  });
-  await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  return { socket, answer };
-}
 
 /**
  * A worker's answer: the worker's server (runtime/http/in-place-connection.ts) writes its header
@@ -54,7 +36,7 @@ describe('a burst of new connections handed to a front-door worker', { timeout: 
     await waitFor(
       'the worker serving',
       async () => {
-        const { socket, answer } = await opened(port);
+        const { socket, answer } = await rawConnection(port);
         socket.write(request('warm-up'));
         return fromWorker(await answer);
       },
@@ -71,7 +53,7 @@ describe('a burst of new connections handed to a front-door worker', { timeout: 
     // burst, and the descriptors wait for room on the worker's handoff socket while the bytes read
     // of each go in the head's messages; an answer that named another connection's model would
     // show the two apart.
-    const connections = await Promise.all(Array.from({ length: BURST }, () => opened(port)));
+    const connections = await Promise.all(Array.from({ length: BURST }, () => rawConnection(port)));
     connections.forEach(({ socket }, i) => socket.write(request(`burst-${i}`)));
     const answers = await Promise.all(connections.map(({ answer }) => answer));
     const wrong = answers.flatMap((answer, i) => {
@@ -96,7 +78,7 @@ describe('a burst of new connections handed to a front-door worker', { timeout: 
     // Stopped, the worker takes no descriptor: its handoff socket fills and the rest wait in the head.
     process.kill(worker, 'SIGSTOP');
     try {
-      const connections = await Promise.all(Array.from({ length: BURST }, () => opened(port)));
+      const connections = await Promise.all(Array.from({ length: BURST }, () => rawConnection(port)));
       connections.forEach(({ socket }, i) => socket.write(request(`gone-${i}`)));
       // The head read the burst before a request that came after it (it is the head's, not a worker's).
       assert.equal((await call(cluster.url, 'GET', '/healthz', { timeoutMs: 10_000 })).status, 200);

@@ -1,40 +1,13 @@
 import assert from 'node:assert/strict';
-import { connect as netConnect } from 'node:net';
-import type { Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import { acceptBuffers, bodyBuffer } from '../../head/http/body.js';
 import { BodyBudget } from '../../head/http/body-budget.js';
+import { rawConnection } from '../helpers/raw-connection.js';
 
 /** Past the bodies the head parses inline, so each takes a buffer of its own and a place in the budget. */
 const BODY = 80 * 1024;
-
-interface Client {
-  socket: Socket;
-  /** What came back, once the connection closed (or a 30 s bound passed). */
-  answer: Promise<string>;
-  answered: () => boolean;
-}
-
-async function client(port: number): Promise<Client> {
-  const socket = netConnect(port, '127.0.0.1');
-  let text = '';
-  let done = false;
-  socket.setEncoding('latin1');
-  socket.on('data', (chunk: string) => (text += chunk));
-  socket.on('error', () => {});
-  const answer = new Promise<string>((resolve) => {
-    const bound = setTimeout(() => socket.destroy(), 30_000);
-    socket.once('close', () => {
-      done = true;
-      clearTimeout(bound);
-      resolve(text);
-    });
-  });
-  await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  return { socket, answer, answered: () => done };
-}
 
 const head = `POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${BODY}\r\nConnection: close\r\n\r\n`;
 const body = (fill: number) => Buffer.alloc(BODY, fill);
@@ -71,18 +44,18 @@ describe('acceptBuffers: large bodies read a budget at a time, through a real HT
 
   test('a body waits, unread, while another holds the budget; one whose client leaves while it waits gives its place back; every answer is its own body, whole', async () => {
     // A holds the budget: its head and half its body, then nothing.
-    const a = await client(port);
+    const a = await rawConnection(port);
     a.socket.write(head);
     a.socket.write(body(1).subarray(0, BODY / 2));
     await until('A to hold the budget', () => !startsNow(budget, BODY));
     // B sends all of its body, and waits for the budget, unread and unanswered.
-    const b = await client(port);
+    const b = await rawConnection(port);
     b.socket.write(head);
     b.socket.write(body(2));
     await until('B to wait for the budget', () => !startsNow(budget, 1));
-    assert.equal(b.answered(), false);
+    assert.equal(b.isClosed(), false);
     // C sends its head and leaves while it waits.
-    const c = await client(port);
+    const c = await rawConnection(port);
     c.socket.write(head);
     a.socket.write(body(1).subarray(BODY / 2));
     const aAnswer = await a.answer;
@@ -91,7 +64,7 @@ describe('acceptBuffers: large bodies read a budget at a time, through a real HT
     const bAnswer = await b.answer;
     assert.ok(bAnswer.endsWith('{"length":81920,"fill":2,"same":true}'), bAnswer);
     // C's place was given back: D is read and answered.
-    const d = await client(port);
+    const d = await rawConnection(port);
     d.socket.write(head);
     d.socket.write(body(4));
     const dAnswer = await d.answer;
@@ -101,12 +74,12 @@ describe('acceptBuffers: large bodies read a budget at a time, through a real HT
   });
 
   test('a body shorter than its Content-Length gives its place back when its client leaves', async () => {
-    const short = await client(port);
+    const short = await rawConnection(port);
     short.socket.write(head);
     short.socket.write(body(5).subarray(0, 1000));
     await new Promise((r) => setTimeout(r, 50));
     short.socket.destroy();
-    const next = await client(port);
+    const next = await rawConnection(port);
     next.socket.write(head);
     next.socket.write(body(6));
     assert.ok((await next.answer).endsWith('{"length":81920,"fill":6,"same":true}'));
